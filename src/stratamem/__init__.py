@@ -1,0 +1,49 @@
+"""stratamem: layered, multi-tenant semantic memory for AI agents.
+
+Public API: :class:`Memory`, :class:`AsyncMemory`, :class:`TenantContext`, :class:`MemoryError`
+and the data models.
+"""
+
+from .config import MemoryConfig
+from .errors import ErrorCode, MemoryError, StratamemError
+from .layers import get_accessible_layers
+from .model import (
+    AddMemoryOutput,
+    HealthCheckResult,
+    Layer,
+    LayerIdentifiers,
+    ListMemoriesOutput,
+    MemoryEntry,
+    MetadataFilter,
+    Provenance,
+    SearchMemoryOutput,
+    SearchResult,
+    TenantContext,
+    UpdateMemoryOutput,
+)
+from .sdk import AsyncMemory, Memory
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AddMemoryOutput",
+    "AsyncMemory",
+    "ErrorCode",
+    "HealthCheckResult",
+    "Layer",
+    "LayerIdentifiers",
+    "ListMemoriesOutput",
+    "Memory",
+    "MemoryConfig",
+    "MemoryEntry",
+    "MemoryError",
+    "MetadataFilter",
+    "Provenance",
+    "SearchMemoryOutput",
+    "SearchResult",
+    "StratamemError",
+    "TenantContext",
+    "UpdateMemoryOutput",
+    "__version__",
+    "get_accessible_layers",
+]

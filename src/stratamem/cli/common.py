@@ -1,0 +1,102 @@
+"""Shared CLI plumbing: store/tenant/identifier options, JSON output, coded one-line errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+
+from ..errors import MemoryError
+from ..model import TenantContext
+from ..sdk import Memory
+
+console = Console()
+err_console = Console(stderr=True)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+DbOpt = Annotated[
+    str,
+    typer.Option("--db", "--store", envvar="STRATAMEM_STORE",
+                 help="DuckDB file, memory://, or postgresql:// URL."),
+]
+TenantOpt = Annotated[str, typer.Option("--tenant", "-t", envvar="STRATAMEM_TENANT", help="Tenant id.")]
+EmbedderOpt = Annotated[
+    str | None,
+    typer.Option("--embedder", envvar="STRATAMEM_EMBEDDER", help="local (default), hashing, or openai."),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON output.")]
+AgentOpt = Annotated[str | None, typer.Option("--agent-id", help="agentId identifier.")]
+UserOpt = Annotated[str | None, typer.Option("--user-id", help="userId identifier.")]
+SessionOpt = Annotated[str | None, typer.Option("--session-id", help="sessionId identifier.")]
+ProjectOpt = Annotated[str | None, typer.Option("--project-id", help="projectId identifier.")]
+TeamOpt = Annotated[str | None, typer.Option("--team-id", help="teamId identifier.")]
+OrgOpt = Annotated[str | None, typer.Option("--org-id", help="orgId identifier.")]
+CompanyOpt = Annotated[str | None, typer.Option("--company-id", help="companyId identifier.")]
+ObjectTypeOpt = Annotated[str | None, typer.Option("--object-type", help="objectType identifier.")]
+ObjectIdOpt = Annotated[str | None, typer.Option("--object-id", help="objectId identifier.")]
+
+DEFAULT_DB = "stratamem.duckdb"
+
+
+def identifiers(agent_id: str | None = None, user_id: str | None = None, session_id: str | None = None,
+                project_id: str | None = None, team_id: str | None = None, org_id: str | None = None,
+                company_id: str | None = None, object_type: str | None = None,
+                object_id: str | None = None) -> dict[str, str]:
+    values = {
+        "agent_id": agent_id, "user_id": user_id, "session_id": session_id, "project_id": project_id,
+        "team_id": team_id, "org_id": org_id, "company_id": company_id, "object_type": object_type,
+        "object_id": object_id,
+    }
+    return {k: v for k, v in values.items() if v is not None}
+
+
+def tenant(tenant_id: str) -> TenantContext:
+    return TenantContext(tenant_id=tenant_id, principal=os.environ.get("USER") or "cli", roles=("cli",))
+
+
+def fail(code: str, message: str) -> typer.Exit:
+    err_console.print(f"error {code}: {message}", markup=False, highlight=False, soft_wrap=True)
+    return typer.Exit(2)
+
+
+@contextmanager
+def coded_errors() -> Iterator[None]:
+    """Turn a MemoryError into one line ``error CODE: message`` on stderr and exit code 2."""
+    try:
+        yield
+    except MemoryError as exc:
+        raise fail(exc.code.value, exc.message) from None
+    except (OSError, ValueError) as exc:
+        raise fail("INVALID_PARAMS", str(exc)) from None
+
+
+@contextmanager
+def open_store(db: str, embedder: str | None) -> Iterator[Memory]:
+    with coded_errors():
+        mem = Memory.open(db, embedder=embedder)
+    try:
+        with coded_errors():
+            yield mem
+    finally:
+        mem.close()
+
+
+def emit_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, ensure_ascii=False, default=str) + "\n")
+    sys.stdout.flush()
+
+
+def parse_json_option(value: str | None, name: str) -> Any:
+    if value is None:
+        return None
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError as exc:
+        raise fail("INVALID_PARAMS", f"{name} is not valid JSON: {exc.msg}") from None

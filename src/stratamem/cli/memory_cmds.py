@@ -1,0 +1,249 @@
+"""Memory commands: add, search, get, list, delete, stats, import, export."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from ..errors import ErrorCode, MemoryError
+from .common import (
+    AgentOpt,
+    CompanyOpt,
+    DbOpt,
+    EmbedderOpt,
+    JsonOpt,
+    ObjectIdOpt,
+    ObjectTypeOpt,
+    OrgOpt,
+    ProjectOpt,
+    SessionOpt,
+    TeamOpt,
+    TenantOpt,
+    UserOpt,
+    console,
+    emit_json,
+    fail,
+    identifiers,
+    open_store,
+    parse_json_option,
+    tenant,
+)
+
+IMPORT_BATCH = 100
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def add(
+        content: Annotated[str, typer.Argument(help="Memory text.")],
+        db: DbOpt = "stratamem.duckdb",
+        tenant_id: TenantOpt = "default",
+        layer: Annotated[str, typer.Option("--layer", "-l", help="Target layer.")] = "user",
+        tags: Annotated[list[str] | None, typer.Option("--tag", help="Tag (repeatable).")] = None,
+        metadata: Annotated[str | None, typer.Option("--metadata", help="Metadata as a JSON object.")] = None,
+        agent_id: AgentOpt = None, user_id: UserOpt = None, session_id: SessionOpt = None,
+        project_id: ProjectOpt = None, team_id: TeamOpt = None, org_id: OrgOpt = None,
+        company_id: CompanyOpt = None, object_type: ObjectTypeOpt = None, object_id: ObjectIdOpt = None,
+        embedder: EmbedderOpt = None, as_json: JsonOpt = False,
+    ) -> None:
+        """Store one memory."""
+        md: dict[str, Any] = parse_json_option(metadata, "--metadata") or {}
+        if tags:
+            md["tags"] = list(tags)
+        ids = identifiers(agent_id, user_id, session_id, project_id, team_id, org_id, company_id, object_type,
+                          object_id)
+        with open_store(db, embedder) as mem:
+            out = mem.add(tenant(tenant_id), content=content, layer=layer, identifiers=ids, metadata=md)
+        if as_json:
+            emit_json(out.to_json_dict())
+        else:
+            console.print(f"added {out.memory.id} to layer {out.memory.layer.value}")
+
+    @app.command()
+    def search(
+        query: Annotated[str, typer.Argument(help="Natural-language query.")],
+        db: DbOpt = "stratamem.duckdb",
+        tenant_id: TenantOpt = "default",
+        layers: Annotated[list[str] | None, typer.Option("--layer", "-l", help="Layer to search (repeatable).")] = None,
+        limit: Annotated[int, typer.Option("--limit", "-k")] = 10,
+        threshold: Annotated[float | None, typer.Option("--threshold", help="Minimum score 0..1 (default 0.7).")] = None,
+        filter_json: Annotated[str | None, typer.Option("--filter", help="Metadata filter as JSON.")] = None,
+        agent_id: AgentOpt = None, user_id: UserOpt = None, session_id: SessionOpt = None,
+        project_id: ProjectOpt = None, team_id: TeamOpt = None, org_id: OrgOpt = None,
+        company_id: CompanyOpt = None, object_type: ObjectTypeOpt = None, object_id: ObjectIdOpt = None,
+        embedder: EmbedderOpt = None, as_json: JsonOpt = False,
+    ) -> None:
+        """Semantic search across the layers the identifiers reach."""
+        ids = identifiers(agent_id, user_id, session_id, project_id, team_id, org_id, company_id, object_type,
+                          object_id)
+        flt = parse_json_option(filter_json, "--filter")
+        with open_store(db, embedder) as mem:
+            res = mem.search(tenant(tenant_id), query, identifiers=ids, layers=layers or None, limit=limit,
+                             threshold=threshold, filter=flt)
+        if as_json:
+            emit_json(res.to_json_dict())
+            return
+        table = Table(title=f"{len(res.results)} of {res.total_count} results "
+                            f"(layers: {', '.join(layer.value for layer in res.searched_layers)})")
+        for col in ("score", "layer", "id", "content"):
+            table.add_column(col)
+        for r in res.results:
+            table.add_row(f"{r.score:.3f}", r.layer.value, r.memory.id, r.memory.content)
+        console.print(table)
+
+    @app.command()
+    def get(
+        memory_id: Annotated[str, typer.Argument(help="Memory id.")],
+        db: DbOpt = "stratamem.duckdb",
+        tenant_id: TenantOpt = "default",
+        embedder: EmbedderOpt = None, as_json: JsonOpt = False,
+    ) -> None:
+        """Show one memory (exit 1 when it does not exist)."""
+        with open_store(db, embedder) as mem:
+            entry = mem.get(tenant(tenant_id), memory_id)
+        if entry is None:
+            raise fail(ErrorCode.MEMORY_NOT_FOUND.value, f"no memory with id {memory_id!r}")
+        if as_json:
+            emit_json(entry.to_json_dict(exclude={"embedding"}))
+        else:
+            console.print_json(json.dumps(entry.to_json_dict(exclude={"embedding"})))
+
+    @app.command("list")
+    def list_(
+        db: DbOpt = "stratamem.duckdb",
+        tenant_id: TenantOpt = "default",
+        layer: Annotated[str | None, typer.Option("--layer", "-l", help="Layer (omit for all layers).")] = None,
+        limit: Annotated[int, typer.Option("--limit", "-n")] = 50,
+        cursor: Annotated[str | None, typer.Option("--cursor", help="Cursor from a previous page.")] = None,
+        filter_json: Annotated[str | None, typer.Option("--filter", help="Metadata filter as JSON.")] = None,
+        agent_id: AgentOpt = None, user_id: UserOpt = None, session_id: SessionOpt = None,
+        project_id: ProjectOpt = None, team_id: TeamOpt = None, org_id: OrgOpt = None,
+        company_id: CompanyOpt = None, object_type: ObjectTypeOpt = None, object_id: ObjectIdOpt = None,
+        embedder: EmbedderOpt = None, as_json: JsonOpt = False,
+    ) -> None:
+        """List memories, oldest first, one page at a time."""
+        ids = identifiers(agent_id, user_id, session_id, project_id, team_id, org_id, company_id, object_type,
+                          object_id)
+        with open_store(db, embedder) as mem:
+            page = mem.list(tenant(tenant_id), layer=layer, identifiers=ids, cursor=cursor, limit=limit,
+                            filter=parse_json_option(filter_json, "--filter"))
+        if as_json:
+            emit_json(page.to_json_dict())
+            return
+        table = Table(title=f"{len(page.memories)} of {page.total_count} memories")
+        for col in ("id", "layer", "created", "content"):
+            table.add_column(col)
+        for e in page.memories:
+            table.add_row(e.id, e.layer.value, e.created_at.isoformat(timespec="seconds"), e.content)
+        console.print(table)
+        if page.next_cursor:
+            console.print(f"next page: --cursor {page.next_cursor}")
+
+    @app.command()
+    def delete(
+        memory_ids: Annotated[list[str], typer.Argument(help="Memory id(s).")],
+        db: DbOpt = "stratamem.duckdb",
+        tenant_id: TenantOpt = "default",
+        embedder: EmbedderOpt = None, as_json: JsonOpt = False,
+    ) -> None:
+        """Delete memories (idempotent)."""
+        with open_store(db, embedder) as mem:
+            out = mem.bulk_delete(tenant(tenant_id), memory_ids)
+        if as_json:
+            emit_json(out.to_json_dict())
+        else:
+            console.print(f"deleted {out.deleted} of {len(memory_ids)}")
+
+    @app.command()
+    def stats(
+        db: DbOpt = "stratamem.duckdb",
+        tenant_id: TenantOpt = "default",
+        embedder: EmbedderOpt = None, as_json: JsonOpt = False,
+    ) -> None:
+        """Memory counts per layer for a tenant."""
+        with open_store(db, embedder) as mem:
+            st = mem.stats(tenant(tenant_id))
+        if as_json:
+            emit_json(st.to_json_dict())
+            return
+        table = Table(title=f"tenant {st.tenant_id}: {st.total} memories ({st.provider}, {st.embedding_model})")
+        table.add_column("layer")
+        table.add_column("memories", justify="right")
+        for layer, n in st.by_layer.items():
+            table.add_row(layer, str(n))
+        console.print(table)
+
+    @app.command("import")
+    def import_(
+        file: Annotated[Path, typer.Argument(help="JSONL file: one {content, layer, identifiers, metadata} per line.")],
+        db: DbOpt = "stratamem.duckdb",
+        tenant_id: TenantOpt = "default",
+        embedder: EmbedderOpt = None, as_json: JsonOpt = False,
+    ) -> None:
+        """Import memories from JSONL (as written by `export`), in batches, with a progress bar."""
+        if not file.is_file():
+            raise fail("INVALID_PARAMS", f"no such file: {file}")
+        items: list[dict[str, Any]] = []
+        with file.open(encoding="utf-8") as fh:
+            for lineno, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    raw = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise fail("INVALID_PARAMS", f"{file}:{lineno}: invalid JSON: {exc.msg}") from None
+                if not isinstance(raw, dict):
+                    raise fail("INVALID_PARAMS", f"{file}:{lineno}: each line must be a JSON object")
+                item = {k: raw[k] for k in ("content", "layer", "identifiers", "metadata", "tier") if k in raw}
+                if "expiresAt" in raw or "expires_at" in raw:
+                    item["expires_at"] = raw.get("expiresAt", raw.get("expires_at"))
+                items.append(item)
+        added = 0
+        with open_store(db, embedder) as mem, Progress(
+            TextColumn("importing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+            console=console, disable=as_json,
+        ) as progress:
+            task = progress.add_task("import", total=len(items))
+            for start in range(0, len(items), IMPORT_BATCH):
+                batch = items[start : start + IMPORT_BATCH]
+                try:
+                    added += len(mem.bulk_add(tenant(tenant_id), batch).results)
+                except MemoryError as exc:
+                    if "index" in exc.details:
+                        exc.message = f"line item {start + int(exc.details['index']) + 1}: {exc.message}"
+                    exc.message += f" ({added} memories imported before this error)"
+                    raise
+                progress.advance(task, len(batch))
+        if as_json:
+            emit_json({"imported": added})
+        else:
+            console.print(f"imported {added} memories")
+
+    @app.command()
+    def export(
+        db: DbOpt = "stratamem.duckdb",
+        tenant_id: TenantOpt = "default",
+        output: Annotated[Path | None, typer.Option("--output", "-o", help="File to write (default stdout).")] = None,
+        with_embeddings: Annotated[bool, typer.Option("--with-embeddings", help="Include vectors.")] = False,
+        embedder: EmbedderOpt = None,
+    ) -> None:
+        """Export a tenant's memories as JSONL (re-importable with `import`)."""
+        with open_store(db, embedder) as mem:
+            exclude = None if with_embeddings else {"embedding"}
+            lines = (json.dumps(e.to_json_dict(exclude=exclude), ensure_ascii=False) + "\n"
+                     for e in mem.export(tenant(tenant_id), include_embeddings=with_embeddings))
+            if output is None:
+                for line in lines:
+                    typer.echo(line, nl=False)
+            else:
+                n = 0
+                with output.open("w", encoding="utf-8") as fh:
+                    for line in lines:
+                        fh.write(line)
+                        n += 1
+                console.print(f"exported {n} memories to {output}", highlight=False)

@@ -1,0 +1,41 @@
+"""Engine configuration: every default in one place, overridable per ``Memory.open``."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .retry import RetryConfig
+
+
+class MemoryConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    #: Minimum score (0..1) of a search result when the caller gives no threshold (seed 000: 0.7).
+    default_threshold: float = Field(0.7, ge=0.0, le=1.0)
+    #: Results at least this similar to a higher-precedence result are dropped (seed 000: 0.95).
+    dedup_threshold: float = Field(0.95, ge=0.0, le=1.0)
+    default_search_limit: int = Field(10, ge=1)
+    max_search_limit: int = Field(100, ge=1)
+    default_list_limit: int = Field(50, ge=1)
+    max_list_limit: int = Field(100, ge=1)
+    #: Longest content in characters; None = the provider's own limit.
+    max_content_length: int | None = Field(None, ge=1)
+    #: Largest metadata object, in bytes of JSON.
+    max_metadata_bytes: int = Field(64 * 1024, ge=1024)
+    #: Items per bulk_add / bulk_delete call through the SDK (REST caps lower).
+    max_bulk_items: int = Field(1000, ge=1)
+    #: Threads for the concurrent per-layer search fan-out.
+    search_workers: int = Field(8, ge=1)
+    retry_max_attempts: int = Field(3, ge=1)
+    retry_initial_delay: float = Field(0.05, ge=0.0)
+    retry_max_delay: float = Field(30.0, ge=0.0)
+    retry_multiplier: float = Field(2.0, ge=1.0)
+
+    @property
+    def retry(self) -> RetryConfig:
+        return RetryConfig(
+            max_attempts=self.retry_max_attempts,
+            initial_delay=self.retry_initial_delay,
+            max_delay=self.retry_max_delay,
+            multiplier=self.retry_multiplier,
+        )

@@ -1,0 +1,138 @@
+"""Content-hash embedding cache: the same content never reaches the model twice (seed 000).
+
+Two levels: a small in-process LRU, then a persistent store (the provider's ``embedding_cache``
+table, or Redis when configured) that survives restarts. Keys are (tenant, model, content hash):
+a cache shared across tenants would reveal through ``embedding_generated`` that another tenant
+stored the same text.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from typing import Protocol, TypeVar
+
+import numpy as np
+
+from ..retry import RetryConfig, call_with_retry
+from .base import Embedder, Matrix, Vector, content_hash
+
+K = TypeVar("K")
+
+
+class EmbeddingCacheStore(Protocol):
+    def cache_get(self, tenant_id: str, model_id: str, hashes: Sequence[str]) -> dict[str, Vector]: ...
+
+    def cache_put(self, tenant_id: str, model_id: str, items: dict[str, Vector]) -> None: ...
+
+
+class _LRU:
+    def __init__(self, capacity: int) -> None:
+        self._capacity = capacity
+        self._data: OrderedDict[tuple[str, ...], Vector] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[str, ...]) -> Vector | None:
+        with self._lock:
+            value = self._data.get(key)
+            if value is not None:
+                self._data.move_to_end(key)
+            return value
+
+    def put(self, key: tuple[str, ...], value: Vector) -> None:
+        if self._capacity <= 0:
+            return
+        with self._lock:
+            self._data[key] = value
+            self._data.move_to_end(key)
+            while len(self._data) > self._capacity:
+                self._data.popitem(last=False)
+
+    def discard(self, predicate: Callable[[tuple[str, ...]], bool]) -> None:
+        with self._lock:
+            for key in [k for k in self._data if predicate(k)]:
+                del self._data[key]
+
+
+class EmbeddingService:
+    """Embeds contents through the cache and queries through an LRU, with retries."""
+
+    def __init__(
+        self,
+        embedder: Embedder,
+        store: EmbeddingCacheStore | None,
+        retry: RetryConfig,
+        *,
+        lru_size: int = 4096,
+    ) -> None:
+        self.embedder = embedder
+        self.store = store
+        self.retry = retry
+        self._contents = _LRU(lru_size)
+        self._queries = _LRU(lru_size)
+        #: Number of texts actually sent to the model (tests and metrics read it).
+        self.model_calls = 0
+
+    @property
+    def model_id(self) -> str:
+        return self.embedder.model_id
+
+    def _embed(self, texts: list[str], operation: str) -> Matrix:
+        def run() -> Matrix:
+            return self.embedder.embed(texts)
+
+        matrix = call_with_retry(run, operation, self.retry)
+        self.model_calls += len(texts)
+        return matrix
+
+    def embed_contents(self, tenant_id: str, texts: Sequence[str], operation: str = "add") -> tuple[Matrix, list[bool]]:
+        """Vectors for ``texts`` and, per text, whether the model had to be called."""
+        model = self.model_id
+        hashes = [content_hash(t) for t in texts]
+        found: dict[str, Vector] = {}
+        for h in set(hashes):
+            hit = self._contents.get((tenant_id, model, h))
+            if hit is not None:
+                found[h] = hit
+        missing = [h for h in set(hashes) if h not in found]
+        if missing and self.store is not None:
+            for h, vec in self.store.cache_get(tenant_id, model, missing).items():
+                found[h] = vec
+                self._contents.put((tenant_id, model, h), vec)
+        to_embed: dict[str, str] = {}
+        for h, text in zip(hashes, texts, strict=True):
+            if h not in found and h not in to_embed:
+                to_embed[h] = text
+        generated_hashes: set[str] = set()
+        if to_embed:
+            matrix = self._embed(list(to_embed.values()), operation)
+            new = {h: matrix[i] for i, h in enumerate(to_embed)}
+            if self.store is not None:
+                self.store.cache_put(tenant_id, model, new)
+            for h, vec in new.items():
+                self._contents.put((tenant_id, model, h), vec)
+            found.update(new)
+            generated_hashes = set(new)
+        dims = self.embedder.dimensions
+        out = np.vstack([found[h] for h in hashes]) if hashes else np.zeros((0, dims), dtype=np.float32)
+        seen: set[str] = set()
+        flags: list[bool] = []
+        for h in hashes:  # only the first occurrence of a new text counts as generated
+            flags.append(h in generated_hashes and h not in seen)
+            seen.add(h)
+        return out.astype(np.float32, copy=False), flags
+
+    def embed_query(self, text: str, operation: str = "search") -> Vector:
+        key = (self.model_id, text)
+        hit = self._queries.get(key)
+        if hit is not None:
+            return hit
+        vec: Vector = self._embed([text], operation)[0]
+        self._queries.put(key, vec)
+        return vec
+
+    def forget(self, tenant_id: str, hashes: Sequence[str]) -> None:
+        """Drop in-process cache entries of deleted content."""
+        gone = set(hashes)
+        self._contents.discard(lambda key: key[0] == tenant_id and key[2] in gone)

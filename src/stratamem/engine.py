@@ -1,0 +1,588 @@
+"""The engine: one pipeline per operation (validate → govern → embed → store → observe).
+
+Surfaces (SDK, REST, MCP, CLI) call the engine; the engine calls a provider. Extension points:
+
+* ``guards``: governance/hygiene checks run before every write (may rewrite content, or raise);
+* ``observers``: called after every operation with its outcome (metrics, tracing, audit);
+* ``provider.write_hooks``: extra rows written in the same transaction as the memory (graph).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from pydantic import ValidationError
+
+from .config import MemoryConfig
+from .cursor import decode_cursor, encode_cursor, fingerprint
+from .embeddings import Embedder, EmbeddingService, content_hash
+from .errors import ErrorCode, MemoryError
+from .filters import compile_filter, parse_filter
+from .layers import (
+    get_accessible_layers,
+    parse_identifiers,
+    parse_layer,
+    parse_layers,
+    require_identifiers,
+    scope_key,
+    scoped_identifiers,
+)
+from .model import (
+    AddMemoryInput,
+    AddMemoryOutput,
+    BulkAddOutput,
+    BulkDeleteOutput,
+    DeleteMemoryOutput,
+    HealthCheckResult,
+    Layer,
+    LayerIdentifiers,
+    ListMemoriesOutput,
+    MemoryEntry,
+    MetadataFilter,
+    Provenance,
+    SearchMemoryOutput,
+    SearchResult,
+    StoreStats,
+    TenantContext,
+    UpdateMemoryOutput,
+)
+from .providers.base import ListQuery, MemoryProvider, Scope, SearchPage, SearchQuery
+from .retry import call_with_retry
+from .search import merge_results
+
+log = logging.getLogger("stratamem")
+
+Clock = Callable[[], datetime]
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass
+class OperationEvent:
+    """What observers receive after each operation."""
+
+    operation: str
+    tenant_id: str | None
+    duration_s: float
+    error_code: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+Observer = Callable[[OperationEvent], None]
+
+
+class WriteGuard(Protocol):
+    """Governance hook run before a write; returns the (possibly rewritten) content or raises."""
+
+    def check_write(self, ctx: TenantContext, operation: str, content: str, layer: Layer,
+                    metadata: Mapping[str, Any]) -> str: ...
+
+
+def _etag(memory_id: str, version: int, chash: str, metadata: Mapping[str, Any]) -> str:
+    raw = f"{memory_id}:{version}:{chash}:{json.dumps(metadata, sort_keys=True, default=str)}"
+    return content_hash(raw)[7:27]
+
+
+class MemoryEngine:
+    def __init__(
+        self,
+        provider: MemoryProvider,
+        embedder: Embedder,
+        config: MemoryConfig | None = None,
+        *,
+        clock: Clock | None = None,
+    ) -> None:
+        self.config = config or MemoryConfig()
+        self.provider = provider
+        self.clock: Clock = clock or utc_now
+        self.embeddings = EmbeddingService(embedder, provider, self.config.retry)
+        info = provider.initialize(embedder.model_id, embedder.dimensions)
+        self.store_info = info
+        provider.attach_embedder(self.embeddings.embed_query)
+        self.guards: list[WriteGuard] = []
+        self.observers: list[Observer] = []
+        self._pool = ThreadPoolExecutor(max_workers=self.config.search_workers, thread_name_prefix="stratamem-search")
+        self._closed = False
+
+    # ------------------------------------------------------------------------------ plumbing
+    @property
+    def max_content_length(self) -> int:
+        provider_max = self.provider.capabilities().max_content_length
+        own = self.config.max_content_length
+        return min(own, provider_max) if own else provider_max
+
+    def now(self) -> datetime:
+        now = self.clock()
+        return now if now.tzinfo else now.replace(tzinfo=UTC)
+
+    def check_context(self, ctx: Any, operation: str) -> TenantContext:
+        if ctx is None:
+            raise MemoryError(
+                ErrorCode.MISSING_TENANT_CONTEXT,
+                "a TenantContext is required for every memory operation",
+                operation=operation,
+            )
+        if isinstance(ctx, Mapping):
+            try:
+                ctx = TenantContext.model_validate(dict(ctx))
+            except ValidationError:
+                raise MemoryError(ErrorCode.INVALID_TENANT_CONTEXT, "the tenant context is malformed",
+                                  operation=operation) from None
+        if not isinstance(ctx, TenantContext):
+            raise MemoryError(
+                ErrorCode.INVALID_TENANT_CONTEXT,
+                f"expected a TenantContext, got {type(ctx).__name__}",
+                operation=operation,
+            )
+        ctx.validate_at(self.now(), operation)
+        return ctx
+
+    @contextmanager
+    def operation(self, name: str, ctx: Any) -> Iterator[tuple[TenantContext, dict[str, Any]]]:
+        """Validate the context, time the operation, normalise errors, notify observers."""
+        start = time.perf_counter()
+        extra: dict[str, Any] = {}
+        tenant_id = getattr(ctx, "tenant_id", None)
+        code: str | None = None
+        try:
+            if self._closed:
+                raise MemoryError(ErrorCode.PROVIDER_ERROR, "this Memory is closed", operation=name,
+                                  retryable=False)
+            checked = self.check_context(ctx, name)
+            yield checked, extra
+        except MemoryError as exc:
+            exc.with_operation(name)
+            code = exc.code.value
+            raise
+        except Exception as exc:  # a bug or an unexpected backend failure: never a raw stack trace
+            log.exception("unexpected error in %s", name)
+            code = ErrorCode.PROVIDER_ERROR.value
+            raise MemoryError(
+                ErrorCode.PROVIDER_ERROR,
+                f"internal error during {name}: {type(exc).__name__}",
+                operation=name,
+                retryable=False,
+            ) from exc
+        finally:
+            event = OperationEvent(name, tenant_id, time.perf_counter() - start, code, extra)
+            for observer in self.observers:
+                try:
+                    observer(event)
+                except Exception:  # observers must never break an operation
+                    log.exception("observer failed")
+
+    def _store(self, fn: Callable[[], Any], operation: str) -> Any:
+        return call_with_retry(fn, operation, self.config.retry)
+
+    # ------------------------------------------------------------------------------ validation
+    def _check_content(self, content: Any, operation: str) -> str:
+        if not isinstance(content, str):
+            raise MemoryError(ErrorCode.INVALID_PARAMS, "content must be a string", operation=operation,
+                              details={"field": "content"})
+        if not content.strip():
+            raise MemoryError(ErrorCode.INVALID_PARAMS, "content must not be empty", operation=operation,
+                              details={"field": "content"})
+        limit = self.max_content_length
+        if len(content) > limit:
+            raise MemoryError(
+                ErrorCode.CONTENT_TOO_LONG,
+                f"content is {len(content)} characters; the limit is {limit}",
+                operation=operation,
+                details={"max_length": limit, "length": len(content)},
+                retryable=False,
+            )
+        return content
+
+    def _check_metadata(self, metadata: Any, operation: str) -> dict[str, Any]:
+        if metadata is None:
+            return {}
+        if not isinstance(metadata, Mapping):
+            raise MemoryError(ErrorCode.INVALID_PARAMS, "metadata must be an object", operation=operation,
+                              details={"field": "metadata"})
+        try:
+            encoded = json.dumps(metadata, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise MemoryError(ErrorCode.INVALID_PARAMS, f"metadata must be JSON-serialisable: {exc}",
+                              operation=operation, details={"field": "metadata"}) from None
+        if len(encoded.encode()) > self.config.max_metadata_bytes:
+            raise MemoryError(ErrorCode.INVALID_PARAMS,
+                              f"metadata is larger than {self.config.max_metadata_bytes} bytes",
+                              operation=operation, details={"field": "metadata"})
+        tags = metadata.get("tags")
+        if tags is not None and (not isinstance(tags, list) or not all(isinstance(t, str) for t in tags)):
+            raise MemoryError(ErrorCode.INVALID_PARAMS, "metadata.tags must be a list of strings",
+                              operation=operation, details={"field": "metadata.tags"})
+        out: dict[str, Any] = json.loads(encoded)
+        return out
+
+    def _check_limit(self, limit: Any, default: int, maximum: int, operation: str) -> int:
+        if limit is None:
+            return default
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= maximum:
+            raise MemoryError(ErrorCode.INVALID_PARAMS, f"limit must be an integer from 1 to {maximum}",
+                              operation=operation, details={"field": "limit", "max": maximum})
+        return limit
+
+    def _check_expiry(self, expires_at: Any, operation: str) -> datetime | None:
+        if expires_at is None:
+            return None
+        if isinstance(expires_at, str):
+            try:
+                expires_at = datetime.fromisoformat(expires_at.replace("Z", "+00:00"))
+            except ValueError:
+                raise MemoryError(ErrorCode.INVALID_PARAMS, "expires_at must be an ISO-8601 timestamp",
+                                  operation=operation, details={"field": "expiresAt"}) from None
+        if not isinstance(expires_at, datetime):
+            raise MemoryError(ErrorCode.INVALID_PARAMS, "expires_at must be a datetime", operation=operation,
+                              details={"field": "expiresAt"})
+        return expires_at if expires_at.tzinfo else expires_at.replace(tzinfo=UTC)
+
+    def _guard(self, ctx: TenantContext, operation: str, content: str, layer: Layer,
+               metadata: Mapping[str, Any]) -> str:
+        for guard in self.guards:
+            content = guard.check_write(ctx, operation, content, layer, metadata)
+        return content
+
+    # ------------------------------------------------------------------------------ add
+    def _prepare(self, ctx: TenantContext, item: AddMemoryInput, operation: str) -> MemoryEntry:
+        layer = parse_layer(item.layer, operation)
+        require_identifiers(layer, item.identifiers, operation)
+        content = self._check_content(item.content, operation)
+        metadata = self._check_metadata(item.metadata, operation)
+        content = self._guard(ctx, operation, content, layer, metadata)
+        now = self.now()
+        memory_id = str(uuid.uuid4())
+        chash = content_hash(content)
+        provenance = item.provenance or Provenance()
+        if provenance.created_in_session_id is None and item.identifiers.session_id:
+            provenance = provenance.model_copy(update={"created_in_session_id": item.identifiers.session_id})
+        if provenance.agent_id is None and item.identifiers.agent_id:
+            provenance = provenance.model_copy(update={"agent_id": item.identifiers.agent_id})
+        if provenance.source is None:
+            src = metadata.get("source")
+            if isinstance(src, Mapping) and isinstance(src.get("type"), str):
+                provenance = provenance.model_copy(update={"source": src["type"]})
+        importance = 0.0 if item.importance is None else float(item.importance)
+        if not 0.0 <= importance <= 1.0:
+            raise MemoryError(ErrorCode.INVALID_PARAMS, "importance must be between 0 and 1",
+                              operation=operation, details={"field": "importance"})
+        return MemoryEntry(
+            id=memory_id,
+            tenant_id=ctx.tenant_id,
+            content=content,
+            layer=layer,
+            identifiers=scoped_identifiers(layer, item.identifiers),
+            metadata=metadata,
+            tier=item.tier,
+            created_at=now,
+            updated_at=now,
+            expires_at=self._check_expiry(item.expires_at, operation),
+            version=1,
+            etag=_etag(memory_id, 1, chash, metadata),
+            importance=importance,
+            provenance=provenance,
+            content_hash=chash,
+        )
+
+    def _coerce_input(self, item: Any, operation: str, index: int | None = None) -> AddMemoryInput:
+        if isinstance(item, AddMemoryInput):
+            return item
+        if not isinstance(item, Mapping):
+            raise MemoryError(ErrorCode.INVALID_PARAMS, "each item must be an object", operation=operation,
+                              details={"index": index} if index is not None else {})
+        data = dict(item)
+        data["identifiers"] = parse_identifiers(data.get("identifiers"), operation)
+        try:
+            return AddMemoryInput.model_validate(data)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(p) for p in err.get("loc", ()))
+            details: dict[str, Any] = {"field": where}
+            if index is not None:
+                details["index"] = index
+            raise MemoryError(ErrorCode.INVALID_PARAMS, f"invalid {where or 'input'}: {err.get('msg')}",
+                              operation=operation, details=details) from None
+
+    def add_many(self, ctx: TenantContext, items: Sequence[Any], operation: str) -> list[AddMemoryOutput]:
+        entries: list[MemoryEntry] = []
+        for i, raw in enumerate(items):
+            try:
+                entries.append(self._prepare(ctx, self._coerce_input(raw, operation, i), operation))
+            except MemoryError as exc:
+                if len(items) > 1:
+                    exc.details.setdefault("index", i)
+                raise
+        vectors, generated = self.embeddings.embed_contents(ctx.tenant_id, [e.content for e in entries], operation)
+        for entry, vec in zip(entries, vectors, strict=True):
+            entry.embedding = [float(x) for x in vec]
+        self._store(lambda: self.provider.add(entries), operation)
+        outputs = []
+        for entry, gen in zip(entries, generated, strict=True):
+            outputs.append(AddMemoryOutput(memory=entry.model_copy(update={"embedding": None}), embedding_generated=gen))
+        return outputs
+
+    def add(self, ctx: Any, content: Any, layer: Any, identifiers: Any = None, metadata: Any = None, *,
+            tier: str | None = None, expires_at: Any = None, importance: float | None = None,
+            provenance: Provenance | Mapping[str, Any] | None = None) -> AddMemoryOutput:
+        with self.operation("add", ctx) as (tctx, extra):
+            item = {
+                "content": content, "layer": layer, "identifiers": identifiers, "metadata": metadata or {},
+                "tier": tier, "expires_at": expires_at, "importance": importance, "provenance": provenance,
+            }
+            out = self.add_many(tctx, [item], "add")[0]
+            extra.update(layer=out.memory.layer.value, memory_id=out.memory.id)
+            return out
+
+    def bulk_add(self, ctx: Any, items: Sequence[Any]) -> BulkAddOutput:
+        with self.operation("bulk_add", ctx) as (tctx, extra):
+            if not isinstance(items, Sequence) or isinstance(items, str | bytes):
+                raise MemoryError(ErrorCode.INVALID_PARAMS, "items must be a list", operation="bulk_add")
+            if len(items) > self.config.max_bulk_items:
+                raise MemoryError(ErrorCode.INVALID_PARAMS,
+                                  f"at most {self.config.max_bulk_items} items per bulk_add (got {len(items)})",
+                                  operation="bulk_add", details={"max_items": self.config.max_bulk_items})
+            outputs = self.add_many(tctx, items, "bulk_add") if items else []
+            extra["count"] = len(outputs)
+            return BulkAddOutput(results=outputs)
+
+    # ------------------------------------------------------------------------------ search
+    def resolve_layers(self, identifiers: LayerIdentifiers, layers: Any, operation: str) -> list[Layer]:
+        requested = parse_layers(layers, operation)
+        if requested is None:
+            accessible = get_accessible_layers(identifiers)
+            if not accessible:
+                raise MemoryError(
+                    ErrorCode.MISSING_IDENTIFIER,
+                    "no layer is accessible with these identifiers; give at least one of userId, projectId, "
+                    "teamId, orgId, companyId (agent needs agentId+userId, session needs userId+sessionId)",
+                    operation=operation,
+                    details={"identifier": "userId", "layers": []},
+                )
+            return accessible
+        for layer in requested:
+            require_identifiers(layer, identifiers, operation)
+        return requested
+
+    def search(self, ctx: Any, query: Any, identifiers: Any = None, layers: Any = None, limit: Any = None,
+               threshold: Any = None, filter: Any = None, *, include_embedding: bool = False) -> SearchMemoryOutput:
+        with self.operation("search", ctx) as (tctx, extra):
+            op = "search"
+            if not isinstance(query, str) or not query.strip():
+                raise MemoryError(ErrorCode.INVALID_PARAMS, "query must be a non-empty string", operation=op,
+                                  details={"field": "query"})
+            max_q = self.embeddings.embedder.max_query_chars
+            if len(query) > max_q:
+                raise MemoryError(ErrorCode.QUERY_TOO_LONG, f"query is {len(query)} characters; the limit is {max_q}",
+                                  operation=op, details={"max_length": max_q, "length": len(query)}, retryable=False)
+            limit = self._check_limit(limit, self.config.default_search_limit, self.config.max_search_limit, op)
+            if threshold is None:
+                threshold = self.config.default_threshold
+            if isinstance(threshold, bool) or not isinstance(threshold, int | float) or not 0.0 <= threshold <= 1.0:
+                raise MemoryError(ErrorCode.INVALID_PARAMS, "threshold must be a number from 0 to 1", operation=op,
+                                  details={"field": "threshold"})
+            ids = parse_identifiers(identifiers, op)
+            target = self.resolve_layers(ids, layers, op)
+            predicate = compile_filter(parse_filter(filter, op))
+            vector = self.embeddings.embed_query(query, op)
+            now = self.now()
+
+            def one(layer: Layer) -> SearchPage:
+                q = SearchQuery(
+                    tenant_id=tctx.tenant_id, scope=Scope(layer, scope_key(layer, ids)), vector=vector, text=query,
+                    limit=limit, min_score=float(threshold), now=now, predicate=predicate, include_embedding=True,
+                )
+                page: SearchPage = self._store(lambda: self.provider.search(q), op)
+                return page
+
+            if len(target) == 1:
+                pages = [one(target[0])]
+            else:  # seed 000 "Concurrent Layer Search": all layers in flight at once, merged after all finish
+                pages = list(self._pool.map(one, target))
+            merged, dropped = merge_results(
+                [(layer, page.hits) for layer, page in zip(target, pages, strict=True)],
+                dedup_threshold=self.config.dedup_threshold,
+            )
+            total = max(0, sum(p.total for p in pages) - dropped)
+            results = [
+                SearchResult(
+                    memory=hit.entry if include_embedding else hit.entry.model_copy(update={"embedding": None}),
+                    score=round(hit.score, 6),
+                    layer=layer,
+                )
+                for layer, hit in merged[:limit]
+            ]
+            extra.update(layers=[layer.value for layer in target], result_count=len(results),
+                         results_by_layer={layer.value: sum(1 for r in results if r.layer == layer) for layer in target})
+            return SearchMemoryOutput(results=results, total_count=total, searched_layers=target)
+
+    # ------------------------------------------------------------------------------ get/update/delete
+    def _check_id(self, memory_id: Any, operation: str) -> str:
+        if not isinstance(memory_id, str) or not memory_id.strip() or len(memory_id) > 256:
+            raise MemoryError(ErrorCode.INVALID_PARAMS, "id must be a non-empty string of at most 256 characters",
+                              operation=operation, details={"field": "id"})
+        return memory_id
+
+    def get(self, ctx: Any, memory_id: Any, *, include_embedding: bool = False) -> MemoryEntry | None:
+        with self.operation("get", ctx) as (tctx, extra):
+            mid = self._check_id(memory_id, "get")
+            entry: MemoryEntry | None = self._store(
+                lambda: self.provider.get(tctx.tenant_id, mid, self.now(), include_embedding=include_embedding), "get"
+            )
+            extra["found"] = entry is not None
+            return entry
+
+    def update(self, ctx: Any, memory_id: Any, content: Any = None, metadata: Any = None, if_match: str | None = None,
+               *, expires_at: Any = None, tier: str | None = None) -> UpdateMemoryOutput:
+        with self.operation("update", ctx) as (tctx, extra):
+            op = "update"
+            mid = self._check_id(memory_id, op)
+            if content is not None:
+                content = self._check_content(content, op)
+            patch = self._check_metadata(metadata, op) if metadata is not None else None
+            new_expiry = self._check_expiry(expires_at, op)
+            for _attempt in range(self.config.retry_max_attempts + 1):
+                current: MemoryEntry | None = self._store(
+                    lambda: self.provider.get(tctx.tenant_id, mid, self.now()), op
+                )
+                if current is None:
+                    raise MemoryError(ErrorCode.MEMORY_NOT_FOUND, f"no memory with id {mid!r}", operation=op,
+                                      details={"id": mid}, retryable=False)
+                if if_match is not None and if_match != current.etag:
+                    raise MemoryError(
+                        ErrorCode.CONFLICT,
+                        "the memory changed since it was read (etag mismatch)",
+                        operation=op,
+                        details={"id": mid, "current_etag": current.etag, "current_version": current.version},
+                        retryable=False,
+                    )
+                merged_md = dict(current.metadata)
+                if patch:
+                    for key, value in patch.items():
+                        if value is None:
+                            merged_md.pop(key, None)
+                        else:
+                            merged_md[key] = value
+                new_content = current.content
+                regenerate = False
+                if content is not None and content != current.content:
+                    new_content = self._guard(tctx, op, content, current.layer, merged_md)
+                    regenerate = new_content != current.content
+                elif patch:
+                    self._guard(tctx, op, current.content, current.layer, merged_md)
+                chash = content_hash(new_content)
+                embedding = None
+                if regenerate:
+                    vectors, _ = self.embeddings.embed_contents(tctx.tenant_id, [new_content], op)
+                    embedding = [float(x) for x in vectors[0]]
+                version = current.version + 1
+                updated = current.model_copy(
+                    update={
+                        "content": new_content,
+                        "content_hash": chash,
+                        "metadata": merged_md,
+                        "updated_at": max(self.now(), current.updated_at),
+                        "version": version,
+                        "etag": _etag(mid, version, chash, merged_md),
+                        "expires_at": new_expiry if new_expiry is not None else current.expires_at,
+                        "tier": tier if tier is not None else current.tier,
+                        "embedding": embedding,
+                    }
+                )
+                if self._store(lambda u=updated, c=current: self.provider.update(u, c), op):  # type: ignore[misc]
+                    extra["embedding_regenerated"] = regenerate
+                    return UpdateMemoryOutput(memory=updated.model_copy(update={"embedding": None}),
+                                              embedding_regenerated=regenerate)
+                if if_match is not None:  # someone else won the race: the caller's etag is now stale
+                    raise MemoryError(ErrorCode.CONFLICT, "the memory changed concurrently (etag mismatch)",
+                                      operation=op, details={"id": mid}, retryable=False)
+            raise MemoryError(ErrorCode.CONFLICT, "the memory kept changing concurrently; try again", operation=op,
+                              details={"id": mid}, retryable=False)
+
+    def delete(self, ctx: Any, memory_id: Any, if_match: str | None = None) -> DeleteMemoryOutput:
+        with self.operation("delete", ctx) as (tctx, extra):
+            mid = self._check_id(memory_id, "delete")
+            if if_match is not None:
+                current = self.provider.get(tctx.tenant_id, mid, self.now())
+                if current is not None and current.etag != if_match:
+                    raise MemoryError(ErrorCode.CONFLICT, "the memory changed since it was read (etag mismatch)",
+                                      operation="delete",
+                                      details={"id": mid, "current_etag": current.etag}, retryable=False)
+            deleted: list[str] = self._store(lambda: self.provider.delete(tctx.tenant_id, [mid]), "delete")
+            extra["deleted"] = len(deleted)
+            return DeleteMemoryOutput(success=True)
+
+    def bulk_delete(self, ctx: Any, ids: Sequence[Any]) -> BulkDeleteOutput:
+        with self.operation("bulk_delete", ctx) as (tctx, extra):
+            if not isinstance(ids, Sequence) or isinstance(ids, str | bytes):
+                raise MemoryError(ErrorCode.INVALID_PARAMS, "ids must be a list", operation="bulk_delete")
+            if len(ids) > self.config.max_bulk_items:
+                raise MemoryError(ErrorCode.INVALID_PARAMS,
+                                  f"at most {self.config.max_bulk_items} ids per bulk_delete (got {len(ids)})",
+                                  operation="bulk_delete", details={"max_items": self.config.max_bulk_items})
+            checked = [self._check_id(i, "bulk_delete") for i in ids]
+            deleted: list[str] = self._store(lambda: self.provider.delete(tctx.tenant_id, checked), "bulk_delete")
+            extra["deleted"] = len(deleted)
+            return BulkDeleteOutput(deleted=len(deleted), failed=[])
+
+    # ------------------------------------------------------------------------------ list
+    def list(self, ctx: Any, layer: Any = None, identifiers: Any = None, cursor: str | None = None,
+             limit: Any = None, filter: Any = None) -> ListMemoriesOutput:
+        with self.operation("list", ctx) as (tctx, extra):
+            op = "list"
+            ids = parse_identifiers(identifiers, op)
+            scope = None
+            if layer is not None:
+                lyr = parse_layer(layer, op)
+                require_identifiers(lyr, ids, op)
+                scope = Scope(lyr, scope_key(lyr, ids))
+            limit = self._check_limit(limit, self.config.default_list_limit, self.config.max_list_limit, op)
+            flt: MetadataFilter | None = parse_filter(filter, op)
+            fp = fingerprint(tctx.tenant_id, scope.layer.value if scope else None, scope.key if scope else None,
+                             flt.model_dump() if flt else None)
+            after = decode_cursor(cursor, fp, op) if cursor is not None else None
+            query = ListQuery(tenant_id=tctx.tenant_id, now=self.now(), scope=scope, predicate=compile_filter(flt),
+                              after=after, limit=limit)
+            page = self._store(lambda: self.provider.list(query), op)
+            next_cursor = None
+            if page.has_more and page.entries:
+                last = page.entries[-1]
+                next_cursor = encode_cursor(last.created_at, last.id, fp)
+            extra["result_count"] = len(page.entries)
+            return ListMemoriesOutput(memories=page.entries, next_cursor=next_cursor, total_count=page.total)
+
+    # ------------------------------------------------------------------------------ admin
+    def stats(self, ctx: Any) -> StoreStats:
+        with self.operation("stats", ctx) as (tctx, _):
+            by_layer = self._store(lambda: self.provider.count_by_layer(tctx.tenant_id, self.now()), "stats")
+            return StoreStats(
+                tenant_id=tctx.tenant_id, total=sum(by_layer.values()), by_layer=by_layer,
+                embedding_model=self.store_info.embedding_model,
+                embedding_dimensions=self.store_info.dimensions, provider=self.provider.name,
+            )
+
+    def export(self, ctx: Any, *, include_embeddings: bool = False) -> Iterator[MemoryEntry]:
+        tctx = self.check_context(ctx, "export")
+        for entry in self.provider.iter_entries(tctx.tenant_id):
+            yield entry if include_embeddings else entry.model_copy(update={"embedding": None})
+
+    def health(self) -> HealthCheckResult:
+        return self.provider.health_check()
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._pool.shutdown(wait=True)
+        self.embeddings.embedder.close()
+        self.provider.shutdown()

@@ -1,0 +1,267 @@
+"""Core data model (SPEC R-MODEL): layers, identifiers, tenant context, entries, inputs and outputs.
+
+Python attributes are snake_case; every model also accepts and can emit the seeds' camelCase names
+(``userId``, ``createdAt`` …) through aliases, which is what the REST and MCP surfaces use.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic.alias_generators import to_camel
+
+from .errors import ErrorCode, MemoryError
+
+
+class Layer(StrEnum):
+    """The seven hierarchical layers, most specific first, plus the lateral ``object`` layer."""
+
+    AGENT = "agent"
+    USER = "user"
+    SESSION = "session"
+    PROJECT = "project"
+    TEAM = "team"
+    ORG = "org"
+    COMPANY = "company"
+    OBJECT = "object"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="forbid",
+        validate_assignment=False,
+    )
+
+    def to_json_dict(self, **kwargs: Any) -> dict[str, Any]:
+        """JSON-ready dict with the seeds' camelCase names."""
+        return self.model_dump(mode="json", by_alias=True, **kwargs)
+
+
+class LayerIdentifiers(_Model):
+    """Identifiers that scope a layer. Keys may be given as ``user_id`` or ``userId``."""
+
+    agent_id: str | None = None
+    user_id: str | None = None
+    session_id: str | None = None
+    project_id: str | None = None
+    team_id: str | None = None
+    org_id: str | None = None
+    company_id: str | None = None
+    object_type: str | None = None
+    object_id: str | None = None
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _strip(cls, value: Any) -> Any:
+        if value is None:
+            return None
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            value = str(value)
+        if not isinstance(value, str):
+            raise ValueError("identifiers must be strings")
+        value = value.strip()
+        if len(value) > 256:
+            raise ValueError("identifiers are at most 256 characters")
+        return value or None
+
+    def present(self) -> dict[str, str]:
+        return {k: v for k, v in self.model_dump().items() if v is not None}
+
+
+_TENANT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$")
+
+
+class TenantContext(_Model):
+    """Who is calling and for which tenant. Required by every operation (SPEC R-MODEL).
+
+    ``credential`` is never printed; ``expires_at`` in the past makes the context invalid.
+    """
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True)
+
+    tenant_id: str
+    principal: str | None = None
+    roles: tuple[str, ...] = ()
+    credential: str | None = Field(default=None, repr=False)
+    expires_at: datetime | None = None
+
+    def validate_at(self, now: datetime, operation: str) -> None:
+        if not isinstance(self.tenant_id, str) or not _TENANT_RE.match(self.tenant_id):
+            raise MemoryError(
+                ErrorCode.INVALID_TENANT_CONTEXT,
+                "tenant_id must be 1-128 characters of letters, digits and _.:@- and start with a "
+                "letter or digit",
+                operation=operation,
+            )
+        if self.expires_at is not None:
+            exp = self.expires_at if self.expires_at.tzinfo else self.expires_at.replace(tzinfo=UTC)
+            if exp <= now:
+                raise MemoryError(
+                    ErrorCode.INVALID_TENANT_CONTEXT,
+                    "the tenant context's credentials have expired",
+                    operation=operation,
+                )
+
+    def has_role(self, role: str) -> bool:
+        return role in self.roles
+
+
+MemoryStatus = Literal["active", "archived", "deleted"]
+
+
+class Provenance(_Model):
+    """Where an entry came from; kept through promotion, compaction and conflicts."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow")
+
+    agent_id: str | None = None
+    source: str | None = None
+    confidence: float | None = None
+    promoted_from_id: str | None = None
+    compacted_from_ids: list[str] | None = None
+    created_in_session_id: str | None = None
+    conflict_of: str | None = None
+    conflict: bool = False
+
+
+class MemoryEntry(_Model):
+    """One stored memory. ``embedding`` is only filled when asked for (it is large)."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+    id: str
+    tenant_id: str
+    content: str
+    layer: Layer
+    identifiers: LayerIdentifiers
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    tier: str | None = None
+    created_at: datetime
+    updated_at: datetime
+    expires_at: datetime | None = None
+    version: int = 1
+    etag: str
+    importance: float = 0.0
+    access_count: int = 0
+    last_accessed_at: datetime | None = None
+    status: MemoryStatus = "active"
+    deleted_at: datetime | None = None
+    provenance: Provenance = Field(default_factory=Provenance)
+    content_hash: str
+    embedding: list[float] | None = Field(default=None, repr=False)
+
+    @property
+    def tags(self) -> list[str]:
+        tags = self.metadata.get("tags")
+        return [str(t) for t in tags] if isinstance(tags, list) else []
+
+
+class MetadataFilter(_Model):
+    """Search/list filter (seed 000 ``MetadataFilter``).
+
+    * ``tags``: match entries having ANY of these tags (OR).
+    * ``source_type``: ``metadata.source.type`` equals this.
+    * ``has_knowledge_pointer``: entry has (or lacks) ``metadata.knowledgePointer``.
+    * ``custom``: ``{field: value}`` for equality, or ``{field: {op: value}}`` with ops
+      ``eq, ne, contains, in, gt, gte, lt, lte, exists``. Dotted fields reach into nested metadata.
+    """
+
+    tags: list[str] | None = None
+    source_type: str | None = None
+    has_knowledge_pointer: bool | None = None
+    custom: dict[str, Any] | None = None
+
+
+# ----------------------------------------------------------------------------------- inputs/outputs
+
+
+class AddMemoryInput(_Model):
+    content: str
+    layer: str
+    identifiers: LayerIdentifiers = Field(default_factory=LayerIdentifiers)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    tier: str | None = None
+    expires_at: datetime | None = None
+    importance: float | None = None
+    provenance: Provenance | None = None
+
+
+class AddMemoryOutput(_Model):
+    memory: MemoryEntry
+    embedding_generated: bool
+
+
+class SearchResult(_Model):
+    memory: MemoryEntry
+    score: float
+    layer: Layer
+
+
+class SearchMemoryOutput(_Model):
+    results: list[SearchResult]
+    total_count: int
+    searched_layers: list[Layer]
+
+
+class UpdateMemoryOutput(_Model):
+    memory: MemoryEntry
+    embedding_regenerated: bool
+
+
+class DeleteMemoryOutput(_Model):
+    success: bool
+
+
+class ListMemoriesOutput(_Model):
+    memories: list[MemoryEntry]
+    next_cursor: str | None
+    total_count: int
+
+
+class BulkAddOutput(_Model):
+    results: list[AddMemoryOutput]
+
+
+class BulkDeleteOutput(_Model):
+    deleted: int
+    failed: list[str] = Field(default_factory=list)
+
+
+HealthStatus = Literal["healthy", "degraded", "unhealthy"]
+
+
+class ComponentHealth(_Model):
+    status: HealthStatus
+    message: str | None = None
+
+
+class HealthCheckResult(_Model):
+    status: HealthStatus
+    latency_ms: float
+    components: dict[str, ComponentHealth] = Field(default_factory=dict)
+
+
+class ProviderCapabilities(_Model):
+    vector_search: bool
+    keyword_search: bool
+    embedding_dimensions: int
+    distance_metrics: list[str]
+    bulk_operations: bool
+    transactions: bool
+    max_content_length: int
+    persistent: bool
+
+
+class StoreStats(_Model):
+    tenant_id: str
+    total: int
+    by_layer: dict[str, int]
+    embedding_model: str
+    embedding_dimensions: int
+    provider: str

@@ -1,0 +1,49 @@
+"""Storage providers and the URL that selects one.
+
+``open_provider`` maps a store location to a provider:
+
+* ``path/to/file.duckdb`` (or any path) → :class:`DuckDBProvider` on that file (the default);
+* ``duckdb://path`` / ``duckdb:///:memory:`` → DuckDB explicitly;
+* ``memory://`` → :class:`InMemoryProvider`;
+* ``postgresql://…`` → the PostgreSQL provider (``stratamem[postgres]``), when installed.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ..errors import ErrorCode, MemoryError
+from .base import MemoryProvider, Scope, WriteHook
+from .duckdb import DuckDBProvider
+from .inmemory import InMemoryProvider
+
+__all__ = ["DuckDBProvider", "InMemoryProvider", "MemoryProvider", "Scope", "WriteHook", "open_provider"]
+
+
+def open_provider(location: str | os.PathLike[str] | MemoryProvider | None) -> MemoryProvider:
+    if isinstance(location, MemoryProvider):
+        return location
+    loc = os.fspath(location) if location is not None else "stratamem.duckdb"
+    if loc.startswith("memory://"):
+        return InMemoryProvider()
+    if loc.startswith("duckdb://"):
+        return DuckDBProvider(loc.removeprefix("duckdb://") or ":memory:")
+    if loc.startswith(("postgresql://", "postgres://")):
+        try:
+            from .postgres import PostgresProvider  # type: ignore[import-not-found,unused-ignore]
+        except ImportError as exc:
+            raise MemoryError(
+                ErrorCode.CONFIGURATION_ERROR,
+                "PostgreSQL stores need the postgres extra: pip install 'stratamem[postgres]'",
+                operation="open",
+            ) from exc
+        provider: MemoryProvider = PostgresProvider(loc)
+        return provider
+    if "://" in loc:
+        raise MemoryError(
+            ErrorCode.CONFIGURATION_ERROR,
+            f"unsupported store URL scheme in {loc.split('://', 1)[0]!r}; use a file path, duckdb://, "
+            "memory:// or postgresql://",
+            operation="open",
+        )
+    return DuckDBProvider(loc)

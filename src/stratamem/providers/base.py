@@ -1,0 +1,296 @@
+"""The provider trait (SPEC R-PROV, seed 000 "Provider Adapter Interface").
+
+A provider is storage and nothing else: it persists fully-built entries, answers scoped vector
+queries and keeps the embedding cache. Validation, governance, embedding and merging live in the
+engine, so every provider behaves the same and one conformance suite covers them all.
+
+Scores are similarities in [0, 1]: ``(1 + cosine) / 2`` of unit vectors (see :func:`cosine_to_score`).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from ..embeddings.base import Vector
+from ..filters import Predicate
+from ..model import (
+    HealthCheckResult,
+    Layer,
+    LayerIdentifiers,
+    MemoryEntry,
+    Provenance,
+    ProviderCapabilities,
+)
+
+ACTIVE: tuple[str, ...] = ("active",)
+
+
+def cosine_to_score(cosine: float) -> float:
+    """Map a cosine similarity in [-1, 1] to the score in [0, 1] used everywhere in stratamem."""
+    return min(1.0, max(0.0, (1.0 + cosine) / 2.0))
+
+
+def score_to_cosine(score: float) -> float:
+    return 2.0 * score - 1.0
+
+
+@dataclass(frozen=True)
+class Scope:
+    """One layer scope: the layer plus its canonical identifier key (see ``layers.scope_key``)."""
+
+    layer: Layer
+    key: str
+
+
+@dataclass
+class SearchQuery:
+    tenant_id: str
+    scope: Scope
+    vector: Vector
+    text: str
+    limit: int
+    min_score: float
+    now: datetime
+    predicate: Predicate | None = None
+    include_embedding: bool = False
+
+
+@dataclass
+class ScoredEntry:
+    entry: MemoryEntry
+    score: float
+
+
+@dataclass
+class SearchPage:
+    hits: list[ScoredEntry]
+    #: Matches at or above ``min_score`` that pass the filter, before the limit.
+    total: int
+
+
+@dataclass
+class ListQuery:
+    tenant_id: str
+    now: datetime
+    scope: Scope | None = None
+    predicate: Predicate | None = None
+    #: Keyset position: return entries strictly after (created_at, id).
+    after: tuple[datetime, str] | None = None
+    limit: int = 50
+    statuses: tuple[str, ...] = ACTIVE
+    include_expired: bool = False
+
+
+@dataclass
+class ListPage:
+    entries: list[MemoryEntry]
+    total: int
+    has_more: bool
+
+
+@dataclass
+class StoreInfo:
+    embedding_model: str
+    dimensions: int
+    schema_version: int
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+class WriteHook(Protocol):
+    """Extra writes that must commit or roll back with the memory rows (e.g. the knowledge graph).
+
+    ``tx`` is the provider's open transaction handle (a DuckDB cursor, a psycopg connection, or
+    None for the in-memory provider). Raising aborts the whole write.
+    """
+
+    def after_add(self, tx: Any, entries: Sequence[MemoryEntry]) -> None: ...
+
+    def after_update(self, tx: Any, entry: MemoryEntry, previous: MemoryEntry) -> None: ...
+
+    def after_delete(self, tx: Any, tenant_id: str, ids: Sequence[str]) -> None: ...
+
+
+class MemoryProvider(ABC):
+    """Storage backend. Implementations: DuckDB (embedded default), in-memory, PostgreSQL."""
+
+    name: str = "provider"
+    version: str = "1"
+
+    def __init__(self) -> None:
+        self.write_hooks: list[WriteHook] = []
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    @abstractmethod
+    def initialize(self, embedding_model: str, dimensions: int) -> StoreInfo:
+        """Open/create the store for this embedding model; CONFIGURATION_ERROR on a mismatch."""
+
+    @abstractmethod
+    def shutdown(self) -> None: ...
+
+    def health_check(self) -> HealthCheckResult:
+        start = time.perf_counter()
+        try:
+            self.ping()
+            status: Any = "healthy"
+            message = None
+        except Exception as exc:
+            status, message = "unhealthy", f"{type(exc).__name__}: {exc}"
+        latency = (time.perf_counter() - start) * 1000
+        return HealthCheckResult.model_validate(
+            {
+                "status": status,
+                "latency_ms": round(latency, 3),
+                "components": {"storage": {"status": status, "message": message}},
+            }
+        )
+
+    @abstractmethod
+    def ping(self) -> None:
+        """Cheapest round trip to storage; raises when it is unusable."""
+
+    @abstractmethod
+    def capabilities(self) -> ProviderCapabilities: ...
+
+    # -- memory rows -----------------------------------------------------------------------------
+    @abstractmethod
+    def add(self, entries: Sequence[MemoryEntry]) -> None:
+        """Insert entries (with embeddings) atomically, running write hooks in the same transaction."""
+
+    @abstractmethod
+    def get(self, tenant_id: str, memory_id: str, now: datetime, *, include_embedding: bool = False,
+            statuses: tuple[str, ...] = ACTIVE) -> MemoryEntry | None:
+        """One live entry of this tenant, or None (missing, other tenant, expired, wrong status)."""
+
+    @abstractmethod
+    def update(self, entry: MemoryEntry, previous: MemoryEntry) -> bool:
+        """Replace ``previous`` with ``entry`` iff the stored version is still ``previous.version``.
+
+        Returns False when another writer got there first (the caller decides: CONFLICT or retry).
+        ``entry.embedding`` None means "keep the stored vector".
+        """
+
+    @abstractmethod
+    def delete(self, tenant_id: str, ids: Sequence[str]) -> list[str]:
+        """Hard-delete these ids of this tenant atomically; returns the ids that existed."""
+
+    @abstractmethod
+    def list(self, query: ListQuery) -> ListPage: ...
+
+    @abstractmethod
+    def search(self, query: SearchQuery) -> SearchPage:
+        """Top ``limit`` entries of one scope by score, filter applied before the cut."""
+
+    @abstractmethod
+    def count_by_layer(self, tenant_id: str, now: datetime) -> dict[str, int]: ...
+
+    @abstractmethod
+    def iter_entries(self, tenant_id: str, *, batch_size: int = 500) -> Iterator[MemoryEntry]:
+        """Every stored entry of a tenant (any status), oldest first, for export."""
+
+    @abstractmethod
+    def tenants(self) -> list[str]: ...
+
+    # -- embedding cache -------------------------------------------------------------------------
+    @abstractmethod
+    def cache_get(self, tenant_id: str, model_id: str, hashes: Sequence[str]) -> dict[str, Vector]: ...
+
+    @abstractmethod
+    def cache_put(self, tenant_id: str, model_id: str, items: dict[str, Vector]) -> None: ...
+
+    # -- embedding (seed trait: generateEmbedding) ------------------------------------------------
+    _embed_fn: Any = None
+
+    def attach_embedder(self, embed_fn: Any) -> None:
+        """The engine hands the provider its embedding function (``text -> vector``)."""
+        self._embed_fn = embed_fn
+
+    def generate_embedding(self, text: str) -> list[float]:
+        if self._embed_fn is None:
+            raise RuntimeError("no embedder attached; open the store through stratamem.Memory")
+        return [float(x) for x in self._embed_fn(text)]
+
+
+# --------------------------------------------------------------------------------- shared helpers
+
+
+def to_utc(value: datetime | None) -> datetime | None:
+    if value is None:
+        return None
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def to_naive_utc(value: datetime | None) -> datetime | None:
+    """Storage form of timestamps: naive UTC (DuckDB TIMESTAMP)."""
+    if value is None:
+        return None
+    return value.astimezone(UTC).replace(tzinfo=None) if value.tzinfo else value
+
+
+def dump_json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def entry_from_parts(
+    *,
+    id: str,
+    tenant_id: str,
+    layer: str,
+    content: str,
+    content_hash: str,
+    identifiers: Mapping[str, Any] | str,
+    metadata: Mapping[str, Any] | str,
+    provenance: Mapping[str, Any] | str,
+    tier: str | None,
+    status: str,
+    version: int,
+    etag: str,
+    importance: float,
+    access_count: int,
+    created_at: datetime,
+    updated_at: datetime,
+    expires_at: datetime | None,
+    last_accessed_at: datetime | None,
+    deleted_at: datetime | None,
+    embedding: Sequence[float] | None,
+) -> MemoryEntry:
+    """Build an entry from stored columns without re-running validation on trusted data."""
+
+    def load(v: Mapping[str, Any] | str) -> dict[str, Any]:
+        return dict(json.loads(v)) if isinstance(v, str) else dict(v)
+
+    return MemoryEntry.model_construct(
+        id=id,
+        tenant_id=tenant_id,
+        content=content,
+        layer=Layer(layer),
+        identifiers=LayerIdentifiers.model_construct(**load(identifiers)),
+        metadata=load(metadata),
+        tier=tier,
+        created_at=to_utc(created_at),
+        updated_at=to_utc(updated_at),
+        expires_at=to_utc(expires_at),
+        version=int(version),
+        etag=etag,
+        importance=float(importance),
+        access_count=int(access_count),
+        last_accessed_at=to_utc(last_accessed_at),
+        status=status,
+        deleted_at=to_utc(deleted_at),
+        provenance=Provenance.model_validate(load(provenance)),
+        content_hash=content_hash,
+        embedding=[float(x) for x in embedding] if embedding is not None else None,
+    )
+
+
+def identifiers_json(entry: MemoryEntry) -> str:
+    return dump_json(entry.identifiers.model_dump(exclude_none=True))
+
+
+def provenance_json(entry: MemoryEntry) -> str:
+    return dump_json(entry.provenance.model_dump(exclude_none=True))

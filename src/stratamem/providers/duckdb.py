@@ -1,0 +1,514 @@
+"""Embedded default provider: one DuckDB file, no server (SPEC R-PROV).
+
+* One database instance per file per process, shared by every ``Memory`` opened on it (so two
+  objects on one file work), with a single writer lock: writes are serialised, reads run in
+  parallel on per-thread cursors.
+* A second *process* opening the same file gets PROVIDER_ERROR naming the lock, never corruption.
+* Every statement binds ``tenant_id`` as a parameter; the only values formatted into SQL are the
+  integer embedding dimension and fixed column lists.
+* An acknowledged write is committed to DuckDB's write-ahead log before the call returns.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import numpy as np
+
+from ..embeddings.base import Vector
+from ..errors import ErrorCode, MemoryError, TransientProviderError
+from ..model import MemoryEntry, ProviderCapabilities
+from . import duckdb_schema
+from .base import (
+    ACTIVE,
+    ListPage,
+    ListQuery,
+    MemoryProvider,
+    ScoredEntry,
+    SearchPage,
+    SearchQuery,
+    StoreInfo,
+    dump_json,
+    entry_from_parts,
+    identifiers_json,
+    provenance_json,
+    to_naive_utc,
+)
+
+MAX_CONTENT_LENGTH = 32_000
+
+_COLUMNS = (
+    "tenant_id, id, layer, content, content_hash, identifiers, metadata, provenance, tier, status, "
+    "version, etag, importance, access_count, created_at, updated_at, expires_at, last_accessed_at, "
+    "deleted_at"
+)
+_N_COLS = 19
+
+
+@dataclass
+class _Database:
+    path: str
+    conn: Any
+    write_lock: threading.RLock = field(default_factory=threading.RLock)
+    refcount: int = 0
+    dims: int | None = None
+    local: threading.local = field(default_factory=threading.local)
+    cursors: list[Any] = field(default_factory=list)
+
+
+_REGISTRY: dict[str, _Database] = {}
+_REGISTRY_LOCK = threading.Lock()
+
+
+def _scope_sql(query_scope: Any) -> tuple[str, list[Any]]:
+    if query_scope is None:
+        return "", []
+    return " AND layer = ? AND scope = ?", [query_scope.layer.value, query_scope.key]
+
+
+class DuckDBProvider(MemoryProvider):
+    name = "duckdb"
+    version = duckdb.__version__
+
+    def __init__(self, path: str | os.PathLike[str] = "stratamem.duckdb", *, max_content_length: int = MAX_CONTENT_LENGTH,
+                 read_batch: int = 512) -> None:
+        super().__init__()
+        self.path = str(path)
+        self.max_content_length = max_content_length
+        self._read_batch = read_batch
+        self._db: _Database | None = None
+        self._info: StoreInfo | None = None
+
+    # ------------------------------------------------------------------------------- connection
+    def _open_database(self) -> _Database:
+        key = self.path if self.path == ":memory:" else str(Path(self.path).resolve())
+        with _REGISTRY_LOCK:
+            db = _REGISTRY.get(key) if key != ":memory:" else None
+            if db is None:
+                if key != ":memory:":
+                    Path(key).parent.mkdir(parents=True, exist_ok=True)
+                try:
+                    conn = duckdb.connect(key)
+                except duckdb.IOException as exc:
+                    msg = str(exc)
+                    locked = "lock" in msg.lower()
+                    raise MemoryError(
+                        ErrorCode.PROVIDER_ERROR,
+                        (f"DuckDB file {key} is in use by another process; one process owns an embedded "
+                         "store at a time (run `stratamem serve` and share it, or use Redis write "
+                         "coordination)") if locked else f"cannot open DuckDB file {key}: {msg}",
+                        operation="open",
+                        details={"path": key, "reason": "locked" if locked else "io"},
+                        retryable=locked,
+                    ) from exc
+                db = _Database(path=key, conn=conn)
+                if key != ":memory:":
+                    _REGISTRY[key] = db
+            db.refcount += 1
+            return db
+
+    @property
+    def db(self) -> _Database:
+        if self._db is None:
+            raise MemoryError(ErrorCode.PROVIDER_ERROR, "the store is closed", operation="provider",
+                              retryable=False)
+        return self._db
+
+    def _cursor(self) -> Any:
+        db = self.db
+        cur = getattr(db.local, "cursor", None)
+        if cur is None:
+            cur = db.conn.cursor()
+            db.local.cursor = cur
+            with _REGISTRY_LOCK:
+                db.cursors.append(cur)
+        return cur
+
+    @contextmanager
+    def _read(self) -> Iterator[Any]:
+        try:
+            yield self._cursor()
+        except duckdb.Error as exc:
+            raise self._translate(exc, "read") from exc
+
+    @contextmanager
+    def transaction(self) -> Iterator[Any]:
+        """Serialised write transaction; commit on success, roll back on any error."""
+        db = self.db
+        with db.write_lock:
+            cur = self._cursor()
+            cur.execute("BEGIN TRANSACTION")
+            try:
+                yield cur
+                cur.execute("COMMIT")
+            except BaseException as exc:
+                try:
+                    cur.execute("ROLLBACK")
+                except duckdb.Error:
+                    pass
+                if isinstance(exc, duckdb.Error):
+                    raise self._translate(exc, "write") from exc
+                raise
+
+    @staticmethod
+    def _translate(exc: Exception, operation: str) -> Exception:
+        if isinstance(exc, duckdb.TransactionException | duckdb.IOException):
+            return TransientProviderError(f"{type(exc).__name__}: {exc}")
+        return MemoryError(
+            ErrorCode.PROVIDER_ERROR,
+            f"storage error: {type(exc).__name__}",
+            operation=operation,
+            details={"error": str(exc)[:500]},
+            retryable=False,
+        )
+
+    # -------------------------------------------------------------------------------- lifecycle
+    def initialize(self, embedding_model: str, dimensions: int) -> StoreInfo:
+        if not isinstance(dimensions, int) or not 1 <= dimensions <= 16_384:
+            raise MemoryError(ErrorCode.CONFIGURATION_ERROR, f"invalid embedding dimensions {dimensions!r}")
+        if self._db is None:
+            self._db = self._open_database()
+        db = self.db
+        try:
+            with db.write_lock:
+                cur = self._cursor()
+                duckdb_schema.ensure_bookkeeping(cur)
+                meta = dict(cur.execute("SELECT key, value FROM store_meta").fetchall())
+                if meta:
+                    stored_dims = int(meta["embedding_dimensions"])
+                    stored_model = meta["embedding_model"]
+                    if stored_dims != dimensions:
+                        raise MemoryError(
+                            ErrorCode.CONFIGURATION_ERROR,
+                            f"store {self.path} holds {stored_dims}-dimensional embeddings of "
+                            f"{stored_model!r}, but the configured embedder {embedding_model!r} produces "
+                            f"{dimensions} dimensions",
+                            operation="open",
+                            details={"store_dimensions": stored_dims, "embedder_dimensions": dimensions,
+                                     "store_model": stored_model, "embedder_model": embedding_model},
+                        )
+                    if stored_model != embedding_model:
+                        raise MemoryError(
+                            ErrorCode.CONFIGURATION_ERROR,
+                            f"store {self.path} was built with embedding model {stored_model!r}; the "
+                            f"configured embedder is {embedding_model!r} (vectors are not comparable). "
+                            "Re-embed with `stratamem export` / `import` into a new store.",
+                            operation="open",
+                            details={"store_model": stored_model, "embedder_model": embedding_model,
+                                     "store_dimensions": stored_dims, "embedder_dimensions": dimensions},
+                        )
+                self._migrate(cur, dimensions)
+                if not meta:
+                    cur.execute(
+                        "INSERT INTO store_meta VALUES ('embedding_model', ?), ('embedding_dimensions', ?)",
+                        [embedding_model, str(dimensions)],
+                    )
+                db.dims = dimensions
+                version = duckdb_schema.current_version(cur)
+        except duckdb.Error as exc:
+            self.shutdown()
+            raise MemoryError(ErrorCode.CONFIGURATION_ERROR, f"cannot initialise store {self.path}: {exc}",
+                              operation="open") from exc
+        except MemoryError:
+            self.shutdown()
+            raise
+        self._info = StoreInfo(embedding_model=embedding_model, dimensions=dimensions, schema_version=version)
+        return self._info
+
+    def _migrate(self, cur: Any, dims: int) -> None:
+        done = duckdb_schema.current_version(cur)
+        for migration in duckdb_schema.MIGRATIONS:
+            if migration.version <= done:
+                continue
+            cur.execute("BEGIN TRANSACTION")
+            try:
+                migration.apply(cur, dims)
+                duckdb_schema.record(cur, migration)
+                cur.execute("COMMIT")
+            except Exception as exc:
+                cur.execute("ROLLBACK")
+                raise MemoryError(
+                    ErrorCode.CONFIGURATION_ERROR,
+                    f"schema migration {migration.version} ({migration.description}) failed and was "
+                    f"rolled back; the store was not opened: {exc}",
+                    operation="open",
+                    details={"migration": migration.version},
+                ) from exc
+
+    def shutdown(self) -> None:
+        db, self._db = self._db, None
+        if db is None:
+            return
+        with _REGISTRY_LOCK:
+            db.refcount -= 1
+            if db.refcount > 0:
+                return
+            _REGISTRY.pop(db.path, None)
+            cursors, db.cursors = db.cursors, []
+        with db.write_lock:
+            for cur in cursors:
+                try:
+                    cur.close()
+                except duckdb.Error:
+                    pass
+            try:
+                db.conn.execute("CHECKPOINT")
+            except duckdb.Error:
+                pass
+            db.conn.close()
+
+    def ping(self) -> None:
+        with self._read() as cur:
+            cur.execute("SELECT 1").fetchone()
+
+    def capabilities(self) -> ProviderCapabilities:
+        return ProviderCapabilities(
+            vector_search=True,
+            keyword_search=False,
+            embedding_dimensions=self.db.dims or 0,
+            distance_metrics=["cosine"],
+            bulk_operations=True,
+            transactions=True,
+            max_content_length=self.max_content_length,
+            persistent=self.path != ":memory:",
+        )
+
+    # ------------------------------------------------------------------------------------ rows
+    def _row_values(self, e: MemoryEntry) -> list[Any]:
+        from ..layers import scope_key
+
+        return [
+            e.tenant_id, e.id, e.layer.value, scope_key(e.layer, e.identifiers), e.content, e.content_hash,
+            identifiers_json(e), dump_json(e.metadata), provenance_json(e), e.tier, e.status, e.version,
+            e.etag, e.importance, e.access_count, to_naive_utc(e.created_at), to_naive_utc(e.updated_at),
+            to_naive_utc(e.expires_at), to_naive_utc(e.last_accessed_at), to_naive_utc(e.deleted_at),
+            np.asarray(e.embedding, dtype=np.float32).tolist(),
+        ]
+
+    def _entry(self, row: Sequence[Any], with_embedding: bool) -> MemoryEntry:
+        (tenant_id, id_, layer, content, chash, idents, metadata, prov, tier, status, version, etag,
+         importance, access_count, created_at, updated_at, expires_at, last_accessed_at, deleted_at) = row[:_N_COLS]
+        return entry_from_parts(
+            id=id_, tenant_id=tenant_id, layer=layer, content=content, content_hash=chash,
+            identifiers=idents, metadata=metadata, provenance=prov, tier=tier, status=status,
+            version=version, etag=etag, importance=importance, access_count=access_count,
+            created_at=created_at, updated_at=updated_at, expires_at=expires_at,
+            last_accessed_at=last_accessed_at, deleted_at=deleted_at,
+            embedding=row[_N_COLS] if with_embedding else None,
+        )
+
+    def _select(self, with_embedding: bool) -> str:
+        return f"SELECT {_COLUMNS}{', embedding' if with_embedding else ''} FROM memories"
+
+    def add(self, entries: Sequence[MemoryEntry]) -> None:
+        if not entries:
+            return
+        rows = [self._row_values(e) for e in entries]
+        placeholders = ", ".join(["?"] * (_N_COLS + 2))
+        with self.transaction() as cur:
+            cur.executemany(
+                f"INSERT INTO memories (tenant_id, id, layer, scope, content, content_hash, identifiers, "
+                f"metadata, provenance, tier, status, version, etag, importance, access_count, created_at, "
+                f"updated_at, expires_at, last_accessed_at, deleted_at, embedding) VALUES ({placeholders})",
+                rows,
+            )
+            for hook in self.write_hooks:
+                hook.after_add(cur, entries)
+
+    def get(self, tenant_id: str, memory_id: str, now: datetime, *, include_embedding: bool = False,
+            statuses: tuple[str, ...] = ACTIVE) -> MemoryEntry | None:
+        with self._read() as cur:
+            row = cur.execute(
+                f"{self._select(include_embedding)} WHERE tenant_id = ? AND id = ? "
+                "AND list_contains(?, status) AND (expires_at IS NULL OR expires_at > ?)",
+                [tenant_id, memory_id, list(statuses), to_naive_utc(now)],
+            ).fetchone()
+        return self._entry(row, include_embedding) if row else None
+
+    def update(self, entry: MemoryEntry, previous: MemoryEntry) -> bool:
+        values = self._row_values(entry.model_copy(update={"embedding": entry.embedding or [0.0]}))
+        set_embedding = entry.embedding is not None
+        with self.transaction() as cur:
+            row = cur.execute(
+                "SELECT version FROM memories WHERE tenant_id = ? AND id = ?", [entry.tenant_id, entry.id]
+            ).fetchone()
+            if row is None or int(row[0]) != previous.version:
+                return False
+            cur.execute(
+                "UPDATE memories SET layer = ?, scope = ?, content = ?, content_hash = ?, identifiers = ?, "
+                "metadata = ?, provenance = ?, tier = ?, status = ?, version = ?, etag = ?, importance = ?, "
+                "access_count = ?, created_at = ?, updated_at = ?, expires_at = ?, last_accessed_at = ?, "
+                "deleted_at = ?" + (", embedding = ?" if set_embedding else "") + " WHERE tenant_id = ? AND id = ?",
+                [*values[2:20], *([values[20]] if set_embedding else []), entry.tenant_id, entry.id],
+            )
+            for hook in self.write_hooks:
+                hook.after_update(cur, entry, previous)
+        return True
+
+    def delete(self, tenant_id: str, ids: Sequence[str]) -> list[str]:
+        if not ids:
+            return []
+        with self.transaction() as cur:
+            found = cur.execute(
+                "SELECT id, content_hash FROM memories WHERE tenant_id = ? AND list_contains(?, id)",
+                [tenant_id, list(ids)],
+            ).fetchall()
+            existing = [r[0] for r in found]
+            if not existing:
+                return []
+            cur.execute("DELETE FROM memories WHERE tenant_id = ? AND list_contains(?, id)", [tenant_id, existing])
+            # Forget cached vectors of content no longer stored by this tenant.
+            cur.execute(
+                "DELETE FROM embedding_cache WHERE tenant_id = ? AND list_contains(?, content_hash) "
+                "AND content_hash NOT IN (SELECT content_hash FROM memories WHERE tenant_id = ?)",
+                [tenant_id, list({r[1] for r in found}), tenant_id],
+            )
+            for hook in self.write_hooks:
+                hook.after_delete(cur, tenant_id, existing)
+        return existing
+
+    def _where(self, query: ListQuery) -> tuple[str, list[Any]]:
+        sql = " WHERE tenant_id = ? AND list_contains(?, status)"
+        params: list[Any] = [query.tenant_id, list(query.statuses)]
+        if not query.include_expired:
+            sql += " AND (expires_at IS NULL OR expires_at > ?)"
+            params.append(to_naive_utc(query.now))
+        scope_sql, scope_params = _scope_sql(query.scope)
+        return sql + scope_sql, params + scope_params
+
+    def list(self, query: ListQuery) -> ListPage:
+        where, params = self._where(query)
+        after_sql, after_params = "", []
+        if query.after is not None:
+            ts, last_id = query.after
+            after_sql = " AND (created_at > ? OR (created_at = ? AND id > ?))"
+            after_params = [to_naive_utc(ts), to_naive_utc(ts), last_id]
+        with self._read() as cur:
+            if query.predicate is None:
+                total = int(cur.execute(f"SELECT count(*) FROM memories{where}", params).fetchone()[0])
+                rows = cur.execute(
+                    f"{self._select(False)}{where}{after_sql} ORDER BY created_at, id LIMIT ?",
+                    [*params, *after_params, query.limit + 1],
+                ).fetchall()
+                entries = [self._entry(r, False) for r in rows]
+                return ListPage(entries=entries[: query.limit], total=total, has_more=len(entries) > query.limit)
+            # Filtered: evaluate the predicate over the scope (metadata only), then fetch the page.
+            cur.execute(f"SELECT id, created_at, metadata FROM memories{where} ORDER BY created_at, id", params)
+            import json
+
+            matching: list[tuple[datetime, str]] = []
+            while batch := cur.fetchmany(self._read_batch):
+                matching += [(r[1], r[0]) for r in batch if query.predicate(json.loads(r[2]))]
+            start = 0
+            if query.after is not None:
+                pos = (to_naive_utc(query.after[0]), query.after[1])
+                start = next((i for i, m in enumerate(matching) if m > pos), len(matching))
+            page_ids = [m[1] for m in matching[start : start + query.limit]]
+            entries = self._fetch_ids(cur, query.tenant_id, page_ids, False)
+            return ListPage(entries=entries, total=len(matching), has_more=start + query.limit < len(matching))
+
+    def _fetch_ids(self, cur: Any, tenant_id: str, ids: Sequence[str], with_embedding: bool) -> list[MemoryEntry]:
+        if not ids:
+            return []
+        rows = cur.execute(
+            f"{self._select(with_embedding)} WHERE tenant_id = ? AND list_contains(?, id)", [tenant_id, list(ids)]
+        ).fetchall()
+        by_id = {r[1]: self._entry(r, with_embedding) for r in rows}
+        return [by_id[i] for i in ids if i in by_id]
+
+    def search(self, query: SearchQuery) -> SearchPage:
+        dims = self.db.dims
+        vec = np.asarray(query.vector, dtype=np.float32).tolist()
+        inner = (
+            f"SELECT id, metadata, (1 + array_cosine_similarity(embedding, ?::FLOAT[{int(dims or 0)}])) / 2 AS score "
+            "FROM memories WHERE tenant_id = ? AND layer = ? AND scope = ? AND status = 'active' "
+            "AND (expires_at IS NULL OR expires_at > ?)"
+        )
+        params: list[Any] = [vec, query.tenant_id, query.scope.layer.value, query.scope.key, to_naive_utc(query.now)]
+        with self._read() as cur:
+            if query.predicate is None:
+                rows = cur.execute(
+                    f"SELECT id, score, count(*) OVER () FROM ({inner}) WHERE score >= ? "
+                    "ORDER BY score DESC, id LIMIT ?",
+                    [*params, query.min_score, query.limit],
+                ).fetchall()
+                total = int(rows[0][2]) if rows else 0
+                ranked = [(r[0], float(r[1])) for r in rows]
+            else:
+                import json
+
+                cur.execute(f"SELECT id, score, metadata FROM ({inner}) WHERE score >= ? ORDER BY score DESC, id",
+                            [*params, query.min_score])
+                ranked, total = [], 0
+                while batch := cur.fetchmany(self._read_batch):
+                    for r in batch:
+                        if query.predicate(json.loads(r[2])):
+                            total += 1
+                            if len(ranked) < query.limit:
+                                ranked.append((r[0], float(r[1])))
+            entries = self._fetch_ids(cur, query.tenant_id, [r[0] for r in ranked], query.include_embedding)
+        scores = dict(ranked)
+        hits = [ScoredEntry(entry=e, score=min(1.0, max(0.0, scores[e.id]))) for e in entries]
+        return SearchPage(hits=hits, total=total)
+
+    def count_by_layer(self, tenant_id: str, now: datetime) -> dict[str, int]:
+        with self._read() as cur:
+            rows = cur.execute(
+                "SELECT layer, count(*) FROM memories WHERE tenant_id = ? AND status = 'active' "
+                "AND (expires_at IS NULL OR expires_at > ?) GROUP BY layer ORDER BY layer",
+                [tenant_id, to_naive_utc(now)],
+            ).fetchall()
+        return {r[0]: int(r[1]) for r in rows}
+
+    def iter_entries(self, tenant_id: str, *, batch_size: int = 500) -> Iterator[MemoryEntry]:
+        after: tuple[Any, str] | None = None
+        while True:
+            with self._read() as cur:
+                if after is None:
+                    rows = cur.execute(
+                        f"{self._select(True)} WHERE tenant_id = ? ORDER BY created_at, id LIMIT ?",
+                        [tenant_id, batch_size],
+                    ).fetchall()
+                else:
+                    rows = cur.execute(
+                        f"{self._select(True)} WHERE tenant_id = ? AND (created_at > ? OR (created_at = ? AND id > ?)) "
+                        "ORDER BY created_at, id LIMIT ?",
+                        [tenant_id, after[0], after[0], after[1], batch_size],
+                    ).fetchall()
+            if not rows:
+                return
+            for r in rows:
+                yield self._entry(r, True)
+            after = (rows[-1][14], rows[-1][1])
+
+    def tenants(self) -> list[str]:
+        with self._read() as cur:
+            return [r[0] for r in cur.execute("SELECT DISTINCT tenant_id FROM memories ORDER BY 1").fetchall()]
+
+    # ---------------------------------------------------------------------------- embedding cache
+    def cache_get(self, tenant_id: str, model_id: str, hashes: Sequence[str]) -> dict[str, Vector]:
+        if not hashes:
+            return {}
+        with self._read() as cur:
+            rows = cur.execute(
+                "SELECT content_hash, embedding FROM embedding_cache WHERE tenant_id = ? AND model = ? "
+                "AND list_contains(?, content_hash)",
+                [tenant_id, model_id, list(hashes)],
+            ).fetchall()
+        return {r[0]: np.asarray(r[1], dtype=np.float32) for r in rows}
+
+    def cache_put(self, tenant_id: str, model_id: str, items: dict[str, Vector]) -> None:
+        if not items:
+            return
+        now = datetime.now(UTC).replace(tzinfo=None)
+        rows = [[tenant_id, model_id, h, np.asarray(v, dtype=np.float32).tolist(), now] for h, v in items.items()]
+        with self.transaction() as cur:
+            cur.executemany("INSERT OR IGNORE INTO embedding_cache VALUES (?, ?, ?, ?, ?)", rows)

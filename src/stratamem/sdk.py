@@ -1,0 +1,203 @@
+"""The Python SDK: :class:`Memory` (sync) and :class:`AsyncMemory` (same methods, as coroutines).
+
+Thin by design: every method hands its arguments to the :class:`~stratamem.engine.MemoryEngine`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable, Iterator, Sequence
+from datetime import datetime
+from types import TracebackType
+from typing import Any, ParamSpec, Self, TypeVar
+
+from .config import MemoryConfig
+from .embeddings import Embedder, make_embedder
+from .engine import Clock, MemoryEngine
+from .layers import get_accessible_layers
+from .model import (
+    AddMemoryOutput,
+    BulkAddOutput,
+    BulkDeleteOutput,
+    DeleteMemoryOutput,
+    HealthCheckResult,
+    Layer,
+    ListMemoriesOutput,
+    MemoryEntry,
+    ProviderCapabilities,
+    SearchMemoryOutput,
+    StoreStats,
+    TenantContext,
+    UpdateMemoryOutput,
+)
+from .providers import MemoryProvider, open_provider
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+DEFAULT_STORE = "stratamem.duckdb"
+
+
+class Memory:
+    """Layered, multi-tenant semantic memory.
+
+    >>> mem = Memory.open("data/stratamem.duckdb")            # doctest: +SKIP
+    >>> t = TenantContext(tenant_id="acme", principal="u1")   # doctest: +SKIP
+    >>> mem.add(t, content="User prefers dark mode", layer="user", identifiers={"user_id": "u1"})  # doctest: +SKIP
+    """
+
+    def __init__(self, engine: MemoryEngine) -> None:
+        self.engine = engine
+
+    @classmethod
+    def open(
+        cls,
+        location: str | os.PathLike[str] | MemoryProvider | None = None,
+        *,
+        embedder: str | Embedder | None = None,
+        config: MemoryConfig | None = None,
+        clock: Clock | None = None,
+    ) -> Self:
+        """Open (or create) a store.
+
+        ``location``: a DuckDB file path (default ``./stratamem.duckdb``), ``memory://``,
+        ``duckdb:///:memory:``, ``postgresql://…`` or a provider instance. ``embedder``: ``"local"``
+        (default, offline all-MiniLM-L6-v2), ``"hashing"``, ``"openai"`` or an :class:`Embedder`;
+        ``STRATAMEM_EMBEDDER`` sets the default.
+        """
+        if location is None:
+            location = os.environ.get("STRATAMEM_STORE") or DEFAULT_STORE
+        provider = open_provider(location)
+        engine = MemoryEngine(provider, make_embedder(embedder), config, clock=clock)
+        return cls(engine)
+
+    # -- operations --------------------------------------------------------------------------
+    def add(self, ctx: TenantContext | None = None, content: str | None = None, layer: str | Layer | None = None,
+            identifiers: Any = None, metadata: dict[str, Any] | None = None, *, tier: str | None = None,
+            expires_at: datetime | str | None = None, importance: float | None = None,
+            provenance: Any = None) -> AddMemoryOutput:
+        return self.engine.add(ctx, content, layer, identifiers, metadata, tier=tier, expires_at=expires_at,
+                               importance=importance, provenance=provenance)
+
+    def search(self, ctx: TenantContext | None = None, query: str | None = None, identifiers: Any = None,
+               layers: Sequence[str | Layer] | None = None, limit: int | None = None,
+               threshold: float | None = None, filter: Any = None) -> SearchMemoryOutput:
+        return self.engine.search(ctx, query, identifiers, layers, limit, threshold, filter)
+
+    def get(self, ctx: TenantContext | None = None, memory_id: str | None = None) -> MemoryEntry | None:
+        return self.engine.get(ctx, memory_id)
+
+    def update(self, ctx: TenantContext | None = None, memory_id: str | None = None, content: str | None = None,
+               metadata: dict[str, Any] | None = None, if_match: str | None = None, *,
+               expires_at: datetime | str | None = None, tier: str | None = None) -> UpdateMemoryOutput:
+        return self.engine.update(ctx, memory_id, content, metadata, if_match, expires_at=expires_at, tier=tier)
+
+    def delete(self, ctx: TenantContext | None = None, memory_id: str | None = None,
+               if_match: str | None = None) -> DeleteMemoryOutput:
+        return self.engine.delete(ctx, memory_id, if_match)
+
+    def list(self, ctx: TenantContext | None = None, layer: str | Layer | None = None, identifiers: Any = None,
+             cursor: str | None = None, limit: int | None = None, filter: Any = None) -> ListMemoriesOutput:
+        return self.engine.list(ctx, layer, identifiers, cursor, limit, filter)
+
+    def bulk_add(self, ctx: TenantContext | None = None, items: Sequence[Any] = ()) -> BulkAddOutput:
+        return self.engine.bulk_add(ctx, items)
+
+    def bulk_delete(self, ctx: TenantContext | None = None, ids: Sequence[str] = ()) -> BulkDeleteOutput:
+        return self.engine.bulk_delete(ctx, ids)
+
+    def stats(self, ctx: TenantContext | None = None) -> StoreStats:
+        return self.engine.stats(ctx)
+
+    def export(self, ctx: TenantContext | None = None, *, include_embeddings: bool = False) -> Iterator[MemoryEntry]:
+        return self.engine.export(ctx, include_embeddings=include_embeddings)
+
+    def generate_embedding(self, text: str) -> list[float]:
+        return self.engine.provider.generate_embedding(text)
+
+    @staticmethod
+    def get_accessible_layers(identifiers: Any) -> list[Layer]:
+        return get_accessible_layers(identifiers)
+
+    def health_check(self) -> HealthCheckResult:
+        return self.engine.health()
+
+    def capabilities(self) -> ProviderCapabilities:
+        return self.engine.provider.capabilities()
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def close(self) -> None:
+        self.engine.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+
+def _to_thread(fn: Callable[P, R]) -> Callable[P, Any]:
+    async def run(*args: P.args, **kwargs: P.kwargs) -> R:
+        return await asyncio.to_thread(fn, *args, **kwargs)
+
+    return run
+
+
+class AsyncMemory:
+    """``Memory`` with coroutine methods; blocking work runs in worker threads."""
+
+    def __init__(self, memory: Memory) -> None:
+        self.sync = memory
+
+    @classmethod
+    async def open(cls, location: str | os.PathLike[str] | MemoryProvider | None = None, **kwargs: Any) -> Self:
+        return cls(await asyncio.to_thread(Memory.open, location, **kwargs))
+
+    async def add(self, ctx: TenantContext | None = None, content: str | None = None, layer: str | Layer | None = None,
+                  identifiers: Any = None, metadata: dict[str, Any] | None = None, **kwargs: Any) -> AddMemoryOutput:
+        return await asyncio.to_thread(self.sync.add, ctx, content, layer, identifiers, metadata, **kwargs)
+
+    async def search(self, ctx: TenantContext | None = None, query: str | None = None, identifiers: Any = None,
+                     layers: Sequence[str | Layer] | None = None, limit: int | None = None,
+                     threshold: float | None = None, filter: Any = None) -> SearchMemoryOutput:
+        return await asyncio.to_thread(self.sync.search, ctx, query, identifiers, layers, limit, threshold, filter)
+
+    async def get(self, ctx: TenantContext | None = None, memory_id: str | None = None) -> MemoryEntry | None:
+        return await asyncio.to_thread(self.sync.get, ctx, memory_id)
+
+    async def update(self, ctx: TenantContext | None = None, memory_id: str | None = None, content: str | None = None,
+                     metadata: dict[str, Any] | None = None, if_match: str | None = None,
+                     **kwargs: Any) -> UpdateMemoryOutput:
+        return await asyncio.to_thread(self.sync.update, ctx, memory_id, content, metadata, if_match, **kwargs)
+
+    async def delete(self, ctx: TenantContext | None = None, memory_id: str | None = None,
+                     if_match: str | None = None) -> DeleteMemoryOutput:
+        return await asyncio.to_thread(self.sync.delete, ctx, memory_id, if_match)
+
+    async def list(self, ctx: TenantContext | None = None, layer: str | Layer | None = None, identifiers: Any = None,
+                   cursor: str | None = None, limit: int | None = None, filter: Any = None) -> ListMemoriesOutput:
+        return await asyncio.to_thread(self.sync.list, ctx, layer, identifiers, cursor, limit, filter)
+
+    async def bulk_add(self, ctx: TenantContext | None = None, items: Sequence[Any] = ()) -> BulkAddOutput:
+        return await asyncio.to_thread(self.sync.bulk_add, ctx, items)
+
+    async def bulk_delete(self, ctx: TenantContext | None = None, ids: Sequence[str] = ()) -> BulkDeleteOutput:
+        return await asyncio.to_thread(self.sync.bulk_delete, ctx, ids)
+
+    async def stats(self, ctx: TenantContext | None = None) -> StoreStats:
+        return await asyncio.to_thread(self.sync.stats, ctx)
+
+    async def health_check(self) -> HealthCheckResult:
+        return await asyncio.to_thread(self.sync.health_check)
+
+    async def close(self) -> None:
+        await asyncio.to_thread(self.sync.close)
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.close()
