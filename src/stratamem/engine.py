@@ -9,6 +9,7 @@ Surfaces (SDK, REST, MCP, CLI) call the engine; the engine calls a provider. Ext
 
 from __future__ import annotations
 
+import builtins
 import json
 import logging
 import time
@@ -327,10 +328,10 @@ class MemoryEngine:
         for entry, vec in zip(entries, vectors, strict=True):
             entry.embedding = [float(x) for x in vec]
         self._store(lambda: self.provider.add(entries), operation)
-        outputs = []
-        for entry, gen in zip(entries, generated, strict=True):
-            outputs.append(AddMemoryOutput(memory=entry.model_copy(update={"embedding": None}), embedding_generated=gen))
-        return outputs
+        return [
+            AddMemoryOutput(memory=entry.model_copy(update={"embedding": None}), embedding_generated=gen)
+            for entry, gen in zip(entries, generated, strict=True)
+        ]
 
     def add(self, ctx: Any, content: Any, layer: Any, identifiers: Any = None, metadata: Any = None, *,
             tier: str | None = None, expires_at: Any = None, importance: float | None = None,
@@ -383,8 +384,9 @@ class MemoryEngine:
                                   details={"field": "query"})
             max_q = self.embeddings.embedder.max_query_chars
             if len(query) > max_q:
-                raise MemoryError(ErrorCode.QUERY_TOO_LONG, f"query is {len(query)} characters; the limit is {max_q}",
-                                  operation=op, details={"max_length": max_q, "length": len(query)}, retryable=False)
+                raise MemoryError(ErrorCode.QUERY_TOO_LONG,
+                                  f"query is {len(query)} characters; the limit is {max_q}", operation=op,
+                                  details={"max_length": max_q, "length": len(query)}, retryable=False)
             limit = self._check_limit(limit, self.config.default_search_limit, self.config.max_search_limit, op)
             if threshold is None:
                 threshold = self.config.default_threshold
@@ -405,10 +407,8 @@ class MemoryEngine:
                 page: SearchPage = self._store(lambda: self.provider.search(q), op)
                 return page
 
-            if len(target) == 1:
-                pages = [one(target[0])]
-            else:  # seed 000 "Concurrent Layer Search": all layers in flight at once, merged after all finish
-                pages = list(self._pool.map(one, target))
+            # seed 000 "Concurrent Layer Search": all layers in flight at once, merged after all finish
+            pages = [one(target[0])] if len(target) == 1 else builtins.list(self._pool.map(one, target))
             merged, dropped = merge_results(
                 [(layer, page.hits) for layer, page in zip(target, pages, strict=True)],
                 dedup_threshold=self.config.dedup_threshold,
@@ -422,8 +422,9 @@ class MemoryEngine:
                 )
                 for layer, hit in merged[:limit]
             ]
+            by_layer = {layer.value: sum(1 for r in results if r.layer == layer) for layer in target}
             extra.update(layers=[layer.value for layer in target], result_count=len(results),
-                         results_by_layer={layer.value: sum(1 for r in results if r.layer == layer) for layer in target})
+                         results_by_layer=by_layer)
             return SearchMemoryOutput(results=results, total_count=total, searched_layers=target)
 
     # ------------------------------------------------------------------------------ get/update/delete

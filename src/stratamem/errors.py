@@ -41,7 +41,7 @@ RETRYABLE_CODES: frozenset[ErrorCode] = frozenset(
 )
 
 
-class MemoryError(builtins.Exception):  # noqa: A001 - the public name the spec asks for
+class MemoryError(builtins.Exception):
     """A coded, structured stratamem error.
 
     ``retryable`` defaults from the code (EMBEDDING_FAILED, PROVIDER_ERROR, RATE_LIMITED) and can be

@@ -62,7 +62,9 @@ def precedence(layer: Layer) -> float:
 
 def parse_layer(value: Any, operation: str = "") -> Layer:
     try:
-        return Layer(str(value).strip().lower()) if value is not None else Layer(value)
+        if value is None:
+            raise ValueError
+        return Layer(str(value).strip().lower())
     except ValueError:
         raise MemoryError(
             ErrorCode.INVALID_LAYER,

@@ -6,6 +6,7 @@ Thin by design: every method hands its arguments to the :class:`~stratamem.engin
 from __future__ import annotations
 
 import asyncio
+import builtins
 import os
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
@@ -113,11 +114,11 @@ class Memory:
     def export(self, ctx: TenantContext | None = None, *, include_embeddings: bool = False) -> Iterator[MemoryEntry]:
         return self.engine.export(ctx, include_embeddings=include_embeddings)
 
-    def generate_embedding(self, text: str) -> list[float]:
+    def generate_embedding(self, text: str) -> builtins.list[float]:
         return self.engine.provider.generate_embedding(text)
 
     @staticmethod
-    def get_accessible_layers(identifiers: Any) -> list[Layer]:
+    def get_accessible_layers(identifiers: Any) -> builtins.list[Layer]:
         return get_accessible_layers(identifiers)
 
     def health_check(self) -> HealthCheckResult:
@@ -176,8 +177,9 @@ class AsyncMemory:
                      if_match: str | None = None) -> DeleteMemoryOutput:
         return await asyncio.to_thread(self.sync.delete, ctx, memory_id, if_match)
 
-    async def list(self, ctx: TenantContext | None = None, layer: str | Layer | None = None, identifiers: Any = None,
-                   cursor: str | None = None, limit: int | None = None, filter: Any = None) -> ListMemoriesOutput:
+    async def list(self, ctx: TenantContext | None = None, layer: str | Layer | None = None,
+                   identifiers: Any = None, cursor: str | None = None, limit: int | None = None,
+                   filter: Any = None) -> ListMemoriesOutput:
         return await asyncio.to_thread(self.sync.list, ctx, layer, identifiers, cursor, limit, filter)
 
     async def bulk_add(self, ctx: TenantContext | None = None, items: Sequence[Any] = ()) -> BulkAddOutput:

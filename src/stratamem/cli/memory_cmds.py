@@ -69,9 +69,13 @@ def register(app: typer.Typer) -> None:
         query: Annotated[str, typer.Argument(help="Natural-language query.")],
         db: DbOpt = "stratamem.duckdb",
         tenant_id: TenantOpt = "default",
-        layers: Annotated[list[str] | None, typer.Option("--layer", "-l", help="Layer to search (repeatable).")] = None,
+        layers: Annotated[
+            list[str] | None, typer.Option("--layer", "-l", help="Layer to search (repeatable).")
+        ] = None,
         limit: Annotated[int, typer.Option("--limit", "-k")] = 10,
-        threshold: Annotated[float | None, typer.Option("--threshold", help="Minimum score 0..1 (default 0.7).")] = None,
+        threshold: Annotated[
+            float | None, typer.Option("--threshold", help="Minimum score 0..1 (default 0.7).")
+        ] = None,
         filter_json: Annotated[str | None, typer.Option("--filter", help="Metadata filter as JSON.")] = None,
         agent_id: AgentOpt = None, user_id: UserOpt = None, session_id: SessionOpt = None,
         project_id: ProjectOpt = None, team_id: TeamOpt = None, org_id: OrgOpt = None,

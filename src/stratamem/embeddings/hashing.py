@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Sequence
+from itertools import pairwise
 
 import numpy as np
 
@@ -28,7 +29,7 @@ class HashingEmbedder(Embedder):
     def _features(self, text: str) -> list[tuple[str, float]]:
         words = _WORD.findall(text.lower())
         feats: list[tuple[str, float]] = [("w:" + w, 1.0) for w in words]
-        feats += [("b:" + a + " " + b, 0.7) for a, b in zip(words, words[1:], strict=False)]
+        feats += [("b:" + a + " " + b, 0.7) for a, b in pairwise(words)]
         for w in words:
             padded = f"#{w}#"
             feats += [("c:" + padded[i : i + 3], 0.3) for i in range(max(1, len(padded) - 2))]

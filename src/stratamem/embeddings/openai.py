@@ -44,12 +44,9 @@ class OpenAIEmbedder(Embedder):
         self.model_id = f"openai-compatible/{model}"
         self.max_query_chars = max_query_chars
         self._dimensions = dimensions
-
-    @property  # type: ignore[override]
-    def dimensions(self) -> int:
-        if self._dimensions is None:
-            self._dimensions = int(self._request(["dimension probe"]).shape[1])
-        return self._dimensions
+        # The store needs the dimension when it opens: ask the endpoint once when not configured.
+        self.dimensions = dimensions if dimensions is not None else int(self._request(["dimension probe"]).shape[1])
+        self._dimensions = self.dimensions
 
     def _request(self, texts: list[str]) -> Matrix:
         try:

@@ -54,7 +54,12 @@ def _ipv4_ok(text: str) -> bool:
 
 # (kind, replacement token, pattern, optional validator) in application order.
 _PATTERNS: list[tuple[str, str, re.Pattern[str], object]] = [
-    ("email", "[REDACTED_EMAIL]", re.compile(r"(?<![\w.+-])[\w.+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b"), None),
+    (
+        "email",
+        "[REDACTED_EMAIL]",
+        re.compile(r"(?<![\w.+-])[\w.+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b"),
+        None,
+    ),
     ("iban", "[REDACTED_IBAN]", re.compile(r"\b[A-Z]{2}\d{2}(?:\s?[A-Z0-9]{4}){2,7}(?:\s?[A-Z0-9]{1,4})?\b"), _iban_ok),
     ("credit_card", "[REDACTED_CARD]", re.compile(r"(?<!\d)(?:\d[ -]?){12,18}\d(?!\d)"), _card_ok),
     ("ssn", "[REDACTED_SSN]", re.compile(r"(?<!\d)\d{3}-\d{2}-\d{4}(?!\d)"), None),

@@ -9,6 +9,7 @@ Scores are similarities in [0, 1]: ``(1 + cosine) / 2`` of unit vectors (see :fu
 
 from __future__ import annotations
 
+import builtins
 import json
 import time
 from abc import ABC, abstractmethod
@@ -176,7 +177,7 @@ class MemoryProvider(ABC):
         """
 
     @abstractmethod
-    def delete(self, tenant_id: str, ids: Sequence[str]) -> list[str]:
+    def delete(self, tenant_id: str, ids: Sequence[str]) -> builtins.list[str]:
         """Hard-delete these ids of this tenant atomically; returns the ids that existed."""
 
     @abstractmethod
@@ -194,7 +195,7 @@ class MemoryProvider(ABC):
         """Every stored entry of a tenant (any status), oldest first, for export."""
 
     @abstractmethod
-    def tenants(self) -> list[str]: ...
+    def tenants(self) -> builtins.list[str]: ...
 
     # -- embedding cache -------------------------------------------------------------------------
     @abstractmethod
@@ -210,7 +211,7 @@ class MemoryProvider(ABC):
         """The engine hands the provider its embedding function (``text -> vector``)."""
         self._embed_fn = embed_fn
 
-    def generate_embedding(self, text: str) -> list[float]:
+    def generate_embedding(self, text: str) -> builtins.list[float]:
         if self._embed_fn is None:
             raise RuntimeError("no embedder attached; open the store through stratamem.Memory")
         return [float(x) for x in self._embed_fn(text)]
@@ -230,6 +231,10 @@ def to_naive_utc(value: datetime | None) -> datetime | None:
     if value is None:
         return None
     return value.astimezone(UTC).replace(tzinfo=None) if value.tzinfo else value
+
+
+def _aware(value: datetime) -> datetime:
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
 def dump_json(value: Any) -> str:
@@ -272,15 +277,15 @@ def entry_from_parts(
         identifiers=LayerIdentifiers.model_construct(**load(identifiers)),
         metadata=load(metadata),
         tier=tier,
-        created_at=to_utc(created_at),
-        updated_at=to_utc(updated_at),
+        created_at=_aware(created_at),
+        updated_at=_aware(updated_at),
         expires_at=to_utc(expires_at),
         version=int(version),
         etag=etag,
         importance=float(importance),
         access_count=int(access_count),
         last_accessed_at=to_utc(last_accessed_at),
-        status=status,
+        status=status,  # type: ignore[arg-type]  # trusted: written by the provider
         deleted_at=to_utc(deleted_at),
         provenance=Provenance.model_validate(load(provenance)),
         content_hash=content_hash,

@@ -11,10 +11,12 @@
 
 from __future__ import annotations
 
+import builtins
+import json
 import os
 import threading
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -78,8 +80,8 @@ class DuckDBProvider(MemoryProvider):
     name = "duckdb"
     version = duckdb.__version__
 
-    def __init__(self, path: str | os.PathLike[str] = "stratamem.duckdb", *, max_content_length: int = MAX_CONTENT_LENGTH,
-                 read_batch: int = 512) -> None:
+    def __init__(self, path: str | os.PathLike[str] = "stratamem.duckdb", *,
+                 max_content_length: int = MAX_CONTENT_LENGTH, read_batch: int = 512) -> None:
         super().__init__()
         self.path = str(path)
         self.max_content_length = max_content_length
@@ -150,10 +152,8 @@ class DuckDBProvider(MemoryProvider):
                 yield cur
                 cur.execute("COMMIT")
             except BaseException as exc:
-                try:
+                with suppress(duckdb.Error):
                     cur.execute("ROLLBACK")
-                except duckdb.Error:
-                    pass
                 if isinstance(exc, duckdb.Error):
                     raise self._translate(exc, "write") from exc
                 raise
@@ -255,14 +255,10 @@ class DuckDBProvider(MemoryProvider):
             cursors, db.cursors = db.cursors, []
         with db.write_lock:
             for cur in cursors:
-                try:
+                with suppress(duckdb.Error):
                     cur.close()
-                except duckdb.Error:
-                    pass
-            try:
+            with suppress(duckdb.Error):
                 db.conn.execute("CHECKPOINT")
-            except duckdb.Error:
-                pass
             db.conn.close()
 
     def ping(self) -> None:
@@ -353,7 +349,7 @@ class DuckDBProvider(MemoryProvider):
                 hook.after_update(cur, entry, previous)
         return True
 
-    def delete(self, tenant_id: str, ids: Sequence[str]) -> list[str]:
+    def delete(self, tenant_id: str, ids: Sequence[str]) -> builtins.list[str]:
         if not ids:
             return []
         with self.transaction() as cur:
@@ -402,9 +398,7 @@ class DuckDBProvider(MemoryProvider):
                 return ListPage(entries=entries[: query.limit], total=total, has_more=len(entries) > query.limit)
             # Filtered: evaluate the predicate over the scope (metadata only), then fetch the page.
             cur.execute(f"SELECT id, created_at, metadata FROM memories{where} ORDER BY created_at, id", params)
-            import json
-
-            matching: list[tuple[datetime, str]] = []
+            matching: builtins.list[tuple[datetime, str]] = []
             while batch := cur.fetchmany(self._read_batch):
                 matching += [(r[1], r[0]) for r in batch if query.predicate(json.loads(r[2]))]
             start = 0
@@ -415,7 +409,8 @@ class DuckDBProvider(MemoryProvider):
             entries = self._fetch_ids(cur, query.tenant_id, page_ids, False)
             return ListPage(entries=entries, total=len(matching), has_more=start + query.limit < len(matching))
 
-    def _fetch_ids(self, cur: Any, tenant_id: str, ids: Sequence[str], with_embedding: bool) -> list[MemoryEntry]:
+    def _fetch_ids(self, cur: Any, tenant_id: str, ids: Sequence[str],
+                   with_embedding: bool) -> builtins.list[MemoryEntry]:
         if not ids:
             return []
         rows = cur.execute(
@@ -443,8 +438,6 @@ class DuckDBProvider(MemoryProvider):
                 total = int(rows[0][2]) if rows else 0
                 ranked = [(r[0], float(r[1])) for r in rows]
             else:
-                import json
-
                 cur.execute(f"SELECT id, score, metadata FROM ({inner}) WHERE score >= ? ORDER BY score DESC, id",
                             [*params, query.min_score])
                 ranked, total = [], 0
@@ -489,7 +482,7 @@ class DuckDBProvider(MemoryProvider):
                 yield self._entry(r, True)
             after = (rows[-1][14], rows[-1][1])
 
-    def tenants(self) -> list[str]:
+    def tenants(self) -> builtins.list[str]:
         with self._read() as cur:
             return [r[0] for r in cur.execute("SELECT DISTINCT tenant_id FROM memories ORDER BY 1").fetchall()]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import threading
 from collections.abc import Iterator, Sequence
 from datetime import datetime
@@ -113,7 +114,7 @@ class InMemoryProvider(MemoryProvider):
             self._rows[key] = entry.model_copy(update={"embedding": None}, deep=True)
             return True
 
-    def delete(self, tenant_id: str, ids: Sequence[str]) -> list[str]:
+    def delete(self, tenant_id: str, ids: Sequence[str]) -> builtins.list[str]:
         with self._lock:
             existing = [i for i in dict.fromkeys(ids) if (tenant_id, i) in self._rows]
             if not existing:
@@ -129,7 +130,7 @@ class InMemoryProvider(MemoryProvider):
                 del self._cache[key]
             return existing
 
-    def _scoped(self, tenant_id: str, scope_layer: str | None, scope: str | None) -> list[MemoryEntry]:
+    def _scoped(self, tenant_id: str, scope_layer: str | None, scope: str | None) -> builtins.list[MemoryEntry]:
         out = []
         for (t, _), e in self._rows.items():
             if t != tenant_id:
@@ -149,10 +150,8 @@ class InMemoryProvider(MemoryProvider):
                 and (query.predicate is None or query.predicate(e.metadata))
             ]
             rows.sort(key=lambda e: (e.created_at, e.id))
-            if query.after is not None:
-                rows_after = [e for e in rows if (e.created_at, e.id) > query.after]
-            else:
-                rows_after = rows
+            after = query.after
+            rows_after = rows if after is None else [e for e in rows if (e.created_at, e.id) > after]
             page = [self._public(e, False) for e in rows_after[: query.limit]]
             return ListPage(entries=page, total=len(rows), has_more=len(rows_after) > query.limit)
 
@@ -194,7 +193,7 @@ class InMemoryProvider(MemoryProvider):
             out = [self._public(e, True) for e in rows]
         yield from out
 
-    def tenants(self) -> list[str]:
+    def tenants(self) -> builtins.list[str]:
         with self._lock:
             return sorted({t for t, _ in self._rows})
 
