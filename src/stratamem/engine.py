@@ -324,10 +324,12 @@ class MemoryEngine:
                 if len(items) > 1:
                     exc.details.setdefault("index", i)
                 raise
-        vectors, generated = self.embeddings.embed_contents(ctx.tenant_id, [e.content for e in entries], operation)
+        vectors, generated = self.embeddings.embed_contents(ctx.tenant_id, [e.content for e in entries], operation,
+                                                            persist=False)
         for entry, vec in zip(entries, vectors, strict=True):
             entry.embedding = [float(x) for x in vec]
-        self._store(lambda: self.provider.add(entries), operation)
+        # The new vectors enter the persistent embedding cache in the same transaction as the rows.
+        self._store(lambda: self.provider.add(entries, cache_model=self.embeddings.model_id), operation)
         return [
             AddMemoryOutput(memory=entry.model_copy(update={"embedding": None}), embedding_generated=gen)
             for entry, gen in zip(entries, generated, strict=True)

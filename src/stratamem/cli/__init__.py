@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import typer
 
-from . import memory_cmds
+from . import demo_cmd, memory_cmds
 
 app = typer.Typer(
     name="stratamem",
@@ -18,6 +18,7 @@ app = typer.Typer(
 )
 
 memory_cmds.register(app)
+demo_cmd.register(app)
 
 
 def main() -> None:

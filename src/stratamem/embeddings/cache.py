@@ -86,8 +86,13 @@ class EmbeddingService:
         self.model_calls += len(texts)
         return matrix
 
-    def embed_contents(self, tenant_id: str, texts: Sequence[str], operation: str = "add") -> tuple[Matrix, list[bool]]:
-        """Vectors for ``texts`` and, per text, whether the model had to be called."""
+    def embed_contents(self, tenant_id: str, texts: Sequence[str], operation: str = "add", *,
+                       persist: bool = True) -> tuple[Matrix, list[bool]]:
+        """Vectors for ``texts`` and, per text, whether the model had to be called.
+
+        ``persist=False`` leaves writing new vectors to the persistent store to the caller (the add
+        path records them in the same transaction as the memory rows).
+        """
         model = self.model_id
         hashes = [content_hash(t) for t in texts]
         found: dict[str, Vector] = {}
@@ -108,7 +113,7 @@ class EmbeddingService:
         if to_embed:
             matrix = self._embed(list(to_embed.values()), operation)
             new = {h: matrix[i] for i, h in enumerate(to_embed)}
-            if self.store is not None:
+            if self.store is not None and persist:
                 self.store.cache_put(tenant_id, model, new)
             for h, vec in new.items():
                 self._contents.put((tenant_id, model, h), vec)

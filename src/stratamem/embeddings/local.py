@@ -53,6 +53,8 @@ class SentenceTransformerEmbedder(Embedder):
                 path = self._path or bundled_model_path()
                 os.environ.setdefault("HF_HUB_OFFLINE", "1")
                 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+                os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+                os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
                 try:
                     from sentence_transformers import SentenceTransformer
                 except ImportError as exc:
@@ -61,8 +63,15 @@ class SentenceTransformerEmbedder(Embedder):
                         "sentence-transformers is not installed: pip install 'stratamem[local]'",
                         operation="embed",
                     ) from exc
+                try:
+                    from transformers.utils import logging as hf_logging
+
+                    hf_logging.disable_progress_bar()
+                except ImportError:  # pragma: no cover - transformers comes with sentence-transformers
+                    pass
                 model = SentenceTransformer(str(path), device=self._device)
-                dim = model.get_sentence_embedding_dimension()
+                getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+                dim = getter()
                 if dim is not None:
                     self.dimensions = int(dim)
                 self._model = model

@@ -160,8 +160,12 @@ class MemoryProvider(ABC):
 
     # -- memory rows -----------------------------------------------------------------------------
     @abstractmethod
-    def add(self, entries: Sequence[MemoryEntry]) -> None:
-        """Insert entries (with embeddings) atomically, running write hooks in the same transaction."""
+    def add(self, entries: Sequence[MemoryEntry], *, cache_model: str | None = None) -> None:
+        """Insert entries (with embeddings) atomically, running write hooks in the same transaction.
+
+        With ``cache_model``, each entry's vector is also recorded in the embedding cache under that
+        model, in the same transaction (one commit per add instead of two).
+        """
 
     @abstractmethod
     def get(self, tenant_id: str, memory_id: str, now: datetime, *, include_embedding: bool = False,

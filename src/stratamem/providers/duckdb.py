@@ -339,7 +339,7 @@ class DuckDBProvider(MemoryProvider):
     def _select(self, with_embedding: bool) -> str:
         return f"SELECT {_COLUMNS}{', embedding' if with_embedding else ''} FROM memories"
 
-    def add(self, entries: Sequence[MemoryEntry]) -> None:
+    def add(self, entries: Sequence[MemoryEntry], *, cache_model: str | None = None) -> None:
         if not entries:
             return
         batch = self._arrow_batch([self._row_values(e) for e in entries])
@@ -347,6 +347,12 @@ class DuckDBProvider(MemoryProvider):
             cur.register("stratamem_batch", batch)
             try:
                 cur.execute(f"INSERT INTO memories ({_INSERT_COLUMNS}) SELECT {_INSERT_COLUMNS} FROM stratamem_batch")
+                if cache_model is not None:
+                    cur.execute(
+                        "INSERT OR IGNORE INTO embedding_cache SELECT DISTINCT ON (content_hash) tenant_id, ?, "
+                        "content_hash, embedding, created_at FROM stratamem_batch",
+                        [cache_model],
+                    )
             finally:
                 cur.unregister("stratamem_batch")
             for hook in self.write_hooks:
@@ -459,37 +465,41 @@ class DuckDBProvider(MemoryProvider):
         return [by_id[i] for i in ids if i in by_id]
 
     def search(self, query: SearchQuery) -> SearchPage:
-        dims = self.db.dims
-        vec = _vector_literal(query.vector)
-        inner = (
-            f"SELECT id, metadata, (1 + array_cosine_similarity(embedding, ?::FLOAT[{int(dims or 0)}])) / 2 AS score "
-            "FROM memories WHERE tenant_id = ? AND layer = ? AND scope = ? AND status = 'active' "
-            "AND (expires_at IS NULL OR expires_at > ?)"
-        )
-        params: list[Any] = [vec, query.tenant_id, query.scope.layer.value, query.scope.key, to_naive_utc(query.now)]
+        dims = int(self.db.dims or 0)
+        score_sql = f"(1 + array_cosine_similarity(embedding, ?::FLOAT[{dims}])) / 2"
+        where = ("tenant_id = ? AND layer = ? AND scope = ? AND status = 'active' "
+                 "AND (expires_at IS NULL OR expires_at > ?)")
+        params: builtins.list[Any] = [_vector_literal(query.vector), query.tenant_id, query.scope.layer.value,
+                                      query.scope.key, to_naive_utc(query.now)]
+        emb = ", embedding" if query.include_embedding else ""
         with self._read() as cur:
             if query.predicate is None:
+                # One pass: rank, cut, and return the full rows of the top ``limit``.
                 rows = cur.execute(
-                    f"SELECT id, score, count(*) OVER () FROM ({inner}) WHERE score >= ? "
+                    f"SELECT {_COLUMNS}{emb}, score, count(*) OVER () AS total FROM "
+                    f"(SELECT *, {score_sql} AS score FROM memories WHERE {where}) WHERE score >= ? "
                     "ORDER BY score DESC, id LIMIT ?",
                     [*params, query.min_score, query.limit],
                 ).fetchall()
-                total = int(rows[0][2]) if rows else 0
-                ranked = [(r[0], float(r[1])) for r in rows]
-            else:
-                cur.execute(f"SELECT id, score, metadata FROM ({inner}) WHERE score >= ? ORDER BY score DESC, id",
-                            [*params, query.min_score])
-                ranked, total = [], 0
-                while batch := cur.fetchmany(self._read_batch):
-                    for r in batch:
-                        if query.predicate(json.loads(r[2])):
-                            total += 1
-                            if len(ranked) < query.limit:
-                                ranked.append((r[0], float(r[1])))
+                width = _N_COLS + (1 if query.include_embedding else 0)
+                hits = [ScoredEntry(entry=self._entry(r, query.include_embedding),
+                                    score=min(1.0, max(0.0, float(r[width])))) for r in rows]
+                return SearchPage(hits=hits, total=int(rows[0][width + 1]) if rows else 0)
+            # Filtered: rank with metadata only, apply the predicate before the cut, then fetch the rows.
+            cur.execute(f"SELECT id, score, metadata FROM (SELECT id, metadata, {score_sql} AS score FROM memories "
+                        f"WHERE {where}) WHERE score >= ? ORDER BY score DESC, id", [*params, query.min_score])
+            ranked: builtins.list[tuple[str, float]] = []
+            total = 0
+            while batch := cur.fetchmany(self._read_batch):
+                for r in batch:
+                    if query.predicate(json.loads(r[2])):
+                        total += 1
+                        if len(ranked) < query.limit:
+                            ranked.append((r[0], float(r[1])))
             entries = self._fetch_ids(cur, query.tenant_id, [r[0] for r in ranked], query.include_embedding)
         scores = dict(ranked)
-        hits = [ScoredEntry(entry=e, score=min(1.0, max(0.0, scores[e.id]))) for e in entries]
-        return SearchPage(hits=hits, total=total)
+        return SearchPage(hits=[ScoredEntry(entry=e, score=min(1.0, max(0.0, scores[e.id]))) for e in entries],
+                          total=total)
 
     def count_by_layer(self, tenant_id: str, now: datetime) -> dict[str, int]:
         with self._read() as cur:
@@ -530,11 +540,12 @@ class DuckDBProvider(MemoryProvider):
         if not hashes:
             return {}
         with self._read() as cur:
-            rows = cur.execute(
-                "SELECT content_hash, embedding FROM embedding_cache WHERE tenant_id = ? AND model = ? "
-                "AND list_contains(?::JSON::VARCHAR[], content_hash)",
-                [tenant_id, model_id, _text_list(hashes)],
-            ).fetchall()
+            sql = "SELECT content_hash, embedding FROM embedding_cache WHERE tenant_id = ? AND model = ? AND "
+            if len(hashes) == 1:  # primary-key lookup
+                rows = cur.execute(sql + "content_hash = ?", [tenant_id, model_id, hashes[0]]).fetchall()
+            else:
+                rows = cur.execute(sql + "list_contains(?::JSON::VARCHAR[], content_hash)",
+                                   [tenant_id, model_id, _text_list(hashes)]).fetchall()
         return {r[0]: np.asarray(r[1], dtype=np.float32) for r in rows}
 
     def cache_put(self, tenant_id: str, model_id: str, items: dict[str, Vector]) -> None:

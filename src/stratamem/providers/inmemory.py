@@ -84,7 +84,7 @@ class InMemoryProvider(MemoryProvider):
         vec = self._vectors[(entry.tenant_id, entry.id)]
         return entry.model_copy(update={"embedding": [float(x) for x in vec] if with_embedding else None}, deep=True)
 
-    def add(self, entries: Sequence[MemoryEntry]) -> None:
+    def add(self, entries: Sequence[MemoryEntry], *, cache_model: str | None = None) -> None:
         with self._lock:
             staged = {(e.tenant_id, e.id): e for e in entries}
             for hook in self.write_hooks:
@@ -92,6 +92,8 @@ class InMemoryProvider(MemoryProvider):
             for key, e in staged.items():
                 self._vectors[key] = np.asarray(e.embedding, dtype=np.float32)
                 self._rows[key] = e.model_copy(update={"embedding": None}, deep=True)
+                if cache_model is not None:
+                    self._cache.setdefault((e.tenant_id, cache_model, e.content_hash), self._vectors[key])
 
     def get(self, tenant_id: str, memory_id: str, now: datetime, *, include_embedding: bool = False,
             statuses: tuple[str, ...] = ACTIVE) -> MemoryEntry | None:
