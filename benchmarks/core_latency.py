@@ -36,7 +36,7 @@ def sentence(rng: random.Random) -> str:
 
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def run(size: int, embedder: str, queries: int, rng: random.Random) -> dict[str, object]:
