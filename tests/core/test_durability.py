@@ -111,3 +111,38 @@ def test_unsupported_store_url() -> None:
     with pytest.raises(MemoryError) as err:
         Memory.open("ftp://example/db", embedder="hashing")
     assert err.value.code is ErrorCode.CONFIGURATION_ERROR
+
+
+@pytest.mark.parametrize("url", ["duckdb:///:memory:", "duckdb://:memory:", "duckdb://"])
+def test_in_memory_duckdb_urls(url: str, acme: TenantContext) -> None:
+    from stratamem.embeddings import HashingEmbedder
+
+    with Memory.open(url, embedder=HashingEmbedder()) as mem:
+        out = mem.add(acme, content="kept only in memory", layer="company", identifiers={"company_id": "c1"})
+        assert mem.get(acme, out.memory.id) is not None
+    assert not Path("/:memory:").exists()
+
+
+def test_feature_migrations_apply_by_version_set(db_path: Path) -> None:
+    """A migration with a lower version than one already applied still runs (features land in any order)."""
+    import duckdb
+
+    from stratamem.embeddings import HashingEmbedder
+    from stratamem.providers import duckdb_schema
+
+    Memory.open(db_path, embedder=HashingEmbedder()).close()
+    extra = duckdb_schema.Migration(
+        99, "test-only table", lambda cur, dims: cur.execute("CREATE TABLE test_only (x INTEGER)")
+    )
+    duckdb_schema.MIGRATIONS.append(extra)
+    try:
+        Memory.open(db_path, embedder=HashingEmbedder()).close()
+    finally:
+        duckdb_schema.MIGRATIONS.remove(extra)
+    con = duckdb.connect(str(db_path))
+    try:
+        versions = {r[0] for r in con.execute("SELECT version FROM schema_version").fetchall()}
+        assert {1, 99} <= versions
+        assert con.execute("SELECT count(*) FROM test_only").fetchone() == (0,)
+    finally:
+        con.close()

@@ -27,7 +27,10 @@ def open_provider(location: str | os.PathLike[str] | MemoryProvider | None) -> M
     if loc.startswith("memory://"):
         return InMemoryProvider()
     if loc.startswith("duckdb://"):
-        return DuckDBProvider(loc.removeprefix("duckdb://") or ":memory:")
+        rest = loc.removeprefix("duckdb://")
+        if rest in ("", "/:memory:", ":memory:"):
+            return DuckDBProvider(":memory:")
+        return DuckDBProvider(rest)
     if loc.startswith(("postgresql://", "postgres://")):
         try:
             from .postgres import PostgresProvider  # type: ignore[import-not-found,unused-ignore]

@@ -249,9 +249,10 @@ class DuckDBProvider(MemoryProvider):
         return self._info
 
     def _migrate(self, cur: Any, dims: int) -> None:
-        done = duckdb_schema.current_version(cur)
-        for migration in duckdb_schema.MIGRATIONS:
-            if migration.version <= done:
+        # Applied-set, not max-version: features merged in any order still get every migration.
+        done = duckdb_schema.applied_versions(cur)
+        for migration in duckdb_schema.all_migrations():
+            if migration.version in done:
                 continue
             cur.execute("BEGIN TRANSACTION")
             try:

@@ -8,6 +8,7 @@ ones are never edited.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -68,9 +69,28 @@ def _v1_core(cur: Any, dims: int) -> None:
     )
 
 
+#: Version numbers are reserved per feature so that features can land in any order:
+#: 1 core · 2 server (api keys, audit) · 3 hygiene · 4 lifecycle · 5 graph · 6 retrieval · 7 snapshots.
+#: A feature keeps its DDL in its own module, which appends its ``Migration`` to ``MIGRATIONS`` at
+#: import time and is listed in ``FEATURE_SCHEMA_MODULES``; the provider applies every version not
+#: yet recorded in ``schema_version``, in version order.
 MIGRATIONS: list[Migration] = [
     Migration(1, "memories, embedding cache", _v1_core),
 ]
+
+#: Modules (absolute names) that register feature migrations; imported before migrating.
+FEATURE_SCHEMA_MODULES: list[str] = []
+
+
+def all_migrations() -> list[Migration]:
+    for name in FEATURE_SCHEMA_MODULES:
+        importlib.import_module(name)
+    seen: dict[int, Migration] = {}
+    for migration in MIGRATIONS:
+        other = seen.setdefault(migration.version, migration)
+        if other is not migration and other.description != migration.description:
+            raise RuntimeError(f"two migrations claim version {migration.version}")
+    return sorted(seen.values(), key=lambda m: m.version)
 
 
 def ensure_bookkeeping(cur: Any) -> None:
@@ -84,6 +104,10 @@ def ensure_bookkeeping(cur: Any) -> None:
 def current_version(cur: Any) -> int:
     row = cur.execute("SELECT coalesce(max(version), 0) FROM schema_version").fetchone()
     return int(row[0]) if row else 0
+
+
+def applied_versions(cur: Any) -> set[int]:
+    return {int(row[0]) for row in cur.execute("SELECT version FROM schema_version").fetchall()}
 
 
 def record(cur: Any, migration: Migration) -> None:
