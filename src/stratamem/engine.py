@@ -59,6 +59,7 @@ from .model import (
 from .providers.base import ListQuery, MemoryProvider, Scope, SearchPage, SearchQuery
 from .retry import call_with_retry
 from .search import merge_results
+from .telemetry.audit import AuditLog
 
 log = logging.getLogger("stratamem")
 
@@ -113,6 +114,8 @@ class MemoryEngine:
         provider.attach_embedder(self.embeddings.embed_query)
         self.guards: list[WriteGuard] = []
         self.observers: list[Observer] = []
+        #: Audit sink shared by every feature (writes, denials, cross-tenant attempts; never content).
+        self.audit = AuditLog()
         self._pool = ThreadPoolExecutor(max_workers=self.config.search_workers, thread_name_prefix="stratamem-search")
         self._closed = False
 
