@@ -17,6 +17,22 @@ from stratamem.embeddings import Embedder, HashingEmbedder
 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
+#: ``scripts/services.sh`` (and the scripts it calls) write ``KEY=VALUE`` lines here, e.g.
+#: ``STRATAMEM_TEST_PG_URL``; the environment wins over the file.
+SERVICES_ENV = Path(__file__).resolve().parent.parent / ".services.env"
+
+
+def _load_services_env(path: Path = SERVICES_ENV) -> None:
+    if not path.is_file():
+        return
+    for line in path.read_text(encoding="utf-8").splitlines():
+        key, sep, value = line.strip().partition("=")
+        if sep and key and not key.startswith("#"):
+            os.environ.setdefault(key.strip(), value.strip())
+
+
+_load_services_env()
+
 
 def require_service(name: str, available: bool, reason: str) -> None:
     """Skip (locally) or fail (CI=true) when a service the test needs is not reachable."""
