@@ -103,9 +103,11 @@ def register(app: typer.Typer) -> None:
         """List a tenant's keys (ids and labels; never the keys)."""
         with open_store(db, embedder) as mem:
             records = mem.engine.provider.api_key_list(tenant_id)
-        rows: list[dict[str, Any]] = [{"keyId": r.key_id, "name": r.name, "roles": list(r.roles), "identifiers": r.identifiers,
+        rows: list[dict[str, Any]] = [
+            {"keyId": r.key_id, "name": r.name, "roles": list(r.roles), "identifiers": r.identifiers,
                  "createdAt": r.created_at.isoformat(),
-                 "revokedAt": r.revoked_at.isoformat() if r.revoked_at else None} for r in records]
+                 "revokedAt": r.revoked_at.isoformat() if r.revoked_at else None} for r in records
+        ]
         if as_json:
             emit_json(rows)
             return
