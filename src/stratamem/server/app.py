@@ -51,18 +51,25 @@ class BodySizeLimit:
             if too_big:
                 await http_errors.error_response(self._error())(scope, receive, send)
                 return
+        # Undeclared length (chunked): buffer up to the limit, then replay to the app.
+        buffered: list[Message] = []
         seen = 0
-
-        async def limited() -> Message:
-            nonlocal seen
+        while True:
             message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.limit:
-                    raise self._error()
-            return message
+            buffered.append(message)
+            if message["type"] != "http.request":
+                break
+            seen += len(message.get("body", b""))
+            if seen > self.limit:
+                await http_errors.error_response(self._error())(scope, receive, send)
+                return
+            if not message.get("more_body", False):
+                break
 
-        await self.app(scope, limited, send)
+        async def replay() -> Message:
+            return buffered.pop(0) if buffered else await receive()
+
+        await self.app(scope, replay, send)
 
 
 def create_app(memory: Memory, settings: ServerSettings | None = None, *,
