@@ -33,10 +33,21 @@ SEARCH_RESULTS = Histogram(
 STORAGE_SIZE = Gauge("memory_storage_size", "Live memories by layer (all tenants).", ["layer"])
 
 
+_READS = frozenset({"search", "get", "list", "stats", "export"})
+_refresh_lock = threading.Lock()
+_last_refresh: dict[int, float] = {}
+
+
 class MetricsObserver:
     """Engine observer: one call per finished operation."""
 
+    def __init__(self, engine_id: int = 0) -> None:
+        self.engine_id = engine_id
+
     def __call__(self, event: OperationEvent) -> None:
+        if event.operation not in _READS:
+            with _refresh_lock:  # a write may change the storage counts: recount on the next scrape
+                _last_refresh.pop(self.engine_id, None)
         OPERATIONS.labels(op=event.operation).inc()
         LATENCY.labels(op=event.operation).observe(event.duration_s * 1000.0)
         if event.error_code:
@@ -46,12 +57,8 @@ class MetricsObserver:
                 SEARCH_RESULTS.labels(layer=layer).observe(count)
 
 
-_refresh_lock = threading.Lock()
-_last_refresh: dict[int, float] = {}
-
-
-def refresh_storage_size(engine: MemoryEngine, *, min_interval_s: float = 5.0) -> None:
-    """Recount live memories per layer (at most every ``min_interval_s`` per engine)."""
+def refresh_storage_size(engine: MemoryEngine, *, min_interval_s: float = 30.0) -> None:
+    """Recount live memories per layer: after any write, else at most every ``min_interval_s``."""
     with _refresh_lock:
         now = time.monotonic()
         if now - _last_refresh.get(id(engine), -1e9) < min_interval_s:
@@ -73,6 +80,6 @@ def install(engine: MemoryEngine) -> MetricsObserver:
     for obs in engine.observers:
         if isinstance(obs, MetricsObserver):
             return obs
-    obs = MetricsObserver()
+    obs = MetricsObserver(id(engine))
     engine.observers.append(obs)
     return obs
