@@ -193,3 +193,23 @@ def test_token_bucket_refills() -> None:
     now[0] = 0.5
     assert lim.acquire("k") == 0
     assert TokenBucketLimiter(0, 1).acquire("k") == 0  # disabled
+
+
+def test_admin_key_routes(client: TestClient, make_key: Callable[..., str], server_mem: Memory) -> None:
+    admin, writer = make_key(role="admin"), make_key(role="writer")
+    assert client.post("/v1/keys", headers=h(writer), json={"role": "reader"}).status_code == 403
+    r = client.post("/v1/keys", headers=h(admin), json={"role": "reader", "name": "bot",
+                                                          "identifiers": {"userId": "alice"}})
+    assert r.status_code == 201, r.text
+    created = r.json()
+    assert created["tenantId"] == "acme" and created["roles"] == ["reader"] and created["key"].startswith("smk_")
+    assert client.get("/v1/memories", headers=h(created["key"])).status_code == 200
+    listed = client.get("/v1/keys", headers=h(admin)).json()
+    assert created["keyId"] in [k["keyId"] for k in listed] and all("key" not in k for k in listed)
+    other_admin = make_key("globex", role="admin")
+    assert client.delete(f"/v1/keys/{created['keyId']}", headers=h(other_admin)).status_code == 404
+    revoked = client.delete(f"/v1/keys/{created['keyId']}", headers=h(admin))
+    assert revoked.status_code == 200 and revoked.json()["revokedAt"]
+    assert client.get("/v1/memories", headers=h(created["key"])).status_code == 401
+    bad_role = client.post("/v1/keys", headers=h(admin), json={"role": "root"})
+    assert bad_role.status_code == 400 and bad_role.json()["code"] == "INVALID_PARAMS"

@@ -22,6 +22,7 @@ from ..model import HealthCheckResult
 from ..sdk import Memory
 from ..telemetry import audit_observer, metrics, tracing
 from . import http_errors
+from .keys_routes import build_keys_router
 from .ratelimit import TokenBucketLimiter
 from .routes import build_router
 from .settings import ServerSettings
@@ -134,6 +135,7 @@ def create_app(memory: Memory, settings: ServerSettings | None = None, *,
         return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)
 
     app.include_router(build_router())
+    app.include_router(build_keys_router())
     for router in extra_routers:
         app.include_router(router)
 

@@ -42,6 +42,8 @@ class TracingObserver:
 
 
 def install(engine: MemoryEngine, tracer_provider: trace.TracerProvider | None = None) -> TracingObserver:
+    """Attach (or replace) the engine's tracing observer."""
+    engine.observers[:] = [o for o in engine.observers if not isinstance(o, TracingObserver)]
     obs = TracingObserver(tracer_provider)
     engine.observers.append(obs)
     return obs
