@@ -40,6 +40,8 @@ def test_metrics_after_a_few_calls(client: TestClient, make_key: Callable[..., s
     text = r.text
     assert _value(text, "memory_operations_total", 'op="add"') == n_add + 4
     assert _value(text, "memory_operations_errors_total", 'code="INVALID_LAYER"') >= 1
+    client.get("/v1/memories")
+    assert _value(client.get("/metrics").text, "memory_operations_errors_total", 'code="MISSING_TENANT_CONTEXT"') >= 1
     assert "memory_operations_latency_bucket{" in text and 'op="search"' in text
     assert _value(text, "memory_search_results_count", 'layer="user"') >= 1
     assert _value(text, "memory_storage_size", 'layer="user"') == 3

@@ -16,6 +16,7 @@ from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBea
 from ..errors import ErrorCode, MemoryError
 from ..model import TenantContext
 from ..sdk import Memory
+from ..telemetry.metrics import ERRORS
 from .auth import READ_ROLES, WRITE_ROLES, AuthResult, authenticate, credential_from_headers, require_role
 from .ratelimit import TokenBucketLimiter
 from .settings import ServerSettings
@@ -35,6 +36,7 @@ def get_settings(request: Request) -> ServerSettings:
 
 
 def _audit_denial(memory: Memory, request: Request, exc: MemoryError, ctx: TenantContext | None) -> None:
+    ERRORS.labels(code=exc.code.value).inc()  # refused before reaching the engine: still a failed operation
     memory.engine.audit.record(
         tenant_id=ctx.tenant_id if ctx else None, principal=ctx.principal if ctx else None,
         action=f"{request.method} {request.url.path}", outcome="denied", code=exc.code.value,
