@@ -22,12 +22,22 @@ from .common import (
     UserOpt,
     coded_errors,
     emit_json,
+    fail,
     identifiers,
     open_store,
     tenant,
 )
 
 DEFAULT_SERVE_DB = "data/stratamem.duckdb"
+
+
+def _require_server_extra() -> None:
+    import importlib.util
+
+    missing = [m for m in ("fastapi", "uvicorn", "mcp", "prometheus_client", "opentelemetry", "jwt")
+               if importlib.util.find_spec(m) is None]
+    if missing:
+        raise fail("CONFIGURATION_ERROR", f"missing {', '.join(missing)}: pip install 'stratamem[server]'")
 
 
 def register(app: typer.Typer) -> None:
@@ -40,6 +50,7 @@ def register(app: typer.Typer) -> None:
         log_level: Annotated[str, typer.Option("--log-level", help="uvicorn log level.")] = "info",
     ) -> None:
         """Start the REST API (and MCP over streamable HTTP at /mcp) with uvicorn."""
+        _require_server_extra()
         import uvicorn
 
         from ..server.app import create_app
@@ -62,6 +73,7 @@ def register(app: typer.Typer) -> None:
         embedder: EmbedderOpt = None,
     ) -> None:
         """Run the MCP server over stdio for one tenant and one set of identifiers."""
+        _require_server_extra()
         from ..mcp.server import make_binding, run_stdio
 
         ids = identifiers(agent_id, user_id, session_id, project_id, team_id, org_id, company_id, object_type,
@@ -125,7 +137,5 @@ def register(app: typer.Typer) -> None:
         with open_store(db, embedder) as mem:
             ok = mem.engine.provider.api_key_revoke(tenant_id, key_id, datetime.now(UTC))
         if not ok:
-            from .common import fail
-
             raise fail("INVALID_PARAMS", f"tenant {tenant_id} has no active key {key_id}")
         typer.echo(f"revoked {key_id}")
