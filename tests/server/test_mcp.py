@@ -131,6 +131,11 @@ def test_mcp_over_http_with_api_key(live_db: Path, live_server: Callable[[], Liv
 
     import httpx
 
+    # what the MCP session wrote landed in the key's tenant, under the key's identifiers
+    listed = httpx.get(srv.url + "/v1/memories", headers={"X-API-Key": key}).json()
+    assert listed["totalCount"] == 1
+    assert listed["memories"][0]["tenantId"] == "acme" and listed["memories"][0]["identifiers"]["userId"] == "alice"
+    assert listed["memories"][0]["metadata"]["category"] == "fact"
     r = httpx.post(srv.url + "/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
                    headers={"Accept": "application/json, text/event-stream"})
     assert r.status_code == 401 and r.json()["code"] == "MISSING_TENANT_CONTEXT"
