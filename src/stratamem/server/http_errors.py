@@ -72,7 +72,7 @@ def responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
 
 
 #: Statuses any authenticated route can answer.
-COMMON = (400, 401, 403, 413, 429, 500, 502, 503)
+COMMON = (400, 401, 403, 413, 422, 429, 500, 502, 503)
 
 
 def _safe_errors(exc: RequestValidationError) -> list[dict[str, Any]]:
