@@ -141,7 +141,7 @@ def _register_builtin() -> None:
         "PART_OF": ["part of", "is part of", "belongs to", "component of", "module of"],
         "MEMBER_OF": ["works at", "worked at", "works for", "worked for", "joined", "member of", "is member of",
                       "employed by", "is on"],
-        "MANAGES": ["manages", "managed", "leads", "led", "heads", "runs", "is lead of", "is manager of"],
+        "MANAGES": ["manages", "managed", "leads", "led", "heads", "is lead of", "is manager of"],
         "LOCATED_IN": ["based in", "is based in", "located in", "lives in", "lived in", "moved to", "is in"],
         "CREATED": ["created", "wrote", "founded", "designed", "invented", "authored"],
         "PREFERS": ["prefers", "preferred", "likes", "loves", "wants"],
@@ -464,6 +464,7 @@ class _ClaimFn(Protocol):
     def __call__(self, start: int, end: int, name: str, typ: str, strong: bool = True) -> None: ...
 
 
+_WORD_RE = re.compile(r"[a-z]+(?:'[a-z]+)?")
 _CLAUSE_BREAKS = (" but ", " while ", " although ", " however ", ";", " whereas ", " unless ")
 
 
@@ -471,7 +472,7 @@ def _match_phrase(between: str) -> tuple[str, bool] | None:
     text = " " + between.lower().strip() + " "
     if any(b in text for b in _CLAUSE_BREAKS) or "." in text:
         return None
-    words = [w for w in re.findall(r"[a-z']+", text) if w not in _FILLER]
+    words = [w for w in _WORD_RE.findall(text) if w not in _FILLER]
     if not words or len(words) > 8:
         return None
     # exact phrase, then the phrase closest to the object (suffix), e.g. "Alice, the lead, works on X"
