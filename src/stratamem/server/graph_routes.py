@@ -5,8 +5,7 @@ dependency callables (``Depends(get_memory)`` → :class:`~stratamem.Memory`,
 ``Depends(get_tenant)`` → :class:`~stratamem.TenantContext`). Errors are answered as
 ``{"error": MemoryError.to_dict()}`` with a matching HTTP status.
 """
-
-from __future__ import annotations
+# No `from __future__ import annotations`: FastAPI resolves the local Annotated aliases at definition time.
 
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
