@@ -27,11 +27,8 @@ def test_traversal_spans(mem: Memory, acme: TenantContext, add: Callable[..., st
     mem.graph.related(acme, "Alice", hops=2, include_entities=True)
     mem.graph.path(acme, "Alice", "Project A")
     spans = {s.name: s for s in EXPORTER.get_finished_spans()}
-    if not spans:  # another test installed a provider first: nothing to assert against ours
-        assert trace.get_tracer_provider() is not None
-        return
     related = spans["graph.find_related"].attributes or {}
     assert related["graph.query_type"] == "find_related" and related["tenant_id"] == "acme"
-    assert related["graph.hops"] == 2 and related["graph.result_count"] == 1
+    assert related["graph.hops"] == 2 and related["graph.result_count"] == 2
     assert float(related["graph.duration_ms"]) >= 0  # type: ignore[arg-type]
     assert (spans["graph.shortest_path"].attributes or {})["graph.result_count"] == 2
