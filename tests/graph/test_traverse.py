@@ -109,3 +109,33 @@ def test_health_and_ready(mem: Memory) -> None:
     health = mem.graph.health()
     assert health.status == "healthy" and "graph" in health.components
     assert mem.graph.ready() is True
+
+
+def test_sql_and_in_memory_bfs_agree(mem: Memory, acme: TenantContext, story: dict[str, str],
+                                     add: Callable[..., str]) -> None:
+    add(acme, "Bob Smith joined Acme Corp. Alice manages Bob Smith.")
+    add(acme, "Acme Corp uses Redis. The outage was caused by Redis.")
+    queries = mem.graph.queries  # type: ignore[union-attr]
+    provider = mem.engine.provider
+    with provider._read() as cur:  # type: ignore[attr-defined]
+        nodes = [r[0] for r in cur.execute(
+            "SELECT node_id FROM memory_nodes WHERE tenant_id = 'acme' UNION ALL "
+            "SELECT entity_id FROM entities WHERE tenant_id = 'acme'").fetchall()]
+        for start in nodes:
+            for hops in (1, 2, 3, 5):
+                sql = queries._bfs_sql(cur, "acme", [start], hops, None)
+                memo = queries._bfs(cur, "acme", [start], hops, None)
+                assert list(sql) == list(memo)  # same nodes, same order (distance, id)
+                assert {k: v[:2] for k, v in sql.items()} == {k: v[:2] for k, v in memo.items()}
+            target = nodes[-1]
+            sql = queries._bfs_sql(cur, "acme", [start], 6, target)
+            memo = queries._bfs(cur, "acme", [start], 6, target)
+            assert (target in sql) == (target in memo)
+            if target in sql:
+                assert sql[target][0] == memo[target][0]
+    queries.adjacency_cache = False
+    try:
+        assert mem.graph.path(acme, "Project A", "Memory Leak").reasoning == (
+            "Project A ←WORKS_ON— Alice —MENTIONS→ memory leak")
+    finally:
+        queries.adjacency_cache = True

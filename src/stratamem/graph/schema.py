@@ -86,12 +86,10 @@ _DDL = (
     "CREATE INDEX IF NOT EXISTS idx_edges_tenant_target ON memory_edges (tenant_id, target_id)",
     "CREATE INDEX IF NOT EXISTS idx_nodes_tenant ON memory_nodes (tenant_id)",
     "CREATE INDEX IF NOT EXISTS idx_entities_tenant ON entities (tenant_id)",
-    # Cascades, de-duplication and relation lookups.
+    # Point lookups: entity by name (resolve, de-duplication), relations of one entity (neighbors).
     "CREATE INDEX IF NOT EXISTS idx_entities_tenant_name ON entities (tenant_id, norm_name)",
-    "CREATE INDEX IF NOT EXISTS idx_edges_tenant_memory ON memory_edges (tenant_id, memory_id)",
     "CREATE INDEX IF NOT EXISTS idx_entity_edges_tenant_source ON entity_edges (tenant_id, source_id)",
     "CREATE INDEX IF NOT EXISTS idx_entity_edges_tenant_target ON entity_edges (tenant_id, target_id)",
-    "CREATE INDEX IF NOT EXISTS idx_entity_edges_tenant_memory ON entity_edges (tenant_id, memory_id)",
 )
 
 GRAPH_TABLES: tuple[str, ...] = ("memory_nodes", "memory_edges", "entities", "entity_edges")

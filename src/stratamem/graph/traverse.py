@@ -145,7 +145,55 @@ SELECT entity_id, 'entity', name, type FROM entities
  WHERE tenant_id = $tenant AND deleted_at IS NULL AND list_contains($ids::JSON::VARCHAR[], entity_id)
 """
 
+ADJACENCY_SQL = """
+SELECT source_id, target_id, rel_type, true FROM memory_edges WHERE tenant_id = $tenant AND deleted_at IS NULL
+UNION ALL
+SELECT target_id, source_id, rel_type, false FROM memory_edges WHERE tenant_id = $tenant AND deleted_at IS NULL
+UNION ALL
+SELECT source_id, target_id, rel_type, true FROM entity_edges WHERE tenant_id = $tenant AND deleted_at IS NULL
+UNION ALL
+SELECT target_id, source_id, rel_type, false FROM entity_edges WHERE tenant_id = $tenant AND deleted_at IS NULL
+"""
+
+ALL_NODES_SQL = """
+SELECT node_id, 'memory', label, layer, NULL, NULL FROM memory_nodes WHERE tenant_id = $tenant AND deleted_at IS NULL
+UNION ALL
+SELECT entity_id, 'entity', name, type, norm_name, created_at FROM entities
+ WHERE tenant_id = $tenant AND deleted_at IS NULL
+"""
+
 MAX_HOPS = 6
+
+
+class _Snapshot:
+    def __init__(self) -> None:
+        self.adj: dict[str, list[tuple[str, str, bool]]] = {}
+        self.nodes: dict[str, GraphNode] = {}
+        self.names: dict[str, list[tuple[Any, str]]] = {}
+
+
+def bfs_in_memory(adj: dict[str, list[tuple[str, str, bool]]], starts: Sequence[str], hops: int,
+                  target: str | None) -> dict[str, tuple[int, str | None, str | None, bool | None]]:
+    """The recursive CTE's semantics over an adjacency dict: first reach = hop distance; among
+    parents at the same level the smallest id wins (rel/direction of the edge from that parent)."""
+    tree: dict[str, tuple[int, str | None, str | None, bool | None]] = {
+        s: (0, None, None, None) for s in dict.fromkeys(starts)}
+    frontier = sorted(tree)
+    dist = 0
+    while frontier and dist < hops and (not target or target not in tree):
+        dist += 1
+        found: dict[str, tuple[str, str, bool]] = {}
+        for node in frontier:
+            for d, rel, fwd in adj.get(node, ()):
+                if d in tree:
+                    continue
+                best = found.get(d)
+                if best is None or node < best[0] or (node == best[0] and (rel, fwd) < best[1:]):
+                    found[d] = (node, rel, fwd)
+        for d, (parent, rel, fwd) in found.items():
+            tree[d] = (dist, parent, rel, fwd)
+        frontier = sorted(found)
+    return dict(sorted(tree.items(), key=lambda kv: (kv[1][0], kv[0])))
 
 
 def detect_pgq(conn: Any) -> bool:
@@ -203,21 +251,50 @@ def _short(node: GraphNode) -> str:
 class GraphQueries:
     """Read side of the graph for one DuckDB provider."""
 
-    def __init__(self, provider: Any, generations: Generations, *, cache_size: int = 2048) -> None:
+    def __init__(self, provider: Any, generations: Generations, *, cache_size: int = 2048,
+                 adjacency_cache: bool = True, adjacency_tenants: int = 64) -> None:
         self.provider = provider
         self.generations = generations
         self._cache = _LRU(cache_size)
+        #: ``True``: a tenant's adjacency is loaded once per write generation (one tenant-scoped SQL
+        #: scan) and breadth-first searches run over it in memory; ``False``: every traversal runs
+        #: the recursive CTE. Both give the same tree (tested).
+        self.adjacency_cache = adjacency_cache
+        self._adjacency = _LRU(adjacency_tenants)
 
     # -- plumbing ------------------------------------------------------------------------------
-    def _cached(self, tenant_id: str, key: tuple[Any, ...]) -> tuple[Hashable, Any]:
+    def _stable_generation(self, tenant_id: str) -> int | None:
+        """The tenant's write generation, or None while a write transaction is in flight.
+
+        The generation is bumped inside the write transaction, before it commits; a value read
+        while no writer holds the lock, and unchanged when a result is stored, guarantees the
+        result was computed from committed data of that generation.
+        """
+        lock = self.provider.db.write_lock
+        if not lock.acquire(blocking=False):
+            return None
+        try:
+            return self.generations.get(tenant_id)
+        finally:
+            lock.release()
+
+    def _put(self, cache: _LRU, key: tuple[Any, ...], stable: int | None, value: Any) -> None:
+        if stable is not None and stable == key[1] == self.generations.get(str(key[0])):
+            cache.put(key, value)
+
+    def _cached(self, tenant_id: str, key: tuple[Any, ...]) -> tuple[tuple[Any, ...], int | None, Any]:
+        stable = self._stable_generation(tenant_id)
         full = (tenant_id, self.generations.get(tenant_id), *key)
         value = self._cache.get(full)
         CACHE_STATS.record(value is not None)
-        return full, value
+        return full, stable, value
 
     def _nodes(self, cur: Any, tenant_id: str, ids: Sequence[str]) -> dict[str, GraphNode]:
         if not ids:
             return {}
+        if self.adjacency_cache:
+            known = self._snapshot(cur, tenant_id).nodes
+            return {i: known[i] for i in ids if i in known}
         rows = cur.execute(NODES_SQL, {"tenant": tenant_id, "ids": json_list(ids)}).fetchall()
         return {r[0]: GraphNode(id=r[0], kind=r[1], label=r[2], type=r[3]) for r in rows}
 
@@ -226,6 +303,15 @@ class GraphQueries:
         if not isinstance(ref, str) or not ref.strip() or len(ref) > 512:
             raise MemoryError(ErrorCode.INVALID_PARAMS, "a memory id or entity name is required",
                               details={"field": "node"})
+        if self.adjacency_cache:
+            snap = self._snapshot(cur, tenant_id)
+            if ref in snap.nodes:
+                return [ref]
+            named = snap.names.get(normalize_name(ref))
+            if named:
+                return [nid for _, nid in named]
+            raise MemoryError(ErrorCode.MEMORY_NOT_FOUND, f"no memory or entity {ref!r} in the knowledge graph",
+                              details={"node": ref}, retryable=False)
         row = cur.execute(
             "SELECT node_id FROM memory_nodes WHERE tenant_id = ? AND node_id = ? AND deleted_at IS NULL "
             "UNION ALL SELECT entity_id FROM entities WHERE tenant_id = ? AND entity_id = ? AND deleted_at IS NULL",
@@ -245,6 +331,33 @@ class GraphQueries:
 
     def _bfs(self, cur: Any, tenant_id: str, starts: Sequence[str], hops: int,
              target: str | None) -> dict[str, tuple[int, str | None, str | None, bool | None]]:
+        if self.adjacency_cache:
+            return bfs_in_memory(self._adjacency_of(cur, tenant_id), starts, hops, target)
+        return self._bfs_sql(cur, tenant_id, starts, hops, target)
+
+    def _adjacency_of(self, cur: Any, tenant_id: str) -> dict[str, list[tuple[str, str, bool]]]:
+        return self._snapshot(cur, tenant_id).adj
+
+    def _snapshot(self, cur: Any, tenant_id: str) -> _Snapshot:
+        """The tenant's live nodes and adjacency at the current write generation (two scans)."""
+        stable = self._stable_generation(tenant_id)
+        key = (tenant_id, self.generations.get(tenant_id))
+        snap: _Snapshot | None = self._adjacency.get(key)
+        if snap is None:
+            snap = _Snapshot()
+            for s, d, rel, fwd in cur.execute(ADJACENCY_SQL, {"tenant": tenant_id}).fetchall():
+                snap.adj.setdefault(s, []).append((d, rel, bool(fwd)))
+            for nid, kind, label, type_, norm, created in cur.execute(ALL_NODES_SQL, {"tenant": tenant_id}).fetchall():
+                snap.nodes[nid] = GraphNode(id=nid, kind=kind, label=label, type=type_)
+                if norm is not None:
+                    snap.names.setdefault(norm, []).append((created, nid))
+            for refs in snap.names.values():
+                refs.sort()
+            self._put(self._adjacency, key, stable, snap)
+        return snap
+
+    def _bfs_sql(self, cur: Any, tenant_id: str, starts: Sequence[str], hops: int,
+                 target: str | None) -> dict[str, tuple[int, str | None, str | None, bool | None]]:
         rows = cur.execute(BFS_SQL, {"tenant": tenant_id, "starts": json_list(starts), "hops": hops,
                                      "target": target or ""}).fetchall()
         return {r[0]: (int(r[1]), r[2], r[3], r[4]) for r in rows}
@@ -280,7 +393,7 @@ class GraphQueries:
                 include_entities: bool = False, now: Any = None) -> RelatedResult:
         hops = self._check_hops(hops)
         with observe("find_related", tenant_id, hops) as timer:
-            key, hit = self._cached(tenant_id, ("related", ref, hops, limit, include_entities))
+            key, stable, hit = self._cached(tenant_id, ("related", ref, hops, limit, include_entities))
             if hit is not None:
                 timer.cached = True
                 timer.result_count = len(hit.items)
@@ -310,13 +423,13 @@ class GraphQueries:
                     break
             result = RelatedResult(start=[nodes[s] for s in starts if s in nodes], hops=hops, items=items)
             timer.result_count = len(items)
-            self._cache.put(key, result)
+            self._put(self._cache, key, stable, result)
             return result
 
     def path(self, tenant_id: str, a: str, b: str, *, max_hops: int = MAX_HOPS) -> PathResult:
         max_hops = self._check_hops(max_hops)
         with observe("shortest_path", tenant_id, max_hops) as timer:
-            key, hit = self._cached(tenant_id, ("path", a, b, max_hops))
+            key, stable, hit = self._cached(tenant_id, ("path", a, b, max_hops))
             if hit is not None:
                 timer.cached = True
                 timer.result_count = len(hit.nodes)
@@ -345,7 +458,7 @@ class GraphQueries:
                     result = PathResult(found=True, hops=len(edges), nodes=path_nodes, edges=edges,
                                         reasoning=render(path_nodes, edges))
             timer.result_count = len(result.nodes)
-            self._cache.put(key, result)
+            self._put(self._cache, key, stable, result)
             return result
 
     def neighbors(self, tenant_id: str, ref: str, *, rel_type: str | None = None,
