@@ -83,7 +83,7 @@ def build(mem: Memory, memories: int, tenants: int) -> dict[str, int]:
             """
             INSERT INTO memory_edges
             SELECT 't' || (i % $T), 'me' || i || '_' || j, 'm' || i,
-                   'ent_t' || (i % $T) || '_' || (CASE WHEN j = 0 THEN (i * 7919) % $E ELSE (i * 104729 + 13) % $E END),
+                   'ent_t' || (i % $T) || '_' || (CASE WHEN j = 0 THEN hash(i) % $E ELSE hash(i * 31 + 7) % $E END),
                    'entity', 'MENTIONS', 'm' || i, 1.0, now()::TIMESTAMP, NULL
               FROM range($N) r(i), range(2) s(j)
             """,
@@ -92,8 +92,8 @@ def build(mem: Memory, memories: int, tenants: int) -> dict[str, int]:
         tx.execute(
             """
             INSERT INTO entity_edges
-            SELECT 't' || (i % $T), 'ee' || i, 'ent_t' || (i % $T) || '_' || ((i * 7919) % $E),
-                   'ent_t' || (i % $T) || '_' || ((i * 104729 + 13) % $E),
+            SELECT 't' || (i % $T), 'ee' || i, 'ent_t' || (i % $T) || '_' || (hash(i) % $E),
+                   'ent_t' || (i % $T) || '_' || (hash(i * 31 + 7) % $E),
                    list_extract(['WORKS_ON', 'CAUSED_BY', 'RELATES_TO', 'USES', 'DEPENDS_ON'], (i % 5) + 1),
                    'm' || i, now()::TIMESTAMP, NULL
               FROM range($N) r(i)

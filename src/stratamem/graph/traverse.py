@@ -158,7 +158,7 @@ SELECT target_id, source_id, rel_type, false FROM entity_edges WHERE tenant_id =
 ALL_NODES_SQL = """
 SELECT node_id, 'memory', label, layer, NULL, NULL FROM memory_nodes WHERE tenant_id = $tenant AND deleted_at IS NULL
 UNION ALL
-SELECT entity_id, 'entity', name, type, norm_name, created_at FROM entities
+SELECT entity_id, 'entity', name, type, norm_name, epoch_us(created_at) FROM entities
  WHERE tenant_id = $tenant AND deleted_at IS NULL
 """
 
@@ -404,8 +404,15 @@ class GraphQueries:
                 reached = [n for n, v in tree.items() if v[0] > 0]
                 nodes = self._nodes(cur, tenant_id, list(tree))
                 memory_ids = [n for n in reached if n in nodes and nodes[n].kind == "memory"]
-                entries = {e.id: e for e in self.provider._fetch_ids(cur, tenant_id, memory_ids, False)
-                           if e.status == "active" and (now is None or e.expires_at is None or e.expires_at > now)}
+                # Nearest first: fetch rows in pages until ``limit`` live memories are found.
+                entries: dict[str, MemoryEntry] = {}
+                for i in range(0, len(memory_ids), 2 * limit):
+                    page = memory_ids[i:i + 2 * limit]
+                    entries.update({e.id: e for e in self.provider._fetch_ids(cur, tenant_id, page, False)
+                                    if e.status == "active"
+                                    and (now is None or e.expires_at is None or e.expires_at > now)})
+                    if len(entries) >= limit:
+                        break
             items: list[RelatedItem] = []
             for node_id in reached:  # already ordered by hop distance, then id
                 node = nodes.get(node_id)
