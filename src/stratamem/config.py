@@ -30,6 +30,8 @@ class MemoryConfig(BaseModel):
     retry_initial_delay: float = Field(0.05, ge=0.0)
     retry_max_delay: float = Field(30.0, ge=0.0)
     retry_multiplier: float = Field(2.0, ge=1.0)
+    #: Knowledge graph (DuckDB store): extract entities on add/update for tenants without a setting.
+    graph_enabled: bool = True
 
     @property
     def retry(self) -> RetryConfig:

@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import ValidationError
 
@@ -60,6 +60,9 @@ from .providers.base import ListQuery, MemoryProvider, Scope, SearchPage, Search
 from .retry import call_with_retry
 from .search import merge_results
 from .telemetry.audit import AuditLog
+
+if TYPE_CHECKING:
+    from .graph.service import GraphService, GraphUnavailable
 
 log = logging.getLogger("stratamem")
 
@@ -118,6 +121,10 @@ class MemoryEngine:
         self.observers: list[Observer] = []
         #: Audit sink shared by every feature (writes, denials, cross-tenant attempts; never content).
         self.audit = AuditLog()
+        # Knowledge graph (graph/): a write hook + traversal service where the provider supports it.
+        from .graph.service import attach_graph
+
+        self.graph: GraphService | GraphUnavailable = attach_graph(self)
         self._pool = ThreadPoolExecutor(max_workers=self.config.search_workers, thread_name_prefix="stratamem-search")
         self._closed = False
 
@@ -385,7 +392,8 @@ class MemoryEngine:
         return requested
 
     def search(self, ctx: Any, query: Any, identifiers: Any = None, layers: Any = None, limit: Any = None,
-               threshold: Any = None, filter: Any = None, *, include_embedding: bool = False) -> SearchMemoryOutput:
+               threshold: Any = None, filter: Any = None, *, include_embedding: bool = False,
+               expand_graph: bool = False) -> SearchMemoryOutput:
         with self.operation("search", ctx) as (tctx, extra):
             op = "search"
             if not isinstance(query, str) or not query.strip():
@@ -431,6 +439,8 @@ class MemoryEngine:
                 )
                 for layer, hit in merged[:limit]
             ]
+            if expand_graph:  # knowledge graph: add neighbours of the top hits through shared entities
+                results += self.graph.expand_search(tctx, results, ids, target, predicate, limit)
             by_layer = {layer.value: sum(1 for r in results if r.layer == layer) for layer in target}
             extra.update(layers=[layer.value for layer in target], result_count=len(results),
                          results_by_layer=by_layer)

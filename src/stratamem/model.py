@@ -201,6 +201,9 @@ class SearchResult(_Model):
     memory: MemoryEntry
     score: float
     layer: Layer
+    #: Knowledge graph (``expand_graph=True``): the hit this result was reached from, and the path.
+    expanded_from: str | None = None
+    graph_path: str | None = None
 
 
 class SearchMemoryOutput(_Model):

@@ -16,6 +16,7 @@ from typing import Any, ParamSpec, Self, TypeVar
 from .config import MemoryConfig
 from .embeddings import Embedder, make_embedder
 from .engine import Clock, MemoryEngine
+from .graph.service import AsyncGraph, GraphService, GraphUnavailable
 from .layers import get_accessible_layers
 from .model import (
     AddMemoryOutput,
@@ -83,8 +84,10 @@ class Memory:
 
     def search(self, ctx: TenantContext | None = None, query: str | None = None, identifiers: Any = None,
                layers: Sequence[str | Layer] | None = None, limit: int | None = None,
-               threshold: float | None = None, filter: Any = None) -> SearchMemoryOutput:
-        return self.engine.search(ctx, query, identifiers, layers, limit, threshold, filter)
+               threshold: float | None = None, filter: Any = None, *,
+               expand_graph: bool = False) -> SearchMemoryOutput:
+        return self.engine.search(ctx, query, identifiers, layers, limit, threshold, filter,
+                                  expand_graph=expand_graph)
 
     def get(self, ctx: TenantContext | None = None, memory_id: str | None = None) -> MemoryEntry | None:
         return self.engine.get(ctx, memory_id)
@@ -127,6 +130,11 @@ class Memory:
     def capabilities(self) -> ProviderCapabilities:
         return self.engine.provider.capabilities()
 
+    @property
+    def graph(self) -> GraphService | GraphUnavailable:
+        """Knowledge graph: ``related``, ``path``, ``neighbors``, ``check`` … (DuckDB store only)."""
+        return self.engine.graph
+
     # -- lifecycle ---------------------------------------------------------------------------
     def close(self) -> None:
         self.engine.close()
@@ -162,8 +170,10 @@ class AsyncMemory:
 
     async def search(self, ctx: TenantContext | None = None, query: str | None = None, identifiers: Any = None,
                      layers: Sequence[str | Layer] | None = None, limit: int | None = None,
-                     threshold: float | None = None, filter: Any = None) -> SearchMemoryOutput:
-        return await asyncio.to_thread(self.sync.search, ctx, query, identifiers, layers, limit, threshold, filter)
+                     threshold: float | None = None, filter: Any = None, *,
+                     expand_graph: bool = False) -> SearchMemoryOutput:
+        return await asyncio.to_thread(self.sync.search, ctx, query, identifiers, layers, limit, threshold, filter,
+                                       expand_graph=expand_graph)
 
     async def get(self, ctx: TenantContext | None = None, memory_id: str | None = None) -> MemoryEntry | None:
         return await asyncio.to_thread(self.sync.get, ctx, memory_id)
@@ -193,6 +203,11 @@ class AsyncMemory:
 
     async def health_check(self) -> HealthCheckResult:
         return await asyncio.to_thread(self.sync.health_check)
+
+    @property
+    def graph(self) -> AsyncGraph:
+        """``Memory.graph`` with coroutine methods."""
+        return AsyncGraph(self.sync.engine.graph)
 
     async def close(self) -> None:
         await asyncio.to_thread(self.sync.close)

@@ -7,7 +7,12 @@ from __future__ import annotations
 
 import typer
 
-from . import demo_cmd, memory_cmds, server_cmds
+from . import (
+    demo_cmd,
+    graph_cmds,
+    memory_cmds,
+    server_cmds,
+)
 
 app = typer.Typer(
     name="stratamem",
@@ -20,6 +25,7 @@ app = typer.Typer(
 memory_cmds.register(app)
 demo_cmd.register(app)
 server_cmds.register(app)
+graph_cmds.register(app)
 
 
 def main() -> None:

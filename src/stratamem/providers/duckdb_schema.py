@@ -79,7 +79,10 @@ MIGRATIONS: list[Migration] = [
 ]
 
 #: Modules (absolute names) that register feature migrations; imported before migrating.
-FEATURE_SCHEMA_MODULES: list[str] = ["stratamem.server.schema"]
+FEATURE_SCHEMA_MODULES: list[str] = [
+    "stratamem.server.schema",
+    "stratamem.graph.schema",
+]
 
 
 def all_migrations() -> list[Migration]:

@@ -1,8 +1,8 @@
 """The FastAPI application: ``create_app(memory, settings) -> FastAPI``.
 
-Other features add their routes with one line: build an ``APIRouter`` from the shared dependencies
-(``graph_router(get_memory, get_tenant)``, see :mod:`stratamem.server.deps`) and pass it in
-``extra_routers`` (or call ``app.include_router(router)`` on the returned app).
+Feature routers are built from the shared dependencies of :mod:`stratamem.server.deps`
+(``graph_router(get_memory, get_tenant)`` is always included); more can be passed in
+``extra_routers`` (or added with ``app.include_router(router)`` on the returned app).
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ from ..model import HealthCheckResult
 from ..sdk import Memory
 from ..telemetry import audit_observer, metrics, tracing
 from . import http_errors
+from .deps import get_memory, get_tenant
+from .graph_routes import graph_router
 from .keys_routes import build_keys_router
 from .ratelimit import TokenBucketLimiter
 from .routes import build_router
@@ -136,6 +138,7 @@ def create_app(memory: Memory, settings: ServerSettings | None = None, *,
 
     app.include_router(build_router())
     app.include_router(build_keys_router())
+    app.include_router(graph_router(get_memory, get_tenant))
     for router in extra_routers:
         app.include_router(router)
 

@@ -1,0 +1,26 @@
+"""Knowledge graph on the embedded DuckDB store (SPEC R-GRAPH).
+
+``schema`` (migration 5) · ``extract`` (offline rules + LLM protocol) · ``store`` (write hook) ·
+``traverse`` (recursive-SQL traversal) · ``integrity`` (validation, scan, purge) · ``service``
+(what ``Memory.graph`` returns) · ``metrics`` (Prometheus + OpenTelemetry).
+"""
+
+from .extract import (
+    ExtractedEntity,
+    ExtractedRelation,
+    ExtractionResult,
+    KnownEntity,
+    LLMGraphExtractor,
+    RuleBasedExtractor,
+    register_relation_phrase,
+)
+
+__all__ = [
+    "ExtractedEntity",
+    "ExtractedRelation",
+    "ExtractionResult",
+    "KnownEntity",
+    "LLMGraphExtractor",
+    "RuleBasedExtractor",
+    "register_relation_phrase",
+]

@@ -1,0 +1,331 @@
+"""Graph writes: the provider write hook (seed 000 "Multi-Table Transaction Atomicity").
+
+:class:`GraphStore` is registered in ``provider.write_hooks`` of the DuckDB provider. On add, update
+and delete it writes memory node, entities, memory edges and entity edges with the provider's open
+transaction cursor ``tx``: the memory row and its graph commit together, and any failure (in the
+extractor, in SQL, anywhere) rolls back both. Entities are de-duplicated per tenant by normalised
+name + type (their id is derived from that key). Extraction can be switched off per tenant.
+
+Every statement binds ``tenant_id`` as a parameter; no user value is formatted into SQL.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from ..model import MemoryEntry
+from .extract import (
+    GraphExtractor,
+    KnownEntity,
+    RuleBasedExtractor,
+    candidate_keys,
+    normalize_name,
+)
+
+#: Entity types an extractor uses when it is unsure; an existing entity's type wins over these.
+GENERIC_TYPES = frozenset({"ENTITY", "CONCEPT"})
+LABEL_CHARS = 80
+
+StageListener = Callable[[str, str], None]
+
+
+def now_naive() -> datetime:
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+def _naive(value: datetime | None) -> datetime | None:
+    if value is None:
+        return None
+    return value.astimezone(UTC).replace(tzinfo=None) if value.tzinfo else value
+
+
+def _hash(*parts: str) -> str:
+    return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:24]
+
+
+def entity_id(tenant_id: str, norm: str, type_: str) -> str:
+    return "ent_" + _hash(tenant_id, norm, type_)
+
+
+def edge_id(*parts: str) -> str:
+    return "edg_" + _hash(*parts)
+
+
+def label_of(content: str) -> str:
+    text = " ".join(content.split())
+    return text if len(text) <= LABEL_CHARS else text[: LABEL_CHARS - 1] + "…"
+
+
+def json_list(values: Sequence[str]) -> str:
+    return json.dumps(list(values))
+
+
+_S = "VARCHAR"
+_NODE_SPEC = json.dumps([{"t": _S, "id": _S, "m": _S, "layer": _S, "label": _S, "ts": _S}])
+_ENTITY_SPEC = json.dumps([{"t": _S, "id": _S, "name": _S, "norm": _S, "type": _S, "ts": _S}])
+_MENTION_SPEC = json.dumps([{"t": _S, "id": _S, "src": _S, "tgt": _S, "m": _S, "ts": _S}])
+_REL_SPEC = json.dumps([{"t": _S, "id": _S, "src": _S, "tgt": _S, "rel": _S, "m": _S, "ts": _S}])
+
+# Rows travel as ONE JSON parameter unnested by DuckDB: a single statement per table whatever the
+# batch size, and far cheaper than ``executemany`` or registering an Arrow table for a few rows.
+INSERT_NODES = (
+    "INSERT INTO memory_nodes SELECT r.t, r.id, r.m, r.layer, r.label, r.ts::TIMESTAMP, r.ts::TIMESTAMP, NULL "
+    "FROM (SELECT unnest(from_json(?, ?), recursive := true)) r"
+)
+UPSERT_ENTITIES = (
+    "INSERT INTO entities SELECT r.t, r.id, r.name, r.norm, r.type, r.ts::TIMESTAMP, r.ts::TIMESTAMP, NULL "
+    "FROM (SELECT unnest(from_json(?, ?), recursive := true)) r "
+    "ON CONFLICT (tenant_id, entity_id) DO UPDATE SET deleted_at = NULL, updated_at = excluded.updated_at"
+)
+INSERT_MENTIONS = (
+    "INSERT INTO memory_edges SELECT r.t, r.id, r.src, r.tgt, 'entity', 'MENTIONS', r.m, 1.0, r.ts::TIMESTAMP, NULL "
+    "FROM (SELECT unnest(from_json(?, ?), recursive := true)) r"
+)
+INSERT_RELATIONS = (
+    "INSERT INTO entity_edges SELECT r.t, r.id, r.src, r.tgt, r.rel, r.m, r.ts::TIMESTAMP, NULL "
+    "FROM (SELECT unnest(from_json(?, ?), recursive := true)) r"
+)
+
+
+def _insert(tx: Any, sql: str, spec: str, rows: Sequence[dict[str, Any]]) -> None:
+    if rows:
+        tx.execute(sql, [json.dumps(rows, default=str), spec])
+
+
+class Generations:
+    """Per-store, per-tenant write counters; traversal caches key on them (bumped on every write)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._gen: dict[str, int] = {}
+
+    def bump(self, tenant_id: str) -> None:
+        with self._lock:
+            self._gen[tenant_id] = self._gen.get(tenant_id, 0) + 1
+
+    def get(self, tenant_id: str) -> int:
+        return self._gen.get(tenant_id, 0)
+
+
+_GENERATIONS: dict[Any, Generations] = {}
+_GEN_LOCK = threading.Lock()
+
+
+def generations_for(store_key: Any) -> Generations:
+    """One counter set per database, shared by every Memory opened on it in this process."""
+    with _GEN_LOCK:
+        return _GENERATIONS.setdefault(store_key, Generations())
+
+
+class GraphStore:
+    """The write hook plus the graph's low-level writers (all take an open cursor)."""
+
+    def __init__(self, *, extractor: GraphExtractor | None = None, enabled_by_default: bool = True,
+                 generations: Generations | None = None) -> None:
+        self.extractor: GraphExtractor = extractor or RuleBasedExtractor()
+        self.enabled_by_default = enabled_by_default
+        self.generations = generations or Generations()
+        self._enabled: dict[str, bool] = {}
+        #: Called with (stage, tenant_id) at "node", "entities", "edges" inside the transaction:
+        #: tracing hooks, and the place tests inject a failure between the inserts.
+        self.stage_listeners: list[StageListener] = []
+
+    # -- per-tenant switch ---------------------------------------------------------------------
+    def enabled(self, tx: Any, tenant_id: str) -> bool:
+        cached = self._enabled.get(tenant_id)
+        if cached is not None:
+            return cached
+        row = tx.execute("SELECT enabled FROM graph_settings WHERE tenant_id = ?", [tenant_id]).fetchone()
+        value = bool(row[0]) if row else self.enabled_by_default
+        self._enabled[tenant_id] = value
+        return value
+
+    def set_enabled(self, tx: Any, tenant_id: str, enabled: bool) -> None:
+        tx.execute(
+            "INSERT INTO graph_settings VALUES (?, ?, ?) ON CONFLICT (tenant_id) DO UPDATE SET "
+            "enabled = excluded.enabled, updated_at = excluded.updated_at",
+            [tenant_id, enabled, now_naive()],
+        )
+        self._enabled.pop(tenant_id, None)
+
+    def forget_setting(self, tenant_id: str) -> None:
+        self._enabled.pop(tenant_id, None)
+
+    def _stage(self, stage: str, tenant_id: str) -> None:
+        for listener in self.stage_listeners:
+            listener(stage, tenant_id)
+
+    # -- WriteHook -----------------------------------------------------------------------------
+    def after_add(self, tx: Any, entries: Sequence[MemoryEntry]) -> None:
+        todo = [e for e in entries if e.status == "active" and self.enabled(tx, e.tenant_id)]
+        if todo:
+            self.index_entries(tx, todo)
+
+    def after_update(self, tx: Any, entry: MemoryEntry, previous: MemoryEntry) -> None:
+        tenant = entry.tenant_id
+        if entry.status != "active":
+            if previous.status == "active":
+                self.soft_delete(tx, tenant, [entry.id], _naive(entry.deleted_at) or now_naive())
+            return
+        if previous.status != "active":
+            self.hard_delete(tx, tenant, [entry.id])
+            if self.enabled(tx, tenant):
+                self.index_memory(tx, entry)
+            return
+        if entry.content_hash != previous.content_hash or entry.content != previous.content:
+            self.hard_delete(tx, tenant, [entry.id])
+            if self.enabled(tx, tenant):
+                self.index_memory(tx, entry)
+
+    def after_delete(self, tx: Any, tenant_id: str, ids: Sequence[str]) -> None:
+        self.hard_delete(tx, tenant_id, ids)
+
+    # -- indexing ------------------------------------------------------------------------------
+    def known_entities(self, tx: Any, tenant_id: str, text: str) -> dict[str, KnownEntity]:
+        """The tenant's dictionary, restricted to names that occur in ``text``."""
+        keys = candidate_keys(text)
+        if not keys:
+            return {}
+        rows = tx.execute(
+            "SELECT norm_name, name, type FROM entities WHERE tenant_id = ? AND deleted_at IS NULL "
+            "AND list_contains(?::JSON::VARCHAR[], norm_name) ORDER BY created_at",
+            [tenant_id, json_list(keys)],
+        ).fetchall()
+        known: dict[str, KnownEntity] = {}
+        for norm, name, type_ in rows:
+            known.setdefault(norm, KnownEntity(name=name, type=type_))
+        return known
+
+    def index_memory(self, tx: Any, entry: MemoryEntry) -> None:
+        self.index_entries(tx, [entry])
+
+    def index_entries(self, tx: Any, entries: Sequence[MemoryEntry]) -> None:
+        """Extract and write the graph of these memories (one tenant) with batched statements."""
+        if not entries:
+            return
+        tenant = entries[0].tenant_id
+        if any(e.tenant_id != tenant for e in entries):
+            for e in entries:
+                self.index_entries(tx, [e])
+            return
+        known = self.known_entities(tx, tenant, "\n".join(e.content for e in entries))
+        now = now_naive()
+        node_rows: list[dict[str, Any]] = []
+        entity_rows: dict[str, dict[str, Any]] = {}
+        mention_rows: dict[str, dict[str, Any]] = {}
+        rel_rows: dict[str, dict[str, Any]] = {}
+        for entry in entries:
+            result = self.extractor.extract(entry.content, known)
+            node_rows.append({"t": tenant, "id": entry.id, "m": entry.id, "layer": entry.layer.value,
+                              "label": label_of(entry.content), "ts": now})
+            ids: dict[str, str] = {}
+            for ent in result.entities:
+                norm = ent.norm
+                type_ = ent.type.upper()
+                kn = known.get(norm)
+                if kn is not None and (type_ in GENERIC_TYPES or kn.type not in GENERIC_TYPES):
+                    type_ = kn.type
+                eid = entity_id(tenant, norm, type_)
+                ids[norm] = eid
+                name = kn.name if kn is not None else ent.name
+                entity_rows.setdefault(eid, {"t": tenant, "id": eid, "name": name, "norm": norm, "type": type_,
+                                             "ts": now})
+                if kn is None:  # later memories of the batch see it in the dictionary
+                    known[norm] = KnownEntity(name=name, type=type_)
+            for eid in ids.values():
+                mid = edge_id(entry.id, eid, "MENTIONS")
+                mention_rows[mid] = {"t": tenant, "id": mid, "src": entry.id, "tgt": eid, "m": entry.id, "ts": now}
+            for rel in result.relations:
+                src, tgt = ids.get(normalize_name(rel.source)), ids.get(normalize_name(rel.target))
+                if src and tgt and src != tgt:
+                    rid = edge_id(entry.id, src, tgt, rel.type)
+                    rel_rows[rid] = {"t": tenant, "id": rid, "src": src, "tgt": tgt, "rel": rel.type, "m": entry.id,
+                                     "ts": now}
+        self._stage("node", tenant)
+        _insert(tx, INSERT_NODES, _NODE_SPEC, node_rows)
+        self._stage("entities", tenant)
+        _insert(tx, UPSERT_ENTITIES, _ENTITY_SPEC, list(entity_rows.values()))
+        self._stage("edges", tenant)
+        _insert(tx, INSERT_MENTIONS, _MENTION_SPEC, list(mention_rows.values()))
+        _insert(tx, INSERT_RELATIONS, _REL_SPEC, list(rel_rows.values()))
+        self.generations.bump(tenant)
+
+    # -- cascades (seed 000 "Cascading Graph Deletion") ----------------------------------------
+    def _mentioned(self, tx: Any, tenant_id: str, ids_json: str) -> list[str]:
+        rows = tx.execute(
+            "SELECT DISTINCT target_id FROM memory_edges WHERE tenant_id = ? AND target_kind = 'entity' "
+            "AND list_contains(?::JSON::VARCHAR[], memory_id)",
+            [tenant_id, ids_json],
+        ).fetchall()
+        return [r[0] for r in rows]
+
+    def hard_delete(self, tx: Any, tenant_id: str, ids: Sequence[str]) -> None:
+        """Remove the memories' nodes, every edge touching or derived from them, and entities left
+        without any mention (with their edges)."""
+        if not ids:
+            return
+        ids_json = json_list(ids)
+        entities = self._mentioned(tx, tenant_id, ids_json)
+        tx.execute("DELETE FROM entity_edges WHERE tenant_id = ? AND list_contains(?::JSON::VARCHAR[], memory_id)",
+                   [tenant_id, ids_json])
+        tx.execute(
+            "DELETE FROM memory_edges WHERE tenant_id = ? AND (list_contains(?::JSON::VARCHAR[], memory_id) "
+            "OR list_contains(?::JSON::VARCHAR[], source_id) OR list_contains(?::JSON::VARCHAR[], target_id))",
+            [tenant_id, ids_json, ids_json, ids_json],
+        )
+        tx.execute("DELETE FROM memory_nodes WHERE tenant_id = ? AND list_contains(?::JSON::VARCHAR[], node_id)",
+                   [tenant_id, ids_json])
+        if entities:
+            orphans = [r[0] for r in tx.execute(
+                "SELECT entity_id FROM entities WHERE tenant_id = ? AND list_contains(?::JSON::VARCHAR[], entity_id) "
+                "AND entity_id NOT IN (SELECT target_id FROM memory_edges WHERE tenant_id = ? "
+                "AND target_kind = 'entity')",
+                [tenant_id, json_list(entities), tenant_id],
+            ).fetchall()]
+            if orphans:
+                orphans_json = json_list(orphans)
+                tx.execute(
+                    "DELETE FROM entity_edges WHERE tenant_id = ? AND (list_contains(?::JSON::VARCHAR[], source_id) "
+                    "OR list_contains(?::JSON::VARCHAR[], target_id))",
+                    [tenant_id, orphans_json, orphans_json],
+                )
+                tx.execute("DELETE FROM entities WHERE tenant_id = ? AND list_contains(?::JSON::VARCHAR[], entity_id)",
+                           [tenant_id, orphans_json])
+        self.generations.bump(tenant_id)
+
+    def soft_delete(self, tx: Any, tenant_id: str, ids: Sequence[str], at: datetime) -> None:
+        """Mark the same rows a hard delete would remove with ``deleted_at`` (purged later)."""
+        if not ids:
+            return
+        ids_json = json_list(ids)
+        entities = self._mentioned(tx, tenant_id, ids_json)
+        tx.execute("UPDATE entity_edges SET deleted_at = ? WHERE tenant_id = ? AND deleted_at IS NULL "
+                   "AND list_contains(?::JSON::VARCHAR[], memory_id)", [at, tenant_id, ids_json])
+        tx.execute(
+            "UPDATE memory_edges SET deleted_at = ? WHERE tenant_id = ? AND deleted_at IS NULL AND "
+            "(list_contains(?::JSON::VARCHAR[], memory_id) OR list_contains(?::JSON::VARCHAR[], source_id) "
+            "OR list_contains(?::JSON::VARCHAR[], target_id))",
+            [at, tenant_id, ids_json, ids_json, ids_json],
+        )
+        tx.execute("UPDATE memory_nodes SET deleted_at = ? WHERE tenant_id = ? AND deleted_at IS NULL "
+                   "AND list_contains(?::JSON::VARCHAR[], node_id)", [at, tenant_id, ids_json])
+        if entities:
+            ents_json = json_list(entities)
+            tx.execute(
+                "UPDATE entities SET deleted_at = ? WHERE tenant_id = ? AND deleted_at IS NULL "
+                "AND list_contains(?::JSON::VARCHAR[], entity_id) AND entity_id NOT IN (SELECT target_id "
+                "FROM memory_edges WHERE tenant_id = ? AND target_kind = 'entity' AND deleted_at IS NULL)",
+                [at, tenant_id, ents_json, tenant_id],
+            )
+            tx.execute(
+                "UPDATE entity_edges SET deleted_at = ? WHERE tenant_id = ? AND deleted_at IS NULL AND "
+                "(source_id IN (SELECT entity_id FROM entities WHERE tenant_id = ? AND deleted_at IS NOT NULL) "
+                "OR target_id IN (SELECT entity_id FROM entities WHERE tenant_id = ? AND deleted_at IS NOT NULL))",
+                [at, tenant_id, tenant_id, tenant_id],
+            )
+        self.generations.bump(tenant_id)

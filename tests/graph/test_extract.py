@@ -1,0 +1,116 @@
+"""Offline extraction (seed 000 "LLM-based Entity Extraction" without an LLM bill) and the LLM hook."""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from stratamem.graph.extract import (
+    RELATION_TYPES,
+    ExtractedEntity,
+    ExtractedRelation,
+    ExtractionResult,
+    KnownEntity,
+    LLMBackedExtractor,
+    LLMGraphExtractor,
+    RuleBasedExtractor,
+    normalize_name,
+    register_relation_phrase,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _rels(result: ExtractionResult) -> set[tuple[str, str, str]]:
+    return {(r.source, r.type, r.target) for r in result.relations}
+
+
+def test_capitalised_names_verbs_and_types() -> None:
+    out = RuleBasedExtractor().extract("Alice works on Project A. Bob Smith joined Acme Corp.")
+    types = {e.name: e.type for e in out.entities}
+    assert types == {"Alice": "PERSON", "Project A": "PROJECT", "Bob Smith": "PERSON", "Acme Corp": "ORGANIZATION"}
+    assert _rels(out) == {("Alice", "WORKS_ON", "Project A"), ("Bob Smith", "MEMBER_OF", "Acme Corp")}
+
+
+def test_quoted_terms_and_noun_phrases_around_verbs() -> None:
+    out = RuleBasedExtractor().extract('The outage was caused by a memory leak in the "session cache".')
+    names = {e.norm for e in out.entities}
+    assert {"memory leak", "session cache", "outage"} <= names
+    assert ("outage", "CAUSED_BY", "memory leak") in _rels(out)
+
+
+def test_inverse_phrases_swap_direction() -> None:
+    out = RuleBasedExtractor().extract("A misconfigured Nginx caused the Checkout Outage.")
+    assert ("Checkout Outage", "CAUSED_BY", "Nginx") in _rels(out)
+
+
+def test_known_entity_dictionary_finds_lowercase_mentions() -> None:
+    known = {"phoenix": KnownEntity(name="Phoenix", type="PROJECT")}
+    plain = RuleBasedExtractor().extract("the release of phoenix slipped")
+    assert not plain.entities
+    out = RuleBasedExtractor().extract("the release of phoenix slipped", known)
+    assert [(e.name, e.type) for e in out.entities] == [("Phoenix", "PROJECT")]
+
+
+def test_sentence_initial_common_words_are_not_entities() -> None:
+    out = RuleBasedExtractor().extract("Remember to renew the domain. Yesterday we deployed. Please be brief.")
+    assert out.entities == []
+
+
+def test_vocabulary_is_extensible() -> None:
+    register_relation_phrase("reviews code of", "REVIEWS")
+    assert "REVIEWS" in RELATION_TYPES
+    out = RuleBasedExtractor().extract("Mallory reviews code of Trent.")
+    assert ("Mallory", "REVIEWS", "Trent") in _rels(out)
+    with pytest.raises(ValueError):
+        register_relation_phrase("x", "not upper")
+
+
+def test_normalize_name_is_the_dedup_key() -> None:
+    assert normalize_name("  The  Memory Leak's ") == normalize_name("memory leak") == "memory leak"
+
+
+class _LLM:
+    """An in-process object implementing the LLM extraction protocol (no network, no model)."""
+
+    def __init__(self, fail: bool = False) -> None:
+        self.fail = fail
+        self.calls: list[tuple[str, Sequence[str]]] = []
+
+    def extract_graph(self, text: str, *, known_entities: Sequence[str],
+                      relation_types: Sequence[str]) -> ExtractionResult:
+        self.calls.append((text, list(known_entities)))
+        if self.fail:
+            raise TimeoutError("llm down")
+        return ExtractionResult(
+            entities=[ExtractedEntity(name="Zed", type="PERSON"), ExtractedEntity(name="Quasar", type="PROJECT")],
+            relations=[ExtractedRelation(source="Zed", target="Quasar", type="works_on"),
+                       ExtractedRelation(source="Zed", target="Nobody", type="KNOWS")],
+        )
+
+
+def test_llm_protocol_hook_and_fallback() -> None:
+    llm = _LLM()
+    assert isinstance(llm, LLMGraphExtractor)
+    ext = LLMBackedExtractor(llm)
+    out = ext.extract("anything", {"quasar": KnownEntity("Quasar", "PROJECT")})
+    assert llm.calls == [("anything", ["Quasar"])]
+    assert _rels(out) == {("Zed", "WORKS_ON", "Quasar")}  # dangling relation dropped, type upper-cased
+    failing = LLMBackedExtractor(_LLM(fail=True))
+    out = failing.extract("Alice works on Project A.")
+    assert failing.failures == 1 and ("Alice", "WORKS_ON", "Project A") in _rels(out)
+
+
+def test_precision_on_labelled_set() -> None:
+    spec = importlib.util.spec_from_file_location("graph_eval", ROOT / "benchmarks" / "graph_extraction_eval.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    result = module.evaluate()
+    assert result["items"] >= 40
+    # The offline extractor must be precise rather than exhaustive: wrong entities pollute the graph.
+    assert result["entity_precision"] >= 0.85, result["errors"]
+    assert result["relation_precision"] >= 0.75, result["errors"]
