@@ -118,7 +118,7 @@ class PostgresProvider(MemoryProvider):
 
     def __init__(self, url: str, *, schema: str | None = None, min_size: int = 1, max_size: int = 10,
                  max_content_length: int = MAX_CONTENT_LENGTH, search_mode: str = "exact",
-                 pool_timeout: float = 30.0, read_batch: int = 1000) -> None:
+                 pool_timeout: float = 30.0, read_batch: int = 1000, application_name: str = "stratamem") -> None:
         super().__init__()
         conninfo, url_schema = split_url(url)
         self.conninfo = conninfo
@@ -130,6 +130,7 @@ class PostgresProvider(MemoryProvider):
             raise MemoryError(ErrorCode.CONFIGURATION_ERROR, "search_mode must be 'exact' or 'ann'",
                               operation="open")
         self.search_mode = search_mode
+        self.application_name = application_name
         self.max_content_length = max_content_length
         self._min_size, self._max_size, self._pool_timeout = min_size, max_size, pool_timeout
         self._read_batch = read_batch
@@ -142,7 +143,7 @@ class PostgresProvider(MemoryProvider):
         opts = "-c TimeZone=UTC"
         if self.schema:
             opts += f" -c search_path={self.schema},public"  # validated identifier (regex above)
-        return {"options": opts, "autocommit": True}
+        return {"options": opts, "autocommit": True, "application_name": self.application_name}
 
     def _configure(self, conn: psycopg.Connection[Any]) -> None:
         register_vector(conn)
