@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import multiprocessing as mp
+import os
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -164,3 +167,23 @@ def test_a_timed_out_write_is_never_applied_later(tmp_path: Path, rclient: redis
         coord.close()
         assert mem.stats(ACME).total == 0
     assert qw.depth() == 0
+
+
+def test_cli_writer_serves_the_queue(tmp_path: Path, redis_url: str, prefix: str, rclient: redis.Redis) -> None:
+    db = str(tmp_path / "cli.duckdb")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src"),
+           "STRATAMEM_EMBEDDER": "hashing"}
+    proc = subprocess.Popen([sys.executable, "-m", "stratamem", "writer", "--db", db, "--redis", redis_url,
+                             "--queue", prefix, "--lock-ttl", "2"], env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        out = QueuedWriter(rclient, prefix, timeout=60).add(ACME, content="via the CLI writer", layer="user",
+                                                            identifiers=U1)
+    finally:
+        proc.terminate()
+        _, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 0, stderr
+    assert "writer ready" in stderr
+    with Memory.open(db, embedder="hashing") as mem:
+        got = mem.get(ACME, out.memory.id)
+    assert got is not None and got.content == "via the CLI writer"
+    assert not rclient.exists(f"{prefix}:writer")
