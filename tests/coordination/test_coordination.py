@@ -187,3 +187,14 @@ def test_cli_writer_serves_the_queue(tmp_path: Path, redis_url: str, prefix: str
         got = mem.get(ACME, out.memory.id)
     assert got is not None and got.content == "via the CLI writer"
     assert not rclient.exists(f"{prefix}:writer")
+
+
+def test_a_malformed_queue_entry_does_not_stop_the_writer(tmp_path: Path, rclient: redis.Redis,
+                                                          prefix: str) -> None:
+    with Memory.open(tmp_path / "junk.duckdb", embedder="hashing") as mem:
+        coord = WriteCoordinator(mem, rclient, prefix, lock_ttl=5)
+        coord.start()
+        rclient.lpush(f"{prefix}:queue", b"\xff not json", b'["a list"]')
+        assert coord.step(0.2) is True and coord.step(0.2) is True  # both dropped
+        assert rclient.llen(f"{prefix}:queue") == 0 and rclient.llen(f"{prefix}:processing") == 0
+        coord.close()

@@ -232,8 +232,13 @@ class WriteCoordinator:
         metrics.QUEUE_DEPTH.labels(self.prefix).set(float(depth))
         if raw is None:
             return False
-        req = json.loads(raw)
-        op = str(req.get("op", ""))
+        try:
+            req = json.loads(raw)
+            op = str(req.get("op", ""))
+        except (ValueError, AttributeError):  # not one of ours: drop it, never crash the writer
+            log.error("dropping a malformed queue entry (%d bytes)", len(raw))
+            self.client.lrem(self.processing_key, 1, raw)
+            return True
         try:
             if self._lost.is_set():  # never write without the lock: leave it for the new writer
                 self.client.lmove(self.processing_key, self.queue_key, "LEFT", "RIGHT")
