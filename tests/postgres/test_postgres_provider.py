@@ -50,11 +50,11 @@ def test_url_routes_to_postgres_and_crud_works(pg_mem: Memory) -> None:
 
 def test_schema_is_versioned_and_indexed(pg_mem: Memory, pg_url: str, pg_schema: str) -> None:
     info = pg_mem.engine.store_info
-    assert info.schema_version == 1 and info.extras["schema"] == pg_schema
+    assert info.schema_version == 2 and info.extras["schema"] == pg_schema
     with admin(pg_url) as conn:
         versions = conn.execute(sql.SQL("SELECT version, description FROM {}.schema_version").format(
             sql.Identifier(pg_schema))).fetchall()
-        assert [v[0] for v in versions] == [1]
+        assert [v[0] for v in versions] == [1, 2]
         indexes = dict(conn.execute(
             "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = %s AND tablename = 'memories'",
             [pg_schema]).fetchall())
@@ -87,7 +87,7 @@ def test_concurrent_first_open_migrates_once(pg_store_url: str, pg_url: str, pg_
     with admin(pg_url) as conn:
         rows = conn.execute(sql.SQL("SELECT count(*) FROM {}.schema_version").format(
             sql.Identifier(pg_schema))).fetchone()
-    assert rows is not None and rows[0] == 1
+    assert rows is not None and rows[0] == 2
 
 
 def test_embedder_mismatch_is_a_configuration_error(open_pg: Callable[..., Memory]) -> None:

@@ -591,3 +591,44 @@ class PostgresProvider(MemoryProvider):
                 "VALUES (%s, %s, %s, %s, now()) ON CONFLICT DO NOTHING",
                 [[tenant_id, model_id, h, np.asarray(v, dtype=np.float32)] for h, v in items.items()],
             )
+
+    # ------------------------------------------------------------------ server feature: API keys
+    _KEY_COLUMNS = "key_id, tenant_id, name, roles, salt, key_hash, identifiers, created_at, revoked_at"
+
+    def api_key_put(self, record: Any) -> None:
+        with self.transaction("auth") as conn:
+            conn.execute(
+                f"INSERT INTO api_keys ({self._KEY_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                [record.key_id, record.tenant_id, record.name, Json(list(record.roles)), record.salt,
+                 record.key_hash, Json(dict(record.identifiers)), record.created_at, record.revoked_at],
+            )
+
+    @staticmethod
+    def _api_key(row: Sequence[Any]) -> Any:
+        from ..server.schema import ApiKeyRecord
+
+        return ApiKeyRecord(key_id=row[0], tenant_id=row[1], name=row[2], roles=tuple(row[3]), salt=row[4],
+                            key_hash=row[5], identifiers=dict(row[6]), created_at=row[7], revoked_at=row[8])
+
+    def api_key_get(self, key_id: str) -> Any:
+        with self._conn("auth") as conn:
+            row = conn.execute(f"SELECT {self._KEY_COLUMNS} FROM api_keys WHERE key_id = %s", [key_id]).fetchone()
+        return self._api_key(row) if row else None
+
+    def api_key_list(self, tenant_id: str) -> builtins.list[Any]:
+        with self._conn("auth") as conn:
+            rows = conn.execute(f"SELECT {self._KEY_COLUMNS} FROM api_keys WHERE tenant_id = %s "
+                                "ORDER BY created_at, key_id", [tenant_id]).fetchall()
+        return [self._api_key(r) for r in rows]
+
+    def api_key_revoke(self, tenant_id: str, key_id: str, at: datetime) -> bool:
+        with self.transaction("auth") as conn:
+            cur = conn.execute("UPDATE api_keys SET revoked_at = %s WHERE tenant_id = %s AND key_id = %s "
+                               "AND revoked_at IS NULL", [at, tenant_id, key_id])
+            return cur.rowcount == 1
+
+    def id_exists_in_other_tenant(self, tenant_id: str, memory_id: str) -> bool:
+        with self._conn("audit") as conn:
+            row = conn.execute("SELECT 1 FROM memories WHERE id = %s AND tenant_id <> %s LIMIT 1",
+                               [memory_id, tenant_id]).fetchone()
+        return row is not None

@@ -90,10 +90,31 @@ def _v1_core(conn: Any, dims: int) -> None:
     )
 
 
+def _v2_server(conn: Any, dims: int) -> None:
+    """The server feature's API keys (same columns as ``server/schema.py`` on DuckDB)."""
+    conn.execute(
+        """
+        CREATE TABLE api_keys (
+            key_id      TEXT        PRIMARY KEY,
+            tenant_id   TEXT        NOT NULL,
+            name        TEXT        NOT NULL,
+            roles       JSON        NOT NULL,
+            salt        TEXT        NOT NULL,
+            key_hash    TEXT        NOT NULL,
+            identifiers JSON        NOT NULL,
+            created_at  TIMESTAMPTZ NOT NULL,
+            revoked_at  TIMESTAMPTZ
+        )
+        """
+    )
+    conn.execute("CREATE INDEX api_keys_tenant_idx ON api_keys (tenant_id, created_at)")
+
+
 #: Versions are reserved per feature exactly as in ``duckdb_schema`` (1 core, 2 server, …); features
 #: that need PostgreSQL tables append their ``Migration`` here.
 MIGRATIONS: list[Migration] = [
     Migration(1, "memories (HNSW + tsvector), embedding cache", _v1_core),
+    Migration(2, "server: api keys", _v2_server),
 ]
 
 
