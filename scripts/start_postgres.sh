@@ -65,6 +65,7 @@ import socket, sys
 want = int(sys.argv[1])
 for port in [want] + [0]:
     s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         s.bind(("127.0.0.1", port))
         print(s.getsockname()[1]); break
