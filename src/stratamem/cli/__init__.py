@@ -8,6 +8,7 @@ from __future__ import annotations
 import typer
 
 from . import (
+    coordination_cmds,
     demo_cmd,
     graph_cmds,
     memory_cmds,
@@ -26,6 +27,7 @@ memory_cmds.register(app)
 demo_cmd.register(app)
 server_cmds.register(app)
 graph_cmds.register(app)
+coordination_cmds.register(app)
 
 
 def main() -> None:

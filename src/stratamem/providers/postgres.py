@@ -1,0 +1,634 @@
+"""Scale-out provider: PostgreSQL + pgvector (SPEC R-PROV; seed 003 §3.4.1).
+
+* psycopg 3 with a :class:`psycopg_pool.ConnectionPool` (connections checked on checkout), and the
+  ``pgvector`` package's adapters, so vectors travel as binary ``vector`` values.
+* Same contract as :class:`DuckDBProvider`: scores ``(1 + cos) / 2``, the metadata filter applied
+  before the top-k cut, keyset list pagination, expiry and statuses, the per-tenant embedding
+  cache, optimistic update by version, write hooks run inside the transaction with the psycopg
+  connection as ``tx``.
+* Search is exact by default (a scan of one tenant scope through its B-tree index, like DuckDB);
+  ``search_mode="ann"`` orders by the HNSW index instead (approximate, ``total`` then counts only
+  the candidates examined). :meth:`lexical_search` ranks the generated ``tsvector`` column (GIN).
+* Every statement binds ``tenant_id`` (and every other value) as a parameter; the schema name is
+  validated and quoted with :class:`psycopg.sql.Identifier`.
+* Transient failures (connection lost, pool exhausted, serialization failure, deadlock, lock
+  timeout) become :class:`TransientProviderError`, which the engine retries.
+
+The URL may carry ``?schema=name`` to keep a store in its own PostgreSQL schema (created on open).
+"""
+
+from __future__ import annotations
+
+import builtins
+import re
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import numpy as np
+import psycopg
+from pgvector.psycopg import register_vector
+from psycopg import errors as pg_errors
+from psycopg import sql
+from psycopg.types.json import Json
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from ..embeddings.base import Vector
+from ..errors import ErrorCode, MemoryError, TransientProviderError
+from ..model import MemoryEntry, ProviderCapabilities
+from . import postgres_schema
+from .base import (
+    ACTIVE,
+    ListPage,
+    ListQuery,
+    MemoryProvider,
+    ScoredEntry,
+    SearchPage,
+    SearchQuery,
+    StoreInfo,
+    dump_json,
+    entry_from_parts,
+)
+
+MAX_CONTENT_LENGTH = 32_000
+
+_COLUMNS = (
+    "tenant_id, id, layer, content, content_hash, identifiers, metadata, provenance, tier, status, "
+    "version, etag, importance, access_count, created_at, updated_at, expires_at, last_accessed_at, "
+    "deleted_at"
+)
+_N_COLS = 19
+_INSERT_COLUMNS = (
+    "tenant_id, id, layer, scope, content, content_hash, identifiers, metadata, provenance, tier, status, "
+    "version, etag, importance, access_count, created_at, updated_at, expires_at, last_accessed_at, "
+    "deleted_at, embedding"
+)
+_COPY_TYPES = [
+    "text", "text", "text", "text", "text", "text", "json", "json", "json", "text", "text",
+    "int4", "text", "float8", "int8", "timestamptz", "timestamptz", "timestamptz", "timestamptz", "timestamptz",
+    "vector",
+]
+_SCHEMA_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+
+#: Failures worth retrying: the engine backs off and tries again (SPEC R-OPS "Retries").
+_TRANSIENT: tuple[type[BaseException], ...] = (
+    pg_errors.SerializationFailure,
+    pg_errors.DeadlockDetected,
+    pg_errors.LockNotAvailable,
+    pg_errors.QueryCanceled,
+    pg_errors.AdminShutdown,
+    pg_errors.CannotConnectNow,
+    pg_errors.TooManyConnections,
+    psycopg.OperationalError,
+    psycopg.InterfaceError,
+    PoolTimeout,
+)
+
+
+def split_url(url: str) -> tuple[str, str | None]:
+    """Remove stratamem's own ``schema`` query parameter from a libpq URL: ``(conninfo, schema)``."""
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    schema = next((v for k, v in query if k == "schema"), None)
+    rest = [(k, v) for k, v in query if k != "schema"]
+    scheme = "postgresql" if parts.scheme == "postgres" else parts.scheme
+    return urlunsplit((scheme, parts.netloc, parts.path, urlencode(rest), parts.fragment)), schema
+
+
+def _array(value: Any) -> Vector:
+    """A loaded ``vector`` value (``pgvector.Vector`` or an array) as float32 numpy."""
+    if hasattr(value, "to_numpy"):
+        value = value.to_numpy()
+    return np.asarray(value, dtype=np.float32)
+
+
+def _redact(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.password:
+        netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
+        return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
+
+
+class PostgresProvider(MemoryProvider):
+    name = "postgres"
+    version = psycopg.__version__
+
+    def __init__(self, url: str, *, schema: str | None = None, min_size: int = 1, max_size: int = 10,
+                 max_content_length: int = MAX_CONTENT_LENGTH, search_mode: str = "exact",
+                 pool_timeout: float = 30.0, read_batch: int = 1000, application_name: str = "stratamem") -> None:
+        super().__init__()
+        conninfo, url_schema = split_url(url)
+        self.conninfo = conninfo
+        self.schema = schema or url_schema
+        if self.schema is not None and not _SCHEMA_RE.match(self.schema):
+            raise MemoryError(ErrorCode.CONFIGURATION_ERROR, f"invalid PostgreSQL schema name {self.schema!r}",
+                              operation="open")
+        if search_mode not in ("exact", "ann"):
+            raise MemoryError(ErrorCode.CONFIGURATION_ERROR, "search_mode must be 'exact' or 'ann'",
+                              operation="open")
+        self.search_mode = search_mode
+        self.application_name = application_name
+        self.max_content_length = max_content_length
+        self._min_size, self._max_size, self._pool_timeout = min_size, max_size, pool_timeout
+        self._read_batch = read_batch
+        self._pool: ConnectionPool[psycopg.Connection[Any]] | None = None
+        self._dims = 0
+        self.display_url = _redact(conninfo)
+
+    # ------------------------------------------------------------------------------- connection
+    def _session_options(self) -> dict[str, Any]:
+        opts = "-c TimeZone=UTC"
+        if self.schema:
+            opts += f" -c search_path={self.schema},public"  # validated identifier (regex above)
+        return {"options": opts, "autocommit": True, "application_name": self.application_name}
+
+    def _configure(self, conn: psycopg.Connection[Any]) -> None:
+        register_vector(conn)
+
+    @property
+    def pool(self) -> ConnectionPool[psycopg.Connection[Any]]:
+        if self._pool is None:
+            raise MemoryError(ErrorCode.PROVIDER_ERROR, "the store is closed", operation="provider",
+                              retryable=False)
+        return self._pool
+
+    @staticmethod
+    def _translate(exc: BaseException, operation: str) -> BaseException:
+        if isinstance(exc, _TRANSIENT):
+            return TransientProviderError(f"{type(exc).__name__}: {exc}")
+        if isinstance(exc, psycopg.DataError):
+            return MemoryError(ErrorCode.INVALID_PARAMS, f"PostgreSQL cannot store this value: {exc}",
+                               operation=operation, retryable=False)
+        return MemoryError(
+            ErrorCode.PROVIDER_ERROR,
+            f"storage error: {type(exc).__name__}",
+            operation=operation,
+            details={"error": str(exc)[:500]},
+            retryable=False,
+        )
+
+    @contextmanager
+    def _conn(self, operation: str) -> Iterator[psycopg.Connection[Any]]:
+        """A pooled connection (autocommit: each statement is its own transaction)."""
+        try:
+            with self.pool.connection() as conn:
+                yield conn
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise self._translate(exc, operation) from exc
+
+    @contextmanager
+    def transaction(self, operation: str = "write") -> Iterator[psycopg.Connection[Any]]:
+        """One transaction: commit on success, roll back on any error (hooks included)."""
+        try:
+            with self.pool.connection() as conn, conn.transaction():
+                yield conn
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise self._translate(exc, operation) from exc
+
+    # -------------------------------------------------------------------------------- lifecycle
+    def initialize(self, embedding_model: str, dimensions: int) -> StoreInfo:
+        if not isinstance(dimensions, int) or not 1 <= dimensions <= 16_000:
+            raise MemoryError(ErrorCode.CONFIGURATION_ERROR, f"invalid embedding dimensions {dimensions!r}")
+        try:
+            with psycopg.connect(self.conninfo, **self._session_options(), connect_timeout=10) as conn:
+                version = self._setup(conn, embedding_model, dimensions)
+        except MemoryError:
+            raise
+        except psycopg.Error as exc:
+            raise MemoryError(
+                ErrorCode.CONFIGURATION_ERROR,
+                f"cannot initialise PostgreSQL store {self.display_url}: {type(exc).__name__}: {exc}",
+                operation="open",
+                details={"url": self.display_url},
+            ) from exc
+        if self._pool is None:
+            self._pool = ConnectionPool(
+                self.conninfo, min_size=self._min_size, max_size=self._max_size, kwargs=self._session_options(),
+                configure=self._configure, check=ConnectionPool.check_connection, timeout=self._pool_timeout,
+                open=False, name="stratamem",
+            )
+            self._pool.open(wait=True, timeout=self._pool_timeout)
+        self._dims = dimensions
+        return StoreInfo(embedding_model=embedding_model, dimensions=dimensions, schema_version=version,
+                         extras={"url": self.display_url, "schema": self.schema or "public"})
+
+    def _setup(self, conn: psycopg.Connection[Any], embedding_model: str, dimensions: int) -> int:
+        conn.execute("SELECT pg_advisory_lock(%s)", [postgres_schema.MIGRATION_LOCK_KEY])
+        try:
+            if self.schema:
+                conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(self.schema)))
+            postgres_schema.ensure_bookkeeping(conn)
+            meta = dict(conn.execute("SELECT key, value FROM store_meta").fetchall())
+            if meta:
+                stored_dims = int(meta["embedding_dimensions"])
+                stored_model = meta["embedding_model"]
+                if stored_dims != dimensions:
+                    raise MemoryError(
+                        ErrorCode.CONFIGURATION_ERROR,
+                        f"store {self.display_url} holds {stored_dims}-dimensional embeddings of "
+                        f"{stored_model!r}, but the configured embedder {embedding_model!r} produces "
+                        f"{dimensions} dimensions",
+                        operation="open",
+                        details={"store_dimensions": stored_dims, "embedder_dimensions": dimensions,
+                                 "store_model": stored_model, "embedder_model": embedding_model},
+                    )
+                if stored_model != embedding_model:
+                    raise MemoryError(
+                        ErrorCode.CONFIGURATION_ERROR,
+                        f"store {self.display_url} was built with embedding model {stored_model!r}; the "
+                        f"configured embedder is {embedding_model!r} (vectors are not comparable). "
+                        "Re-embed with `stratamem export` / `import` into a new store.",
+                        operation="open",
+                        details={"store_model": stored_model, "embedder_model": embedding_model,
+                                 "store_dimensions": stored_dims, "embedder_dimensions": dimensions},
+                    )
+            done = postgres_schema.applied_versions(conn)
+            for migration in postgres_schema.all_migrations():
+                if migration.version in done:
+                    continue
+                try:
+                    with conn.transaction():
+                        migration.apply(conn, dimensions)
+                        postgres_schema.record(conn, migration)
+                except psycopg.Error as exc:
+                    raise MemoryError(
+                        ErrorCode.CONFIGURATION_ERROR,
+                        f"schema migration {migration.version} ({migration.description}) failed and was "
+                        f"rolled back; the store was not opened: {exc}",
+                        operation="open",
+                        details={"migration": migration.version},
+                    ) from exc
+            if not meta:
+                conn.execute(
+                    "INSERT INTO store_meta VALUES ('embedding_model', %s), ('embedding_dimensions', %s) "
+                    "ON CONFLICT (key) DO NOTHING",
+                    [embedding_model, str(dimensions)],
+                )
+            return postgres_schema.current_version(conn)
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(%s)", [postgres_schema.MIGRATION_LOCK_KEY])
+
+    def shutdown(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()
+
+    def ping(self) -> None:
+        with self._conn("health") as conn:
+            conn.execute("SELECT 1").fetchone()
+
+    def capabilities(self) -> ProviderCapabilities:
+        return ProviderCapabilities(
+            vector_search=True,
+            keyword_search=True,
+            embedding_dimensions=self._dims,
+            distance_metrics=["cosine"],
+            bulk_operations=True,
+            transactions=True,
+            max_content_length=self.max_content_length,
+            persistent=True,
+        )
+
+    # ------------------------------------------------------------------------------------ rows
+    @staticmethod
+    def _row_values(e: MemoryEntry) -> list[Any]:
+        from ..layers import scope_key
+
+        return [
+            e.tenant_id, e.id, e.layer.value, scope_key(e.layer, e.identifiers), e.content, e.content_hash,
+            e.identifiers.model_dump(exclude_none=True), e.metadata, e.provenance.model_dump(exclude_none=True),
+            e.tier, e.status, e.version, e.etag, float(e.importance), int(e.access_count), e.created_at,
+            e.updated_at, e.expires_at, e.last_accessed_at, e.deleted_at,
+            np.asarray(e.embedding, dtype=np.float32) if e.embedding is not None else None,
+        ]
+
+    @staticmethod
+    def _entry(row: Sequence[Any], with_embedding: bool) -> MemoryEntry:
+        (tenant_id, id_, layer, content, chash, idents, metadata, prov, tier, status, version, etag,
+         importance, access_count, created_at, updated_at, expires_at, last_accessed_at, deleted_at) = row[:_N_COLS]
+        return entry_from_parts(
+            id=id_, tenant_id=tenant_id, layer=layer, content=content, content_hash=chash,
+            identifiers=idents, metadata=metadata, provenance=prov, tier=tier, status=status,
+            version=version, etag=etag, importance=importance, access_count=access_count,
+            created_at=created_at, updated_at=updated_at, expires_at=expires_at,
+            last_accessed_at=last_accessed_at, deleted_at=deleted_at,
+            embedding=_array(row[_N_COLS]).tolist() if with_embedding else None,
+        )
+
+    @staticmethod
+    def _select(with_embedding: bool) -> str:
+        return f"SELECT {_COLUMNS}{', embedding' if with_embedding else ''} FROM memories"
+
+    def add(self, entries: Sequence[MemoryEntry], *, cache_model: str | None = None) -> None:
+        if not entries:
+            return
+        rows = [self._row_values(e) for e in entries]
+        with self.transaction("add") as conn:
+            with conn.cursor() as cur, cur.copy(f"COPY memories ({_INSERT_COLUMNS}) FROM STDIN (FORMAT BINARY)") as cp:
+                cp.set_types(_COPY_TYPES)
+                for row in rows:
+                    cp.write_row(row)
+            if cache_model is not None:
+                by_tenant: dict[str, list[str]] = {}
+                for e in entries:
+                    by_tenant.setdefault(e.tenant_id, []).append(e.id)
+                for tenant_id, ids in by_tenant.items():
+                    conn.execute(
+                        "INSERT INTO embedding_cache (tenant_id, model, content_hash, embedding, created_at) "
+                        "SELECT DISTINCT ON (content_hash) tenant_id, %s, content_hash, embedding, now() "
+                        "FROM memories WHERE tenant_id = %s AND id = ANY(%s) ORDER BY content_hash "
+                        "ON CONFLICT DO NOTHING",
+                        [cache_model, tenant_id, ids],
+                    )
+            for hook in self.write_hooks:
+                hook.after_add(conn, entries)
+
+    def get(self, tenant_id: str, memory_id: str, now: datetime, *, include_embedding: bool = False,
+            statuses: tuple[str, ...] = ACTIVE) -> MemoryEntry | None:
+        with self._conn("get") as conn:
+            row = conn.execute(
+                f"{self._select(include_embedding)} WHERE tenant_id = %s AND id = %s AND status = ANY(%s) "
+                "AND (expires_at IS NULL OR expires_at > %s)",
+                [tenant_id, memory_id, list(statuses), now],
+            ).fetchone()
+        return self._entry(row, include_embedding) if row else None
+
+    def update(self, entry: MemoryEntry, previous: MemoryEntry) -> bool:
+        values = self._row_values(entry)
+        set_embedding = entry.embedding is not None
+        with self.transaction("update") as conn:
+            cur = conn.execute(
+                "UPDATE memories SET layer = %s, scope = %s, content = %s, content_hash = %s, identifiers = %s, "
+                "metadata = %s, provenance = %s, tier = %s, status = %s, version = %s, etag = %s, importance = %s, "
+                "access_count = %s, created_at = %s, updated_at = %s, expires_at = %s, last_accessed_at = %s, "
+                "deleted_at = %s"
+                + (", embedding = %s" if set_embedding else "")
+                + " WHERE tenant_id = %s AND id = %s AND version = %s",
+                [*values[2:6], Json(values[6], dumps=dump_json), Json(values[7], dumps=dump_json),
+                 Json(values[8], dumps=dump_json), *values[9:20], *([values[20]] if set_embedding else []),
+                 entry.tenant_id, entry.id, previous.version],
+            )
+            if cur.rowcount != 1:
+                return False
+            for hook in self.write_hooks:
+                hook.after_update(conn, entry, previous)
+        return True
+
+    def delete(self, tenant_id: str, ids: Sequence[str]) -> builtins.list[str]:
+        if not ids:
+            return []
+        wanted = list(dict.fromkeys(ids))
+        with self.transaction("delete") as conn:
+            found = conn.execute(
+                "DELETE FROM memories WHERE tenant_id = %s AND id = ANY(%s) RETURNING id, content_hash",
+                [tenant_id, wanted],
+            ).fetchall()
+            if not found:
+                return []
+            gone = {r[0] for r in found}
+            existing = [i for i in wanted if i in gone]
+            # Forget cached vectors of content no longer stored by this tenant.
+            conn.execute(
+                "DELETE FROM embedding_cache c WHERE c.tenant_id = %s AND c.content_hash = ANY(%s) AND NOT EXISTS "
+                "(SELECT 1 FROM memories m WHERE m.tenant_id = %s AND m.content_hash = c.content_hash)",
+                [tenant_id, sorted({r[1] for r in found}), tenant_id],
+            )
+            for hook in self.write_hooks:
+                hook.after_delete(conn, tenant_id, existing)
+        return existing
+
+    @staticmethod
+    def _where(query: ListQuery) -> tuple[str, list[Any]]:
+        where = " WHERE tenant_id = %s AND status = ANY(%s)"
+        params: builtins.list[Any] = [query.tenant_id, list(query.statuses)]
+        if not query.include_expired:
+            where += " AND (expires_at IS NULL OR expires_at > %s)"
+            params.append(query.now)
+        if query.scope is not None:
+            where += " AND layer = %s AND scope = %s"
+            params += [query.scope.layer.value, query.scope.key]
+        return where, params
+
+    def list(self, query: ListQuery) -> ListPage:
+        where, params = self._where(query)
+        with self._conn("list") as conn:
+            if query.predicate is None:
+                row = conn.execute(f"SELECT count(*) FROM memories{where}", params).fetchone()
+                total = int(row[0]) if row else 0
+                after_sql, after_params = "", []
+                if query.after is not None:
+                    after_sql = " AND (created_at, id) > (%s, %s)"
+                    after_params = [query.after[0], query.after[1]]
+                rows = conn.execute(
+                    f"{self._select(False)}{where}{after_sql} ORDER BY created_at, id LIMIT %s",
+                    [*params, *after_params, query.limit + 1],
+                ).fetchall()
+                entries = [self._entry(r, False) for r in rows]
+                return ListPage(entries=entries[: query.limit], total=total, has_more=len(entries) > query.limit)
+            # Filtered: evaluate the predicate over the scope (metadata only), then fetch the page.
+            matching: builtins.list[tuple[datetime, str]] = []
+            with conn.transaction(), conn.cursor(name="stratamem_list") as cur:
+                cur.itersize = self._read_batch
+                cur.execute(f"SELECT id, created_at, metadata FROM memories{where} ORDER BY created_at, id", params)
+                matching = [(r[1], r[0]) for r in cur if query.predicate(r[2])]
+            start = 0
+            if query.after is not None:
+                pos = (query.after[0], query.after[1])
+                start = next((i for i, m in enumerate(matching) if m > pos), len(matching))
+            page_ids = [m[1] for m in matching[start : start + query.limit]]
+            entries = self._fetch_ids(conn, query.tenant_id, page_ids, False)
+            return ListPage(entries=entries, total=len(matching), has_more=start + query.limit < len(matching))
+
+    def _fetch_ids(self, conn: psycopg.Connection[Any], tenant_id: str, ids: Sequence[str],
+                   with_embedding: bool) -> builtins.list[MemoryEntry]:
+        if not ids:
+            return []
+        rows = conn.execute(f"{self._select(with_embedding)} WHERE tenant_id = %s AND id = ANY(%s)",
+                            [tenant_id, list(ids)]).fetchall()
+        by_id = {r[1]: self._entry(r, with_embedding) for r in rows}
+        return [by_id[i] for i in ids if i in by_id]
+
+    _SCOPE_WHERE = ("tenant_id = %s AND layer = %s AND scope = %s AND status = 'active' "
+                    "AND (expires_at IS NULL OR expires_at > %s)")
+
+    def search(self, query: SearchQuery) -> SearchPage:
+        vector = np.asarray(query.vector, dtype=np.float32)
+        scope = [query.tenant_id, query.scope.layer.value, query.scope.key, query.now]
+        emb = ", embedding" if query.include_embedding else ""
+        width = _N_COLS + (1 if query.include_embedding else 0)
+        with self._conn("search") as conn:
+            if self.search_mode == "ann" and query.predicate is None:
+                return self._ann_search(conn, query, vector, scope)
+            if query.predicate is None:
+                # One pass: rank the scope, cut, and return the full rows of the top ``limit``.
+                rows = conn.execute(
+                    f"SELECT {_COLUMNS}{emb}, score, count(*) OVER () FROM "
+                    f"(SELECT *, 1 - (embedding <=> %s) / 2 AS score FROM memories WHERE {self._SCOPE_WHERE}) s "
+                    "WHERE score >= %s ORDER BY score DESC, id LIMIT %s",
+                    [vector, *scope, query.min_score, query.limit],
+                ).fetchall()
+                hits = [ScoredEntry(entry=self._entry(r, query.include_embedding),
+                                    score=min(1.0, max(0.0, float(r[width])))) for r in rows]
+                return SearchPage(hits=hits, total=int(rows[0][width + 1]) if rows else 0)
+            # Filtered: rank with metadata only, apply the predicate before the cut, then fetch the rows.
+            ranked: builtins.list[tuple[str, float]] = []
+            total = 0
+            with conn.transaction(), conn.cursor(name="stratamem_search") as cur:
+                cur.itersize = self._read_batch
+                cur.execute(
+                    "SELECT id, score, metadata FROM (SELECT id, metadata, 1 - (embedding <=> %s) / 2 AS score "
+                    f"FROM memories WHERE {self._SCOPE_WHERE}) s WHERE score >= %s ORDER BY score DESC, id",
+                    [vector, *scope, query.min_score],
+                )
+                for r in cur:
+                    if query.predicate(r[2]):
+                        total += 1
+                        if len(ranked) < query.limit:
+                            ranked.append((r[0], float(r[1])))
+            entries = self._fetch_ids(conn, query.tenant_id, [r[0] for r in ranked], query.include_embedding)
+        scores = dict(ranked)
+        return SearchPage(hits=[ScoredEntry(entry=e, score=min(1.0, max(0.0, scores[e.id]))) for e in entries],
+                          total=total)
+
+    def _ann_search(self, conn: psycopg.Connection[Any], query: SearchQuery, vector: Any,
+                    scope: builtins.list[Any]) -> SearchPage:
+        """Approximate: walk the HNSW index (iterative scan keeps going past filtered-out rows)."""
+        emb = ", embedding" if query.include_embedding else ""
+        with conn.transaction():
+            conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(max(40, 2 * query.limit))))
+            conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")
+            rows = conn.execute(
+                f"SELECT {_COLUMNS}{emb}, 1 - (embedding <=> %s) / 2 AS score FROM memories "
+                f"WHERE {self._SCOPE_WHERE} ORDER BY embedding <=> %s LIMIT %s",
+                [vector, *scope, vector, query.limit],
+            ).fetchall()
+        width = _N_COLS + (1 if query.include_embedding else 0)
+        hits = [ScoredEntry(entry=self._entry(r, query.include_embedding), score=min(1.0, max(0.0, float(r[width]))))
+                for r in rows if float(r[width]) >= query.min_score]
+        hits.sort(key=lambda h: (-h.score, h.entry.id))
+        return SearchPage(hits=hits, total=len(hits))
+
+    def lexical_search(self, query: SearchQuery) -> SearchPage:
+        """Full-text ranking of one scope (``websearch_to_tsquery('simple', text)`` over the GIN index).
+
+        Scores are ``rank / (rank + 1)`` of ``ts_rank_cd`` (in [0, 1)); the vector is ignored.
+        """
+        emb = ", embedding" if query.include_embedding else ""
+        width = _N_COLS + (1 if query.include_embedding else 0)
+        with self._conn("search") as conn:
+            rows = conn.execute(
+                f"SELECT {_COLUMNS}{emb}, score FROM (SELECT *, ts_rank_cd(content_tsv, q) AS r, "
+                "ts_rank_cd(content_tsv, q) / (ts_rank_cd(content_tsv, q) + 1) AS score "
+                "FROM memories, websearch_to_tsquery('simple', %s) q "
+                f"WHERE content_tsv @@ q AND {self._SCOPE_WHERE}) s ORDER BY score DESC, id",
+                [query.text, query.tenant_id, query.scope.layer.value, query.scope.key, query.now],
+            ).fetchall()
+        hits: builtins.list[ScoredEntry] = []
+        total = 0
+        for r in rows:
+            entry = self._entry(r, query.include_embedding)
+            score = float(r[width])
+            if score < query.min_score or (query.predicate is not None and not query.predicate(entry.metadata)):
+                continue
+            total += 1
+            if len(hits) < query.limit:
+                hits.append(ScoredEntry(entry=entry, score=score))
+        return SearchPage(hits=hits, total=total)
+
+    def count_by_layer(self, tenant_id: str, now: datetime) -> dict[str, int]:
+        with self._conn("stats") as conn:
+            rows = conn.execute(
+                "SELECT layer, count(*) FROM memories WHERE tenant_id = %s AND status = 'active' "
+                "AND (expires_at IS NULL OR expires_at > %s) GROUP BY layer ORDER BY layer",
+                [tenant_id, now],
+            ).fetchall()
+        return {r[0]: int(r[1]) for r in rows}
+
+    def iter_entries(self, tenant_id: str, *, batch_size: int = 500) -> Iterator[MemoryEntry]:
+        after: tuple[Any, str] | None = None
+        while True:
+            with self._conn("export") as conn:
+                if after is None:
+                    rows = conn.execute(f"{self._select(True)} WHERE tenant_id = %s ORDER BY created_at, id LIMIT %s",
+                                        [tenant_id, batch_size]).fetchall()
+                else:
+                    rows = conn.execute(
+                        f"{self._select(True)} WHERE tenant_id = %s AND (created_at, id) > (%s, %s) "
+                        "ORDER BY created_at, id LIMIT %s",
+                        [tenant_id, after[0], after[1], batch_size],
+                    ).fetchall()
+            if not rows:
+                return
+            for r in rows:
+                yield self._entry(r, True)
+            after = (rows[-1][14], rows[-1][1])
+
+    def tenants(self) -> builtins.list[str]:
+        with self._conn("tenants") as conn:
+            return [r[0] for r in conn.execute("SELECT DISTINCT tenant_id FROM memories ORDER BY 1").fetchall()]
+
+    # ---------------------------------------------------------------------------- embedding cache
+    def cache_get(self, tenant_id: str, model_id: str, hashes: Sequence[str]) -> dict[str, Vector]:
+        if not hashes:
+            return {}
+        with self._conn("cache") as conn:
+            rows = conn.execute(
+                "SELECT content_hash, embedding FROM embedding_cache WHERE tenant_id = %s AND model = %s "
+                "AND content_hash = ANY(%s)",
+                [tenant_id, model_id, list(hashes)],
+            ).fetchall()
+        return {r[0]: _array(r[1]) for r in rows}
+
+    def cache_put(self, tenant_id: str, model_id: str, items: dict[str, Vector]) -> None:
+        if not items:
+            return
+        with self.transaction("cache") as conn, conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO embedding_cache (tenant_id, model, content_hash, embedding, created_at) "
+                "VALUES (%s, %s, %s, %s, now()) ON CONFLICT DO NOTHING",
+                [[tenant_id, model_id, h, np.asarray(v, dtype=np.float32)] for h, v in items.items()],
+            )
+
+    # ------------------------------------------------------------------ server feature: API keys
+    _KEY_COLUMNS = "key_id, tenant_id, name, roles, salt, key_hash, identifiers, created_at, revoked_at"
+
+    def api_key_put(self, record: Any) -> None:
+        with self.transaction("auth") as conn:
+            conn.execute(
+                f"INSERT INTO api_keys ({self._KEY_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                [record.key_id, record.tenant_id, record.name, Json(list(record.roles)), record.salt,
+                 record.key_hash, Json(dict(record.identifiers)), record.created_at, record.revoked_at],
+            )
+
+    @staticmethod
+    def _api_key(row: Sequence[Any]) -> Any:
+        from ..server.schema import ApiKeyRecord
+
+        return ApiKeyRecord(key_id=row[0], tenant_id=row[1], name=row[2], roles=tuple(row[3]), salt=row[4],
+                            key_hash=row[5], identifiers=dict(row[6]), created_at=row[7], revoked_at=row[8])
+
+    def api_key_get(self, key_id: str) -> Any:
+        with self._conn("auth") as conn:
+            row = conn.execute(f"SELECT {self._KEY_COLUMNS} FROM api_keys WHERE key_id = %s", [key_id]).fetchone()
+        return self._api_key(row) if row else None
+
+    def api_key_list(self, tenant_id: str) -> builtins.list[Any]:
+        with self._conn("auth") as conn:
+            rows = conn.execute(f"SELECT {self._KEY_COLUMNS} FROM api_keys WHERE tenant_id = %s "
+                                "ORDER BY created_at, key_id", [tenant_id]).fetchall()
+        return [self._api_key(r) for r in rows]
+
+    def api_key_revoke(self, tenant_id: str, key_id: str, at: datetime) -> bool:
+        with self.transaction("auth") as conn:
+            cur = conn.execute("UPDATE api_keys SET revoked_at = %s WHERE tenant_id = %s AND key_id = %s "
+                               "AND revoked_at IS NULL", [at, tenant_id, key_id])
+            return cur.rowcount == 1
+
+    def id_exists_in_other_tenant(self, tenant_id: str, memory_id: str) -> bool:
+        with self._conn("audit") as conn:
+            row = conn.execute("SELECT 1 FROM memories WHERE id = %s AND tenant_id <> %s LIMIT 1",
+                               [memory_id, tenant_id]).fetchone()
+        return row is not None

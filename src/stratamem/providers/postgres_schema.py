@@ -1,0 +1,149 @@
+"""Versioned, additive schema migrations of the PostgreSQL store (seed 003 §3.4.1).
+
+Same rules as :mod:`duckdb_schema`: each migration runs in its own transaction, is recorded in
+``schema_version``, and the applied *set* (not the max) decides what runs, so features merged in
+any order get every migration. Initialisation holds a transaction-level advisory lock, so several
+processes opening one database at once migrate it exactly once.
+
+Layout: ``tenant_id`` on every row and leading every index; an HNSW index (cosine) on the
+embedding; a generated ``tsvector`` column with a GIN index for the lexical half of hybrid search.
+JSON columns are ``json`` (text kept verbatim: numbers, key order) rather than ``jsonb``, because
+filters run as compiled predicates in the provider, exactly as on DuckDB. ``content_hash`` is
+indexed per (tenant_id, layer, scope) but **not unique**: the core engine
+allows the same content twice in one scope (e.g. ``bulk_add`` of duplicates), and the hygiene layer
+decides about duplicates, not the storage.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from psycopg import sql
+
+#: Key of the advisory lock held while migrating (any constant; "stratamem" in ASCII, truncated).
+MIGRATION_LOCK_KEY = 0x7374726174616D
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    description: str
+    #: Receives the open connection and the embedding dimensions; runs inside the transaction.
+    apply: Callable[[Any, int], None]
+
+
+def _v1_core(conn: Any, dims: int) -> None:
+    # ``dims`` is an int validated by the provider: the only value formatted into DDL (as a literal).
+    conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    conn.execute(
+        sql.SQL(
+            """
+        CREATE TABLE memories (
+            tenant_id        TEXT        NOT NULL,
+            id               TEXT        NOT NULL,
+            layer            TEXT        NOT NULL,
+            scope            TEXT        NOT NULL,
+            content          TEXT        NOT NULL,
+            content_hash     TEXT        NOT NULL,
+            identifiers      JSON        NOT NULL,
+            metadata         JSON        NOT NULL,
+            provenance       JSON        NOT NULL,
+            tier             TEXT,
+            status           TEXT        NOT NULL,
+            version          INTEGER     NOT NULL,
+            etag             TEXT        NOT NULL,
+            importance       DOUBLE PRECISION NOT NULL,
+            access_count     BIGINT      NOT NULL,
+            created_at       TIMESTAMPTZ NOT NULL,
+            updated_at       TIMESTAMPTZ NOT NULL,
+            expires_at       TIMESTAMPTZ,
+            last_accessed_at TIMESTAMPTZ,
+            deleted_at       TIMESTAMPTZ,
+            embedding        vector({dims}) NOT NULL,
+            content_tsv      tsvector GENERATED ALWAYS AS (to_tsvector('simple'::regconfig, content)) STORED,
+            PRIMARY KEY (tenant_id, id)
+        )
+        """
+        ).format(dims=sql.Literal(int(dims)))
+    )
+    conn.execute("CREATE INDEX memories_scope_idx ON memories (tenant_id, layer, scope, created_at, id)")
+    conn.execute("CREATE INDEX memories_created_idx ON memories (tenant_id, created_at, id)")
+    conn.execute("CREATE INDEX memories_hash_idx ON memories (tenant_id, content_hash)")
+    conn.execute("CREATE INDEX memories_scope_hash_idx ON memories (tenant_id, layer, scope, content_hash)")
+    conn.execute("CREATE INDEX memories_embedding_hnsw ON memories USING hnsw (embedding vector_cosine_ops)")
+    conn.execute("CREATE INDEX memories_tsv_idx ON memories USING gin (content_tsv)")
+    conn.execute(
+        sql.SQL(
+            """
+        CREATE TABLE embedding_cache (
+            tenant_id    TEXT        NOT NULL,
+            model        TEXT        NOT NULL,
+            content_hash TEXT        NOT NULL,
+            embedding    vector({dims}) NOT NULL,
+            created_at   TIMESTAMPTZ NOT NULL,
+            PRIMARY KEY (tenant_id, model, content_hash)
+        )
+        """
+        ).format(dims=sql.Literal(int(dims)))
+    )
+
+
+def _v2_server(conn: Any, dims: int) -> None:
+    """The server feature's API keys (same columns as ``server/schema.py`` on DuckDB)."""
+    conn.execute(
+        """
+        CREATE TABLE api_keys (
+            key_id      TEXT        PRIMARY KEY,
+            tenant_id   TEXT        NOT NULL,
+            name        TEXT        NOT NULL,
+            roles       JSON        NOT NULL,
+            salt        TEXT        NOT NULL,
+            key_hash    TEXT        NOT NULL,
+            identifiers JSON        NOT NULL,
+            created_at  TIMESTAMPTZ NOT NULL,
+            revoked_at  TIMESTAMPTZ
+        )
+        """
+    )
+    conn.execute("CREATE INDEX api_keys_tenant_idx ON api_keys (tenant_id, created_at)")
+
+
+#: Versions are reserved per feature exactly as in ``duckdb_schema`` (1 core, 2 server, …); features
+#: that need PostgreSQL tables append their ``Migration`` here.
+MIGRATIONS: list[Migration] = [
+    Migration(1, "memories (HNSW + tsvector), embedding cache", _v1_core),
+    Migration(2, "server: api keys", _v2_server),
+]
+
+
+def all_migrations() -> list[Migration]:
+    seen: dict[int, Migration] = {}
+    for migration in MIGRATIONS:
+        other = seen.setdefault(migration.version, migration)
+        if other is not migration and other.description != migration.description:
+            raise RuntimeError(f"two migrations claim version {migration.version}")
+    return sorted(seen.values(), key=lambda m: m.version)
+
+
+def ensure_bookkeeping(conn: Any) -> None:
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS schema_version ("
+        " version INTEGER PRIMARY KEY, description TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
+    )
+    conn.execute("CREATE TABLE IF NOT EXISTS store_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+
+
+def applied_versions(conn: Any) -> set[int]:
+    return {int(row[0]) for row in conn.execute("SELECT version FROM schema_version").fetchall()}
+
+
+def current_version(conn: Any) -> int:
+    row = conn.execute("SELECT coalesce(max(version), 0) FROM schema_version").fetchone()
+    return int(row[0]) if row else 0
+
+
+def record(conn: Any, migration: Migration) -> None:
+    conn.execute("INSERT INTO schema_version (version, description) VALUES (%s, %s)",
+                 [migration.version, migration.description])
