@@ -17,3 +17,4 @@ elif command -v redis-server >/dev/null 2>&1; then
 else
   log "redis-server not installed (tests that need it skip, or fail under CI=true)"
 fi
+"$(dirname "${BASH_SOURCE[0]}")/start_seaweedfs.sh"  # S3-compatible store for snapshot tests
