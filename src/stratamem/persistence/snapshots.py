@@ -237,7 +237,7 @@ class SnapshotManager:
                 params["last"] = bounds[-1]
             row = cur.execute(f"SELECT count(*) FROM {_ident(table.name)} WHERE tenant_id = $tenant{tail_sql}",  # noqa: S608
                               params).fetchone()
-            if int(row[0]) > 2 * target:
+            if int(row[0]) > target:
                 new = cur.execute(
                     f"SELECT CAST({col} AS VARCHAR) FROM (SELECT {col}, row_number() OVER (ORDER BY {col}) AS rn "  # noqa: S608
                     f"FROM {_ident(table.name)} WHERE tenant_id = $tenant{tail_sql}) "
@@ -305,12 +305,15 @@ class SnapshotManager:
                     prev_t = prev_tables.get(table.name)
                     part = self._partitioning(cur, table, tenant_id, prev_t)
                     prints = self._fingerprints(cur, table, part, tenant_id)
+                    # Equal fingerprints mean the same rows: the old files stay valid even when the
+                    # partition's number changed (a split of the tail), so match on the fingerprint.
                     reuse: dict[int, PartitionEntry] = {}
-                    if prev_t is not None and prev_t.partitioning == part and prev_t.columns == table.columns:
-                        for old in prev_t.partitions:
-                            if (old.partition in prints and prints[old.partition][1] == old.fingerprint
-                                    and not any(f.key in missing for f in old.files)):
-                                reuse[old.partition] = old
+                    if prev_t is not None and prev_t.columns == table.columns:
+                        old_parts = {old.fingerprint: old for old in prev_t.partitions
+                                     if old.files and not any(f.key in missing for f in old.files)}
+                        for p, (_, fp) in prints.items():
+                            if fp in old_parts:
+                                reuse[p] = old_parts[fp].model_copy(update={"partition": p})
                     dirty = sorted(p for p in prints if p not in reuse)
                     if dirty:
                         out_dir = workdir / table.name
