@@ -320,3 +320,60 @@ def test_incompatible_schema_is_refused(mem: Memory, acme: TenantContext, s3_set
     with pytest.raises(MemoryError) as err:
         mgr.pull(acme)
     assert err.value.code is ErrorCode.CONFIGURATION_ERROR and "999" in err.value.message
+
+
+def test_scheduler_pushes_versioned_snapshots(mem: Memory, acme: TenantContext, s3_settings: S3Settings,
+                                              s3: S3Store) -> None:
+    import time
+
+    from stratamem.persistence.schedule import SnapshotScheduler
+
+    fill(mem, acme, 3)
+    sched = SnapshotScheduler(mem.configure_snapshots(s3_settings), interval=timedelta(seconds=0.3))
+    sched.start()
+    deadline = time.monotonic() + 30
+    while sched.runs < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    sched.stop()
+    assert sched.runs >= 2 and sched.failures == 0
+    assert len(mem.snapshots.list(acme)) >= 2
+
+
+def test_lazy_cold_start_loads_within_budget_then_in_background(mem: Memory, acme: TenantContext,
+                                                                 s3_settings: S3Settings, s3: S3Store) -> None:
+    fill(mem, acme, 40)
+    mem.configure_snapshots(s3_settings, partition_rows=10).push(acme)
+    expected = contents(mem, acme)
+
+    # a zero budget returns at once: nothing loaded yet, everything arrives in the background
+    cold = Memory.open_from_snapshot("acme", settings=s3_settings, lazy=True, budget_s=0.0)
+    try:
+        report = cold.snapshots.last_reports[0]
+        assert report.lazy and not report.complete and report.files_loaded == 0
+        assert report.files_total is not None and report.files_total >= 8
+        assert cold.snapshots.wait_loaded(timeout=60)
+        assert contents(cold, acme) == expected
+    finally:
+        cold.close()
+
+    warm = Memory.open_from_snapshot("acme", settings=s3_settings, lazy=True, budget_s=60.0)
+    try:
+        report = warm.snapshots.last_reports[0]
+        assert report.complete and report.files_loaded == report.files_total and report.within_budget
+        assert contents(warm, acme) == expected
+    finally:
+        warm.close()
+
+
+def test_lazy_background_failure_falls_back_to_previous(mem: Memory, acme: TenantContext,
+                                                        s3_settings: S3Settings, s3: S3Store,
+                                                        open_mem: Callable[..., Memory], tmp_path: Path) -> None:
+    v1, v2, v1_content = _two_snapshots(mem, acme, s3_settings)
+    key = _v2_only_key(s3, acme, v1, v2)
+    s3.client.put_object(Bucket=s3.bucket, Key=key, Body=b"corrupted")
+    target = open_mem(tmp_path / "t.duckdb")
+    mgr = target.configure_snapshots(s3_settings)
+    report = mgr.pull(acme, lazy=True, budget_s=0.0)
+    assert report.snapshot_id == v2 and not report.complete
+    assert mgr.wait_loaded(timeout=60)
+    assert contents(target, acme) == v1_content  # v2's corrupt partition made it fall back to v1

@@ -126,3 +126,9 @@ class PullReport(_Model):
     #: Row counts per table before the restore replaced the tenant's data (the "before" state).
     before: dict[str, int] = Field(default_factory=dict)
     within_budget: bool | None = None
+    #: Lazy pulls: files loaded before returning, files in the snapshot, and whether all are loaded
+    #: (the rest continue loading in the background; ``SnapshotManager.wait_loaded()``).
+    lazy: bool = False
+    files_loaded: int | None = None
+    files_total: int | None = None
+    complete: bool = True

@@ -165,6 +165,7 @@ class SnapshotManager:
         self.clock = clock or (lambda: datetime.now(UTC))
         #: Reports of the pulls ``open_from_snapshot`` made.
         self.last_reports: builtins.list[PullReport] = []
+        self._background: builtins.list[threading.Thread] = []
 
     # ================================================================================ catalog
     def _tables(self, cur: Any) -> builtins.list[_Table]:
@@ -535,12 +536,16 @@ class SnapshotManager:
 
     # ============================================================================= pull/restore
     def pull(self, tenant: str | TenantContext, *, at: datetime | str | None = None, snapshot_id: str | None = None,
-             fallback: bool = True, budget_s: float | None = None) -> PullReport:
+             fallback: bool = True, budget_s: float | None = None, lazy: bool = False) -> PullReport:
         """Replace the tenant's data in this store with a snapshot: the newest one (at or before ``at``).
 
         Every file is checked against the manifest's sha256; a snapshot with a corrupt or missing file
         is rejected (logged, listed in ``report.rejected``) and the next older one is tried unless
         ``fallback=False``.
+
+        ``lazy=True`` (cold start): partitions load newest first, each verified and committed on its
+        own, until ``budget_s`` (default 3 s) is spent; the rest continue on a background thread
+        (``wait_loaded()``); queries meanwhile see the partitions loaded so far.
         """
         tenant_id = _tenant_id(tenant)
         started = time.perf_counter()
@@ -554,6 +559,9 @@ class SnapshotManager:
                               + (f"at or before {cutoff.isoformat()}" if cutoff else "exists")
                               + (f" with id {snapshot_id}" if snapshot_id else ""),
                               operation="snapshot", details={"tenant_id": tenant_id, "reason": "no_snapshot"})
+        if lazy:
+            return self._pull_lazy(tenant_id, candidates, DEFAULT_COLD_START_BUDGET_S if budget_s is None
+                                   else budget_s, started)
         rejected: builtins.list[RejectedSnapshot] = []
         for sid, key in candidates:
             workdir = Path(tempfile.mkdtemp(prefix="stratamem-pull-"))
@@ -598,6 +606,112 @@ class SnapshotManager:
         """Point-in-time recovery: the newest snapshot at or before ``at`` (default: now)."""
         return self.pull(tenant, at=at if at is not None else self.clock(), snapshot_id=snapshot_id)
 
+    # ------------------------------------------------------------------------------ lazy pull
+    def _clear_tenant(self, tenant_id: str) -> dict[str, int]:
+        with self.provider.transaction() as cur:
+            before: dict[str, int] = {}
+            for table in self._tables(cur):
+                name = _ident(table.name)
+                before[table.name] = int(cur.execute(f"SELECT count(*) FROM {name} WHERE tenant_id = ?",  # noqa: S608
+                                                     [tenant_id]).fetchone()[0])
+                cur.execute(f"DELETE FROM {name} WHERE tenant_id = ?", [tenant_id])  # noqa: S608
+        return before
+
+    def _load_file(self, tenant_id: str, manifest: Manifest, table: TableEntry, f: FileEntry, workdir: Path) -> None:
+        path = workdir / f"{f.sha256}.parquet"
+        self._fetch_verified(manifest, f, path)
+        with self.provider.transaction() as cur:
+            present = {c for c, _ in next(t for t in self._tables(cur) if t.name == table.name).columns}
+            cols = ", ".join(_ident(c) for c, _ in table.columns if c in present)
+            cur.execute(f"INSERT INTO {_ident(table.name)} ({cols}) SELECT {cols} FROM read_parquet($files) "  # noqa: S608
+                        "WHERE tenant_id = $tenant", {"files": [str(path)], "tenant": tenant_id})
+        path.unlink(missing_ok=True)
+
+    def _pull_lazy(self, tenant_id: str, candidates: builtins.list[tuple[str, str]], budget_s: float,
+                   started: float) -> PullReport:
+        rejected: builtins.list[RejectedSnapshot] = []
+        for idx, (sid, key) in enumerate(candidates):
+            try:
+                manifest = self._load_manifest(tenant_id, key)
+                self._check_compatible(manifest)
+            except MemoryError as exc:
+                rejected.append(RejectedSnapshot(snapshot_id=sid, code=exc.code.value, reason=exc.message))
+                if exc.code is ErrorCode.CONFIGURATION_ERROR:
+                    raise
+                continue
+            before = self._clear_tenant(tenant_id)
+            # memories first, newest partitions first: recent data is queryable soonest
+            order = sorted(((t, p) for t in manifest.tables for p in t.partitions),
+                           key=lambda tp: (tp[0].name != "memories", -tp[1].partition))
+            files = [(t, f) for t, p in order for f in p.files]
+            workdir = Path(tempfile.mkdtemp(prefix="stratamem-lazy-"))
+            loaded = 0
+            try:
+                while loaded < len(files) and time.perf_counter() - started < budget_s:
+                    self._load_file(tenant_id, manifest, files[loaded][0], files[loaded][1], workdir)
+                    loaded += 1
+            except MemoryError as exc:
+                shutil.rmtree(workdir, ignore_errors=True)
+                rejected.append(RejectedSnapshot(snapshot_id=sid, code=exc.code.value, reason=exc.message))
+                log.error("snapshot %s of tenant %s rejected during lazy load: %s", sid, tenant_id, exc.message)
+                self._clear_tenant(tenant_id)
+                continue
+            rest = files[loaded:]
+            duration = time.perf_counter() - started
+            log.info("cold start of tenant %s from snapshot %s: %d/%d files loaded in %.2fs (budget %.2fs)%s",
+                     tenant_id, sid, loaded, len(files), duration, budget_s,
+                     "; loading the rest in the background" if rest else "")
+            if rest:
+                older = candidates[idx + 1:]
+                thread = threading.Thread(target=self._load_rest, args=(tenant_id, manifest, rest, workdir, older),
+                                          name=f"stratamem-snapshot-{tenant_id}", daemon=True)
+                self._background.append(thread)
+                thread.start()
+            else:
+                shutil.rmtree(workdir, ignore_errors=True)
+            SNAPSHOT_DURATION.labels(operation="pull").observe(duration)
+            return PullReport(
+                tenant_id=tenant_id, snapshot_id=sid, created_at=manifest.created_at,
+                tables={t.name: t.rows for t in manifest.tables}, rows=manifest.total_rows,
+                bytes_downloaded=sum(f.size for _, f in files[:loaded]), duration_s=round(duration, 4),
+                rejected=rejected, before=before, within_budget=duration <= budget_s, lazy=True,
+                files_loaded=loaded, files_total=len(files), complete=not rest,
+            )
+        raise MemoryError(ErrorCode.PROVIDER_ERROR,
+                          f"no loadable snapshot for tenant {tenant_id}: "
+                          + "; ".join(f"{r.snapshot_id}: {r.reason}" for r in rejected),
+                          operation="snapshot",
+                          details={"tenant_id": tenant_id, "rejected": [r.model_dump() for r in rejected]})
+
+    def _load_rest(self, tenant_id: str, manifest: Manifest, rest: builtins.list[tuple[TableEntry, FileEntry]],
+                   workdir: Path, older: builtins.list[tuple[str, str]]) -> None:
+        try:
+            for table, f in rest:
+                self._load_file(tenant_id, manifest, table, f, workdir)
+            log.info("background load of snapshot %s for tenant %s complete (%d more files)",
+                     manifest.snapshot_id, tenant_id, len(rest))
+        except MemoryError as exc:
+            log.error("background load of snapshot %s for tenant %s failed: %s; falling back to the previous "
+                      "snapshot", manifest.snapshot_id, tenant_id, exc.message)
+            try:
+                self._clear_tenant(tenant_id)
+            except MemoryError:  # e.g. the store was closed meanwhile
+                return
+            if older:
+                try:
+                    self.pull(tenant_id, at=snapshot_time(older[0][0]))
+                except MemoryError as exc2:
+                    log.error("fallback restore for tenant %s failed: %s", tenant_id, exc2.message)
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    def wait_loaded(self, timeout: float | None = None) -> bool:
+        """Wait for background partition loads of lazy pulls; True when all finished."""
+        for thread in builtins.list(self._background):
+            thread.join(timeout)
+        self._background = [t for t in self._background if t.is_alive()]
+        return not self._background
+
     def _check_compatible(self, manifest: Manifest) -> None:
         with self._snapshot_cursor() as cur:
             versions, model, _ = self._schema_info(cur)
@@ -621,20 +735,7 @@ class SnapshotManager:
         def one(item: tuple[int, tuple[str, FileEntry]]) -> Path:
             idx, (_, f) = item
             path = workdir / f"{idx:06d}.parquet"
-            try:
-                self.s3.download_file(f.key, path)
-            except MemoryError as exc:
-                raise MemoryError(ErrorCode.PROVIDER_ERROR,
-                                  f"snapshot {manifest.snapshot_id}: file {f.key} cannot be read "
-                                  f"({(exc.details or {}).get('s3_code') or 'error'})",
-                                  operation="snapshot", details={"key": f.key, "reason": "missing"}) from exc
-            size, sha = path.stat().st_size, sha256_file(path)
-            if size != f.size or sha != f.sha256:
-                raise MemoryError(ErrorCode.PROVIDER_ERROR,
-                                  f"snapshot {manifest.snapshot_id}: file {f.key} is corrupted (sha256 mismatch)",
-                                  operation="snapshot",
-                                  details={"key": f.key, "reason": "checksum_mismatch", "expected": f.sha256,
-                                           "actual": sha})
+            self._fetch_verified(manifest, f, path)
             return path
 
         with ThreadPoolExecutor(self.settings.max_workers) as pool:
@@ -643,6 +744,22 @@ class SnapshotManager:
         for (table, _), path in zip(files, paths, strict=True):
             local.setdefault(table, []).append(path)
         return local, sum(f.size for _, f in files)
+
+    def _fetch_verified(self, manifest: Manifest, f: FileEntry, path: Path) -> None:
+        try:
+            self.s3.download_file(f.key, path)
+        except MemoryError as exc:
+            raise MemoryError(ErrorCode.PROVIDER_ERROR,
+                              f"snapshot {manifest.snapshot_id}: file {f.key} cannot be read "
+                              f"({(exc.details or {}).get('s3_code') or 'error'})",
+                              operation="snapshot", details={"key": f.key, "reason": "missing"}) from exc
+        size, sha = path.stat().st_size, sha256_file(path)
+        if size != f.size or sha != f.sha256:
+            raise MemoryError(ErrorCode.PROVIDER_ERROR,
+                              f"snapshot {manifest.snapshot_id}: file {f.key} is corrupted (sha256 mismatch)",
+                              operation="snapshot",
+                              details={"key": f.key, "reason": "checksum_mismatch", "expected": f.sha256,
+                                       "actual": sha})
 
     def _hydrate(self, tenant_id: str, manifest: Manifest, local: dict[str, builtins.list[Path]]) -> dict[str, int]:
         """Replace the tenant's rows in every exported table, in one write transaction."""
@@ -694,12 +811,15 @@ def open_from_snapshot(
     embedder: Any = None,
     at: datetime | str | None = None,
     budget_s: float = DEFAULT_COLD_START_BUDGET_S,
+    lazy: bool = False,
     **memory_kwargs: Any,
 ) -> tuple[Memory, builtins.list[PullReport]]:
     """Open a store (default: an in-memory DuckDB) and hydrate it from S3 snapshots.
 
     ``tenants``: one tenant, a list, or None for every tenant with a prefix in the bucket. Without
     an explicit ``embedder`` the hashing embedder is chosen when the snapshot was written with it.
+    ``lazy=True``: return once ``budget_s`` is spent, loading the remaining partitions in the
+    background (see :meth:`SnapshotManager.pull`).
     """
     from ..sdk import Memory
 
@@ -716,7 +836,7 @@ def open_from_snapshot(
             names = [_tenant_id(tenants)]
         else:
             names = [_tenant_id(t) for t in tenants]
-        reports = [mgr.pull(t, at=at, budget_s=budget_s) for t in names]
+        reports = [mgr.pull(t, at=at, budget_s=budget_s, lazy=lazy) for t in names]
         mgr.last_reports = reports
     except BaseException:
         mem.close()
