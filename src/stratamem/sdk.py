@@ -35,7 +35,7 @@ from .model import (
 from .providers import MemoryProvider, open_provider
 
 if TYPE_CHECKING:
-    from .persistence.snapshots import SnapshotManager
+    from .persistence.snapshots import AsyncSnapshotManager, SnapshotManager
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -221,6 +221,13 @@ class AsyncMemory:
 
     async def health_check(self) -> HealthCheckResult:
         return await asyncio.to_thread(self.sync.health_check)
+
+    @property
+    def snapshots(self) -> AsyncSnapshotManager:
+        """``Memory.snapshots`` as coroutines (push/pull/list/restore)."""
+        from .persistence.snapshots import AsyncSnapshotManager
+
+        return AsyncSnapshotManager(self.sync.snapshots)
 
     async def close(self) -> None:
         await asyncio.to_thread(self.sync.close)

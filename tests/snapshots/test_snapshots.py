@@ -377,3 +377,24 @@ def test_lazy_background_failure_falls_back_to_previous(mem: Memory, acme: Tenan
     assert report.snapshot_id == v2 and not report.complete
     assert mgr.wait_loaded(timeout=60)
     assert contents(target, acme) == v1_content  # v2's corrupt partition made it fall back to v1
+
+
+def test_async_facade(db_path: Path, acme: TenantContext, s3_settings: S3Settings, s3: S3Store) -> None:
+    import asyncio
+
+    from stratamem import AsyncMemory
+
+    async def scenario() -> tuple[int, int]:
+        amem = await AsyncMemory.open(db_path, embedder="hashing")
+        try:
+            await amem.add(acme, content="async fact", layer="user", identifiers={"user_id": "u1"})
+            amem.sync.configure_snapshots(s3_settings)
+            pushed = await amem.snapshots.push(acme)
+            listed = await amem.snapshots.list(acme)
+            pulled = await amem.snapshots.restore(acme)
+            assert pulled.snapshot_id == pushed[0].snapshot_id
+            return len(listed), pulled.tables["memories"]
+        finally:
+            await amem.close()
+
+    assert asyncio.run(scenario()) == (1, 1)

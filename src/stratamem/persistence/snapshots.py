@@ -860,3 +860,30 @@ def _snapshot_embedder(s3: S3Store, tenants: Any) -> str | None:
                 return f"hashing:{m.embedding_dimensions}"
             return None
     return None
+
+
+class AsyncSnapshotManager:
+    """``AsyncMemory.snapshots``: the same operations as coroutines (run in worker threads)."""
+
+    def __init__(self, manager: SnapshotManager) -> None:
+        self.sync = manager
+
+    async def push(self, tenant: str | TenantContext | None = None) -> builtins.list[PushReport]:
+        import asyncio
+
+        return await asyncio.to_thread(self.sync.push, tenant)
+
+    async def pull(self, tenant: str | TenantContext, **kwargs: Any) -> PullReport:
+        import asyncio
+
+        return await asyncio.to_thread(lambda: self.sync.pull(tenant, **kwargs))
+
+    async def restore(self, tenant: str | TenantContext, *, at: datetime | str | None = None) -> PullReport:
+        import asyncio
+
+        return await asyncio.to_thread(lambda: self.sync.restore(tenant, at=at))
+
+    async def list(self, tenant: str | TenantContext) -> builtins.list[SnapshotInfo]:
+        import asyncio
+
+        return await asyncio.to_thread(self.sync.list, tenant)
