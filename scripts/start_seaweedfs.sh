@@ -20,8 +20,14 @@ if [[ -z "$WEED" ]]; then
   exit 0
 fi
 
-s3_up() { # any HTTP answer from the S3 port means the gateway is serving
-  curl -s -o /dev/null -m 2 -w '%{http_code}' "http://127.0.0.1:$1/" 2>/dev/null | grep -qE '^[1-5][0-9][0-9]$'
+s3_up() { # any HTTP answer (even 403) from the S3 port means the gateway is serving
+  python3 - "$1" <<'PY' >/dev/null 2>&1
+import sys, urllib.error, urllib.request
+try:
+    urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/", timeout=2)
+except urllib.error.HTTPError:
+    pass
+PY
 }
 
 write_env() {
