@@ -398,3 +398,26 @@ def test_async_facade(db_path: Path, acme: TenantContext, s3_settings: S3Setting
             await amem.close()
 
     assert asyncio.run(scenario()) == (1, 1)
+
+
+class ManifestInvisibleStore(S3Store):
+    """Fault injection: the manifest PUT succeeds on the real server but its verification fails."""
+
+    def head(self, key: str) -> dict[str, object] | None:
+        if "/manifests/" in key:
+            return None
+        return super().head(key)
+
+
+def test_failed_manifest_verification_unpublishes(mem: Memory, acme: TenantContext, s3_settings: S3Settings,
+                                                  s3: S3Store) -> None:
+    fill(mem, acme, 10)
+    mgr = mem.configure_snapshots(s3_settings, partition_rows=5)
+    v1 = mgr.push(acme)[0]
+    keys_v1 = all_keys(s3)
+    fill(mem, acme, 10, start=50)
+    with pytest.raises(MemoryError) as err:
+        mem.configure_snapshots(store=ManifestInvisibleStore(s3_settings), partition_rows=5).push(acme)
+    assert "not visible" in err.value.message
+    assert all_keys(s3) == keys_v1
+    assert [s.snapshot_id for s in mgr.list(acme)] == [v1.snapshot_id]

@@ -131,6 +131,7 @@ class _Written:
 
     tmp_keys: list[str] = field(default_factory=list)
     final_keys: list[str] = field(default_factory=list)
+    manifest_key: str | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -354,12 +355,16 @@ class SnapshotManager:
             written.tmp_keys.clear()
             # Phase 2: publish. The manifest is the last object written; before it, nothing changed.
             manifest_key = f"{prefix}manifests/{snapshot_id}.json"
+            written.manifest_key = manifest_key
             self.s3.put_bytes(manifest_key, manifest.model_dump_json(indent=1).encode())
             if self.s3.head(manifest_key) is None:
                 raise MemoryError(ErrorCode.PROVIDER_ERROR, f"manifest {manifest_key} not visible after upload",
                                   operation="snapshot")
         except BaseException as exc:
-            self._delete_quietly(written.tmp_keys + written.final_keys)
+            # Unpublish first (the manifest may exist if only its verification failed), then remove
+            # what this push wrote; if the manifest cannot be removed, its files must stay.
+            unpublished = written.manifest_key is None or self._delete_quietly([written.manifest_key])
+            self._delete_quietly(written.tmp_keys + (written.final_keys if unpublished else []))
             SNAPSHOT_FAILURES.labels(operation="push").inc()
             log.error("snapshot push failed for tenant %s (snapshot %s): %s; temporary files removed, previous "
                       "snapshot intact", tenant_id, snapshot_id, exc)
@@ -448,13 +453,15 @@ class SnapshotManager:
             raise MemoryError(ErrorCode.PROVIDER_ERROR, f"upload verification failed for {key}: {'; '.join(problems)}",
                               operation="snapshot", details={"key": key, "problems": problems}, retryable=True)
 
-    def _delete_quietly(self, keys: builtins.list[str]) -> None:
+    def _delete_quietly(self, keys: builtins.list[str]) -> bool:
         if not keys:
-            return
+            return True
         try:
             self.s3.delete(keys)
         except MemoryError as exc:
             log.warning("could not remove %d temporary snapshot objects: %s", len(keys), exc)
+            return False
+        return True
 
     # ============================================================================= manifests
     def _manifest_keys(self, tenant_id: str) -> builtins.list[tuple[str, str]]:
