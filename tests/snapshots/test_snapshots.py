@@ -285,15 +285,21 @@ def test_feature_tables_with_tenant_id_are_exported_generically(mem_factory: Cal
                                                                 s3: S3Store) -> None:
     """A table added by another feature (e.g. the knowledge graph) is exported and restored without
     any snapshot code change, as long as it has a tenant_id column."""
-    ddl = ("CREATE TABLE memory_edges (tenant_id VARCHAR NOT NULL, source_id VARCHAR NOT NULL, "
-           "target_id VARCHAR NOT NULL, relation VARCHAR, PRIMARY KEY (tenant_id, source_id, target_id))")
+    # ``memory_edges`` references ``zz_nodes`` (named so that alphabetical order is the wrong order)
+    ddl = ["CREATE TABLE zz_nodes (tenant_id VARCHAR NOT NULL, id VARCHAR NOT NULL, PRIMARY KEY (tenant_id, id))",
+           "CREATE TABLE memory_edges (tenant_id VARCHAR NOT NULL, source_id VARCHAR NOT NULL, "
+           "target_id VARCHAR NOT NULL, relation VARCHAR, PRIMARY KEY (tenant_id, source_id, target_id), "
+           "FOREIGN KEY (tenant_id, source_id) REFERENCES zz_nodes (tenant_id, id))"]
     src, dst = mem_factory("src"), mem_factory("dst")
     for m in (src, dst):
-        m.engine.provider.db.conn.execute(ddl)  # type: ignore[attr-defined]
+        for stmt in ddl:
+            m.engine.provider.db.conn.execute(stmt)  # type: ignore[attr-defined]
+    src.engine.provider.db.conn.execute(  # type: ignore[attr-defined]
+        "INSERT INTO zz_nodes SELECT tenant, 'm' || i FROM range(41) t(i), (VALUES ('acme'), ('globex')) v(tenant)")
     src.engine.provider.db.conn.execute(  # type: ignore[attr-defined]
         "INSERT INTO memory_edges SELECT ?, 'm' || i, 'm' || (i + 1), 'next' FROM range(40) t(i)", ["acme"])
     src.engine.provider.db.conn.execute(  # type: ignore[attr-defined]
-        "INSERT INTO memory_edges VALUES ('globex', 'x', 'y', 'secret')")
+        "INSERT INTO memory_edges VALUES ('globex', 'm1', 'y', 'secret')")
     fill(src, acme, 3)
     report = src.configure_snapshots(s3_settings, partition_rows=10).push(acme)[0]
     assert report.tables["memory_edges"] == 40
@@ -303,9 +309,12 @@ def test_feature_tables_with_tenant_id_are_exported_generically(mem_factory: Cal
     assert edges.partitioning.kind == "hash" and len(edges.partitions) >= 2
 
     dst.configure_snapshots(s3_settings).pull(acme)
-    rows = dst.engine.provider.db.conn.execute(  # type: ignore[attr-defined]
-        "SELECT tenant_id, count(*) FROM memory_edges GROUP BY ALL").fetchall()
-    assert rows == [("acme", 40)]
+    dst.snapshots.pull(acme)  # again: the tenant's edges are deleted before the nodes they reference
+    conn = dst.engine.provider.db.conn  # type: ignore[attr-defined]
+    assert conn.execute("SELECT tenant_id, count(*) FROM memory_edges GROUP BY ALL").fetchall() == [("acme", 40)]
+    assert conn.execute("SELECT tenant_id, count(*) FROM zz_nodes GROUP BY ALL").fetchall() == [("acme", 41)]
+    lazy = dst.snapshots.pull(acme, lazy=True, budget_s=60)
+    assert lazy.complete and conn.execute("SELECT count(*) FROM memory_edges").fetchone() == (40,)
 
 
 def test_incompatible_schema_is_refused(mem: Memory, acme: TenantContext, s3_settings: S3Settings,

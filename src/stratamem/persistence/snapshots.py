@@ -191,7 +191,33 @@ class SnapshotManager:
                 [name],
             ).fetchone()
             out.append(_Table(name, [(str(c), str(t)) for c, t in cols], list(pk[0]) if pk else []))
-        return out
+        return self._parents_first(cur, out)
+
+    @staticmethod
+    def _parents_first(cur: Any, tables: builtins.list[_Table]) -> builtins.list[_Table]:
+        """Tables ordered so that a foreign key's target comes before the table referencing it
+        (inserts in this order, deletes in reverse)."""
+        refs: dict[str, set[str]] = {}
+        for child, parent in cur.execute(
+            "SELECT table_name, referenced_table FROM duckdb_constraints() WHERE constraint_type = 'FOREIGN KEY' "
+            "AND schema_name = 'main' AND database_name = current_database()"
+        ).fetchall():
+            refs.setdefault(str(child), set()).add(str(parent))
+        by_name = {t.name: t for t in tables}
+        ordered: builtins.list[_Table] = []
+        seen: set[str] = set()
+
+        def visit(name: str, stack: frozenset[str]) -> None:
+            if name in seen or name in stack or name not in by_name:
+                return
+            for parent in sorted(refs.get(name, ())):
+                visit(parent, stack | {name})
+            seen.add(name)
+            ordered.append(by_name[name])
+
+        for t in tables:
+            visit(t.name, frozenset())
+        return ordered
 
     @staticmethod
     def _schema_info(cur: Any) -> tuple[builtins.list[int], str | None, int | None]:
@@ -615,14 +641,33 @@ class SnapshotManager:
 
     # ------------------------------------------------------------------------------ lazy pull
     def _clear_tenant(self, tenant_id: str) -> dict[str, int]:
+        before: dict[str, int] = {}
+        with self.provider.transaction() as cur:  # see _hydrate: referencing tables first, on their own
+            for child in self._fk_children(cur):
+                before[child] = int(cur.execute(f"SELECT count(*) FROM {_ident(child)} WHERE tenant_id = ?",  # noqa: S608
+                                                [tenant_id]).fetchone()[0])
+                cur.execute(f"DELETE FROM {_ident(child)} WHERE tenant_id = ?", [tenant_id])  # noqa: S608
         with self.provider.transaction() as cur:
-            before: dict[str, int] = {}
-            for table in self._tables(cur):
+            for table in reversed(self._tables(cur)):
+                if table.name in before:
+                    continue
                 name = _ident(table.name)
                 before[table.name] = int(cur.execute(f"SELECT count(*) FROM {name} WHERE tenant_id = ?",  # noqa: S608
                                                      [tenant_id]).fetchone()[0])
                 cur.execute(f"DELETE FROM {name} WHERE tenant_id = ?", [tenant_id])  # noqa: S608
         return before
+
+    def _fk_children(self, cur: Any) -> builtins.list[str]:
+        names = {t.name for t in self._tables(cur)}
+        rows = cur.execute(
+            "SELECT DISTINCT table_name FROM duckdb_constraints() WHERE constraint_type = 'FOREIGN KEY' "
+            "AND schema_name = 'main' AND database_name = current_database() ORDER BY table_name"
+        ).fetchall()
+        return [str(r[0]) for r in rows if str(r[0]) in names]
+
+    def _ordered_tables(self) -> builtins.list[_Table]:
+        with self._snapshot_cursor() as cur:
+            return self._tables(cur)
 
     def _load_file(self, tenant_id: str, manifest: Manifest, table: TableEntry, f: FileEntry, workdir: Path) -> None:
         path = workdir / f"{f.sha256}.parquet"
@@ -648,8 +693,9 @@ class SnapshotManager:
                 continue
             before = self._clear_tenant(tenant_id)
             # memories first, newest partitions first: recent data is queryable soonest
+            ranks = {t.name: i for i, t in enumerate(self._ordered_tables())}
             order = sorted(((t, p) for t in manifest.tables for p in t.partitions),
-                           key=lambda tp: (tp[0].name != "memories", -tp[1].partition))
+                           key=lambda tp: (ranks.get(tp[0].name, 0), -tp[1].partition))
             files = [(t, f) for t, p in order for f in p.files]
             workdir = Path(tempfile.mkdtemp(prefix="stratamem-lazy-"))
             loaded = 0
@@ -769,15 +815,28 @@ class SnapshotManager:
                                        "actual": sha})
 
     def _hydrate(self, tenant_id: str, manifest: Manifest, local: dict[str, builtins.list[Path]]) -> dict[str, int]:
-        """Replace the tenant's rows in every exported table, in one write transaction."""
+        """Replace the tenant's rows in every exported table, in one write transaction.
+
+        DuckDB cannot delete a referenced row in the transaction that deleted its referencing rows,
+        so tables that reference others by foreign key are emptied (for this tenant) in a first
+        transaction; without foreign keys the whole replacement is one transaction.
+        """
+        before: dict[str, int] = {}
+        with self.provider.transaction() as cur:
+            for child in self._fk_children(cur):
+                before[child] = int(cur.execute(f"SELECT count(*) FROM {_ident(child)} WHERE tenant_id = ?",  # noqa: S608
+                                                [tenant_id]).fetchone()[0])
+                cur.execute(f"DELETE FROM {_ident(child)} WHERE tenant_id = ?", [tenant_id])  # noqa: S608
         with self.provider.transaction() as cur:
             tables = {t.name: t for t in self._tables(cur)}
-            before: dict[str, int] = {}
-            for name in tables:
+            for name in reversed(builtins.list(tables)):  # children before the tables they reference
+                if name in before:
+                    continue
                 before[name] = int(cur.execute(f"SELECT count(*) FROM {_ident(name)} WHERE tenant_id = ?",  # noqa: S608
                                                [tenant_id]).fetchone()[0])
                 cur.execute(f"DELETE FROM {_ident(name)} WHERE tenant_id = ?", [tenant_id])  # noqa: S608
-            for entry in manifest.tables:
+            order = builtins.list(tables)
+            for entry in sorted(manifest.tables, key=lambda e: order.index(e.name)):  # parents first
                 paths = local.get(entry.name)
                 if not paths:
                     continue
