@@ -7,7 +7,8 @@ by scripts/start_seaweedfs.sh) plus credentials (AWS_ACCESS_KEY_ID/AWS_SECRET_AC
 STRATAMEM_TEST_S3_* pair). Memories use the hashing embedder. Per size: full push of a fresh store;
 incremental push after 1% new memories (appends); incremental push after 1% random updates
 (scattered: touches most partitions); cold start = ``Memory.open_from_snapshot`` into an in-memory
-DuckDB (download + verify + hydrate) until the first search returns. Prints a table, writes
+DuckDB (download + verify + hydrate) until the first search returns; lazy cold start = the same
+with ``lazy=True`` (newest partitions within --budget, rest in the background). Prints a table, writes
 benchmarks/results/snapshot_bench.json.
 """
 
@@ -53,7 +54,8 @@ def text(rng: random.Random, i: int) -> str:
            f"and {rng.choice(WORDS)} (note {i})."
 
 
-def run(size: int, s3s: S3Settings, partition_rows: int, rng: random.Random) -> dict[str, object]:
+def run(size: int, s3s: S3Settings, partition_rows: int, rng: random.Random,
+        budget_s: float) -> dict[str, object]:
     ctx = TenantContext(tenant_id="bench")
     ids = {"user_id": "u1"}
     row: dict[str, object] = {"memories": size}
@@ -88,6 +90,18 @@ def run(size: int, s3s: S3Settings, partition_rows: int, rng: random.Random) -> 
     row.update(pull_s=report.duration_s, pull_bytes=report.bytes_downloaded, first_query_hits=len(res.results),
                restored_rows=report.tables.get("memories"))
     cold.close()
+
+    # lazy cold start: newest partitions first within the budget, the rest in the background
+    t0 = time.perf_counter()
+    lazy = Memory.open_from_snapshot("bench", settings=s3s, lazy=True, budget_s=budget_s)
+    res = lazy.search(ctx, "the user likes dark mode", identifiers=ids, threshold=0.0, limit=5)
+    row["lazy_first_query_s"] = round(time.perf_counter() - t0, 3)
+    lrep = lazy.snapshots.last_reports[0]
+    row["lazy_files_loaded"] = f"{lrep.files_loaded}/{lrep.files_total}"
+    row["lazy_first_query_hits"] = len(res.results)
+    lazy.snapshots.wait_loaded()
+    row["lazy_all_loaded_s"] = round(time.perf_counter() - t0, 3)
+    lazy.close()
     store = S3Store(s3s)
     keys = [str(o["Key"]) for o in store.list("")]
     store.delete(keys)
@@ -100,6 +114,7 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000])
     parser.add_argument("--partition-rows", type=int, default=5000)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--budget", type=float, default=3.0, help="cold-start budget of the lazy pull (s)")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "snapshot_bench.json")
     args = parser.parse_args()
     s3s = settings()
@@ -107,9 +122,10 @@ def main() -> None:
         print("no S3 endpoint: set STRATAMEM_S3_URL or run scripts/start_seaweedfs.sh")
         return
     rng = random.Random(args.seed)
-    rows = [run(size, s3s, args.partition_rows, rng) for size in args.sizes]
+    rows = [run(size, s3s, args.partition_rows, rng, args.budget) for size in args.sizes]
     cols = ["memories", "ingest_s", "push_s", "push_bytes", "inc_append_s", "inc_append_files", "inc_append_bytes",
-            "inc_update_s", "inc_update_files", "cold_start_s", "pull_s", "pull_bytes"]
+            "inc_update_s", "inc_update_files", "cold_start_s", "pull_s", "pull_bytes", "lazy_first_query_s",
+            "lazy_files_loaded", "lazy_all_loaded_s"]
     print(" | ".join(f"{c:>16}" for c in cols))
     for r in rows:
         print(" | ".join(f"{r[c]!s:>16}" for c in cols))

@@ -700,8 +700,11 @@ class SnapshotManager:
             workdir = Path(tempfile.mkdtemp(prefix="stratamem-lazy-"))
             loaded = 0
             try:
-                while loaded < len(files) and time.perf_counter() - started < budget_s:
+                slowest = 0.0  # stop early rather than overrun: the next file may take as long as the slowest
+                while loaded < len(files) and time.perf_counter() - started + slowest < budget_s:
+                    t0 = time.perf_counter()
                     self._load_file(tenant_id, manifest, files[loaded][0], files[loaded][1], workdir)
+                    slowest = max(slowest, time.perf_counter() - t0)
                     loaded += 1
             except MemoryError as exc:
                 shutil.rmtree(workdir, ignore_errors=True)
