@@ -10,9 +10,10 @@ from typing import Any
 import httpx
 import pytest
 
-from conftest import require_service  # tests/conftest.py (on sys.path via rootdir)
 from stratamem import Memory, TenantContext
 from stratamem.persistence import S3Settings, S3Store
+
+from ..conftest import require_service
 
 
 def _s3_reachable(url: str | None) -> tuple[bool, str]:

@@ -55,6 +55,7 @@ def test_manifest_records_schema_files_and_checksums(mem: Memory, acme: TenantCo
     names = {t.name for t in manifest.tables}
     assert {"memories", "embedding_cache"} <= names
     assert "schema_version" not in names and "store_meta" not in names
+    assert "api_keys" not in names  # credentials never leave the store (and never come back)
     for key in manifest.object_keys():
         head = s3.head(key)
         assert head is not None and head["Metadata"]["sha256"] in key

@@ -72,6 +72,9 @@ log = logging.getLogger("stratamem.snapshots")
 ROOT = "graph"
 #: Store bookkeeping, never part of a tenant's snapshot.
 BOOKKEEPING_TABLES = frozenset({"schema_version", "store_meta"})
+#: Tenant tables that are not data: credentials must not travel to object storage, and a restore
+#: must never bring back a revoked API key. Features may add theirs (``NOT_SNAPSHOTTED.add(...)``).
+NOT_SNAPSHOTTED: set[str] = {"api_keys"}
 DEFAULT_RETENTION = timedelta(days=7)
 DEFAULT_PARTITION_ROWS = 5000
 DEFAULT_COLD_START_BUDGET_S = 3.0
@@ -162,7 +165,7 @@ class SnapshotManager:
         self.retention = retention
         self.gc_grace = gc_grace
         self.partition_rows = max(1, int(partition_rows))
-        self.exclude = BOOKKEEPING_TABLES | frozenset(exclude_tables)
+        self.exclude = BOOKKEEPING_TABLES | frozenset(NOT_SNAPSHOTTED) | frozenset(exclude_tables)
         self.clock = clock or (lambda: datetime.now(UTC))
         #: Reports of the pulls ``open_from_snapshot`` made.
         self.last_reports: builtins.list[PullReport] = []
