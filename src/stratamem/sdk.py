@@ -11,7 +11,7 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from types import TracebackType
-from typing import Any, ParamSpec, Self, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, Self, TypeVar
 
 from .config import MemoryConfig
 from .embeddings import Embedder, make_embedder
@@ -34,6 +34,9 @@ from .model import (
     UpdateMemoryOutput,
 )
 from .providers import MemoryProvider, open_provider
+
+if TYPE_CHECKING:
+    from .persistence.snapshots import AsyncSnapshotManager, SnapshotManager
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -135,6 +138,31 @@ class Memory:
         """Knowledge graph: ``related``, ``path``, ``neighbors``, ``check`` … (DuckDB store only)."""
         return self.engine.graph
 
+    # -- snapshots to S3-compatible storage (persistence/snapshots.py) --------------------------
+    @property
+    def snapshots(self) -> SnapshotManager:
+        """Parquet snapshots on S3: ``push``/``pull``/``list``/``restore`` (settings from the env)."""
+        mgr: SnapshotManager | None = getattr(self, "_snapshots", None)
+        if mgr is None:
+            mgr = self.configure_snapshots()
+        return mgr
+
+    def configure_snapshots(self, settings: Any = None, **kwargs: Any) -> SnapshotManager:
+        """Explicit snapshot settings (an ``S3Settings`` and/or ``SnapshotManager`` keyword args)."""
+        from .persistence.snapshots import SnapshotManager
+
+        self._snapshots: SnapshotManager = SnapshotManager(self, settings, **kwargs)
+        return self._snapshots
+
+    @classmethod
+    def open_from_snapshot(cls, tenants: Any = None, location: str | None = None, **kwargs: Any) -> Memory:
+        """A store (default in-memory DuckDB) hydrated from S3 snapshots; reports in
+        ``mem.snapshots.last_reports``."""
+        from .persistence.snapshots import open_from_snapshot
+
+        mem, _ = open_from_snapshot(tenants, location, **kwargs)
+        return mem
+
     # -- lifecycle ---------------------------------------------------------------------------
     def close(self) -> None:
         self.engine.close()
@@ -208,6 +236,13 @@ class AsyncMemory:
     def graph(self) -> AsyncGraph:
         """``Memory.graph`` with coroutine methods."""
         return AsyncGraph(self.sync.engine.graph)
+
+    @property
+    def snapshots(self) -> AsyncSnapshotManager:
+        """``Memory.snapshots`` as coroutines (push/pull/list/restore)."""
+        from .persistence.snapshots import AsyncSnapshotManager
+
+        return AsyncSnapshotManager(self.sync.snapshots)
 
     async def close(self) -> None:
         await asyncio.to_thread(self.sync.close)

@@ -13,6 +13,7 @@ from . import (
     graph_cmds,
     memory_cmds,
     server_cmds,
+    snapshot_cmds,
 )
 
 app = typer.Typer(
@@ -28,6 +29,7 @@ demo_cmd.register(app)
 server_cmds.register(app)
 graph_cmds.register(app)
 coordination_cmds.register(app)
+snapshot_cmds.register(app)
 
 
 def main() -> None:
