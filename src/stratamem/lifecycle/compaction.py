@@ -105,7 +105,7 @@ def compact(engine: MemoryEngine, ctx: TenantContext, source_ids: Any, callback:
     md.update(dict(metadata or {}))
     md["compactedFromIds"] = ids
     item = AddMemoryInput(content=content, layer=layer.value, identifiers=sources[0].identifiers, metadata=md,
-                          tier=sources[0].tier, provenance=_provenance_of(sources, ids))  # type: ignore[arg-type]
+                          tier=sources[0].tier, provenance=_provenance_of(sources, ids))
     result = write_entries(engine, ctx, [item], operation)[0]
     if delete_sources:
         engine.provider.delete(ctx.tenant_id, ids)
@@ -143,9 +143,9 @@ def consolidate(engine: MemoryEngine, cfg: LifecycleConfig, ctx: TenantContext,
         if len(entries) <= ccfg.max_memories_before_trigger:
             continue
         entries.sort(key=lambda e: (-importance_at(cfg.importance, e, now), e.created_at, e.id))
-        matrix = np.vstack([np.asarray(e.embedding, dtype=np.float32) for e in entries])
-        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-        matrix = matrix / np.where(norms == 0, 1.0, norms)
+        raw = np.vstack([np.asarray(e.embedding, dtype=np.float64) for e in entries])
+        norms = np.linalg.norm(raw, axis=1, keepdims=True)
+        matrix = raw / np.where(norms == 0, 1.0, norms)
         scores = (1.0 + matrix @ matrix.T) / 2.0
         taken = np.zeros(len(entries), dtype=bool)
         for i in range(len(entries)):

@@ -44,7 +44,7 @@ class _Cfg(BaseModel):
 
 
 class ImportanceConfig(_Cfg):
-    """``importance = max(explicit, frequency_weight·min(1, n/saturation_accesses) + recency_weight·2^(−d/half_life))``
+    """``importance = max(explicit, frequency_weight·min(1, n/saturation_accesses) + recency_weight·2^(-d/half_life))``
 
     ``n`` = access_count, ``d`` = days since the last access (or creation), ``explicit`` = the
     importance given at add time or ``metadata.importance``. Rounded to 6 decimals.
@@ -80,7 +80,7 @@ class TtlConfig(_Cfg):
 
 
 class DecayConfig(_Cfg):
-    """Seed 000 ``DecayConfig``: ``relevance = initial · (1 − rate)^days_since_creation``.
+    """Seed 000 ``DecayConfig``: ``relevance = initial · (1 - rate)^days_since_creation``.
 
     ``initial`` = ``metadata.relevance`` (default 1.0); ``rate`` = ``metadata.decayFactor`` when set,
     else ``rate_per_day``. Below ``archive_threshold`` the entry is archived (leaves search).

@@ -135,7 +135,8 @@ class Lifecycle:
                                  layer=source.layer.value, details={"reason": reason, "target_layer": target.value})
         return BlockedPromotion(source_id=source.id, reason=reason, importance=importance)
 
-    def close_session(self, ctx: Any, user_id: str, session_id: str, project_id: str | None = None) -> CloseSessionResult:
+    def close_session(self, ctx: Any, user_id: str, session_id: str,
+                      project_id: str | None = None) -> CloseSessionResult:
         """Seed 000 "Promotion check at session end" + ``SessionCleanupConfig``."""
         with self.engine.operation("close_session", ctx) as (tctx, extra):
             op = "close_session"

@@ -1,7 +1,7 @@
 """Memory-R1 pruning rule (seed 000 "Memory-R1 Pruning").
 
 Rule: a memory with at least ``min_signals`` reward signals whose mean reward is below
-``threshold`` (defaults: 3 signals, mean < −0.5, rewards in [−1, 1]) is a pruning candidate. It is
+``threshold`` (defaults: 3 signals, mean < -0.5, rewards in [-1, 1]) is a pruning candidate. It is
 archived as soon as feedback makes it a candidate (removed from search); ``prune`` soft-deletes
 candidates (``dry_run`` only lists them) and the TTL sweeper purges them after retention.
 """

@@ -626,7 +626,8 @@ class DuckDBProvider(MemoryProvider):
             return {}
         with self.transaction() as cur:
             cur.execute(
-                "INSERT INTO memory_feedback AS f SELECT $1, uid, 1, $2, $3, $4 FROM (SELECT unnest($5::JSON::VARCHAR[]) AS uid) "
+                "INSERT INTO memory_feedback AS f SELECT $1, uid, 1, $2, $3, $4 "
+                "FROM (SELECT unnest($5::JSON::VARCHAR[]) AS uid) "
                 "ON CONFLICT (tenant_id, memory_id) DO UPDATE SET signals = f.signals + 1, "
                 "reward_sum = f.reward_sum + excluded.reward_sum, last_reward = excluded.last_reward, "
                 "updated_at = excluded.updated_at",
@@ -648,5 +649,5 @@ class DuckDBProvider(MemoryProvider):
         if not ids:
             return
         with self.transaction() as cur:
-            cur.execute("DELETE FROM memory_feedback WHERE tenant_id = ? AND list_contains(?::JSON::VARCHAR[], memory_id)",
-                        [tenant_id, _text_list(ids)])
+            cur.execute("DELETE FROM memory_feedback WHERE tenant_id = ? "
+                        "AND list_contains(?::JSON::VARCHAR[], memory_id)", [tenant_id, _text_list(ids)])
