@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 CompactionCallback = Callable[[list[MemoryEntry]], "str | Awaitable[str]"]
 
 MAX_COMPACT_SOURCES = 1000
+CONSOLIDATION_BLOCK = 1024
 
 
 def _run_callback(callback: CompactionCallback, entries: list[MemoryEntry], operation: str) -> str:
@@ -143,19 +144,26 @@ def consolidate(engine: MemoryEngine, cfg: LifecycleConfig, ctx: TenantContext,
         if len(entries) <= ccfg.max_memories_before_trigger:
             continue
         entries.sort(key=lambda e: (-importance_at(cfg.importance, e, now), e.created_at, e.id))
-        raw = np.vstack([np.asarray(e.embedding, dtype=np.float64) for e in entries])
+        raw = np.vstack([np.asarray(e.embedding, dtype=np.float32) for e in entries])
         norms = np.linalg.norm(raw, axis=1, keepdims=True)
-        matrix = raw / np.where(norms == 0, 1.0, norms)
-        scores = (1.0 + matrix @ matrix.T) / 2.0
-        taken = np.zeros(len(entries), dtype=bool)
-        for i in range(len(entries)):
-            if taken[i]:
+        matrix = (raw / np.where(norms == 0, 1.0, norms)).astype(np.float32)
+        # cosine threshold equivalent to the score threshold; pairs found block by block (no n×n matrix)
+        cos_min = 2.0 * ccfg.similarity_threshold - 1.0
+        neighbours: dict[int, list[int]] = {}
+        for start in range(0, len(entries), CONSOLIDATION_BLOCK):
+            block = matrix[start : start + CONSOLIDATION_BLOCK] @ matrix.T
+            rows, cols = np.nonzero(block >= cos_min)
+            for r, c in zip(rows.tolist(), cols.tolist(), strict=True):
+                if start + r < c:
+                    neighbours.setdefault(start + r, []).append(c)
+        taken: set[int] = set()
+        for i in sorted(neighbours):
+            if i in taken:
                 continue
-            members = [j for j in range(i, len(entries)) if not taken[j] and scores[i, j] >= ccfg.similarity_threshold]
-            for j in members:
-                taken[j] = True
+            members = [i, *(j for j in neighbours[i] if j not in taken)]
             if len(members) < 2:
                 continue
+            taken.update(members)
             cluster = [entries[j] for j in members]
             created.append(compact(engine, ctx, [e.id for e in cluster], _keep_best, operation="consolidate",
                                    soft_delete_sources=True))
