@@ -21,8 +21,11 @@ from pathlib import Path
 from stratamem import Memory, TenantContext
 from stratamem.lifecycle.config import LifecycleConfig
 
-WORDS = ("alpha beta gamma delta deploy release billing postgres kafka redis cache index vector graph user team "
-         "project friday monday launch budget roadmap oncall outage latency").split()
+WORDS = [
+    'alpha', 'beta', 'gamma', 'delta', 'deploy', 'release', 'billing', 'postgres', 'kafka',
+    'redis', 'cache', 'index', 'vector', 'graph', 'user', 'team', 'project', 'friday',
+    'monday', 'launch', 'budget', 'roadmap', 'oncall', 'outage', 'latency',
+]
 
 
 def sentence(rng: random.Random) -> str:

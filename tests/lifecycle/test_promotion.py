@@ -157,3 +157,11 @@ def test_promote_missing_and_other_tenant(lmem: Memory, acme: TenantContext, glo
     with pytest.raises(MemoryError) as exc2:
         lmem.promote(acme, src.id, "project")
     assert exc2.value.code.value == "MISSING_IDENTIFIER"
+
+
+def test_closing_twice_does_not_duplicate(lmem: Memory, acme: TenantContext) -> None:
+    lmem.add(acme, "ship it on monday", "session", S, importance=0.9)
+    first = lmem.close_session(acme, "u1", "s1")
+    second = lmem.close_session(acme, "u1", "s1")
+    assert len(first.promoted) == 1 and second.promoted == [] and second.evaluated == 1
+    assert lmem.list(acme, "user", {"user_id": "u1"}).total_count == 1

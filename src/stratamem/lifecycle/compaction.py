@@ -147,7 +147,7 @@ def consolidate(engine: MemoryEngine, cfg: LifecycleConfig, ctx: TenantContext,
         raw = np.vstack([np.asarray(e.embedding, dtype=np.float32) for e in entries])
         norms = np.linalg.norm(raw, axis=1, keepdims=True)
         matrix = (raw / np.where(norms == 0, 1.0, norms)).astype(np.float32)
-        # cosine threshold equivalent to the score threshold; pairs found block by block (no n×n matrix)
+        # cosine threshold equivalent to the score threshold; pairs found block by block (no n x n matrix)
         cos_min = 2.0 * ccfg.similarity_threshold - 1.0
         neighbours: dict[int, list[int]] = {}
         for start in range(0, len(entries), CONSOLIDATION_BLOCK):

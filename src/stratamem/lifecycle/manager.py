@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 from ..errors import ErrorCode, MemoryError
 from ..layers import parse_identifiers, scope_key
 from ..model import Layer, LayerIdentifiers, ListMemoriesOutput, MemoryEntry, TenantContext
-from ..providers.base import Scope
+from ..providers.base import ListQuery, Scope
 from . import metrics
 from .compaction import CompactionCallback, compact
 from .config import LifecycleConfig
@@ -154,9 +154,10 @@ class Lifecycle:
             result = CloseSessionResult(evaluated=len(entries), target_layer=target)
             items = []
             sources: list[tuple[MemoryEntry, float]] = []
+            done = self._already_promoted(tctx, target, target_ids, [e.id for e in entries], now)
             for entry in entries:
                 imp = importance_at(self._config.importance, entry, now)
-                if not cfg.promote_important or imp < cfg.promotion_threshold:
+                if not cfg.promote_important or imp < cfg.promotion_threshold or entry.id in done:
                     continue
                 reason = sensitivity(entry.metadata)
                 if reason is not None:
@@ -186,6 +187,26 @@ class Lifecycle:
             )
             extra.update(promoted=len(result.promoted), blocked=len(result.blocked))
             return result
+
+    def _already_promoted(self, ctx: TenantContext, target: Layer, ids: LayerIdentifiers, source_ids: list[str],
+                          now: Any) -> set[str]:
+        """Source ids that already have a copy in the target scope (closing a session twice is a no-op)."""
+        if not source_ids:
+            return set()
+        from ..filters import compile_filter, parse_filter
+        from ..layers import require_identifiers
+
+        require_identifiers(target, ids, "close_session")
+        predicate = compile_filter(parse_filter({"promotedFromId": {"in": source_ids}}, "close_session"))
+        query = ListQuery(tenant_id=ctx.tenant_id, now=now, scope=Scope(target, scope_key(target, ids)),
+                          predicate=predicate, limit=len(source_ids) + 1)
+        found: set[str] = set()
+        while True:
+            page = self.engine.provider.list(query)
+            found.update(str(e.metadata.get("promotedFromId")) for e in page.entries)
+            if not page.has_more or not page.entries:
+                return found
+            query.after = (page.entries[-1].created_at, page.entries[-1].id)
 
     # -- compaction / scope deletion -------------------------------------------------------------
     def compact(self, ctx: Any, source_ids: Any, callback: CompactionCallback, *, delete_sources: bool = False,
