@@ -179,6 +179,7 @@ class Memory:
 
     # -- lifecycle ---------------------------------------------------------------------------
     def close(self) -> None:
+        self.lifecycle.close()
         self.engine.close()
 
     def __enter__(self) -> Self:

@@ -82,3 +82,12 @@ def test_tracking_can_be_turned_off(lmem: Memory, acme: TenantContext) -> None:
     access(lmem, acme, mid, 2)
     entry = lmem.get(acme, mid)
     assert entry is not None and entry.access_count == 0
+
+
+def test_background_access_writes(lmem: Memory, acme: TenantContext) -> None:
+    lmem.lifecycle.config = LifecycleConfig(access_write="background")
+    mid = lmem.add(acme, "async tracked", "user", {"user_id": "u1"}).memory.id
+    access(lmem, acme, mid, 3)
+    lmem.lifecycle.flush()
+    entry = lmem.engine.provider.get(acme.tenant_id, mid, lmem.engine.now())
+    assert entry is not None and entry.access_count == 3 and entry.last_accessed_at == T0

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
@@ -121,3 +121,6 @@ class LifecycleConfig(_Cfg):
     pruning: PruningConfig = PruningConfig()
     #: Track access_count/last_accessed_at/importance on get and search hits.
     track_access: bool = True
+    #: ``"sync"``: the batched access write runs before the read returns (exact counts right away);
+    #: ``"background"``: it runs on one worker thread, off the request path (``Lifecycle.flush()`` waits).
+    access_write: Literal["sync", "background"] = "sync"

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -48,22 +50,52 @@ def importance_at(cfg: ImportanceConfig, entry: MemoryEntry, now: datetime) -> f
 
 
 class AccessTracker:
-    """Engine access hook: one batched ``record_access`` per read; errors are logged, not raised."""
+    """Engine access hook: one batched ``record_access`` per read, run inline (``sync``) or on one
+    worker thread (``background``); errors are logged, never raised into the read."""
 
     def __init__(self, engine: MemoryEngine, cfg: ImportanceConfig) -> None:
         self.engine = engine
         self.cfg = cfg
+        self.background = False
+        self._executor: ThreadPoolExecutor | None = None
+        self._lock = threading.Lock()
 
     def __call__(self, ctx: TenantContext, entries: Sequence[MemoryEntry]) -> None:
         if not entries:
             return
+        now = self.engine.now()
         try:
-            now = self.engine.now()
             updates = {
                 e.id: compute_importance(self.cfg, access_count=e.access_count + 1, last_access=now, now=now,
                                          explicit=explicit_importance(e))
                 for e in entries
             }
-            self.engine.provider.record_access(ctx.tenant_id, updates, now)
+        except Exception:
+            log.warning("access tracking failed", exc_info=True)
+            return
+        if self.background:
+            with self._lock:
+                if self._executor is None:
+                    self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="stratamem-access")
+                self._executor.submit(self._write, ctx.tenant_id, updates, now)
+        else:
+            self._write(ctx.tenant_id, updates, now)
+
+    def _write(self, tenant_id: str, updates: dict[str, float], now: datetime) -> None:
+        try:
+            self.engine.provider.record_access(tenant_id, updates, now)
         except Exception:  # tracking must never fail the read
             log.warning("access tracking failed", exc_info=True)
+
+    def flush(self) -> None:
+        """Wait until every queued background access write is stored."""
+        with self._lock:
+            executor = self._executor
+        if executor is not None:
+            executor.submit(lambda: None).result()
+
+    def close(self) -> None:
+        with self._lock:
+            executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=True)

@@ -75,6 +75,15 @@ class Lifecycle:
     def config(self, value: LifecycleConfig) -> None:
         self._config = value
         self._tracker.cfg = value.importance
+        self._tracker.background = value.access_write == "background"
+
+    def flush(self) -> None:
+        """Wait for queued background access writes (``access_write="background"``)."""
+        self._tracker.flush()
+
+    def close(self) -> None:
+        """Finish queued access writes; called by ``Memory.close`` before the store closes."""
+        self._tracker.close()
 
     # -- hooks -------------------------------------------------------------------------------
     def _on_access(self, ctx: TenantContext, entries: Sequence[MemoryEntry]) -> None:
