@@ -270,6 +270,18 @@ class AsyncMemory:
     async def crud(self, ctx: TenantContext | None, request: Any) -> Any:
         return await asyncio.to_thread(self.sync.crud, ctx, request)
 
+    async def soft_delete(self, ctx: TenantContext | None, ids: Sequence[str]) -> builtins.list[str]:
+        return await asyncio.to_thread(self.sync.soft_delete, ctx, ids)
+
+    async def restore(self, ctx: TenantContext | None, ids: Sequence[str]) -> builtins.list[str]:
+        return await asyncio.to_thread(self.sync.restore, ctx, ids)
+
+    async def prune(self, ctx: TenantContext | None, *, dry_run: bool = True) -> Any:
+        return await asyncio.to_thread(lambda: self.sync.prune(ctx, dry_run=dry_run))
+
+    async def maintain(self, tenants: Sequence[str] | None = None) -> Any:
+        return await asyncio.to_thread(self.sync.maintain, tenants)
+
     async def close(self) -> None:
         await asyncio.to_thread(self.sync.close)
 
