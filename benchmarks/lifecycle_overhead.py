@@ -53,7 +53,7 @@ def main() -> None:
                                for j in range(min(500, args.size - i))])
         all_ids = [e.id for e in mem.export(ctx)]
         queries = [sentence(rng) for _ in range(args.queries)]
-        for tracking in ("off", "sync", "background"):
+        for tracking in ("warm-up", "off", "sync", "background"):
             mem.lifecycle.config = LifecycleConfig(track_access=tracking != "off",
                                                    access_write="background" if tracking == "background" else "sync")
             get_ms, search_ms = [], []
@@ -65,6 +65,8 @@ def main() -> None:
                 mem.search(ctx, q, ids, limit=10, threshold=0.0)
                 search_ms.append((time.perf_counter() - t0) * 1000)
             mem.lifecycle.flush()
+            if tracking == "warm-up":
+                continue
             for op, values in (("get", get_ms), ("search k=10", search_ms)):
                 rows.append({"operation": op, "tracking": tracking, "p50_ms": round(statistics.median(values), 3),
                              "p95_ms": round(pct(values, 0.95), 3)})
