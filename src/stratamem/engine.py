@@ -79,6 +79,8 @@ class OperationEvent:
     duration_s: float
     error_code: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    #: Who called (``TenantContext.principal``), for audit observers.
+    principal: str | None = None
 
 
 Observer = Callable[[OperationEvent], None]
@@ -184,7 +186,8 @@ class MemoryEngine:
                 retryable=False,
             ) from exc
         finally:
-            event = OperationEvent(name, tenant_id, time.perf_counter() - start, code, extra)
+            event = OperationEvent(name, tenant_id, time.perf_counter() - start, code, extra,
+                                   principal=getattr(ctx, "principal", None))
             for observer in self.observers:
                 try:
                     observer(event)
@@ -386,6 +389,7 @@ class MemoryEngine:
                                   operation="bulk_add", details={"max_items": self.config.max_bulk_items})
             outputs = self.add_many(tctx, items, "bulk_add") if items else []
             extra["count"] = len(outputs)
+            extra["memory_ids"] = [o.memory.id for o in outputs]
             return BulkAddOutput(results=outputs)
 
     # ------------------------------------------------------------------------------ search
@@ -469,6 +473,7 @@ class MemoryEngine:
     def get(self, ctx: Any, memory_id: Any, *, include_embedding: bool = False) -> MemoryEntry | None:
         with self.operation("get", ctx) as (tctx, extra):
             mid = self._check_id(memory_id, "get")
+            extra["memory_id"] = mid
             entry: MemoryEntry | None = self._store(
                 lambda: self.provider.get(tctx.tenant_id, mid, self.now(), include_embedding=include_embedding), "get"
             )
@@ -482,6 +487,7 @@ class MemoryEngine:
         with self.operation("update", ctx) as (tctx, extra):
             op = "update"
             mid = self._check_id(memory_id, op)
+            extra["memory_id"] = mid
             if content is not None:
                 content = self._check_content(content, op)
             patch = self._check_metadata(metadata, op) if metadata is not None else None
@@ -549,6 +555,7 @@ class MemoryEngine:
     def delete(self, ctx: Any, memory_id: Any, if_match: str | None = None) -> DeleteMemoryOutput:
         with self.operation("delete", ctx) as (tctx, extra):
             mid = self._check_id(memory_id, "delete")
+            extra["memory_id"] = mid
             if if_match is not None:
                 current = self.provider.get(tctx.tenant_id, mid, self.now())
                 if current is not None and current.etag != if_match:
@@ -570,6 +577,7 @@ class MemoryEngine:
             checked = [self._check_id(i, "bulk_delete") for i in ids]
             deleted: list[str] = self._store(lambda: self.provider.delete(tctx.tenant_id, checked), "bulk_delete")
             extra["deleted"] = len(deleted)
+            extra["memory_ids"] = deleted
             return BulkDeleteOutput(deleted=len(deleted), failed=[])
 
     # ------------------------------------------------------------------------------ list

@@ -16,7 +16,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..embeddings.base import Vector
 from ..errors import ErrorCode, MemoryError
@@ -29,6 +29,9 @@ from ..model import (
     Provenance,
     ProviderCapabilities,
 )
+
+if TYPE_CHECKING:
+    from ..server.schema import ApiKeyRecord
 
 ACTIVE: tuple[str, ...] = ("active",)
 
@@ -243,6 +246,32 @@ class MemoryProvider(ABC):
 
     def clear_feedback(self, tenant_id: str, ids: Sequence[str]) -> None:
         raise self._lifecycle_unsupported()
+
+    # -- server feature: API keys and cross-tenant audit (non-abstract; see stratamem.server) ----
+    def _server_unsupported(self) -> Any:
+        from ..errors import ErrorCode, MemoryError
+
+        return MemoryError(ErrorCode.CONFIGURATION_ERROR, f"API keys are not supported by provider {self.name}",
+                           operation="auth")
+
+    def api_key_put(self, record: ApiKeyRecord) -> None:
+        """Store a new API key record (hash only, never the key)."""
+        raise self._server_unsupported()
+
+    def api_key_get(self, key_id: str) -> ApiKeyRecord | None:
+        """The key with this public id (any tenant: the credential names the tenant), or None."""
+        raise self._server_unsupported()
+
+    def api_key_list(self, tenant_id: str) -> builtins.list[ApiKeyRecord]:
+        raise self._server_unsupported()
+
+    def api_key_revoke(self, tenant_id: str, key_id: str, at: datetime) -> bool:
+        """Mark a key of this tenant revoked; False when the tenant has no such live key."""
+        raise self._server_unsupported()
+
+    def id_exists_in_other_tenant(self, tenant_id: str, memory_id: str) -> bool:
+        """Audit only: does ``memory_id`` exist under a tenant other than ``tenant_id``? Never exposed."""
+        raise self._server_unsupported()
 
     # -- embedding (seed trait: generateEmbedding) ------------------------------------------------
     _embed_fn: Any = None

@@ -79,9 +79,7 @@ MIGRATIONS: list[Migration] = [
 ]
 
 #: Modules (absolute names) that register feature migrations; imported before migrating.
-FEATURE_SCHEMA_MODULES: list[str] = [
-    "stratamem.lifecycle.schema",
-]
+FEATURE_SCHEMA_MODULES: list[str] = ["stratamem.server.schema", "stratamem.lifecycle.schema"]
 
 
 def all_migrations() -> list[Migration]:

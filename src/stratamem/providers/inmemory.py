@@ -6,6 +6,7 @@ import builtins
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
+from typing import Any
 
 import numpy as np
 
@@ -264,3 +265,34 @@ class InMemoryProvider(MemoryProvider):
         with self._lock:
             for i in ids:
                 self._feedback.pop((tenant_id, i), None)
+
+    # ------------------------------------------------------------------------- server: API keys
+    def _keys(self) -> dict[str, Any]:
+        keys: dict[str, Any] = self.__dict__.setdefault("_api_keys", {})
+        return keys
+
+    def api_key_put(self, record: Any) -> None:
+        with self._lock:
+            self._keys()[record.key_id] = record
+
+    def api_key_get(self, key_id: str) -> Any:
+        with self._lock:
+            return self._keys().get(key_id)
+
+    def api_key_list(self, tenant_id: str) -> builtins.list[Any]:
+        with self._lock:
+            return sorted((r for r in self._keys().values() if r.tenant_id == tenant_id), key=lambda r: r.created_at)
+
+    def api_key_revoke(self, tenant_id: str, key_id: str, at: datetime) -> bool:
+        import dataclasses
+
+        with self._lock:
+            rec = self._keys().get(key_id)
+            if rec is None or rec.tenant_id != tenant_id or rec.revoked_at is not None:
+                return False
+            self._keys()[key_id] = dataclasses.replace(rec, revoked_at=at)
+            return True
+
+    def id_exists_in_other_tenant(self, tenant_id: str, memory_id: str) -> bool:
+        with self._lock:
+            return any(mid == memory_id and t != tenant_id for t, mid in self._rows)

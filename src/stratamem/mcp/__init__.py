@@ -1,0 +1,1 @@
+"""MCP surface (SPEC R-MCP): the seed-003 memory tools over stdio and streamable HTTP."""

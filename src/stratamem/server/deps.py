@@ -1,0 +1,101 @@
+"""FastAPI dependencies shared by every router (ours and other features').
+
+``get_memory(request) -> Memory`` and ``get_tenant(...) -> TenantContext`` are the two a feature
+router needs: build it as ``graph_router(get_memory, get_tenant) -> APIRouter`` and pass it to
+``create_app(..., extra_routers=[...])``. ``get_tenant`` authenticates (API key or JWT), applies the
+per-credential rate limit, and audits every denial.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Request
+from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
+
+from ..errors import ErrorCode, MemoryError
+from ..model import TenantContext
+from ..sdk import Memory
+from ..telemetry.metrics import ERRORS
+from .auth import READ_ROLES, WRITE_ROLES, AuthResult, authenticate, credential_from_headers, require_role
+from .ratelimit import TokenBucketLimiter
+from .settings import ServerSettings
+
+bearer_scheme = HTTPBearer(auto_error=False, description="API key (smk_…) or signed JWT")
+api_key_scheme = APIKeyHeader(name="X-API-Key", auto_error=False, description="API key (smk_…)")
+
+
+def get_memory(request: Request) -> Memory:
+    memory: Memory = request.app.state.memory
+    return memory
+
+
+def get_settings(request: Request) -> ServerSettings:
+    settings: ServerSettings = request.app.state.settings
+    return settings
+
+
+def _audit_denial(memory: Memory, request: Request, exc: MemoryError, ctx: TenantContext | None) -> None:
+    ERRORS.labels(code=exc.code.value).inc()  # refused before reaching the engine: still a failed operation
+    memory.engine.audit.record(
+        tenant_id=ctx.tenant_id if ctx else None, principal=ctx.principal if ctx else None,
+        action=f"{request.method} {request.url.path}", outcome="denied", code=exc.code.value,
+        details={"reason": exc.message, "client": request.client.host if request.client else None},
+    )
+
+
+def authenticate_request(request: Request, authorization: str | None, api_key: str | None) -> AuthResult:
+    """Authenticate + rate-limit one request (used by the REST dependencies and the /mcp mount)."""
+    memory: Memory = request.app.state.memory
+    settings: ServerSettings = request.app.state.settings
+    limiter: TokenBucketLimiter = request.app.state.limiter
+    result: AuthResult | None = None
+    try:
+        result = authenticate(credential_from_headers(authorization, api_key), memory.engine.provider, settings)
+        wait = limiter.acquire(result.subject)
+        if wait > 0:
+            raise MemoryError(ErrorCode.RATE_LIMITED, "rate limit exceeded for this credential", operation="auth",
+                              details={"retry_after": round(wait, 3)})
+    except MemoryError as exc:
+        _audit_denial(memory, request, exc, result.ctx if result else None)
+        raise
+    request.state.auth = result
+    return result
+
+
+def get_auth(
+    request: Request,
+    bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer_scheme)],
+    api_key: Annotated[str | None, Depends(api_key_scheme)],
+) -> AuthResult:
+    cached: AuthResult | None = getattr(request.state, "auth", None)
+    if cached is not None:
+        return cached
+    authorization = request.headers.get("authorization")
+    return authenticate_request(request, authorization, api_key)
+
+
+def get_tenant(auth: Annotated[AuthResult, Depends(get_auth)]) -> TenantContext:
+    """The caller's tenant context (any role)."""
+    return auth.ctx
+
+
+def _role_dep(allowed: frozenset[str], what: str):  # type: ignore[no-untyped-def]
+    def dep(request: Request, ctx: Annotated[TenantContext, Depends(get_tenant)]) -> TenantContext:
+        try:
+            require_role(ctx, allowed, what)
+        except MemoryError as exc:
+            _audit_denial(request.app.state.memory, request, exc, ctx)
+            raise
+        return ctx
+
+    return dep
+
+
+get_reader = _role_dep(READ_ROLES, "read memories")
+get_writer = _role_dep(WRITE_ROLES, "write memories")
+
+MemoryDep = Annotated[Memory, Depends(get_memory)]
+ReaderDep = Annotated[TenantContext, Depends(get_reader)]
+WriterDep = Annotated[TenantContext, Depends(get_writer)]
+AuthDep = Annotated[AuthResult, Depends(get_auth)]

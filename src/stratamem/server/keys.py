@@ -1,0 +1,77 @@
+"""API keys: ``smk_<key_id>_<secret>``, shown once, stored as a salted (and optionally peppered) hash.
+
+Why SHA-256 and not a slow password hash: the secret is 256 random bits from :mod:`secrets`, so a
+brute-force search is infeasible whatever the hash speed; a slow KDF (bcrypt/argon2) only protects
+low-entropy human passwords and would add tens of milliseconds to every request. Each record has its
+own random salt; ``STRATAMEM_KEY_PEPPER`` (kept outside the database) is mixed in as an HMAC key, so a
+stolen database file alone does not even allow offline verification. Comparison is constant-time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import re
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from ..errors import ErrorCode, MemoryError
+from ..layers import parse_identifiers
+from ..model import TenantContext
+from ..providers.base import MemoryProvider
+from .schema import ApiKeyRecord
+
+PREFIX = "smk"
+ROLES = ("reader", "writer", "admin")
+_KEY_RE = re.compile(r"^smk_([0-9a-f]{16})_([A-Za-z0-9_-]{20,128})$")
+
+
+def _pepper() -> bytes:
+    return os.environ.get("STRATAMEM_KEY_PEPPER", "").encode()
+
+
+def hash_secret(secret: str, salt: str) -> str:
+    return hmac.new(_pepper(), (salt + ":" + secret).encode(), hashlib.sha256).hexdigest()
+
+
+@dataclass(frozen=True)
+class CreatedKey:
+    key: str
+    record: ApiKeyRecord
+
+
+def create_key(provider: MemoryProvider, tenant_id: str, role: str = "writer", *, name: str | None = None,
+               identifiers: Mapping[str, str] | None = None) -> CreatedKey:
+    """Create and store a key; the plaintext is only in the returned object."""
+    if role not in ROLES:
+        raise MemoryError(ErrorCode.INVALID_PARAMS, f"role must be one of {', '.join(ROLES)}", operation="keys",
+                          details={"field": "role"})
+    TenantContext(tenant_id=tenant_id).validate_at(datetime.now(UTC), "keys")
+    ids = parse_identifiers(dict(identifiers or {}), "keys").model_dump(by_alias=True, exclude_none=True)
+    key_id = secrets.token_hex(8)
+    secret = secrets.token_urlsafe(32)
+    salt = secrets.token_hex(16)
+    record = ApiKeyRecord(
+        key_id=key_id, tenant_id=tenant_id, name=name or f"key-{key_id[:6]}", roles=(role,), salt=salt,
+        key_hash=hash_secret(secret, salt), created_at=datetime.now(UTC), identifiers=ids,
+    )
+    provider.api_key_put(record)
+    return CreatedKey(key=f"{PREFIX}_{key_id}_{secret}", record=record)
+
+
+def verify_key(provider: MemoryProvider, key: str) -> ApiKeyRecord:
+    """The live record of a presented key, or INVALID_TENANT_CONTEXT (bad format, unknown, revoked)."""
+    m = _KEY_RE.match(key.strip())
+    invalid = MemoryError(ErrorCode.INVALID_TENANT_CONTEXT, "invalid or revoked API key", operation="auth")
+    if m is None:
+        raise invalid
+    record = provider.api_key_get(m.group(1))
+    if record is None:
+        hash_secret(m.group(2), "0" * 32)  # same work either way: no timing oracle for key ids
+        raise invalid
+    if not hmac.compare_digest(record.key_hash, hash_secret(m.group(2), record.salt)) or record.revoked_at:
+        raise invalid
+    return record

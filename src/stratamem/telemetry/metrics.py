@@ -1,0 +1,85 @@
+"""Prometheus metrics of seed 000 "Observability" (dots become underscores).
+
+* ``memory_operations_total{op}`` counter, ``memory_operations_errors_total{code}`` counter,
+* ``memory_operations_latency{op}`` histogram in milliseconds (the seed's unit),
+* ``memory_search_results{layer}`` histogram of results per searched layer,
+* ``memory_storage_size{layer}`` gauge of live memories per layer (all tenants), refreshed on scrape.
+
+Metrics live in prometheus_client's default ``REGISTRY`` (created once per process), so ``/metrics``
+also exports every other feature's metrics. :class:`MetricsObserver` feeds them from engine events.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import TYPE_CHECKING
+
+from prometheus_client import Counter, Gauge, Histogram
+
+if TYPE_CHECKING:
+    from ..engine import MemoryEngine, OperationEvent
+
+OPERATIONS = Counter("memory_operations", "Memory operations by type.", ["op"])
+ERRORS = Counter("memory_operations_errors", "Failed memory operations by error code.", ["code"])
+LATENCY = Histogram(
+    "memory_operations_latency", "Memory operation latency in milliseconds.", ["op"],
+    buckets=(0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000),
+)
+SEARCH_RESULTS = Histogram(
+    "memory_search_results", "Results returned per search, by layer.", ["layer"],
+    buckets=(0, 1, 2, 3, 5, 10, 20, 50, 100),
+)
+STORAGE_SIZE = Gauge("memory_storage_size", "Live memories by layer (all tenants).", ["layer"])
+
+
+_READS = frozenset({"search", "get", "list", "stats", "export"})
+_refresh_lock = threading.Lock()
+_last_refresh: dict[int, float] = {}
+
+
+class MetricsObserver:
+    """Engine observer: one call per finished operation."""
+
+    def __init__(self, engine_id: int = 0) -> None:
+        self.engine_id = engine_id
+
+    def __call__(self, event: OperationEvent) -> None:
+        if event.operation not in _READS:
+            with _refresh_lock:  # a write may change the storage counts: recount on the next scrape
+                _last_refresh.pop(self.engine_id, None)
+        OPERATIONS.labels(op=event.operation).inc()
+        LATENCY.labels(op=event.operation).observe(event.duration_s * 1000.0)
+        if event.error_code:
+            ERRORS.labels(code=event.error_code).inc()
+        elif event.operation == "search":
+            for layer, count in (event.extra.get("results_by_layer") or {}).items():
+                SEARCH_RESULTS.labels(layer=layer).observe(count)
+
+
+def refresh_storage_size(engine: MemoryEngine, *, min_interval_s: float = 30.0) -> None:
+    """Recount live memories per layer: after any write, else at most every ``min_interval_s``."""
+    with _refresh_lock:
+        now = time.monotonic()
+        if now - _last_refresh.get(id(engine), -1e9) < min_interval_s:
+            return
+        _last_refresh[id(engine)] = now
+    totals: dict[str, int] = {}
+    at = engine.now()
+    for tenant in engine.provider.tenants():
+        for layer, n in engine.provider.count_by_layer(tenant, at).items():
+            totals[layer] = totals.get(layer, 0) + n
+    from ..model import Layer
+
+    for layer in Layer:
+        STORAGE_SIZE.labels(layer=layer.value).set(totals.get(layer.value, 0))
+
+
+def install(engine: MemoryEngine) -> MetricsObserver:
+    """Attach a metrics observer to ``engine`` once; returns it."""
+    for obs in engine.observers:
+        if isinstance(obs, MetricsObserver):
+            return obs
+    obs = MetricsObserver(id(engine))
+    engine.observers.append(obs)
+    return obs
