@@ -125,6 +125,11 @@ class MemoryEngine:
         from .graph.service import attach_graph
 
         self.graph: GraphService | GraphUnavailable = attach_graph(self)
+        #: Lifecycle hooks: called after get/search with the entries read (cheap, must not raise), and on
+        #: an update's if_match mismatch to store the seed-001 conflict entry (returns its id or None).
+        self.access_hooks: list[Callable[[TenantContext, Sequence[MemoryEntry]], None]] = []
+        self.conflict_hook: Callable[[TenantContext, MemoryEntry, str | None, Mapping[str, Any] | None],
+                                     str | None] | None = None
         self._pool = ThreadPoolExecutor(max_workers=self.config.search_workers, thread_name_prefix="stratamem-search")
         self._closed = False
 
@@ -195,6 +200,25 @@ class MemoryEngine:
                     observer(event)
                 except Exception:  # observers must never break an operation
                     log.exception("observer failed")
+
+    def _accessed(self, ctx: TenantContext, entries: Sequence[MemoryEntry]) -> None:
+        for hook in self.access_hooks:
+            try:
+                hook(ctx, entries)
+            except Exception:  # access tracking never fails a read
+                log.exception("access hook failed")
+
+    def _conflict(self, ctx: TenantContext, current: MemoryEntry, content: str | None,
+                  patch: Mapping[str, Any] | None, details: dict[str, Any]) -> dict[str, Any]:
+        if self.conflict_hook is not None:
+            try:
+                conflict_id = self.conflict_hook(ctx, current, content, patch)
+            except Exception:
+                log.exception("conflict hook failed")
+                conflict_id = None
+            if conflict_id is not None:
+                details["conflict_id"] = conflict_id
+        return details
 
     def _store(self, fn: Callable[[], Any], operation: str) -> Any:
         return call_with_retry(fn, operation, self.config.retry)
@@ -288,6 +312,8 @@ class MemoryEngine:
             if isinstance(src, Mapping) and isinstance(src.get("type"), str):
                 provenance = provenance.model_copy(update={"source": src["type"]})
         importance = 0.0 if item.importance is None else float(item.importance)
+        if item.importance is not None:  # kept so access-driven rescoring never drops it (lifecycle)
+            provenance = provenance.model_copy(update={"explicit_importance": importance})
         if not 0.0 <= importance <= 1.0:
             raise MemoryError(ErrorCode.INVALID_PARAMS, "importance must be between 0 and 1",
                               operation=operation, details={"field": "importance"})
@@ -442,6 +468,7 @@ class MemoryEngine:
             if expand_graph:  # knowledge graph: add neighbours of the top hits through shared entities
                 results += self.graph.expand_search(tctx, results, ids, target, predicate, limit)
             by_layer = {layer.value: sum(1 for r in results if r.layer == layer) for layer in target}
+            self._accessed(tctx, [r.memory for r in results])
             extra.update(layers=[layer.value for layer in target], result_count=len(results),
                          results_by_layer=by_layer)
             return SearchMemoryOutput(results=results, total_count=total, searched_layers=target)
@@ -461,6 +488,8 @@ class MemoryEngine:
                 lambda: self.provider.get(tctx.tenant_id, mid, self.now(), include_embedding=include_embedding), "get"
             )
             extra["found"] = entry is not None
+            if entry is not None:
+                self._accessed(tctx, [entry])
             return entry
 
     def update(self, ctx: Any, memory_id: Any, content: Any = None, metadata: Any = None, if_match: str | None = None,
@@ -485,7 +514,8 @@ class MemoryEngine:
                         ErrorCode.CONFLICT,
                         "the memory changed since it was read (etag mismatch)",
                         operation=op,
-                        details={"id": mid, "current_etag": current.etag, "current_version": current.version},
+                        details=self._conflict(tctx, current, content, patch, {
+                            "id": mid, "current_etag": current.etag, "current_version": current.version}),
                         retryable=False,
                     )
                 merged_md = dict(current.metadata)
@@ -527,7 +557,8 @@ class MemoryEngine:
                                               embedding_regenerated=regenerate)
                 if if_match is not None:  # someone else won the race: the caller's etag is now stale
                     raise MemoryError(ErrorCode.CONFLICT, "the memory changed concurrently (etag mismatch)",
-                                      operation=op, details={"id": mid}, retryable=False)
+                                      operation=op, details=self._conflict(tctx, current, content, patch,
+                                                                           {"id": mid}), retryable=False)
             raise MemoryError(ErrorCode.CONFLICT, "the memory kept changing concurrently; try again", operation=op,
                               details={"id": mid}, retryable=False)
 

@@ -54,6 +54,11 @@ class Memory:
 
     def __init__(self, engine: MemoryEngine) -> None:
         self.engine = engine
+        from .lifecycle.manager import Lifecycle
+
+        #: Lifecycle features (importance tracking, promotion, TTL, decay, pruning, conflicts);
+        #: configure with ``mem.lifecycle.config = LifecycleConfig(...)``.
+        self.lifecycle = Lifecycle(engine)
 
     @classmethod
     def open(
@@ -163,8 +168,54 @@ class Memory:
         mem, _ = open_from_snapshot(tenants, location, **kwargs)
         return mem
 
+    # -- memory lifecycle (stratamem.lifecycle; thin delegation) ----------------------------------
+    def close_session(self, ctx: TenantContext | None, user_id: str, session_id: str,
+                      project_id: str | None = None) -> Any:
+        return self.lifecycle.close_session(ctx, user_id, session_id, project_id)
+
+    def promote(self, ctx: TenantContext | None, source_id: str, target_layer: str | Layer, identifiers: Any = None,
+                delete_original: bool = False, content: str | None = None,
+                tags: builtins.list[str] | None = None) -> MemoryEntry:
+        return self.lifecycle.promote(ctx, source_id, target_layer, identifiers, delete_original=delete_original,
+                                      content=content, tags=tags)
+
+    def compact(self, ctx: TenantContext | None, source_ids: Sequence[str], callback: Callable[..., Any],
+                delete_sources: bool = False, *, target_layer: str | Layer | None = None,
+                tags: builtins.list[str] | None = None, metadata: dict[str, Any] | None = None) -> MemoryEntry:
+        return self.lifecycle.compact(ctx, source_ids, callback, delete_sources=delete_sources,
+                                      target_layer=target_layer, tags=tags, metadata=metadata)
+
+    def delete_by_scope(self, ctx: TenantContext | None, layer: str | Layer, identifiers: Any) -> int:
+        return self.lifecycle.delete_by_scope(ctx, layer, identifiers)
+
+    def soft_delete(self, ctx: TenantContext | None, ids: Sequence[str]) -> builtins.list[str]:
+        return self.lifecycle.soft_delete(ctx, ids)
+
+    def restore(self, ctx: TenantContext | None, ids: Sequence[str]) -> builtins.list[str]:
+        return self.lifecycle.restore(ctx, ids)
+
+    def feedback(self, ctx: TenantContext | None, memory_ids: Sequence[str], reward: float) -> Any:
+        return self.lifecycle.feedback(ctx, memory_ids, reward)
+
+    def prune(self, ctx: TenantContext | None, *, dry_run: bool = True) -> Any:
+        return self.lifecycle.prune(ctx, dry_run=dry_run)
+
+    def conflicts(self, ctx: TenantContext | None, memory_id: str | None = None, **kwargs: Any) -> ListMemoriesOutput:
+        return self.lifecycle.conflicts(ctx, memory_id, **kwargs)
+
+    def maintain(self, tenants: Sequence[str] | None = None) -> Any:
+        return self.lifecycle.maintain(tenants)
+
+    def crud(self, ctx: TenantContext | None, request: Any) -> Any:
+        """The seed-001 ``memory_crud`` skill: one request dict/model in, ``{items, next_cursor, has_more,
+        errors}`` out."""
+        from .crud.skill import handle_memory_crud
+
+        return handle_memory_crud(self.engine, self.lifecycle, ctx, request)
+
     # -- lifecycle ---------------------------------------------------------------------------
     def close(self) -> None:
+        self.lifecycle.close()
         self.engine.close()
 
     def __enter__(self) -> Self:
@@ -243,6 +294,43 @@ class AsyncMemory:
         from .persistence.snapshots import AsyncSnapshotManager
 
         return AsyncSnapshotManager(self.sync.snapshots)
+
+    async def close_session(self, ctx: TenantContext | None, user_id: str, session_id: str,
+                            project_id: str | None = None) -> Any:
+        return await asyncio.to_thread(self.sync.close_session, ctx, user_id, session_id, project_id)
+
+    async def promote(self, ctx: TenantContext | None, source_id: str, target_layer: str | Layer,
+                      identifiers: Any = None, **kwargs: Any) -> MemoryEntry:
+        return await asyncio.to_thread(self.sync.promote, ctx, source_id, target_layer, identifiers, **kwargs)
+
+    async def compact(self, ctx: TenantContext | None, source_ids: Sequence[str], callback: Callable[..., Any],
+                      delete_sources: bool = False, **kwargs: Any) -> MemoryEntry:
+        return await asyncio.to_thread(self.sync.compact, ctx, source_ids, callback, delete_sources, **kwargs)
+
+    async def delete_by_scope(self, ctx: TenantContext | None, layer: str | Layer, identifiers: Any) -> int:
+        return await asyncio.to_thread(self.sync.delete_by_scope, ctx, layer, identifiers)
+
+    async def feedback(self, ctx: TenantContext | None, memory_ids: Sequence[str], reward: float) -> Any:
+        return await asyncio.to_thread(self.sync.feedback, ctx, memory_ids, reward)
+
+    async def conflicts(self, ctx: TenantContext | None, memory_id: str | None = None,
+                        **kwargs: Any) -> ListMemoriesOutput:
+        return await asyncio.to_thread(self.sync.conflicts, ctx, memory_id, **kwargs)
+
+    async def crud(self, ctx: TenantContext | None, request: Any) -> Any:
+        return await asyncio.to_thread(self.sync.crud, ctx, request)
+
+    async def soft_delete(self, ctx: TenantContext | None, ids: Sequence[str]) -> builtins.list[str]:
+        return await asyncio.to_thread(self.sync.soft_delete, ctx, ids)
+
+    async def restore(self, ctx: TenantContext | None, ids: Sequence[str]) -> builtins.list[str]:
+        return await asyncio.to_thread(self.sync.restore, ctx, ids)
+
+    async def prune(self, ctx: TenantContext | None, *, dry_run: bool = True) -> Any:
+        return await asyncio.to_thread(lambda: self.sync.prune(ctx, dry_run=dry_run))
+
+    async def maintain(self, tenants: Sequence[str] | None = None) -> Any:
+        return await asyncio.to_thread(self.sync.maintain, tenants)
 
     async def close(self) -> None:
         await asyncio.to_thread(self.sync.close)

@@ -11,6 +11,7 @@ from . import (
     coordination_cmds,
     demo_cmd,
     graph_cmds,
+    lifecycle_cmds,
     memory_cmds,
     server_cmds,
     snapshot_cmds,
@@ -30,6 +31,7 @@ server_cmds.register(app)
 graph_cmds.register(app)
 coordination_cmds.register(app)
 snapshot_cmds.register(app)
+lifecycle_cmds.register(app)
 
 
 def main() -> None:

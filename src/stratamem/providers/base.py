@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..embeddings.base import Vector
+from ..errors import ErrorCode, MemoryError
 from ..filters import Predicate
 from ..model import (
     HealthCheckResult,
@@ -210,6 +211,41 @@ class MemoryProvider(ABC):
 
     @abstractmethod
     def cache_put(self, tenant_id: str, model_id: str, items: dict[str, Vector]) -> None: ...
+
+    # -- lifecycle (importance, status, TTL, feedback): optional, default "not supported" ----------
+    def _lifecycle_unsupported(self) -> MemoryError:
+        return MemoryError(ErrorCode.CONFIGURATION_ERROR, f"lifecycle is not supported by provider {self.name}")
+
+    def record_access(self, tenant_id: str, importance: Mapping[str, float], now: datetime) -> int:
+        """One batched write: ``access_count += 1``, ``last_accessed_at = now``, ``importance = value``
+        for each id of ``importance``. Does not bump version/etag (an access is not an edit)."""
+        raise self._lifecycle_unsupported()
+
+    def set_status(self, tenant_id: str, ids: Sequence[str], status: str, now: datetime) -> builtins.list[str]:
+        """Set ``status`` (active|archived|deleted) of these ids; ``deleted_at`` = now for deleted, else
+        NULL. Returns the ids that exist. Does not bump version/etag."""
+        raise self._lifecycle_unsupported()
+
+    def set_expiry(self, tenant_id: str, ids: Sequence[str], expires_at: datetime | None) -> int:
+        """Set ``expires_at`` of these ids (any status); returns the number of rows changed."""
+        raise self._lifecycle_unsupported()
+
+    def purge_candidates(self, tenant_id: str, *, expired_before: datetime, deleted_before: datetime,
+                         limit: int = 10_000) -> builtins.list[str]:
+        """Ids expired before ``expired_before`` or soft-deleted before ``deleted_before``."""
+        raise self._lifecycle_unsupported()
+
+    def add_feedback(self, tenant_id: str, ids: Sequence[str], reward: float,
+                     now: datetime) -> dict[str, tuple[int, float]]:
+        """Record one reward signal per id; returns ``{id: (signals, reward_sum)}`` after the write."""
+        raise self._lifecycle_unsupported()
+
+    def feedback_stats(self, tenant_id: str) -> dict[str, tuple[int, float]]:
+        """``{memory_id: (signals, reward_sum)}`` of every memory of the tenant with feedback."""
+        raise self._lifecycle_unsupported()
+
+    def clear_feedback(self, tenant_id: str, ids: Sequence[str]) -> None:
+        raise self._lifecycle_unsupported()
 
     # -- server feature: API keys and cross-tenant audit (non-abstract; see stratamem.server) ----
     def _server_unsupported(self) -> Any:

@@ -15,7 +15,7 @@ import builtins
 import json
 import os
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -569,6 +569,88 @@ class DuckDBProvider(MemoryProvider):
                             "created_at FROM stratamem_cache_batch")
             finally:
                 cur.unregister("stratamem_cache_batch")
+
+    # ---------------------------------------------------------------------------- lifecycle
+    def record_access(self, tenant_id: str, importance: Mapping[str, float], now: datetime) -> int:
+        if not importance:
+            return 0
+        with self.transaction() as cur:
+            cur.execute(
+                "UPDATE memories SET access_count = access_count + 1, last_accessed_at = $1, importance = u.imp "
+                "FROM (SELECT unnest($2::JSON::VARCHAR[]) AS uid, unnest($3::JSON::DOUBLE[]) AS imp) AS u "
+                "WHERE memories.tenant_id = $4 AND memories.id = u.uid",
+                [to_naive_utc(now), _text_list(list(importance)), json.dumps([float(v) for v in importance.values()]),
+                 tenant_id],
+            )
+        return len(importance)
+
+    def set_status(self, tenant_id: str, ids: Sequence[str], status: str, now: datetime) -> builtins.list[str]:
+        if not ids:
+            return []
+        with self.transaction() as cur:
+            found = [r[0] for r in cur.execute(
+                "SELECT id FROM memories WHERE tenant_id = ? AND list_contains(?::JSON::VARCHAR[], id)",
+                [tenant_id, _text_list(ids)]).fetchall()]
+            if found:
+                cur.execute(
+                    "UPDATE memories SET status = ?, deleted_at = ? "
+                    "WHERE tenant_id = ? AND list_contains(?::JSON::VARCHAR[], id)",
+                    [status, to_naive_utc(now) if status == "deleted" else None, tenant_id, _text_list(found)],
+                )
+        return found
+
+    def set_expiry(self, tenant_id: str, ids: Sequence[str], expires_at: datetime | None) -> int:
+        if not ids:
+            return 0
+        with self.transaction() as cur:
+            row = cur.execute(
+                "UPDATE memories SET expires_at = ? WHERE tenant_id = ? AND list_contains(?::JSON::VARCHAR[], id)",
+                [to_naive_utc(expires_at), tenant_id, _text_list(ids)],
+            ).fetchone()
+        return int(row[0]) if row else 0
+
+    def purge_candidates(self, tenant_id: str, *, expired_before: datetime, deleted_before: datetime,
+                         limit: int = 10_000) -> builtins.list[str]:
+        with self._read() as cur:
+            rows = cur.execute(
+                "SELECT id FROM memories WHERE tenant_id = ? AND ((expires_at IS NOT NULL AND expires_at <= ?) "
+                "OR (status = 'deleted' AND deleted_at IS NOT NULL AND deleted_at <= ?)) ORDER BY id LIMIT ?",
+                [tenant_id, to_naive_utc(expired_before), to_naive_utc(deleted_before), limit],
+            ).fetchall()
+        return [r[0] for r in rows]
+
+    def add_feedback(self, tenant_id: str, ids: Sequence[str], reward: float,
+                     now: datetime) -> dict[str, tuple[int, float]]:
+        unique = list(dict.fromkeys(ids))
+        if not unique:
+            return {}
+        with self.transaction() as cur:
+            cur.execute(
+                "INSERT INTO memory_feedback AS f SELECT $1, uid, 1, $2, $3, $4 "
+                "FROM (SELECT unnest($5::JSON::VARCHAR[]) AS uid) "
+                "ON CONFLICT (tenant_id, memory_id) DO UPDATE SET signals = f.signals + 1, "
+                "reward_sum = f.reward_sum + excluded.reward_sum, last_reward = excluded.last_reward, "
+                "updated_at = excluded.updated_at",
+                [tenant_id, float(reward), float(reward), to_naive_utc(now), _text_list(unique)],
+            )
+            rows = cur.execute(
+                "SELECT memory_id, signals, reward_sum FROM memory_feedback WHERE tenant_id = ? "
+                "AND list_contains(?::JSON::VARCHAR[], memory_id)", [tenant_id, _text_list(unique)],
+            ).fetchall()
+        return {r[0]: (int(r[1]), float(r[2])) for r in rows}
+
+    def feedback_stats(self, tenant_id: str) -> dict[str, tuple[int, float]]:
+        with self._read() as cur:
+            rows = cur.execute("SELECT memory_id, signals, reward_sum FROM memory_feedback WHERE tenant_id = ? "
+                               "ORDER BY memory_id", [tenant_id]).fetchall()
+        return {r[0]: (int(r[1]), float(r[2])) for r in rows}
+
+    def clear_feedback(self, tenant_id: str, ids: Sequence[str]) -> None:
+        if not ids:
+            return
+        with self.transaction() as cur:
+            cur.execute("DELETE FROM memory_feedback WHERE tenant_id = ? "
+                        "AND list_contains(?::JSON::VARCHAR[], memory_id)", [tenant_id, _text_list(ids)])
 
     # ------------------------------------------------------------------------- server: API keys
     def api_key_put(self, record: Any) -> None:

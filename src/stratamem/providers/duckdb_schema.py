@@ -82,6 +82,7 @@ MIGRATIONS: list[Migration] = [
 FEATURE_SCHEMA_MODULES: list[str] = [
     "stratamem.server.schema",
     "stratamem.graph.schema",
+    "stratamem.lifecycle.schema",
 ]
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import builtins
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -40,6 +40,7 @@ class InMemoryProvider(MemoryProvider):
         self._lock = threading.RLock()
         self._dims = 0
         self._model = ""
+        self._feedback: dict[tuple[str, str], tuple[int, float]] = {}
 
     def initialize(self, embedding_model: str, dimensions: int) -> StoreInfo:
         from ..errors import ErrorCode, MemoryError
@@ -208,6 +209,62 @@ class InMemoryProvider(MemoryProvider):
         with self._lock:
             for h, v in items.items():
                 self._cache.setdefault((tenant_id, model_id, h), np.asarray(v, dtype=np.float32))
+
+    # ---------------------------------------------------------------------------- lifecycle
+    def record_access(self, tenant_id: str, importance: Mapping[str, float], now: datetime) -> int:
+        with self._lock:
+            n = 0
+            for mid, value in importance.items():
+                e = self._rows.get((tenant_id, mid))
+                if e is not None:
+                    self._rows[(tenant_id, mid)] = e.model_copy(update={
+                        "access_count": e.access_count + 1, "last_accessed_at": now, "importance": float(value)})
+                    n += 1
+            return n
+
+    def set_status(self, tenant_id: str, ids: Sequence[str], status: str, now: datetime) -> builtins.list[str]:
+        with self._lock:
+            found = [i for i in dict.fromkeys(ids) if (tenant_id, i) in self._rows]
+            for i in found:
+                e = self._rows[(tenant_id, i)]
+                self._rows[(tenant_id, i)] = e.model_copy(
+                    update={"status": status, "deleted_at": now if status == "deleted" else None})
+            return found
+
+    def set_expiry(self, tenant_id: str, ids: Sequence[str], expires_at: datetime | None) -> int:
+        with self._lock:
+            found = [i for i in dict.fromkeys(ids) if (tenant_id, i) in self._rows]
+            for i in found:
+                self._rows[(tenant_id, i)] = self._rows[(tenant_id, i)].model_copy(update={"expires_at": expires_at})
+            return len(found)
+
+    def purge_candidates(self, tenant_id: str, *, expired_before: datetime, deleted_before: datetime,
+                         limit: int = 10_000) -> builtins.list[str]:
+        with self._lock:
+            out = sorted(
+                e.id for e in self._scoped(tenant_id, None, None)
+                if (e.expires_at is not None and e.expires_at <= expired_before)
+                or (e.status == "deleted" and e.deleted_at is not None and e.deleted_at <= deleted_before)
+            )
+            return out[:limit]
+
+    def add_feedback(self, tenant_id: str, ids: Sequence[str], reward: float,
+                     now: datetime) -> dict[str, tuple[int, float]]:
+        with self._lock:
+            out: dict[str, tuple[int, float]] = {}
+            for i in dict.fromkeys(ids):
+                n, total = self._feedback.get((tenant_id, i), (0, 0.0))
+                out[i] = self._feedback[(tenant_id, i)] = (n + 1, total + float(reward))
+            return out
+
+    def feedback_stats(self, tenant_id: str) -> dict[str, tuple[int, float]]:
+        with self._lock:
+            return {i: v for (t, i), v in sorted(self._feedback.items()) if t == tenant_id}
+
+    def clear_feedback(self, tenant_id: str, ids: Sequence[str]) -> None:
+        with self._lock:
+            for i in ids:
+                self._feedback.pop((tenant_id, i), None)
 
     # ------------------------------------------------------------------------- server: API keys
     def _keys(self) -> dict[str, Any]:

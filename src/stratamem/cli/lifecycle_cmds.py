@@ -1,0 +1,70 @@
+"""Lifecycle commands: ``prune`` (Memory-R1 candidates, ``--dry-run`` lists only), ``maintain`` (TTL
+purge, decay, consolidation, pruning, integrity, once), ``close-session``."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from .common import DbOpt, EmbedderOpt, JsonOpt, TenantOpt, console, emit_json, open_store, tenant
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def prune(
+        db: DbOpt = "stratamem.duckdb",
+        tenant_id: TenantOpt = "default",
+        dry_run: Annotated[bool, typer.Option("--dry-run", help="Only list the candidates.")] = False,
+        embedder: EmbedderOpt = None, as_json: JsonOpt = False,
+    ) -> None:
+        """Soft-delete memories whose reward feedback is consistently negative (see the README rule)."""
+        with open_store(db, embedder) as mem:
+            report = mem.prune(tenant(tenant_id), dry_run=dry_run)
+        if as_json:
+            emit_json(report.model_dump(mode="json"))
+            return
+        table = Table(title=f"{len(report.candidates)} pruning candidates"
+                            + (" (dry run)" if dry_run else f", {len(report.pruned)} pruned"))
+        for col in ("id", "signals", "mean reward", "status"):
+            table.add_column(col)
+        for c in report.candidates:
+            table.add_row(c.id, str(c.signals), f"{c.mean_reward:.3f}", c.status)
+        console.print(table)
+
+    @app.command()
+    def maintain(
+        db: DbOpt = "stratamem.duckdb",
+        tenants: Annotated[list[str] | None, typer.Option("--tenant", "-t", help="Tenant (repeatable; default all).")]
+        = None,
+        embedder: EmbedderOpt = None, as_json: JsonOpt = False,
+    ) -> None:
+        """Run every maintenance task once: TTL/soft-delete purge, decay, consolidation, pruning, integrity."""
+        with open_store(db, embedder) as mem:
+            report = mem.maintain(tenants or None)
+        if as_json:
+            emit_json(report.model_dump(mode="json"))
+            return
+        table = Table(title=f"maintenance of {len(report.tenants)} tenant(s) in {report.duration_s:.3f}s")
+        for col in ("tenant", "purged", "archived", "consolidated", "prune candidates", "pruned", "repaired",
+                    "errors"):
+            table.add_column(col)
+        for r in report.tenants:
+            table.add_row(r.tenant_id, str(r.purged), str(r.archived), str(r.consolidated), str(r.prune_candidates),
+                          str(r.pruned), str(r.integrity_repaired), ", ".join(r.errors) or "-")
+        console.print(table)
+
+    @app.command("close-session")
+    def close_session(
+        user_id: Annotated[str, typer.Option("--user-id", help="userId of the session.")],
+        session_id: Annotated[str, typer.Option("--session-id", help="sessionId to close.")],
+        project_id: Annotated[str | None, typer.Option("--project-id", help="Promote into this project.")] = None,
+        db: DbOpt = "stratamem.duckdb",
+        tenant_id: TenantOpt = "default",
+        embedder: EmbedderOpt = None,
+    ) -> None:
+        """Promote the session's important memories (PII-redacted) and apply session retention."""
+        with open_store(db, embedder) as mem:
+            result = mem.close_session(tenant(tenant_id), user_id, session_id, project_id)
+        emit_json(result.model_dump(mode="json"))

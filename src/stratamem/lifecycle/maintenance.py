@@ -1,0 +1,136 @@
+"""Background maintenance: TTL/soft-delete purge, decay, consolidation, pruning, integrity.
+
+``run_maintenance`` runs every task for every tenant (or the given ones), records Prometheus
+metrics, and never lets one failing task stop the others. ``MaintenanceScheduler`` runs it on an
+interval in a daemon thread (for the server); ``stratamem maintain`` runs it once.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, Field
+
+from ..model import TenantContext
+from . import metrics
+from .compaction import consolidate
+from .decay import decay
+from .expiry import purge
+from .pruning import candidates, prune
+
+if TYPE_CHECKING:
+    from .manager import Lifecycle
+
+log = logging.getLogger("stratamem.lifecycle")
+
+TASKS: tuple[str, ...] = ("ttl_purge", "decay", "consolidation", "pruning", "integrity")
+
+
+class TenantReport(BaseModel):
+    tenant_id: str
+    purged: int = 0
+    archived: int = 0
+    consolidated: int = 0
+    prune_candidates: int = 0
+    pruned: int = 0
+    integrity_repaired: int = 0
+    errors: dict[str, str] = Field(default_factory=dict)
+
+
+class MaintenanceReport(BaseModel):
+    tenants: list[TenantReport]
+    duration_s: float
+
+
+def _integrity(lc: Lifecycle, tenant_id: str) -> int:
+    """Feedback rows of memories that no longer exist are removed; returns how many."""
+    now = lc.engine.now()
+    provider = lc.engine.provider
+    orphans = [mid for mid in provider.feedback_stats(tenant_id)
+               if provider.get(tenant_id, mid, now, statuses=("active", "archived", "deleted")) is None]
+    provider.clear_feedback(tenant_id, orphans)
+    return len(orphans)
+
+
+def run_maintenance(lc: Lifecycle, tenants: Sequence[str] | None = None) -> MaintenanceReport:
+    start = time.perf_counter()
+    cfg = lc.config
+    engine = lc.engine
+    reports: list[TenantReport] = []
+    for tenant_id in tenants if tenants is not None else engine.provider.tenants():
+        rep = TenantReport(tenant_id=tenant_id)
+        ctx = TenantContext(tenant_id=tenant_id, principal="maintenance", roles=("system",))
+
+        def do_purge(t: str = tenant_id) -> int:
+            return len(purge(engine, t, cfg.ttl))
+
+        def do_decay(t: str = tenant_id) -> int:
+            return len(decay(engine, t, cfg.decay))
+
+        def do_consolidate(c: TenantContext = ctx) -> int:
+            return len(consolidate(engine, cfg, c))
+
+        def do_prune(c: TenantContext = ctx, r: TenantReport = rep) -> int:
+            if cfg.pruning.auto_prune:
+                report = prune(engine, c, cfg.pruning, dry_run=False)
+                r.prune_candidates = len(report.candidates)
+                return len(report.pruned)
+            r.prune_candidates = len(candidates(engine, c.tenant_id, cfg.pruning))
+            return 0
+
+        def do_integrity(t: str = tenant_id) -> int:
+            return _integrity(lc, t)
+
+        steps: list[tuple[str, Callable[[], int], str]] = [
+            ("ttl_purge", do_purge, "purged"), ("decay", do_decay, "archived"),
+            ("consolidation", do_consolidate, "consolidated"), ("pruning", do_prune, "pruned"),
+            ("integrity", do_integrity, "integrity_repaired"),
+        ]
+        for task, fn, field in steps:
+            t0 = time.perf_counter()
+            try:
+                n = fn()
+                setattr(rep, field, n)
+                metrics.MAINTENANCE_ITEMS.labels(task=task).inc(n)
+            except Exception as exc:
+                log.warning("maintenance task %s failed for tenant %s", task, tenant_id, exc_info=True)
+                rep.errors[task] = f"{type(exc).__name__}: {exc}"[:300]
+                metrics.MAINTENANCE_ERRORS.labels(task=task).inc()
+            finally:
+                metrics.MAINTENANCE_DURATION.labels(task=task).observe(time.perf_counter() - t0)
+        engine.audit.record(tenant_id=tenant_id, principal="maintenance", action="maintain",
+                            outcome="error" if rep.errors else "ok",
+                            details=rep.model_dump(exclude={"tenant_id"}))
+        reports.append(rep)
+    return MaintenanceReport(tenants=reports, duration_s=round(time.perf_counter() - start, 6))
+
+
+class MaintenanceScheduler:
+    """Runs maintenance every ``interval_s`` seconds in a daemon thread until ``stop()``."""
+
+    def __init__(self, lc: Lifecycle, interval_s: float) -> None:
+        self.lc = lc
+        self.interval_s = interval_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="stratamem-maintenance", daemon=True)
+        self.last_report: MaintenanceReport | None = None
+
+    def start(self) -> MaintenanceScheduler:
+        self._thread.start()
+        return self
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            try:
+                self.last_report = run_maintenance(self.lc)
+            except Exception:
+                log.exception("scheduled maintenance failed")
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=10)

@@ -1,0 +1,62 @@
+"""``maintain``: every task, metrics, consolidation of near-duplicates, integrity repair, scheduler."""
+
+from __future__ import annotations
+
+import time
+
+from prometheus_client import REGISTRY
+
+from stratamem import Memory, TenantContext
+from stratamem.lifecycle.config import ConsolidationConfig, LifecycleConfig
+
+from .conftest import Clock
+
+U = {"user_id": "u1"}
+
+
+def test_consolidation_merges_near_duplicates_over_trigger(lmem: Memory, acme: TenantContext) -> None:
+    lmem.lifecycle.config = LifecycleConfig(consolidation=ConsolidationConfig(max_memories_before_trigger=3,
+                                                                              similarity_threshold=0.95))
+    dup_a = lmem.add(acme, "User prefers dark mode", "user", U, provenance={"agentId": "a1"}).memory.id
+    dup_b = lmem.add(acme, "User prefers dark mode!", "user", U).memory.id
+    other = lmem.add(acme, "Team standup is at nine", "user", U).memory.id
+    report = lmem.maintain()
+    assert report.tenants[0].consolidated == 0  # 3 entries: not above the trigger
+    lmem.add(acme, "Quarterly report due in March", "user", U)
+    report = lmem.maintain()
+    assert report.tenants[0].consolidated == 1
+    assert lmem.get(acme, dup_a) is None and lmem.get(acme, dup_b) is None and lmem.get(acme, other) is not None
+    merged = [m for m in lmem.list(acme, "user", U).memories if m.provenance.compacted_from_ids]
+    assert len(merged) == 1
+    assert merged[0].content == "User prefers dark mode!"
+    assert sorted(merged[0].provenance.compacted_from_ids or []) == sorted([dup_a, dup_b])
+    assert merged[0].provenance.agent_id == "a1"
+
+
+def test_maintain_reports_metrics_and_integrity(lmem: Memory, acme: TenantContext, clock: Clock) -> None:
+    mid = lmem.add(acme, "to be forgotten", "user", U).memory.id
+    lmem.feedback(acme, [mid], -1.0)
+    lmem.delete(acme, mid)  # hard delete leaves an orphan feedback row
+    before = REGISTRY.get_sample_value("stratamem_lifecycle_maintenance_items_total", {"task": "integrity"}) or 0.0
+    count_before = REGISTRY.get_sample_value("stratamem_lifecycle_maintenance_duration_seconds_count",
+                                             {"task": "ttl_purge"}) or 0.0
+    report = lmem.maintain(["acme"])
+    rep = report.tenants[0]
+    assert rep.integrity_repaired == 1 and rep.errors == {}
+    assert REGISTRY.get_sample_value("stratamem_lifecycle_maintenance_items_total", {"task": "integrity"}) == before + 1
+    assert REGISTRY.get_sample_value("stratamem_lifecycle_maintenance_duration_seconds_count",
+                                     {"task": "ttl_purge"}) == count_before + 1
+    assert lmem.maintain(["acme"]).tenants[0].integrity_repaired == 0
+    assert lmem.engine.audit.recent(action="maintain")[-1].tenant_id == "acme"
+
+
+def test_scheduler_runs_in_background(lmem: Memory, acme: TenantContext) -> None:
+    lmem.add(acme, "x", "user", U)
+    sched = lmem.lifecycle.schedule(0.05)
+    try:
+        deadline = time.monotonic() + 10
+        while sched.last_report is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+    finally:
+        sched.stop()
+    assert sched.last_report is not None and sched.last_report.tenants[0].tenant_id == "acme"
