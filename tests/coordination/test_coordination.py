@@ -134,6 +134,7 @@ def test_results_errors_and_order_round_trip(tmp_path: Path, rclient: redis.Redi
         with pytest.raises(MemoryError) as err:  # the writer's MemoryError reaches the caller intact
             qw.update(ACME, added.memory.id, content="stale", if_match="not-the-etag")
         assert err.value.code is ErrorCode.CONFLICT
+        conflict_id = err.value.details["conflict_id"]  # seed 001: the rejected content is kept for review
         with pytest.raises(MemoryError) as bad:
             qw.add(ACME, content="x", layer="nope", identifiers=U1)
         assert bad.value.code is ErrorCode.INVALID_LAYER
@@ -141,7 +142,9 @@ def test_results_errors_and_order_round_trip(tmp_path: Path, rclient: redis.Redi
         ids = [r.memory.id for r in bulk.results]
         assert qw.bulk_delete(ACME, ids).deleted == 3
         assert qw.delete(ACME, added.memory.id).success
-        assert mem.stats(ACME).total == 0
+        left = mem.get(ACME, conflict_id)
+        assert left is not None and left.content == "stale" and left.provenance.conflict_of == added.memory.id
+        assert mem.stats(ACME).total == 1
         waited = REGISTRY.get_sample_value("stratamem_coord_write_wait_seconds_count",
                                            {"queue": prefix, "operation": "add"})
         assert waited is not None and waited >= 2
