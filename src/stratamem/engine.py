@@ -408,6 +408,7 @@ class MemoryEngine:
                 q = SearchQuery(
                     tenant_id=tctx.tenant_id, scope=Scope(layer, scope_key(layer, ids)), vector=vector, text=query,
                     limit=limit, min_score=float(threshold), now=now, predicate=predicate, include_embedding=True,
+                    lexical_weight=self.config.hybrid_weight,
                 )
                 page: SearchPage = self._store(lambda: self.provider.search(q), op)
                 return page

@@ -79,7 +79,7 @@ MIGRATIONS: list[Migration] = [
 ]
 
 #: Modules (absolute names) that register feature migrations; imported before migrating.
-FEATURE_SCHEMA_MODULES: list[str] = []
+FEATURE_SCHEMA_MODULES: list[str] = ["stratamem.retrieval.duckdb_lexical"]
 
 
 def all_migrations() -> list[Migration]:
