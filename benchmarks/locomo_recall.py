@@ -12,8 +12,8 @@ latency p50/p95 (end to end, query embedding included).
 
 Configurations (``--config``, several allowed; they share one ingested store):
   dense    dense similarity only (hybrid_weight = 0)
-  hybrid   dense fused with BM25 (the default MemoryConfig)
-  bm25max  hybrid with weight 1.0 (lexical as strong as it gets)
+  hybrid   dense fused with BM25 (the default MemoryConfig: hybrid_weight = 1.0)
+  half     hybrid with hybrid_weight = 0.5
 ``--weight W`` adds a ``hybrid@W`` configuration. ``--reuse`` searches an existing ``--db`` store
 without ingesting again (the lexical index is written with the rows, whatever the configuration).
 Prints a table and writes benchmarks/results/locomo_recall[_<embedder>].json. Skips with a message
@@ -44,7 +44,7 @@ CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 CONFIGS: dict[str, dict[str, Any]] = {
     "dense": {"hybrid_weight": 0.0},
     "hybrid": {},
-    "bm25max": {"hybrid_weight": 1.0},
+    "half": {"hybrid_weight": 0.5},
 }
 
 

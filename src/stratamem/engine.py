@@ -381,7 +381,8 @@ class MemoryEngine:
         return requested
 
     def search(self, ctx: Any, query: Any, identifiers: Any = None, layers: Any = None, limit: Any = None,
-               threshold: Any = None, filter: Any = None, *, include_embedding: bool = False) -> SearchMemoryOutput:
+               threshold: Any = None, filter: Any = None, *, include_embedding: bool = False,
+               hybrid_weight: float | None = None) -> SearchMemoryOutput:
         with self.operation("search", ctx) as (tctx, extra):
             op = "search"
             if not isinstance(query, str) or not query.strip():
@@ -401,6 +402,12 @@ class MemoryEngine:
             ids = parse_identifiers(identifiers, op)
             target = self.resolve_layers(ids, layers, op)
             predicate = compile_filter(parse_filter(filter, op))
+            # Lexical weight of the fused score (README "Scores"); 0 = dense similarity only.
+            lexical_weight = self.config.hybrid_weight if hybrid_weight is None else hybrid_weight
+            if isinstance(lexical_weight, bool) or not isinstance(lexical_weight, int | float) \
+                    or not 0.0 <= lexical_weight <= 1.0:
+                raise MemoryError(ErrorCode.INVALID_PARAMS, "hybrid_weight must be a number from 0 to 1",
+                                  operation=op, details={"field": "hybrid_weight"})
             vector = self.embeddings.embed_query(query, op)
             now = self.now()
 
@@ -408,7 +415,7 @@ class MemoryEngine:
                 q = SearchQuery(
                     tenant_id=tctx.tenant_id, scope=Scope(layer, scope_key(layer, ids)), vector=vector, text=query,
                     limit=limit, min_score=float(threshold), now=now, predicate=predicate, include_embedding=True,
-                    lexical_weight=self.config.hybrid_weight,
+                    lexical_weight=float(lexical_weight),
                 )
                 page: SearchPage = self._store(lambda: self.provider.search(q), op)
                 return page

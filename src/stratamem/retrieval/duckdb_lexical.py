@@ -123,8 +123,8 @@ def lexical_scores_sql() -> str:
               FROM hits, stats GROUP BY term, stats.n),
         best AS (SELECT sum(idf) * {k1 + 1.0} AS best FROM w)
         SELECT hits.memory_id AS id,
-               least(1.0, sum(w.idf * hits.tf * {k1 + 1.0}
-                   / (hits.tf + {k1} * (1 - {b} + {b} * hits.length / stats.avgdl))) / any_value(best.best)) AS lex
+               sqrt(least(1.0, sum(w.idf * hits.tf * {k1 + 1.0}
+                   / (hits.tf + {k1} * (1 - {b} + {b} * hits.length / stats.avgdl))) / any_value(best.best))) AS lex
         FROM hits JOIN w ON hits.term = w.term, stats, best
         GROUP BY hits.memory_id)
     """
