@@ -4,7 +4,7 @@
 PY     ?= python3
 PIP    ?= $(PY) -m pip
 DB     ?= data/stratamem.duckdb
-EXTRAS ?= local,server,postgres,redis,s3,dev
+EXTRAS ?= local,onnx,server,postgres,redis,s3,dev
 
 .PHONY: install run demo test pytest lint services bench clean
 

@@ -24,6 +24,9 @@ class MemoryConfig(BaseModel):
     max_metadata_bytes: int = Field(64 * 1024, ge=1024)
     #: Items per bulk_add / bulk_delete call through the SDK (REST caps lower).
     max_bulk_items: int = Field(1000, ge=1)
+    #: Weight of lexical (BM25) matching fused into search scores; 0 = dense similarity only.
+    #: ``score = dense + w · lex · (1 - dense)`` (see README "Scores"); tuned on LoCoMo.
+    hybrid_weight: float = Field(1.0, ge=0.0, le=1.0)
     #: Threads for the concurrent per-layer search fan-out.
     search_workers: int = Field(8, ge=1)
     retry_max_attempts: int = Field(3, ge=1)

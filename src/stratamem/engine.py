@@ -419,7 +419,8 @@ class MemoryEngine:
 
     def search(self, ctx: Any, query: Any, identifiers: Any = None, layers: Any = None, limit: Any = None,
                threshold: Any = None, filter: Any = None, *, include_embedding: bool = False,
-               expand_graph: bool = False) -> SearchMemoryOutput:
+               expand_graph: bool = False,
+               hybrid_weight: float | None = None) -> SearchMemoryOutput:
         with self.operation("search", ctx) as (tctx, extra):
             op = "search"
             if not isinstance(query, str) or not query.strip():
@@ -439,6 +440,12 @@ class MemoryEngine:
             ids = parse_identifiers(identifiers, op)
             target = self.resolve_layers(ids, layers, op)
             predicate = compile_filter(parse_filter(filter, op))
+            # Lexical weight of the fused score (README "Scores"); 0 = dense similarity only.
+            lexical_weight = self.config.hybrid_weight if hybrid_weight is None else hybrid_weight
+            if isinstance(lexical_weight, bool) or not isinstance(lexical_weight, int | float) \
+                    or not 0.0 <= lexical_weight <= 1.0:
+                raise MemoryError(ErrorCode.INVALID_PARAMS, "hybrid_weight must be a number from 0 to 1",
+                                  operation=op, details={"field": "hybrid_weight"})
             vector = self.embeddings.embed_query(query, op)
             now = self.now()
 
@@ -446,6 +453,7 @@ class MemoryEngine:
                 q = SearchQuery(
                     tenant_id=tctx.tenant_id, scope=Scope(layer, scope_key(layer, ids)), vector=vector, text=query,
                     limit=limit, min_score=float(threshold), now=now, predicate=predicate, include_embedding=True,
+                    lexical_weight=float(lexical_weight),
                 )
                 page: SearchPage = self._store(lambda: self.provider.search(q), op)
                 return page

@@ -93,9 +93,9 @@ class Memory:
     def search(self, ctx: TenantContext | None = None, query: str | None = None, identifiers: Any = None,
                layers: Sequence[str | Layer] | None = None, limit: int | None = None,
                threshold: float | None = None, filter: Any = None, *,
-               expand_graph: bool = False) -> SearchMemoryOutput:
+               expand_graph: bool = False, hybrid_weight: float | None = None) -> SearchMemoryOutput:
         return self.engine.search(ctx, query, identifiers, layers, limit, threshold, filter,
-                                  expand_graph=expand_graph)
+                                  expand_graph=expand_graph, hybrid_weight=hybrid_weight)
 
     def get(self, ctx: TenantContext | None = None, memory_id: str | None = None) -> MemoryEntry | None:
         return self.engine.get(ctx, memory_id)
@@ -250,9 +250,9 @@ class AsyncMemory:
     async def search(self, ctx: TenantContext | None = None, query: str | None = None, identifiers: Any = None,
                      layers: Sequence[str | Layer] | None = None, limit: int | None = None,
                      threshold: float | None = None, filter: Any = None, *,
-                     expand_graph: bool = False) -> SearchMemoryOutput:
+                     expand_graph: bool = False, hybrid_weight: float | None = None) -> SearchMemoryOutput:
         return await asyncio.to_thread(self.sync.search, ctx, query, identifiers, layers, limit, threshold, filter,
-                                       expand_graph=expand_graph)
+                                       expand_graph=expand_graph, hybrid_weight=hybrid_weight)
 
     async def get(self, ctx: TenantContext | None = None, memory_id: str | None = None) -> MemoryEntry | None:
         return await asyncio.to_thread(self.sync.get, ctx, memory_id)

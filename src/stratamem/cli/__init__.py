@@ -13,6 +13,7 @@ from . import (
     graph_cmds,
     lifecycle_cmds,
     memory_cmds,
+    models_cmds,
     server_cmds,
     snapshot_cmds,
 )
@@ -32,6 +33,7 @@ graph_cmds.register(app)
 coordination_cmds.register(app)
 snapshot_cmds.register(app)
 lifecycle_cmds.register(app)
+models_cmds.register(app)
 
 
 def main() -> None:

@@ -25,7 +25,8 @@ def make_embedder(spec: str | Embedder | None = None, **options: Any) -> Embedde
     """Build an embedder from a name.
 
     ``None`` reads ``STRATAMEM_EMBEDDER`` (default ``local``). Names: ``local`` (all-MiniLM-L6-v2,
-    offline), ``hashing`` / ``hashing:DIM``, ``openai`` (``STRATAMEM_EMBEDDING_URL``,
+    offline), ``onnx[:DIR]`` (the same model on ONNX Runtime, no torch),
+    ``hashing`` / ``hashing:DIM``, ``openai`` (``STRATAMEM_EMBEDDING_URL``,
     ``STRATAMEM_EMBEDDING_MODEL``, ``STRATAMEM_EMBEDDING_API_KEY``, ``STRATAMEM_EMBEDDING_DIMENSIONS``).
     """
     if isinstance(spec, Embedder):
@@ -39,6 +40,10 @@ def make_embedder(spec: str | Embedder | None = None, **options: Any) -> Embedde
         from .local import SentenceTransformerEmbedder
 
         return SentenceTransformerEmbedder(arg or options.get("model_path"))
+    if kind == "onnx":  # all-MiniLM-L6-v2 on ONNX Runtime (no torch); `stratamem models export-onnx` first
+        from .onnx import OnnxEmbedder
+
+        return OnnxEmbedder(arg or options.get("model_dir") or os.environ.get("STRATAMEM_ONNX_DIR"))
     if kind == "openai":
         from .openai import OpenAIEmbedder
 
@@ -59,5 +64,5 @@ def make_embedder(spec: str | Embedder | None = None, **options: Any) -> Embedde
         )
     raise MemoryError(
         ErrorCode.CONFIGURATION_ERROR,
-        f"unknown embedder {name!r}; use local, hashing[:DIM] or openai",
+        f"unknown embedder {name!r}; use local, onnx, hashing[:DIM] or openai",
     )

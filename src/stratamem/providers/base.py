@@ -5,6 +5,18 @@ queries and keeps the embedding cache. Validation, governance, embedding and mer
 engine, so every provider behaves the same and one conformance suite covers them all.
 
 Scores are similarities in [0, 1]: ``(1 + cosine) / 2`` of unit vectors (see :func:`cosine_to_score`).
+
+Hybrid search (lexical contract). When ``SearchQuery.lexical_weight`` ``w`` > 0, a provider fuses
+the dense score with a lexical one, ``score = dense + w · lex · (1 - dense)`` (so the score stays in
+[0, 1] and is never below the dense score), where ``lex`` ∈ [0, 1) is the square root of the BM25
+of the memory for the distinct terms of ``SearchQuery.text`` divided by ``Σ idf · (k1 + 1)`` over the
+query terms present in the scope. Terms, BM25 constants and the fusion are defined once in
+``stratamem.retrieval.lexical`` (``tokenize``, ``query_terms``, ``bm25_normalized``, ``fuse_scores``);
+a provider with a native full-text engine (e.g. PostgreSQL ``tsvector``) may compute ``lex`` with it as long as it is in
+[0, 1], grows with rare matched terms and is maintained in the write transaction (a memory is
+lexically searchable as soon as its add commits). Tenant/layer/scope and the metadata filter apply
+before the top-k, as for dense search. A provider without lexical support ignores the weight and
+reports ``keyword_search=False`` in its capabilities.
 """
 
 from __future__ import annotations
@@ -64,6 +76,8 @@ class SearchQuery:
     now: datetime
     predicate: Predicate | None = None
     include_embedding: bool = False
+    #: Weight ``w`` of the lexical (BM25) half of the fused score; 0 = dense only (see module doc).
+    lexical_weight: float = 0.0
 
 
 @dataclass

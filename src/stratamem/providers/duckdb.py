@@ -29,6 +29,8 @@ import pyarrow as pa
 from ..embeddings.base import Vector
 from ..errors import ErrorCode, MemoryError, TransientProviderError
 from ..model import MemoryEntry, ProviderCapabilities
+from ..retrieval.duckdb_lexical import DuckDBLexicalIndex, lexical_scores_sql
+from ..retrieval.lexical import query_terms
 from . import duckdb_schema
 from .base import (
     ACTIVE,
@@ -113,6 +115,7 @@ class DuckDBProvider(MemoryProvider):
         self._read_batch = read_batch
         self._db: _Database | None = None
         self._info: StoreInfo | None = None
+        self.write_hooks.append(DuckDBLexicalIndex())  # hybrid search: postings in the write transaction
 
     # ------------------------------------------------------------------------------- connection
     def _open_database(self) -> _Database:
@@ -294,7 +297,7 @@ class DuckDBProvider(MemoryProvider):
     def capabilities(self) -> ProviderCapabilities:
         return ProviderCapabilities(
             vector_search=True,
-            keyword_search=False,
+            keyword_search=True,
             embedding_dimensions=self.db.dims or 0,
             distance_metrics=["cosine"],
             bulk_operations=True,
@@ -465,20 +468,31 @@ class DuckDBProvider(MemoryProvider):
         by_id = {r[1]: self._entry(r, with_embedding) for r in rows}
         return [by_id[i] for i in ids if i in by_id]
 
-    def search(self, query: SearchQuery) -> SearchPage:
+    def _scored_sql(self, query: SearchQuery) -> tuple[str, builtins.list[Any]]:
+        """Every live row of the scope with its ``score`` (dense, or fused with BM25; see base.py)."""
         dims = int(self.db.dims or 0)
-        score_sql = f"(1 + array_cosine_similarity(embedding, ?::FLOAT[{dims}])) / 2"
+        dense_sql = f"least(1.0, greatest(0.0, (1 + array_cosine_similarity(embedding, ?::FLOAT[{dims}])) / 2))"
         where = ("tenant_id = ? AND layer = ? AND scope = ? AND status = 'active' "
                  "AND (expires_at IS NULL OR expires_at > ?)")
         params: builtins.list[Any] = [_vector_literal(query.vector), query.tenant_id, query.scope.layer.value,
                                       query.scope.key, to_naive_utc(query.now)]
+        terms = query_terms(query.text) if query.lexical_weight > 0 else []
+        if not terms:
+            return f"SELECT *, {dense_sql} AS score FROM memories WHERE {where}", params
+        sql = (f"SELECT m.*, m.dense + ? * coalesce(l.lex, 0) * (1 - m.dense) AS score FROM "
+               f"(SELECT *, {dense_sql} AS dense FROM memories WHERE {where}) m "
+               f"LEFT JOIN {lexical_scores_sql()} l ON m.id = l.id")
+        return sql, [float(query.lexical_weight), *params, _text_list(terms), query.tenant_id,
+                     query.scope.layer.value, query.scope.key]
+
+    def search(self, query: SearchQuery) -> SearchPage:
+        scored, params = self._scored_sql(query)
         emb = ", embedding" if query.include_embedding else ""
         with self._read() as cur:
             if query.predicate is None:
                 # One pass: rank, cut, and return the full rows of the top ``limit``.
                 rows = cur.execute(
-                    f"SELECT {_COLUMNS}{emb}, score, count(*) OVER () AS total FROM "
-                    f"(SELECT *, {score_sql} AS score FROM memories WHERE {where}) WHERE score >= ? "
+                    f"SELECT {_COLUMNS}{emb}, score, count(*) OVER () AS total FROM ({scored}) WHERE score >= ? "
                     "ORDER BY score DESC, id LIMIT ?",
                     [*params, query.min_score, query.limit],
                 ).fetchall()
@@ -487,8 +501,8 @@ class DuckDBProvider(MemoryProvider):
                                     score=min(1.0, max(0.0, float(r[width])))) for r in rows]
                 return SearchPage(hits=hits, total=int(rows[0][width + 1]) if rows else 0)
             # Filtered: rank with metadata only, apply the predicate before the cut, then fetch the rows.
-            cur.execute(f"SELECT id, score, metadata FROM (SELECT id, metadata, {score_sql} AS score FROM memories "
-                        f"WHERE {where}) WHERE score >= ? ORDER BY score DESC, id", [*params, query.min_score])
+            cur.execute(f"SELECT id, score, metadata FROM ({scored}) WHERE score >= ? ORDER BY score DESC, id",
+                        [*params, query.min_score])
             ranked: builtins.list[tuple[str, float]] = []
             total = 0
             while batch := cur.fetchmany(self._read_batch):

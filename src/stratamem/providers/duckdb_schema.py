@@ -83,6 +83,7 @@ FEATURE_SCHEMA_MODULES: list[str] = [
     "stratamem.server.schema",
     "stratamem.graph.schema",
     "stratamem.lifecycle.schema",
+    "stratamem.retrieval.duckdb_lexical",
 ]
 
 

@@ -13,6 +13,7 @@ import numpy as np
 from ..embeddings.base import Vector
 from ..layers import scope_key
 from ..model import MemoryEntry, ProviderCapabilities
+from ..retrieval.lexical import bm25_normalized, fuse_scores, query_terms, term_counts
 from .base import (
     ACTIVE,
     ListPage,
@@ -37,6 +38,8 @@ class InMemoryProvider(MemoryProvider):
         self._rows: dict[tuple[str, str], MemoryEntry] = {}
         self._vectors: dict[tuple[str, str], Vector] = {}
         self._cache: dict[tuple[str, str, str], Vector] = {}
+        #: Lexical index: term counts per (tenant, id), updated with the rows (hybrid search).
+        self._terms: dict[tuple[str, str], dict[str, int]] = {}
         self._lock = threading.RLock()
         self._dims = 0
         self._model = ""
@@ -66,7 +69,7 @@ class InMemoryProvider(MemoryProvider):
     def capabilities(self) -> ProviderCapabilities:
         return ProviderCapabilities(
             vector_search=True,
-            keyword_search=False,
+            keyword_search=True,
             embedding_dimensions=self._dims,
             distance_metrics=["cosine"],
             bulk_operations=True,
@@ -94,6 +97,7 @@ class InMemoryProvider(MemoryProvider):
             for key, e in staged.items():
                 self._vectors[key] = np.asarray(e.embedding, dtype=np.float32)
                 self._rows[key] = e.model_copy(update={"embedding": None}, deep=True)
+                self._terms[key] = dict(term_counts(e.content))
                 if cache_model is not None:
                     self._cache.setdefault((e.tenant_id, cache_model, e.content_hash), self._vectors[key])
 
@@ -116,6 +120,7 @@ class InMemoryProvider(MemoryProvider):
             if entry.embedding is not None:
                 self._vectors[key] = np.asarray(entry.embedding, dtype=np.float32)
             self._rows[key] = entry.model_copy(update={"embedding": None}, deep=True)
+            self._terms[key] = dict(term_counts(entry.content))
             return True
 
     def delete(self, tenant_id: str, ids: Sequence[str]) -> builtins.list[str]:
@@ -129,6 +134,7 @@ class InMemoryProvider(MemoryProvider):
             for i in existing:
                 del self._rows[(tenant_id, i)]
                 del self._vectors[(tenant_id, i)]
+                self._terms.pop((tenant_id, i), None)
             still = {e.content_hash for (t, _), e in self._rows.items() if t == tenant_id}
             for key in [k for k in self._cache if k[0] == tenant_id and k[2] in hashes - still]:
                 del self._cache[key]
@@ -170,6 +176,16 @@ class InMemoryProvider(MemoryProvider):
             matrix = np.vstack([self._vectors[(e.tenant_id, e.id)] for e in rows])
             cos = matrix @ np.asarray(query.vector, dtype=np.float32)
             scores = np.clip((1.0 + cos) / 2.0, 0.0, 1.0)
+            terms = query_terms(query.text) if query.lexical_weight > 0 else []
+            if terms:  # BM25 statistics over the whole scope, as in the DuckDB postings table
+                docs = {}
+                for e in self._scoped(query.tenant_id, query.scope.layer.value, query.scope.key):
+                    counts = self._terms.get((e.tenant_id, e.id), {})
+                    if counts:
+                        docs[e.id] = (counts, sum(counts.values()))
+                lex = bm25_normalized(terms, docs)
+                scores = np.asarray([fuse_scores(float(scores[i]), lex.get(e.id, 0.0), query.lexical_weight)
+                                     for i, e in enumerate(rows)], dtype=np.float64)
             order = sorted(range(len(rows)), key=lambda i: (-float(scores[i]), rows[i].id))
             hits: list[ScoredEntry] = []
             total = 0

@@ -1,0 +1,114 @@
+"""Lexical half of hybrid search: tokenisation, BM25 and the score fusion (see providers/base.py).
+
+The contract every provider follows (documented in ``providers.base``):
+
+* text → terms: lower-cased word/number tokens (``[^\\W_]+``), English stop words dropped, Snowball
+  (Porter 2) stems; numbers are kept as written;
+* ``lex = sqrt(BM25 / BM25_max)``: BM25 (k1 = 1.2, b = 0.75, Lucene idf
+  ``ln(1 + (N - df + 0.5) / (df + 0.5))``) of a memory for the distinct query terms, divided by the
+  best BM25 any document could reach for the query terms present in the scope
+  (``Σ idf · (k1 + 1)``), so the ratio is "how much of the query's rare-word mass this memory
+  contains"; the square root lets partial matches of rare words (a name, a number) count (tuned on
+  LoCoMo: recall@10 0.633 without it, 0.664 with it). ``lex`` ∈ [0, 1). N, df and the average length
+  are taken over the searched scope (tenant + layer + scope key) in the lexical index;
+* ``score = dense + w · lex · (1 - dense)``: never below the dense score (a paraphrase keeps its
+  score and the 0.7 threshold keeps its meaning), never above 1, and 1 only for a perfect dense match.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from functools import lru_cache
+
+import snowballstemmer
+
+BM25_K1 = 1.2
+BM25_B = 0.75
+
+_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
+
+#: English stop words (the classic Lucene/NLTK core list plus question words, which carry no
+#: lexical evidence in a query such as "When did Caroline go to the support group?").
+STOPWORDS = frozenset((
+    "a", "about", "above", "after", "again", "against", "all", "am", "an", "and", "any", "are", "aren't", "as",
+    "at", "be", "because", "been", "before", "being", "below", "between", "both", "but", "by", "can", "could",
+    "did", "do", "does", "doing", "down", "during", "each", "few", "for", "from", "further", "had", "has", "have",
+    "having", "he", "her", "here", "hers", "herself", "him", "himself", "his", "how", "i", "if", "in", "into",
+    "is", "it", "its", "itself", "just", "let", "me", "more", "most", "my", "myself", "no", "nor", "not", "now",
+    "of", "off", "on", "once", "only", "or", "other", "our", "ours", "ourselves", "out", "over", "own", "same",
+    "she", "should", "so", "some", "such", "than", "that", "the", "their", "theirs", "them", "themselves", "then",
+    "there", "these", "they", "this", "those", "through", "to", "too", "under", "until", "up", "very", "was", "we",
+    "were", "what", "when", "where", "which", "while", "who", "whom", "why", "will", "with", "would", "you",
+    "your", "yours", "yourself", "yourselves", "s", "t", "d", "ll", "m", "o", "re", "ve", "y", "don", "didn",
+    "doesn", "isn", "wasn", "weren", "won", "wouldn", "shouldn", "couldn", "hasn", "haven", "hadn", "ain", "ma",
+    "also", "yes", "ok", "oh", "hey", "hi", "yeah",
+))
+
+_stemmer = snowballstemmer.stemmer("english")
+
+
+@lru_cache(maxsize=65_536)
+def _stem(word: str) -> str:
+    if word.isdigit():
+        return word
+    stem: str = _stemmer.stemWord(word)
+    return stem
+
+
+def tokenize(text: str) -> list[str]:
+    """Index terms of ``text`` in order (stop words removed, stemmed)."""
+    return [_stem(tok) for tok in _TOKEN.findall(text.lower()) if tok not in STOPWORDS]
+
+
+def term_counts(text: str) -> Counter[str]:
+    """Term frequencies of a document."""
+    return Counter(tokenize(text))
+
+
+def query_terms(text: str) -> list[str]:
+    """Distinct terms of a query, in first-seen order."""
+    return list(dict.fromkeys(tokenize(text)))
+
+
+def idf(n_docs: float, df: float) -> float:
+    return math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+
+
+def bm25_normalized(
+    terms: Iterable[str],
+    docs: Mapping[str, tuple[Mapping[str, int], int]],
+) -> dict[str, float]:
+    """Normalised BM25 (``lex`` above) of every document that contains a query term.
+
+    ``docs`` maps a document id to (term counts, length) for the whole searched scope.
+    """
+    terms = list(dict.fromkeys(terms))
+    n = len(docs)
+    if not terms or n == 0:
+        return {}
+    avgdl = max(1e-9, sum(length for _, length in docs.values()) / n)
+    df = {t: sum(1 for counts, _ in docs.values() if t in counts) for t in terms}
+    weights = {t: idf(n, d) for t, d in df.items() if d > 0}
+    best = sum(weights.values()) * (BM25_K1 + 1.0)
+    if best <= 0:
+        return {}
+    out: dict[str, float] = {}
+    for doc_id, (counts, length) in docs.items():
+        total = 0.0
+        for t, w in weights.items():
+            tf = counts.get(t, 0)
+            if tf:
+                total += w * tf * (BM25_K1 + 1.0) / (tf + BM25_K1 * (1.0 - BM25_B + BM25_B * length / avgdl))
+        if total > 0:
+            out[doc_id] = math.sqrt(min(1.0, total / best))
+    return out
+
+
+def fuse_scores(dense: float, lexical: float, weight: float) -> float:
+    """``dense + weight · lexical · (1 - dense)``, clamped to [0, 1]."""
+    dense = min(1.0, max(0.0, dense))
+    lexical = min(1.0, max(0.0, lexical))
+    return min(1.0, max(0.0, dense + weight * lexical * (1.0 - dense)))
