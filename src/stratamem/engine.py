@@ -83,6 +83,10 @@ class OperationEvent:
 
 Observer = Callable[[OperationEvent], None]
 
+#: Post-search filter: receives the context and the merged (layer, hit) pairs, returns those to keep
+#: (governance: results violating the tenant's policies are dropped and the filtering audited).
+ResultFilter = Callable[[TenantContext, list[tuple[Layer, Any]]], list[tuple[Layer, Any]]]
+
 
 class WriteGuard(Protocol):
     """Governance hook run before a write; returns the (possibly rewritten) content or raises."""
@@ -118,6 +122,13 @@ class MemoryEngine:
         self.audit = AuditLog()
         self._pool = ThreadPoolExecutor(max_workers=self.config.search_workers, thread_name_prefix="stratamem-search")
         self._closed = False
+        # -- feature hooks ----------------------------------------------------------------------
+        #: Filters applied to merged search results before the limit (see ``ResultFilter``).
+        self.result_filters: list[ResultFilter] = []
+        # hygiene: sanitisation/secret/policy/PII guards, per-user quota, memory_events, process()
+        from .hygiene.service import Hygiene
+
+        self.hygiene = Hygiene.install(self)
 
     # ------------------------------------------------------------------------------ plumbing
     @property
@@ -419,6 +430,9 @@ class MemoryEngine:
                 dedup_threshold=self.config.dedup_threshold,
             )
             total = max(0, sum(p.total for p in pages) - dropped)
+            for result_filter in self.result_filters:
+                kept = result_filter(tctx, merged)
+                total, merged = max(0, total - (len(merged) - len(kept))), kept
             results = [
                 SearchResult(
                     memory=hit.entry if include_embedding else hit.entry.model_copy(update={"embedding": None}),
@@ -453,6 +467,7 @@ class MemoryEngine:
         with self.operation("update", ctx) as (tctx, extra):
             op = "update"
             mid = self._check_id(memory_id, op)
+            extra["memory_id"] = mid
             if content is not None:
                 content = self._check_content(content, op)
             patch = self._check_metadata(metadata, op) if metadata is not None else None
@@ -518,6 +533,7 @@ class MemoryEngine:
     def delete(self, ctx: Any, memory_id: Any, if_match: str | None = None) -> DeleteMemoryOutput:
         with self.operation("delete", ctx) as (tctx, extra):
             mid = self._check_id(memory_id, "delete")
+            extra["memory_id"] = mid
             if if_match is not None:
                 current = self.provider.get(tctx.tenant_id, mid, self.now())
                 if current is not None and current.etag != if_match:

@@ -11,7 +11,7 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from types import TracebackType
-from typing import Any, ParamSpec, Self, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, Self, TypeVar
 
 from .config import MemoryConfig
 from .embeddings import Embedder, make_embedder
@@ -33,6 +33,12 @@ from .model import (
     UpdateMemoryOutput,
 )
 from .providers import MemoryProvider, open_provider
+
+if TYPE_CHECKING:
+    from .hygiene.gate import ProcessResult
+    from .hygiene.health import MemoryHealth
+    from .hygiene.policies import PolicyManager
+    from .hygiene.service import Hygiene
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -127,6 +133,34 @@ class Memory:
     def capabilities(self) -> ProviderCapabilities:
         return self.engine.provider.capabilities()
 
+    # -- hygiene and governance (stratamem.hygiene) ---------------------------------------------
+    def process(self, ctx: TenantContext | None = None, text: str | None = None, intent: str = "none",
+                identifiers: Any = None, recent_messages: Sequence[str] | None = None, *,
+                layer: str | Layer | None = None) -> ProcessResult:
+        """Write gate (seed 003 §4.1): decide, dedupe, format, then create/update/delete/ignore."""
+        return self.engine.hygiene.process(ctx, text, intent, identifiers, recent_messages, layer=layer)
+
+    def remember(self, ctx: TenantContext | None = None, text: str | None = None, identifiers: Any = None, *,
+                 layer: str | Layer | None = None) -> ProcessResult:
+        return self.engine.hygiene.process(ctx, text, "remember", identifiers, layer=layer)
+
+    def forget(self, ctx: TenantContext | None = None, text: str | None = None, identifiers: Any = None, *,
+               layer: str | Layer | None = None) -> ProcessResult:
+        return self.engine.hygiene.process(ctx, text, "forget", identifiers, layer=layer)
+
+    def health(self, ctx: TenantContext | None = None, *, since: datetime | None = None) -> MemoryHealth:
+        """Memory health report (seed 003 §7.1); ``health_check()`` is the provider's liveness."""
+        return self.engine.hygiene.health(ctx, since=since)
+
+    @property
+    def policies(self) -> PolicyManager:
+        """Per-tenant governance policies: ``mem.policies.set(t, deny_patterns=[...])``, ``.get(t)``."""
+        return self.engine.hygiene.policies
+
+    @property
+    def hygiene(self) -> Hygiene:
+        return self.engine.hygiene
+
     # -- lifecycle ---------------------------------------------------------------------------
     def close(self) -> None:
         self.engine.close()
@@ -193,6 +227,23 @@ class AsyncMemory:
 
     async def health_check(self) -> HealthCheckResult:
         return await asyncio.to_thread(self.sync.health_check)
+
+    async def process(self, ctx: TenantContext | None = None, text: str | None = None, intent: str = "none",
+                      identifiers: Any = None, recent_messages: Sequence[str] | None = None, *,
+                      layer: str | Layer | None = None) -> ProcessResult:
+        return await asyncio.to_thread(self.sync.process, ctx, text, intent, identifiers, recent_messages,
+                                       layer=layer)
+
+    async def remember(self, ctx: TenantContext | None = None, text: str | None = None, identifiers: Any = None,
+                       *, layer: str | Layer | None = None) -> ProcessResult:
+        return await asyncio.to_thread(self.sync.remember, ctx, text, identifiers, layer=layer)
+
+    async def forget(self, ctx: TenantContext | None = None, text: str | None = None, identifiers: Any = None,
+                     *, layer: str | Layer | None = None) -> ProcessResult:
+        return await asyncio.to_thread(self.sync.forget, ctx, text, identifiers, layer=layer)
+
+    async def health(self, ctx: TenantContext | None = None, *, since: datetime | None = None) -> MemoryHealth:
+        return await asyncio.to_thread(self.sync.health, ctx, since=since)
 
     async def close(self) -> None:
         await asyncio.to_thread(self.sync.close)

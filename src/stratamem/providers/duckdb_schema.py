@@ -79,7 +79,9 @@ MIGRATIONS: list[Migration] = [
 ]
 
 #: Modules (absolute names) that register feature migrations; imported before migrating.
-FEATURE_SCHEMA_MODULES: list[str] = []
+FEATURE_SCHEMA_MODULES: list[str] = [
+    "stratamem.hygiene.schema",
+]
 
 
 def all_migrations() -> list[Migration]:
