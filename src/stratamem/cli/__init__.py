@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import typer
 
-from . import demo_cmd, memory_cmds
+from . import demo_cmd, hygiene_cmds, memory_cmds
 
 app = typer.Typer(
     name="stratamem",
@@ -19,6 +19,7 @@ app = typer.Typer(
 
 memory_cmds.register(app)
 demo_cmd.register(app)
+hygiene_cmds.register(app)
 
 
 def main() -> None:
