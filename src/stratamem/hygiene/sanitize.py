@@ -30,8 +30,11 @@ def sanitize(text: str) -> str:
     """``text`` without control characters or injection markers, whitespace tidied."""
     text = unicodedata.normalize("NFC", text).replace("\r\n", "\n").replace("\r", "\n")
     text = _CONTROL.sub("", text)
-    text = _MARKERS.sub(" ", text)
-    text = _INJECTION.sub(" ", text)
+    for _ in range(3):  # removing one marker can expose another ("<|im_start|>system: …")
+        before = text
+        text = _INJECTION.sub(" ", _MARKERS.sub(" ", text))
+        if text == before:
+            break
     text = re.sub(r"[ \t]{2,}", " ", text)
     return "\n".join(line.strip() for line in text.split("\n")).strip()
 
