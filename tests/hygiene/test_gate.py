@@ -164,7 +164,8 @@ def test_health_cli(tmp_path: Path) -> None:
 
     assert run("process", "I prefer dark mode", "--user-id", "u1").stdout.startswith("created")
     assert "ignored" in run("process", "thanks!", "--user-id", "u1").stdout
-    assert json.loads(run("remember", "My dog's name is Rex", "--user-id", "u1", "--json").stdout)["action"] == "created"
+    remembered = run("remember", "My dog's name is Rex", "--user-id", "u1", "--json")
+    assert json.loads(remembered.stdout)["action"] == "created"
     assert "deleted count=1" in run("forget", "forget my dog's name", "--user-id", "u1").stdout
     table = run("health")
     assert table.returncode == 0, table.stderr

@@ -25,7 +25,7 @@ class ChatServer:
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 length = int(self.headers.get("content-length", "0"))
                 body = json.loads(self.rfile.read(length))
                 outer.requests.append({"path": self.path, "body": body, "auth": self.headers.get("authorization")})

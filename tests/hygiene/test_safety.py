@@ -37,7 +37,8 @@ def _raw_text(path: Path) -> str:
             cols = [c for c, t in con.execute(
                 "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = ?", [table]
             ).fetchall() if t == "VARCHAR"]
-            for row in con.execute(f'SELECT {", ".join(chr(34) + c + chr(34) for c in cols)} FROM "{table}"').fetchall():
+            quoted = ", ".join(f'"{c}"' for c in cols)
+            for row in con.execute(f'SELECT {quoted} FROM "{table}"').fetchall():
                 chunks.extend(str(v) for v in row if v is not None)
         return "\n".join(chunks)
     finally:

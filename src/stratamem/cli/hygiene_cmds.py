@@ -34,7 +34,7 @@ def _print_result(res: ProcessResult, as_json: bool) -> None:
     if as_json:
         emit_json(res.model_dump(mode="json", exclude_none=True))
         return
-    parts = [res.action]
+    parts: list[str] = [res.action]
     if res.memory_id:
         parts.append(res.memory_id)
     if res.count is not None:

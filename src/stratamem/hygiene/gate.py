@@ -6,7 +6,9 @@
    ``intent="remember"`` stores even what would normally be ignored.
 4. Search before write: a stored memory in the same scope with similarity score ≥
    ``duplicate_threshold`` (0.85 on stratamem's [0, 1] score) *and* key-term overlap (Jaccard ≥
-   ``term_overlap``) is updated instead of creating a duplicate.
+   ``term_overlap``) is updated instead of creating a duplicate; so is one with exactly the same key
+   terms (score ≥ ``same_terms_threshold``) and one that sets the same single-valued attribute
+   (``fact_slot``: "User's dog's name is …", "User lives in …"; score ≥ ``slot_threshold``).
 5. Otherwise the formatted, third-person fact is created with ``metadata.category``
    (preference | fact | context | instruction) and ``metadata.source = {"type": "inferred" |
    "explicit", "reference": "process"}``.
@@ -33,7 +35,7 @@ from ..providers.base import Scope, ScoredEntry, SearchQuery
 from .prompts import PromptTemplates
 from .sanitize import sanitize
 from .secrets import find_secrets
-from .text import containment, jaccard, key_terms
+from .text import containment, fact_slot, jaccard, key_terms
 
 if TYPE_CHECKING:
     from .service import Hygiene
@@ -56,6 +58,11 @@ class HygieneConfig(BaseModel):
     term_overlap: float = Field(0.5, ge=0.0, le=1.0)
     #: A candidate this similar is the same fact whatever the wording.
     near_identical: float = Field(0.97, ge=0.0, le=1.0)
+    #: Same key terms (≥ 2) but different wording: a lower similarity suffices ("based in" / "lives in").
+    same_terms_threshold: float = Field(0.75, ge=0.0, le=1.0)
+    #: A fact setting the same single-valued attribute ("User's dog's name is …", "User lives in …")
+    #: replaces the stored one when at least this similar (a changed fact is an update, seed 003).
+    slot_threshold: float = Field(0.7, ge=0.0, le=1.0)
     #: Forget: minimum similarity score of a match, and share of the subject's key terms it must contain.
     forget_threshold: float = Field(0.6, ge=0.0, le=1.0)
     forget_term_coverage: float = Field(0.6, ge=0.0, le=1.0)
@@ -109,9 +116,16 @@ class WriteGate:
         """Seed 003 §4.3: semantic candidates (score ≥ threshold) that also share key terms."""
         cfg = self.hygiene.config
         terms = key_terms(content)
-        hits = self._search(tctx, layer, ids, content, 5, cfg.duplicate_threshold)
-        return [h for h in hits
-                if h.score >= cfg.near_identical or jaccard(terms, key_terms(h.entry.content)) >= cfg.term_overlap]
+        slot = fact_slot(content)
+        floor = min(cfg.duplicate_threshold, cfg.same_terms_threshold, cfg.slot_threshold)
+        out: list[ScoredEntry] = []
+        for h in self._search(tctx, layer, ids, content, 10, floor):
+            overlap = jaccard(terms, key_terms(h.entry.content))
+            if ((h.score >= cfg.duplicate_threshold and (overlap >= cfg.term_overlap or h.score >= cfg.near_identical))
+                    or (h.score >= cfg.same_terms_threshold and overlap >= 0.999 and len(terms) >= 2)
+                    or (slot is not None and h.score >= cfg.slot_threshold and fact_slot(h.entry.content) == slot)):
+                out.append(h)
+        return out
 
     # ------------------------------------------------------------------ process
     def process(self, ctx: Any, text: Any, intent: Any = "none", identifiers: Any = None,
@@ -194,7 +208,8 @@ class WriteGate:
         matches: list[str] = []
         for lyr in layers:
             for hit in self._search(tctx, lyr, ids, query, cfg.forget_limit, cfg.forget_threshold):
-                covered = containment(terms, key_terms(hit.entry.content)) >= cfg.forget_term_coverage if terms else False
+                coverage = containment(terms, key_terms(hit.entry.content)) if terms else 0.0
+                covered = bool(terms) and coverage >= cfg.forget_term_coverage
                 if covered or hit.score >= cfg.forget_semantic_only:
                     matches.append(hit.entry.id)
         deleted = 0

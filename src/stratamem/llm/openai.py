@@ -21,7 +21,7 @@ from pydantic import ValidationError
 
 from ..errors import ErrorCode, MemoryError
 from ..hygiene.prompts import DEFAULT_PROMPTS
-from .base import M, Classification, DecisionContext, FormattedMemory, Summary, WriteDecision
+from .base import Classification, DecisionContext, FormattedMemory, M, Summary, WriteDecision
 
 
 def _retry_after(response: httpx.Response) -> float | None:

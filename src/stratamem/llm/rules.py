@@ -17,17 +17,17 @@ from collections.abc import Sequence
 
 from ..errors import ErrorCode, MemoryError
 from ..hygiene.text import jaccard, key_terms
-from .base import M, Category, Classification, DecisionContext, FormattedMemory, Summary, WriteDecision
+from .base import Category, Classification, DecisionContext, FormattedMemory, M, Summary, WriteDecision
 
 _I = re.I
 
 _FILLER_START = re.compile(
     r"^(?:(?:hey|hi|hello|ok|okay|so|well|um+|uh+|oh|btw|by the way|fyi|just so you know|for the record|"
-    r"actually|also|and|anyway|honestly|note|quick note|heads up|just fyi|just a heads up)\b[,:!.\-–]*\s*)+", _I)
+    r"actually|also|and|anyway|honestly|note|quick note|heads up|just fyi|just a heads up)\b[,:!.\-\u2013]*\s*)+", _I)
 _REMEMBER = re.compile(
     r"^(?:please\s+)?(?:(?:can|could|would|will) you(?: please)?\s+)?(?:(?:always\s+)?remember|note down|note|"
     r"keep in mind|don't forget|do not forget|make a note(?: of)?|save|store|memori[sz]e|bear in mind)"
-    r"(?:\s+(?:this|that|the fact))?(?:\s*[:,\-–]\s*|\s+)(?:that\s+)?", _I)
+    r"(?:\s+(?:this|that|the fact))?(?:\s*[:,\-\u2013]\s*|\s+)(?:that\s+)?", _I)
 _FORGET = re.compile(
     r"^(?:please\s+)?(?:(?:can|could|would|will) you(?: please)?\s+)?(?:forget|delete|remove|erase|drop|"
     r"stop remembering|no longer remember|don't remember)(?:\s+(?:about|all about|everything about|that|"
@@ -75,20 +75,20 @@ _INSTRUCTION = re.compile(
     r"|\b(?:from now on|going forward|by default|in all (?:future )?(?:answers|responses|replies))\b"
     r"|^(?:i want|i'd like|i would like|i prefer) (?:you|answers|responses|replies|code|explanations)\b", _I)
 _PREFERENCE = re.compile(
-    r"\b(?:i (?:really |much |strongly |generally |usually |mostly |definitely |absolutely |also |do |still )*"
+    r"\b(?:i (?:really |much |strongly |generally |usually |mostly |definitely |absolutely |also |do |still |now )*"
     r"(?:prefer|like|love|enjoy|hate|dislike|adore|loathe|can't stand|cannot stand|don't like|do not like|"
     r"don't eat|do not eat|never eat|don't drink|never drink|avoid|use|drink|eat|listen to|play|watch|read)|"
     r"my (?:favou?rite|preferred|go-to)|i'm (?:a (?:big |huge )?fan of|into|vegetarian|vegan|pescatarian)|"
     r"i am (?:a (?:big |huge )?fan of|vegetarian|vegan)|(?:is|are) my (?:favou?rite|preferred))\b", _I)
 _FACT = re.compile(
-    r"(?:^|\b)(?:my (?:[\w'’-]+ ){0,3}(?:is|are|was|were|has|have|lives|works|studies)\b|"
+    r"(?:^|\b)(?:my (?:[\w'\u2019-]+ ){0,3}(?:is|are|was|were|has|have|lives|works|studies)\b|"
     r"i (?:work|worked|live|lived|grew up|was born|moved|studied|study|graduated|speak|own|have|drive|ride|"
     r"teach|manage|lead|run|maintain|volunteer|coach|commute|celebrate|go|attend|wear|take|need|keep|train|"
     r"practi[cs]e|write|code|program|develop|build)\b|i'm (?:a|an|from|based|allergic|married|single|divorced|"
-    r"engaged|left-handed|right-handed|colou?r ?blind|deaf|diabetic|lactose|gluten|\d+)\b|"
+    r"engaged|left-handed|right-handed|colou?r ?blind|deaf|diabetic|lactose|gluten|employed|\d+)\b|"
     r"i am (?:a|an|from|based|allergic|married|single|divorced|engaged|\d+)\b|i've (?:been|got|had|lived|worked)\b|"
     r"i have (?:been|had|lived|worked)\b|"
-    r"^[A-Z][\w'’-]* (?:is|are) (?:my|the user's)\b)", _I)
+    r"^[A-Z][\w'\u2019-]* (?:is|are) (?:my|the user's)\b)", _I)
 _CONTEXT = re.compile(
     r"\b(?:we|our team|our company|the team|my team|our (?:project|repo|app|service|stack|codebase|product|"
     r"backend|frontend|api|infra(?:structure)?|database|org|organi[sz]ation|department)|the (?:project|repo|"
@@ -102,7 +102,7 @@ _REPORTED = re.compile(
     r"^(?:the )?user (?:said|says|told me|tells me|mentioned|mentions|stated|noted|explained|shared)"
     r"(?: that)?(?: (?:they|he|she)(?P<be>'re| are| is|'s)?)? ", _I)
 
-_ADVERBS = ("really", "usually", "often", "also", "always", "never", "generally", "mostly", "sometimes", "only",
+_ADVERBS = ("now", "really", "usually", "often", "also", "always", "never", "generally", "mostly", "sometimes", "only",
             "still", "just", "absolutely", "definitely", "strongly", "typically", "normally", "rarely",
             "occasionally", "much", "currently", "now", "actually")
 _MODALS = {"can", "could", "will", "would", "should", "must", "might", "may", "shall", "did", "used"}
@@ -126,7 +126,10 @@ def _third_person(verb: str) -> str:
 
 def first_person(text: str) -> str:
     """"The user told me they like X" → "I like X" (reported speech about the user)."""
-    return _REPORTED.sub(lambda m: "I am " if m.group("be") else "I ", text.strip(), count=1)
+    out = _REPORTED.sub(lambda m: "I am " if m.group("be") else "I ", text.strip(), count=1)
+    if out != text.strip():
+        out = re.sub(r"^I (?:their|his|her) ", "my ", out)
+    return out
 
 
 def strip_remember(text: str) -> str:
@@ -148,7 +151,7 @@ def clean(text: str) -> str:
 
 def to_third_person(text: str) -> str:
     """Rewrite a first-person sentence about the user as a third-person fact starting with "User"."""
-    s = clean(text).replace("’", "'")
+    s = clean(text).replace("\u2019", "'")
     s = first_person(s)
     s = re.sub(r"^please\s+", "", s, flags=_I)
     if re.match(r"^(?:call me|address me as|refer to me as)\s+", s, _I):
@@ -181,12 +184,15 @@ def to_third_person(text: str) -> str:
     s = re.sub(r"\bmyself\b", "themselves", s, flags=_I)
     s = re.sub(r"\bme\b", "the user", s, flags=_I)
     s = re.sub(r"\s+", " ", s).strip().rstrip(".!;, ")
+    # state only the newest fact: no "now" / "anymore" pointing at an earlier version
+    s = re.sub(r"^User now\b", "User", s)
+    s = re.sub(r",? (?:now|nowadays|these days)$", "", s, flags=_I)
     return s[:1].upper() + s[1:] if s else s
 
 
 def categorize(text: str) -> Category:
     """preference | fact | context | instruction, by keyword (seed 003 ``categorizeMemory``)."""
-    low = text.lower().replace("’", "'")
+    low = text.lower().replace("\u2019", "'")
     if _INSTRUCTION.search(low) or re.search(r"\buser wants (?:the assistant|to be called|answers|responses)\b", low):
         return "instruction"
     if _PREFERENCE.search(low) or re.search(
@@ -206,7 +212,7 @@ class RuleBasedLLM:
 
     def decide(self, text: str, context: DecisionContext, *, system: str | None = None) -> WriteDecision:
         body = clean(first_person(strip_remember(text) if context.user_intent == "remember" else text))
-        low = body.lower().replace("’", "'")
+        low = body.lower().replace("\u2019", "'")
         if _SMALL_TALK.match(text.strip().lower()):
             return WriteDecision(action="ignore", reason="small talk")
         if not low or not re.search(r"[a-z0-9]", low):
