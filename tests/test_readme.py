@@ -26,7 +26,7 @@ def _env() -> dict[str, str]:
 
 @pytest.mark.model
 def test_python_example_runs(tmp_path: Path) -> None:
-    (code,) = [b for b in _blocks("python") if "Memory.open" in b]
+    code = next(b for b in _blocks("python") if "Memory.open" in b)
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, env=_env(),
                          timeout=300)
     assert out.returncode == 0, out.stderr
