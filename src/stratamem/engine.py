@@ -88,6 +88,10 @@ class OperationEvent:
 
 Observer = Callable[[OperationEvent], None]
 
+#: Post-search filter: receives the context and the merged (layer, hit) pairs, returns those to keep
+#: (governance: results violating the tenant's policies are dropped and the filtering audited).
+ResultFilter = Callable[[TenantContext, list[tuple[Layer, Any]]], list[tuple[Layer, Any]]]
+
 
 class WriteGuard(Protocol):
     """Governance hook run before a write; returns the (possibly rewritten) content or raises."""
@@ -132,6 +136,13 @@ class MemoryEngine:
                                      str | None] | None = None
         self._pool = ThreadPoolExecutor(max_workers=self.config.search_workers, thread_name_prefix="stratamem-search")
         self._closed = False
+        # -- feature hooks ----------------------------------------------------------------------
+        #: Filters applied to merged search results before the limit (see ``ResultFilter``).
+        self.result_filters: list[ResultFilter] = []
+        # hygiene: sanitisation/secret/policy/PII guards, per-user quota, memory_events, process()
+        from .hygiene.service import Hygiene
+
+        self.hygiene = Hygiene.install(self)
 
     # ------------------------------------------------------------------------------ plumbing
     @property
@@ -465,6 +476,9 @@ class MemoryEngine:
                 dedup_threshold=self.config.dedup_threshold,
             )
             total = max(0, sum(p.total for p in pages) - dropped)
+            for result_filter in self.result_filters:
+                kept = result_filter(tctx, merged)
+                total, merged = max(0, total - (len(merged) - len(kept))), kept
             results = [
                 SearchResult(
                     memory=hit.entry if include_embedding else hit.entry.model_copy(update={"embedding": None}),

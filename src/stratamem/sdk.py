@@ -36,6 +36,10 @@ from .model import (
 from .providers import MemoryProvider, open_provider
 
 if TYPE_CHECKING:
+    from .hygiene.gate import ProcessResult
+    from .hygiene.health import MemoryHealth
+    from .hygiene.policies import PolicyManager
+    from .hygiene.service import Hygiene
     from .persistence.snapshots import AsyncSnapshotManager, SnapshotManager
 
 P = ParamSpec("P")
@@ -213,6 +217,34 @@ class Memory:
 
         return handle_memory_crud(self.engine, self.lifecycle, ctx, request)
 
+    # -- hygiene and governance (stratamem.hygiene) ---------------------------------------------
+    def process(self, ctx: TenantContext | None = None, text: str | None = None, intent: str = "none",
+                identifiers: Any = None, recent_messages: Sequence[str] | None = None, *,
+                layer: str | Layer | None = None) -> ProcessResult:
+        """Write gate (seed 003 §4.1): decide, dedupe, format, then create/update/delete/ignore."""
+        return self.engine.hygiene.process(ctx, text, intent, identifiers, recent_messages, layer=layer)
+
+    def remember(self, ctx: TenantContext | None = None, text: str | None = None, identifiers: Any = None, *,
+                 layer: str | Layer | None = None) -> ProcessResult:
+        return self.engine.hygiene.process(ctx, text, "remember", identifiers, layer=layer)
+
+    def forget(self, ctx: TenantContext | None = None, text: str | None = None, identifiers: Any = None, *,
+               layer: str | Layer | None = None) -> ProcessResult:
+        return self.engine.hygiene.process(ctx, text, "forget", identifiers, layer=layer)
+
+    def health(self, ctx: TenantContext | None = None, *, since: datetime | None = None) -> MemoryHealth:
+        """Memory health report (seed 003 §7.1); ``health_check()`` is the provider's liveness."""
+        return self.engine.hygiene.health(ctx, since=since)
+
+    @property
+    def policies(self) -> PolicyManager:
+        """Per-tenant governance policies: ``mem.policies.set(t, deny_patterns=[...])``, ``.get(t)``."""
+        return self.engine.hygiene.policies
+
+    @property
+    def hygiene(self) -> Hygiene:
+        return self.engine.hygiene
+
     # -- lifecycle ---------------------------------------------------------------------------
     def close(self) -> None:
         self.lifecycle.close()
@@ -331,6 +363,23 @@ class AsyncMemory:
 
     async def maintain(self, tenants: Sequence[str] | None = None) -> Any:
         return await asyncio.to_thread(self.sync.maintain, tenants)
+
+    async def process(self, ctx: TenantContext | None = None, text: str | None = None, intent: str = "none",
+                      identifiers: Any = None, recent_messages: Sequence[str] | None = None, *,
+                      layer: str | Layer | None = None) -> ProcessResult:
+        return await asyncio.to_thread(self.sync.process, ctx, text, intent, identifiers, recent_messages,
+                                       layer=layer)
+
+    async def remember(self, ctx: TenantContext | None = None, text: str | None = None, identifiers: Any = None,
+                       *, layer: str | Layer | None = None) -> ProcessResult:
+        return await asyncio.to_thread(self.sync.remember, ctx, text, identifiers, layer=layer)
+
+    async def forget(self, ctx: TenantContext | None = None, text: str | None = None, identifiers: Any = None,
+                     *, layer: str | Layer | None = None) -> ProcessResult:
+        return await asyncio.to_thread(self.sync.forget, ctx, text, identifiers, layer=layer)
+
+    async def health(self, ctx: TenantContext | None = None, *, since: datetime | None = None) -> MemoryHealth:
+        return await asyncio.to_thread(self.sync.health, ctx, since=since)
 
     async def close(self) -> None:
         await asyncio.to_thread(self.sync.close)

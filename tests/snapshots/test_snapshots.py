@@ -79,19 +79,32 @@ def test_incremental_push_rewrites_only_changed_partitions(open_mem: Callable[..
 
     fill(mem, acme, 2, start=100)  # appends land in the tail partition of each table
     appended = mgr.push(acme)[0]
+
+    def written_now(report_id: str) -> dict[str, int]:
+        m = mgr.latest_manifest(acme)
+        assert m is not None and m.snapshot_id == report_id
+        return {t.name: sum(p.written_by == report_id for p in t.partitions) for t in m.tables}
+
     # the full old tail (10 rows) becomes a closed partition and is reused; the 2 new rows of each
-    # table form a new tail partition: one new file per table
-    assert appended.files_written == 2
-    assert appended.files_reused == first.files_written
+    # range-partitioned core table form a new tail partition: one new file per table
+    new_files = written_now(appended.snapshot_id)
+    assert new_files["memories"] == 1 and new_files["embedding_cache"] == 1
+    assert appended.files_written == sum(new_files.values())
+    assert appended.files_reused >= first.files_written - sum(new_files.values())
     new_data = {k for k in all_keys(s3) - keys_before if "/data/" in k}
-    assert len(new_data) == 2
+    assert len(new_data) == appended.files_written
 
     old_id = next(e.id for e in mem.export(acme) if e.content.startswith("acme fact 0:"))
     mem.update(acme, old_id, metadata={"tags": ["changed"]})
     updated = mgr.push(acme)[0]
-    assert updated.files_written == 1  # only the memories partition holding that row
+    # a metadata-only change rewrites only the memories partition holding that row (plus the tail of
+    # the operation log, which records the update)
+    rewritten = {name: n for name, n in written_now(updated.snapshot_id).items() if n}
+    assert rewritten.pop("memories") == 1
+    assert set(rewritten) <= {"memory_events"}
+    assert updated.files_written == 1 + sum(rewritten.values())
     m = mgr.latest_manifest(acme)
-    assert m is not None and sum(t.rows for t in m.tables) == appended.rows
+    assert m is not None and sum(t.rows for t in m.tables) == updated.rows
 
 
 class FailingPutStore(S3Store):

@@ -11,6 +11,7 @@ from . import (
     coordination_cmds,
     demo_cmd,
     graph_cmds,
+    hygiene_cmds,
     lifecycle_cmds,
     memory_cmds,
     models_cmds,
@@ -34,6 +35,7 @@ coordination_cmds.register(app)
 snapshot_cmds.register(app)
 lifecycle_cmds.register(app)
 models_cmds.register(app)
+hygiene_cmds.register(app)
 
 
 def main() -> None:

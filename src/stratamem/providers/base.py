@@ -287,6 +287,33 @@ class MemoryProvider(ABC):
         """Audit only: does ``memory_id`` exist under a tenant other than ``tenant_id``? Never exposed."""
         raise self._server_unsupported()
 
+    # -- hygiene and governance (optional; DuckDB and in-memory implement them) ------------------
+    def _unsupported(self, feature: str) -> MemoryError:
+        return MemoryError(ErrorCode.CONFIGURATION_ERROR, f"{feature} is not supported by provider {self.name}",
+                           operation=feature)
+
+    def get_tenant_policy(self, tenant_id: str) -> dict[str, Any] | None:
+        """The tenant's stored governance policy (a JSON object), or None."""
+        raise self._unsupported("hygiene")
+
+    def put_tenant_policy(self, tenant_id: str, policy: Mapping[str, Any], updated_at: datetime) -> None:
+        raise self._unsupported("hygiene")
+
+    def append_memory_events(self, events: Sequence[Mapping[str, Any]]) -> None:
+        """Append rows to the memory_events log (keys: tenant_id, id, ts, event, memory_id, layer,
+        principal, code, outcome, details)."""
+        raise self._unsupported("hygiene")
+
+    def count_memory_events(self, tenant_id: str, since: datetime | None = None) -> dict[str, int]:
+        """Logged events of a tenant (optionally since a time) counted per ``event`` and per
+        ``event.outcome`` (e.g. ``search`` and ``search.hit``)."""
+        raise self._unsupported("hygiene")
+
+    def count_user_memories(self, tenant_id: str, user_id: str, now: datetime, *,
+                            exclude_ids: Sequence[str] = (), tx: Any = None) -> int:
+        """Live memories whose identifiers carry this user_id (any layer); ``tx`` = open write transaction."""
+        raise self._unsupported("hygiene")
+
     # -- embedding (seed trait: generateEmbedding) ------------------------------------------------
     _embed_fn: Any = None
 

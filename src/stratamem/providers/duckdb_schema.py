@@ -84,6 +84,7 @@ FEATURE_SCHEMA_MODULES: list[str] = [
     "stratamem.graph.schema",
     "stratamem.lifecycle.schema",
     "stratamem.retrieval.duckdb_lexical",
+    "stratamem.hygiene.schema",
 ]
 
 

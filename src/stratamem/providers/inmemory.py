@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import copy
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
@@ -312,3 +313,45 @@ class InMemoryProvider(MemoryProvider):
     def id_exists_in_other_tenant(self, tenant_id: str, memory_id: str) -> bool:
         with self._lock:
             return any(mid == memory_id and t != tenant_id for t, mid in self._rows)
+
+    # -------------------------------------------------------------------- hygiene and governance
+    _policies: dict[str, dict[str, Any]]
+    _events: builtins.list[dict[str, Any]]
+
+    def _hygiene_state(self) -> None:
+        if "_policies" not in self.__dict__:
+            self._policies = {}
+            self._events = []
+
+    def get_tenant_policy(self, tenant_id: str) -> dict[str, Any] | None:
+        with self._lock:
+            self._hygiene_state()
+            policy = self._policies.get(tenant_id)
+            return copy.deepcopy(policy) if policy is not None else None
+
+    def put_tenant_policy(self, tenant_id: str, policy: Mapping[str, Any], updated_at: datetime) -> None:
+        with self._lock:
+            self._hygiene_state()
+            self._policies[tenant_id] = copy.deepcopy(dict(policy))
+
+    def append_memory_events(self, events: Sequence[Mapping[str, Any]]) -> None:
+        with self._lock:
+            self._hygiene_state()
+            self._events.extend(copy.deepcopy(dict(e)) for e in events)
+
+    def count_memory_events(self, tenant_id: str, since: datetime | None = None) -> dict[str, int]:
+        with self._lock:
+            self._hygiene_state()
+            counts: dict[str, int] = {}
+            for e in self._events:
+                if e["tenant_id"] == tenant_id and (since is None or e["ts"] >= since):
+                    for key in (e["event"], f"{e['event']}.{e.get('outcome') or 'ok'}"):
+                        counts[key] = counts.get(key, 0) + 1
+            return counts
+
+    def count_user_memories(self, tenant_id: str, user_id: str, now: datetime, *,
+                            exclude_ids: Sequence[str] = (), tx: Any = None) -> int:
+        with self._lock:
+            skip = set(exclude_ids)
+            return sum(1 for e in self._scoped(tenant_id, None, None)
+                       if e.identifiers.user_id == user_id and e.id not in skip and self._live(e, now))

@@ -1,0 +1,221 @@
+"""The write gate: ``process(text, intent)`` per seed 003 §4.1.
+
+1. ``intent="forget"``: find every memory of the user about the subject and delete them all.
+2. Unsafe input (secrets) is never stored: ignored when inferred, UNSAFE_CONTENT when the user asked.
+3. Write decision (store / ignore with a reason) by the LLM, or the rule engine offline;
+   ``intent="remember"`` stores even what would normally be ignored.
+4. Search before write: a stored memory in the same scope with similarity score ≥
+   ``duplicate_threshold`` (0.85 on stratamem's [0, 1] score) *and* key-term overlap (Jaccard ≥
+   ``term_overlap``) is updated instead of creating a duplicate; so is one with exactly the same key
+   terms (score ≥ ``same_terms_threshold``) and one that sets the same single-valued attribute
+   (``fact_slot``: "User's dog's name is …", "User lives in …"; score ≥ ``slot_threshold``).
+5. Otherwise the formatted, third-person fact is created with ``metadata.category``
+   (preference | fact | context | instruction) and ``metadata.source = {"type": "inferred" |
+   "explicit", "reference": "process"}``.
+
+Which layer: ``HygieneConfig.layer`` (default ``user``: durable facts about a user belong to the
+user, not to a session), or ``layer=`` per call. Forget searches that layer plus every other
+personal layer the identifiers reach (agent, user, session).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..errors import ErrorCode, MemoryError
+from ..layers import get_accessible_layers, parse_identifiers, parse_layer, require_identifiers, scope_key
+from ..llm.base import Category, DecisionContext, LLMClient
+from ..llm.rules import RuleBasedLLM, strip_forget, to_third_person
+from ..model import Layer, LayerIdentifiers, TenantContext
+from ..providers.base import Scope, ScoredEntry, SearchQuery
+from .prompts import PromptTemplates
+from .sanitize import sanitize
+from .secrets import find_secrets
+from .text import containment, fact_slot, jaccard, key_terms
+
+if TYPE_CHECKING:
+    from .service import Hygiene
+
+log = logging.getLogger("stratamem.hygiene")
+T = TypeVar("T")
+
+Intent = Literal["none", "remember", "forget"]
+PERSONAL_LAYERS = (Layer.AGENT, Layer.USER, Layer.SESSION)
+
+
+class HygieneConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    #: Layer process() writes to.
+    layer: Layer = Layer.USER
+    #: Minimum similarity score (stratamem's [0, 1] scale) of a duplicate candidate (seed 003: 0.85).
+    duplicate_threshold: float = Field(0.85, ge=0.0, le=1.0)
+    #: Minimum Jaccard overlap of key terms for a candidate to count as the same fact.
+    term_overlap: float = Field(0.5, ge=0.0, le=1.0)
+    #: A candidate this similar is the same fact whatever the wording.
+    near_identical: float = Field(0.97, ge=0.0, le=1.0)
+    #: Same key terms (≥ 2) but different wording: a lower similarity suffices ("based in" / "lives in").
+    same_terms_threshold: float = Field(0.75, ge=0.0, le=1.0)
+    #: A fact setting the same single-valued attribute ("User's dog's name is …", "User lives in …")
+    #: replaces the stored one when at least this similar (a changed fact is an update, seed 003).
+    slot_threshold: float = Field(0.7, ge=0.0, le=1.0)
+    #: Forget: minimum similarity score of a match, and share of the subject's key terms it must contain.
+    forget_threshold: float = Field(0.6, ge=0.0, le=1.0)
+    forget_term_coverage: float = Field(0.6, ge=0.0, le=1.0)
+    #: Forget: a match this similar is deleted even without term overlap.
+    forget_semantic_only: float = Field(0.9, ge=0.0, le=1.0)
+    #: Most memories one forget deletes.
+    forget_limit: int = Field(100, ge=1, le=1000)
+    prompts: PromptTemplates = Field(default_factory=PromptTemplates)
+
+
+class ProcessResult(BaseModel):
+    """Seed 003 WriteResult."""
+
+    action: Literal["created", "updated", "deleted", "ignored"]
+    memory_id: str | None = None
+    reason: str | None = None
+    count: int | None = None
+    content: str | None = None
+    category: Category | None = None
+    source: Literal["inferred", "explicit"] | None = None
+    memory_ids: list[str] = Field(default_factory=list)
+
+
+class WriteGate:
+    def __init__(self, hygiene: Hygiene) -> None:
+        self.hygiene = hygiene
+        self.engine = hygiene.engine
+        self._rules = RuleBasedLLM()
+
+    # ------------------------------------------------------------------ helpers
+    def _llm(self, call: Callable[[LLMClient], T]) -> T:
+        """Call the configured LLM; on failure degrade to the rule engine (and log why)."""
+        llm = self.hygiene.llm
+        if isinstance(llm, RuleBasedLLM):
+            return call(llm)
+        try:
+            return call(llm)
+        except MemoryError as exc:
+            log.warning("LLM call failed (%s); falling back to rules", exc.code.value)
+            return call(self._rules)
+
+    def _search(self, tctx: TenantContext, layer: Layer, ids: LayerIdentifiers, text: str, limit: int,
+                min_score: float) -> list[ScoredEntry]:
+        vector = self.engine.embeddings.embed_query(text, "process")
+        query = SearchQuery(tenant_id=tctx.tenant_id, scope=Scope(layer, scope_key(layer, ids)), vector=vector,
+                            text=text, limit=limit, min_score=min_score, now=self.engine.now())
+        return list(self.engine.provider.search(query).hits)
+
+    def find_duplicates(self, tctx: TenantContext, layer: Layer, ids: LayerIdentifiers,
+                        content: str) -> list[ScoredEntry]:
+        """Seed 003 §4.3: semantic candidates (score ≥ threshold) that also share key terms."""
+        cfg = self.hygiene.config
+        terms = key_terms(content)
+        slot = fact_slot(content)
+        floor = min(cfg.duplicate_threshold, cfg.same_terms_threshold, cfg.slot_threshold)
+        out: list[ScoredEntry] = []
+        for h in self._search(tctx, layer, ids, content, 10, floor):
+            overlap = jaccard(terms, key_terms(h.entry.content))
+            if ((h.score >= cfg.duplicate_threshold and (overlap >= cfg.term_overlap or h.score >= cfg.near_identical))
+                    or (h.score >= cfg.same_terms_threshold and overlap >= 0.999 and len(terms) >= 2)
+                    or (slot is not None and h.score >= cfg.slot_threshold and fact_slot(h.entry.content) == slot)):
+                out.append(h)
+        return out
+
+    # ------------------------------------------------------------------ process
+    def process(self, ctx: Any, text: Any, intent: Any = "none", identifiers: Any = None,
+                recent_messages: Sequence[str] | None = None, *, layer: Any = None) -> ProcessResult:
+        with self.engine.operation("process", ctx) as (tctx, extra):
+            op = "process"
+            if not isinstance(text, str) or not text.strip():
+                raise MemoryError(ErrorCode.INVALID_PARAMS, "text must be a non-empty string", operation=op,
+                                  details={"field": "text"})
+            if intent not in ("none", "remember", "forget"):
+                raise MemoryError(ErrorCode.INVALID_PARAMS, "intent must be none, remember or forget", operation=op,
+                                  details={"field": "intent"})
+            ids = parse_identifiers(identifiers, op)
+            target = parse_layer(layer, op) if layer is not None else self.hygiene.config.layer
+            require_identifiers(target, ids, op)
+            clean = sanitize(text)
+            result = (self._forget(tctx, clean, target, ids) if intent == "forget"
+                      else self._write(tctx, clean, intent, target, ids, list(recent_messages or [])))
+            extra.update(action=result.action, memory_id=result.memory_id, intent=intent)
+            return result
+
+    def _ignore(self, tctx: TenantContext, reason: str, layer: Layer, code: str | None = None) -> ProcessResult:
+        self.hygiene.events.record(tctx.tenant_id, "ignore", layer=layer.value, principal=tctx.principal, code=code,
+                                   outcome="ignored", details={"reason": reason})
+        return ProcessResult(action="ignored", reason=reason)
+
+    def _write(self, tctx: TenantContext, clean: str, intent: Intent, layer: Layer, ids: LayerIdentifiers,
+               recent: list[str]) -> ProcessResult:
+        prompts = self.hygiene.config.prompts
+        secrets = sorted({s.kind for s in find_secrets(clean)})
+        if secrets:
+            if intent == "remember":
+                self.engine.audit.record(tenant_id=tctx.tenant_id, principal=tctx.principal, action="process.remember",
+                                         outcome="denied", code=ErrorCode.UNSAFE_CONTENT.value,
+                                         details={"kinds": secrets})
+                raise MemoryError(ErrorCode.UNSAFE_CONTENT,
+                                  f"will not remember secrets ({', '.join(secrets)})", operation="process",
+                                  details={"kinds": secrets}, retryable=False)
+            return self._ignore(tctx, f"unsafe content: {', '.join(secrets)}", layer, ErrorCode.UNSAFE_CONTENT.value)
+        if not clean:
+            return self._ignore(tctx, "empty after sanitising", layer)
+        context = DecisionContext(recent_messages=recent, user_intent=intent)
+        decision = self._llm(lambda llm: llm.decide(clean, context, system=prompts.system("write_decision")))
+        if decision.action == "ignore" and intent != "remember":
+            return self._ignore(tctx, decision.reason or "not worth remembering", layer)
+        formatted = self._llm(lambda llm: llm.format(clean, system=prompts.system("format_memory")))
+        content = sanitize(formatted.content)
+        if not content or find_secrets(content):  # output validation (seed 003 §9.2)
+            return self._ignore(tctx, "formatted memory failed validation", layer)
+        source: Literal["inferred", "explicit"] = "explicit" if intent == "remember" else "inferred"
+        reason = decision.reason or ("explicitly requested" if intent == "remember" else "")
+        duplicates = self.find_duplicates(tctx, layer, ids, content)
+        if duplicates:
+            existing = duplicates[0].entry
+            old_src = existing.metadata.get("source")
+            if source == "inferred" and isinstance(old_src, dict) and old_src.get("type") == "explicit":
+                source = "explicit"
+            out = self.engine.update(tctx, existing.id, content=content,
+                                     metadata={"category": formatted.category,
+                                               "source": {"type": source, "reference": "process"}})
+            self.hygiene.events.record(tctx.tenant_id, "dedupe", memory_id=existing.id, layer=layer.value,
+                                       principal=tctx.principal, details={"score": round(duplicates[0].score, 4)})
+            return ProcessResult(action="updated", memory_id=out.memory.id, reason="updated an existing memory "
+                                 "about the same fact", content=out.memory.content, category=formatted.category,
+                                 source=source)
+        added = self.engine.add(tctx, content, layer.value, ids.model_dump(exclude_none=True),
+                                {"category": formatted.category, "source": {"type": source, "reference": "process"}})
+        return ProcessResult(action="created", memory_id=added.memory.id, reason=reason, content=added.memory.content,
+                             category=formatted.category, source=source)
+
+    def _forget(self, tctx: TenantContext, clean: str, layer: Layer, ids: LayerIdentifiers) -> ProcessResult:
+        cfg = self.hygiene.config
+        subject = strip_forget(clean)
+        if not subject:
+            raise MemoryError(ErrorCode.INVALID_PARAMS, "say what to forget", operation="process",
+                              details={"field": "text"})
+        query = to_third_person(subject) or subject
+        terms = key_terms(subject)
+        layers = [layer] + [lyr for lyr in get_accessible_layers(ids) if lyr in PERSONAL_LAYERS and lyr != layer]
+        matches: list[str] = []
+        for lyr in layers:
+            for hit in self._search(tctx, lyr, ids, query, cfg.forget_limit, cfg.forget_threshold):
+                coverage = containment(terms, key_terms(hit.entry.content)) if terms else 0.0
+                covered = bool(terms) and coverage >= cfg.forget_term_coverage
+                if covered or hit.score >= cfg.forget_semantic_only:
+                    matches.append(hit.entry.id)
+        deleted = 0
+        for start in range(0, len(matches), 100):
+            deleted += self.engine.bulk_delete(tctx, matches[start:start + 100]).deleted
+        self.engine.audit.record(tenant_id=tctx.tenant_id, principal=tctx.principal, action="process.forget",
+                                 memory_ids=matches, details={"deleted": deleted})
+        return ProcessResult(action="deleted", count=deleted, memory_ids=matches,
+                             reason="deleted every matching memory" if deleted else "no matching memory")

@@ -1,0 +1,58 @@
+"""Secret detection (seed 003 §4.2 "My API key is sk-abc123 → REJECTED", §9.1).
+
+Secrets are never stored, whatever the tenant's PII mode: content containing one is refused with
+UNSAFE_CONTENT. Detection combines well-known token shapes (OpenAI, AWS, GitHub, Slack, Google,
+Stripe, JWT, PEM private keys, URLs with embedded passwords), Luhn-valid card numbers (reusing
+:mod:`stratamem.hygiene.pii`) and context ("my password is …", "token: …").
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .pii import find_pii
+
+
+@dataclass(frozen=True)
+class SecretMatch:
+    kind: str
+    start: int
+    end: int
+
+
+_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
+    ("private_key", re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")),
+    ("openai_key", re.compile(r"\bsk-(?:proj-|live-|test-)?[A-Za-z0-9_-]{16,}")),
+    ("aws_access_key", re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA)[0-9A-Z]{16}\b")),
+    ("github_token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})\b")),
+    ("slack_token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}")),
+    ("google_api_key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b")),
+    ("stripe_key", re.compile(r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}\b")),
+    ("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")),
+    ("bearer_token", re.compile(r"\bBearer\s+[A-Za-z0-9._~+/=-]{16,}")),
+    ("url_credentials", re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s/:@]+:[^\s/@]+@[^\s/]+", re.I)),
+    (
+        "credential",
+        re.compile(
+            r"\b(?:api[ _-]?key|access[ _-]?key|secret(?:[ _-]?key)?|client[ _-]?secret|auth[ _-]?token|"
+            r"access[ _-]?token|refresh[ _-]?token|token|password|passwd|pwd|passphrase|passcode|pin(?:[ _-]?code)?|"
+            r"private[ _-]?key|ssh[ _-]?key|credentials?)"
+            r"(?:\s+(?:for|of|on|to)\s+[\w.-]+)?\s*(?:is|was|=|:|->)\s*[\"'`]?(?=[^\s\"'`]*[A-Za-z0-9])[^\s\"'`]{3,}",
+            re.I,
+        ),
+    ),
+]
+
+SECRET_KINDS: tuple[str, ...] = (*(kind for kind, _ in _PATTERNS), "credit_card")
+
+
+def find_secrets(text: str) -> list[SecretMatch]:
+    """Every secret-looking span in ``text``, in text order."""
+    found = [SecretMatch(kind, m.start(), m.end()) for kind, pattern in _PATTERNS for m in pattern.finditer(text)]
+    found += [SecretMatch("credit_card", p.start, p.end) for p in find_pii(text, ["credit_card"])]
+    return sorted(found, key=lambda s: s.start)
+
+
+def contains_secret(text: str) -> bool:
+    return bool(find_secrets(text))

@@ -1,0 +1,62 @@
+"""``engine.hygiene``: wires guards, quota hook, search filter and event log into an engine and
+offers process / remember / forget / health / policies (the SDK delegates here)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from ..llm import LLMClient, make_llm
+from .events import EventLog
+from .gate import HygieneConfig, ProcessResult, WriteGate
+from .guards import PolicyGuard, PolicySearchFilter, QuotaHook, SanitizeGuard, SecretGuard
+from .health import MemoryHealth, compute_health
+from .policies import PolicyManager
+
+if TYPE_CHECKING:
+    from ..engine import MemoryEngine
+
+
+class Hygiene:
+    def __init__(self, engine: MemoryEngine, config: HygieneConfig | None = None,
+                 llm: LLMClient | str | None = None) -> None:
+        self.engine = engine
+        self.config = config or HygieneConfig()
+        self._llm: LLMClient | None = make_llm(llm) if llm is not None else None
+        self.policies = PolicyManager(engine)
+        self.events = EventLog(engine)
+        self.gate = WriteGate(self)
+
+    @classmethod
+    def install(cls, engine: MemoryEngine) -> Hygiene:
+        hygiene = cls(engine)
+        engine.guards.extend([SanitizeGuard(engine), SecretGuard(engine), PolicyGuard(engine, hygiene.policies)])
+        engine.provider.write_hooks.append(QuotaHook(engine, hygiene.policies))
+        engine.result_filters.append(PolicySearchFilter(engine, hygiene.policies))
+        engine.observers.append(hygiene.events.observe)
+        return hygiene
+
+    @property
+    def llm(self) -> LLMClient:
+        """The configured LLM (``STRATAMEM_LLM_URL``…) or the rule engine; created on first use."""
+        if self._llm is None:
+            self._llm = make_llm()
+        return self._llm
+
+    def configure(self, *, llm: LLMClient | str | None = None, **fields: Any) -> HygieneConfig:
+        """Change the LLM and/or config fields (``layer``, thresholds, ``prompts``)."""
+        if llm is not None:
+            self._llm = make_llm(llm)
+        if fields:
+            self.config = HygieneConfig.model_validate({**self.config.model_dump(), **fields})
+        return self.config
+
+    def process(self, ctx: Any, text: Any, intent: Any = "none", identifiers: Any = None,
+                recent_messages: Sequence[str] | None = None, *, layer: Any = None) -> ProcessResult:
+        return self.gate.process(ctx, text, intent, identifiers, recent_messages, layer=layer)
+
+    def health(self, ctx: Any, *, since: datetime | None = None) -> MemoryHealth:
+        with self.engine.operation("memory_health", ctx) as (tctx, _):
+            return compute_health(self.engine, tctx.tenant_id, since=since,
+                                  duplicate_score=self.engine.config.dedup_threshold)

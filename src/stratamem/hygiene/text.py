@@ -1,0 +1,123 @@
+"""Small text utilities of the hygiene layer: key terms and overlap measures (seed 003 §4.3)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+_WORD = re.compile(r"[a-z0-9][a-z0-9+#]*(?:['\u2019][a-z]+)?")
+
+STOP_WORDS: frozenset[str] = frozenset(
+    [
+        "a", "an", "the", "and", "or", "but", "if", "then", "else", "of", "to", "in", "on", "at", "by", "for",
+        "with", "about", "from", "as", "into", "over", "under", "up", "down", "out", "is", "are", "was", "were",
+        "be", "been", "being", "am", "do", "does", "did", "doing", "have", "has", "had", "having", "will",
+        "would", "shall", "should", "can", "could", "may", "might", "must", "i", "me", "my", "mine", "myself",
+        "we", "us", "our", "ours", "you", "your", "yours", "he", "him", "his", "she", "her", "hers", "it",
+        "its", "they", "them", "their", "theirs", "this", "that", "these", "those", "there", "here", "what",
+        "which", "who", "whom", "whose", "when", "where", "why", "how", "all", "any", "both", "each", "few",
+        "more", "most", "other", "some", "such", "no", "nor", "not", "only", "own", "same", "so", "than", "too",
+        "very", "just", "also", "really", "still", "now", "user", "user's", "users", "please", "remember",
+        "forget", "note", "that's", "it's", "i'm", "i've", "i'd", "i'll", "don't", "doesn't", "didn't", "im",
+        "ive", "id", "thing", "things", "stuff", "something", "anything", "everything", "lot", "lots", "kind",
+        "sort", "actually", "basically"
+    ]
+)
+
+#: Words that say the same thing about a preference map to one term, so paraphrases overlap.
+SYNONYMS: dict[str, str] = {
+    "like": "like", "prefer": "like", "love": "like", "enjoy": "like", "favorite": "like", "favourite": "like",
+    "fond": "like", "adore": "like", "fan": "like", "preferred": "like", "preference": "like",
+    "hate": "dislike", "detest": "dislike", "loathe": "dislike", "stand": "dislike",
+    "called": "name", "named": "name",
+    "job": "work", "employer": "work", "employed": "work", "company": "work",
+    "allergy": "allergic", "allergies": "allergic",
+    "reside": "live", "home": "live", "based": "live",
+}
+
+
+def stem(word: str) -> str:
+    """A deliberately light English stemmer: possessives, plurals, -ing/-ed, a few irregulars."""
+    w = word.replace("\u2019", "'")
+    if w.endswith("'s"):
+        w = w[:-2]
+    w = w.rstrip("'")
+    if len(w) > 4 and w.endswith("ies"):
+        w = w[:-3] + "y"
+    elif len(w) > 4 and w.endswith(("sses", "shes", "ches", "xes")):
+        w = w[:-2]
+    elif len(w) > 3 and w.endswith("s") and not w.endswith(("ss", "us", "is")):
+        w = w[:-1]
+    if len(w) > 5 and w.endswith("ing"):
+        w = w[:-3]
+        if len(w) > 2 and w[-1] == w[-2]:
+            w = w[:-1]
+    elif len(w) > 4 and w.endswith("ed"):
+        w = w[:-2] if not w.endswith("eed") else w[:-1]
+        if len(w) > 2 and w[-1] == w[-2] and w[-1] not in "ls":
+            w = w[:-1]
+    elif len(w) > 3 and w.endswith("e") and not w.endswith(("ee", "ue")):
+        w = w[:-1]
+    return w
+
+
+def _canonical(word: str) -> str:
+    bare = word.replace("\u2019", "'").removesuffix("'s")
+    if bare in SYNONYMS:
+        return stem(SYNONYMS[bare])
+    s = stem(word)
+    for form in (s, s + "e"):
+        if form in SYNONYMS:
+            return stem(SYNONYMS[form])
+    return s
+
+
+def key_terms(text: str) -> set[str]:
+    """Content words of ``text``, stemmed, stop words and "user" removed, synonyms merged."""
+    out: set[str] = set()
+    for raw in _WORD.findall(text.lower()):
+        if raw in STOP_WORDS or raw.replace("\u2019", "'") in STOP_WORDS:
+            continue
+        term = _canonical(raw)
+        if term and term not in STOP_WORDS:
+            out.add(term)
+    return out
+
+
+def jaccard(a: Iterable[str], b: Iterable[str]) -> float:
+    sa, sb = set(a), set(b)
+    if not sa and not sb:
+        return 1.0
+    return len(sa & sb) / len(sa | sb)
+
+
+def containment(query: Iterable[str], target: Iterable[str]) -> float:
+    """Share of the query's terms present in the target."""
+    sq, st = set(query), set(target)
+    return len(sq & st) / len(sq) if sq else 0.0
+
+
+_SLOT_POSSESSIVE = re.compile(
+    r"^User's ((?:[\w'\u2019-]+ ){0,4}?[\w'\u2019-]+) (?:is|are|was)(?: (called|named))? "
+    r"(?!not\b|an?\b|also\b|one\b)", re.I)
+_SLOT_RELATION = re.compile(
+    r"^User (?:\w+ly )?(lives in|lives|is based in|is from|comes from|works at|works for|works as|is employed at|"
+    r"is employed by|was born in|was born on|moved to|is married to|wants to be called|is called|drives)\b", re.I)
+_RELATION_ALIASES = {"lives": "lives in", "is based in": "lives in", "moved to": "lives in", "works for": "works at",
+                     "is employed at": "works at", "is employed by": "works at", "comes from": "is from",
+                     "is called": "wants to be called"}
+
+
+def fact_slot(content: str) -> str | None:
+    """The single-valued attribute a formatted fact sets ("User's dog's name is …" → ``poss:dog name``;
+    "User lives in …" → ``rel:lives in``), or None. Two facts with one slot cannot both be true."""
+    text = content.strip().replace("\u2019", "'")
+    m = _SLOT_POSSESSIVE.match(text)
+    if m:
+        subject = " ".join(sorted(key_terms(m.group(1))))
+        return f"poss:{subject}:{'called' if m.group(2) else 'is'}" if subject else None
+    m = _SLOT_RELATION.match(text)
+    if m:
+        rel = m.group(1).lower()
+        return f"rel:{_RELATION_ALIASES.get(rel, rel)}"
+    return None

@@ -1,0 +1,50 @@
+"""LLM protocol (SPEC R-LLM): write decisions, formatting, classification, summaries.
+
+``make_llm()`` returns the OpenAI-compatible HTTP client when ``STRATAMEM_LLM_URL`` (or an explicit
+base URL) is configured, and the deterministic :class:`RuleBasedLLM` otherwise, so every feature
+works offline.
+"""
+
+from __future__ import annotations
+
+import os
+
+from .base import (
+    CATEGORIES,
+    Category,
+    Classification,
+    DecisionContext,
+    FormattedMemory,
+    LLMClient,
+    Summary,
+    WriteDecision,
+)
+from .openai import OpenAIChatLLM
+from .rules import RuleBasedLLM
+
+
+def make_llm(spec: str | LLMClient | None = None) -> LLMClient:
+    """``None`` → environment (``STRATAMEM_LLM_URL``/``_MODEL``/``_API_KEY``) or rules; ``"rules"``;
+    ``"openai"`` (environment required); or a ready client."""
+    if spec is not None and not isinstance(spec, str):
+        return spec
+    choice = (spec or "").strip().lower()
+    url = os.environ.get("STRATAMEM_LLM_URL")
+    if choice == "rules" or (not choice and not url):
+        return RuleBasedLLM()
+    return OpenAIChatLLM.from_env()
+
+
+__all__ = [
+    "CATEGORIES",
+    "Category",
+    "Classification",
+    "DecisionContext",
+    "FormattedMemory",
+    "LLMClient",
+    "OpenAIChatLLM",
+    "RuleBasedLLM",
+    "Summary",
+    "WriteDecision",
+    "make_llm",
+]

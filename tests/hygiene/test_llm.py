@@ -1,0 +1,188 @@
+"""LLM protocol: the rule engine, and the OpenAI-compatible client against a real local HTTP server."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from stratamem import Memory, MemoryError, TenantContext
+from stratamem.llm import DecisionContext, OpenAIChatLLM, RuleBasedLLM, make_llm
+
+Responder = Callable[[dict[str, Any]], tuple[int, Any]]
+
+
+class ChatServer:
+    """A real HTTP server speaking /v1/chat/completions; the test decides what it answers."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self.respond: Responder = lambda body: (200, {"action": "ignore", "reason": "default"})
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length", "0"))
+                body = json.loads(self.rfile.read(length))
+                outer.requests.append({"path": self.path, "body": body, "auth": self.headers.get("authorization")})
+                status, reply = outer.respond(body)
+                if status == 200:
+                    content = reply if isinstance(reply, str) else json.dumps(reply)
+                    payload = json.dumps({"id": "x", "object": "chat.completion", "choices": [
+                        {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}]})
+                else:
+                    payload = json.dumps({"error": {"message": "nope"}})
+                data = payload.encode()
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                if status == 429:
+                    self.send_header("retry-after", "2")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:
+                return None
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture()
+def chat() -> Iterator[ChatServer]:
+    server = ChatServer()
+    yield server
+    server.close()
+
+
+def test_client_sends_chat_completions_request_and_validates_json(chat: ChatServer) -> None:
+    chat.respond = lambda body: (200, {"action": "store", "reason": "stable preference"})
+    llm = OpenAIChatLLM(chat.url, "test-model", api_key="k-123")
+    decision = llm.decide("I prefer tea", DecisionContext(user_intent="none"))
+    assert decision.action == "store" and decision.reason == "stable preference"
+    req = chat.requests[0]
+    assert req["path"] == "/v1/chat/completions"
+    assert req["auth"] == "Bearer k-123"
+    assert req["body"]["model"] == "test-model"
+    assert req["body"]["response_format"] == {"type": "json_object"}
+    assert req["body"]["messages"][0]["role"] == "system"
+    assert "long-term memory" in req["body"]["messages"][0]["content"]
+    assert "I prefer tea" in req["body"]["messages"][1]["content"]
+    llm.close()
+
+
+def test_client_accepts_fenced_json(chat: ChatServer) -> None:
+    chat.respond = lambda body: (200, '```json\n{"content": "User prefers tea", "category": "preference"}\n```')
+    out = OpenAIChatLLM(chat.url, "m").format("I prefer tea")
+    assert (out.content, out.category) == ("User prefers tea", "preference")
+
+
+@pytest.mark.parametrize(
+    ("status", "reply", "code"),
+    [
+        (200, "not json at all", "PROVIDER_ERROR"),
+        (200, {"action": "maybe"}, "PROVIDER_ERROR"),
+        (500, None, "PROVIDER_ERROR"),
+        (429, None, "RATE_LIMITED"),
+        (401, None, "CONFIGURATION_ERROR"),
+        (404, None, "CONFIGURATION_ERROR"),
+    ],
+)
+def test_client_errors_are_memory_errors(chat: ChatServer, status: int, reply: Any, code: str) -> None:
+    chat.respond = lambda body: (status, reply)
+    with pytest.raises(MemoryError) as err:
+        OpenAIChatLLM(chat.url, "m").decide("I prefer tea", DecisionContext())
+    assert err.value.code.value == code
+    if status == 429:
+        assert err.value.details["retry_after"] == 2.0
+
+
+def test_client_unreachable_is_provider_error() -> None:
+    with pytest.raises(MemoryError) as err:
+        OpenAIChatLLM("http://127.0.0.1:9/v1", "m", timeout=2).classify("x")
+    assert err.value.code.value == "PROVIDER_ERROR" and err.value.retryable
+
+
+def test_make_llm_reads_environment(chat: ChatServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("STRATAMEM_LLM_URL", raising=False)
+    assert isinstance(make_llm(), RuleBasedLLM)
+    monkeypatch.setenv("STRATAMEM_LLM_URL", chat.url)
+    monkeypatch.setenv("STRATAMEM_LLM_MODEL", "llama3")
+    llm = make_llm()
+    assert isinstance(llm, OpenAIChatLLM) and llm.model == "llama3" and llm.base_url == chat.url
+    monkeypatch.delenv("STRATAMEM_LLM_MODEL")
+    with pytest.raises(MemoryError) as err:
+        make_llm()
+    assert err.value.code.value == "CONFIGURATION_ERROR"
+
+
+def test_process_uses_the_http_llm(chat: ChatServer, open_mem: Callable[..., Memory], acme: TenantContext) -> None:
+    def respond(body: dict[str, Any]) -> tuple[int, Any]:
+        system = body["messages"][0]["content"]
+        if "Judge whether" in system:
+            return 200, {"action": "store", "reason": "llm says durable"}
+        return 200, {"content": "User drinks oolong tea every morning", "category": "preference"}
+
+    chat.respond = respond
+    mem = open_mem()
+    mem.hygiene.configure(llm=OpenAIChatLLM(chat.url, "m"))
+    res = mem.process(acme, "oolong every morning, that's me", identifiers={"user_id": "u1"})
+    assert res.action == "created" and res.reason == "llm says durable"
+    stored = mem.get(acme, res.memory_id)
+    assert stored is not None and stored.content == "User drinks oolong tea every morning"
+    assert stored.metadata["category"] == "preference"
+    assert len(chat.requests) == 2
+
+
+def test_process_falls_back_to_rules_when_llm_fails(chat: ChatServer, open_mem: Callable[..., Memory],
+                                                   acme: TenantContext) -> None:
+    chat.respond = lambda body: (500, None)
+    mem = open_mem()
+    mem.hygiene.configure(llm=OpenAIChatLLM(chat.url, "m"))
+    res = mem.process(acme, "I prefer green tea", identifiers={"user_id": "u1"})
+    assert res.action == "created" and res.content == "User prefers green tea"
+    assert mem.process(acme, "how are you?", identifiers={"user_id": "u1"}).action == "ignored"
+
+
+@pytest.mark.parametrize(
+    ("text", "action"),
+    [
+        ("I prefer dark mode", "store"),
+        ("My dog's name is Rex", "store"),
+        ("Always answer in British English", "store"),
+        ("We use PostgreSQL 16 in production", "store"),
+        ("I'm so tired today", "ignore"),
+        ("What's the weather in Paris?", "ignore"),
+        ("I think they work at a startup", "ignore"),
+        ("I want to book a flight tonight", "ignore"),
+        ("thanks!", "ignore"),
+    ],
+)
+def test_rule_engine_decisions(text: str, action: str) -> None:
+    assert RuleBasedLLM().decide(text, DecisionContext()).action == action
+
+
+@pytest.mark.parametrize(
+    ("text", "formatted", "category"),
+    [
+        ("The user told me they like dark mode lol", "User likes dark mode", "preference"),
+        ("The user said they prefer using vim", "User prefers using vim", "preference"),
+        ("My dog's name is Rex", "User's dog's name is Rex", "fact"),
+        ("Always answer in French", "User wants the assistant to always answer in French", "instruction"),
+        ("We deploy on Kubernetes", "User's team deploys on Kubernetes", "context"),
+        ("Remember that I have a meeting every Monday at 3pm", "User has a meeting every Monday at 3pm", "fact"),
+    ],
+)
+def test_rule_engine_formats_third_person(text: str, formatted: str, category: str) -> None:
+    out = RuleBasedLLM().format(text)
+    assert (out.content, out.category) == (formatted, category)
