@@ -54,7 +54,7 @@ def test_below_threshold_not_promoted(lmem: Memory, acme: TenantContext) -> None
 
 @pytest.mark.parametrize("flag", ["sensitive", "private"])
 def test_sensitive_or_private_never_promoted(lmem: Memory, acme: TenantContext, flag: str) -> None:
-    src = lmem.add(acme, "my bank pin is 1234", "session", S, {flag: True}).memory
+    src = lmem.add(acme, "my therapy appointment is on Tuesday", "session", S, {flag: True}).memory
     access(lmem, acme, src.id, 5)
     before = _blocked(flag)
     stats_before = lmem.lifecycle.stats.blocked_promotions

@@ -114,10 +114,16 @@ def test_schema_name_is_validated_and_url_is_split() -> None:
 
 
 def test_nul_characters_are_rejected_cleanly(pg_mem: Memory) -> None:
+    # Through the SDK the write guards strip control characters, so a NUL never reaches PostgreSQL …
+    stored = pg_mem.add(ACME, content="nul \x00 byte", layer="user", identifiers=U1).memory
+    assert "\x00" not in stored.content and stored.content.startswith("nul ")
+    # … and a provider-level write that carries one is refused with a clear code, not a driver error.
+    bad = stored.model_copy(update={"id": str(uuid.uuid4()), "content": "nul \x00 byte",
+                                    "embedding": pg_mem.generate_embedding("nul byte")})
     with pytest.raises(MemoryError) as err:
-        pg_mem.add(ACME, content="nul \x00 byte", layer="user", identifiers=U1)
+        pg_mem.engine.provider.add([bad])
     assert err.value.code is ErrorCode.INVALID_PARAMS
-    assert pg_mem.stats(ACME).total == 0
+    assert pg_mem.stats(ACME).total == 1
 
 
 def test_dropped_connections_are_recovered(open_pg: Callable[..., Memory], pg_store_url: str,
