@@ -20,10 +20,10 @@ def test_consolidation_merges_near_duplicates_over_trigger(lmem: Memory, acme: T
     dup_a = lmem.add(acme, "User prefers dark mode", "user", U, provenance={"agentId": "a1"}).memory.id
     dup_b = lmem.add(acme, "User prefers dark mode!", "user", U).memory.id
     other = lmem.add(acme, "Team standup is at nine", "user", U).memory.id
-    report = lmem.maintain()
+    report = lmem.maintain([acme.tenant_id])
     assert report.tenants[0].consolidated == 0  # 3 entries: not above the trigger
     lmem.add(acme, "Quarterly report due in March", "user", U)
-    report = lmem.maintain()
+    report = lmem.maintain([acme.tenant_id])
     assert report.tenants[0].consolidated == 1
     assert lmem.get(acme, dup_a) is None and lmem.get(acme, dup_b) is None and lmem.get(acme, other) is not None
     merged = [m for m in lmem.list(acme, "user", U).memories if m.provenance.compacted_from_ids]
@@ -40,17 +40,19 @@ def test_maintain_reports_metrics_and_integrity(lmem: Memory, acme: TenantContex
     before = REGISTRY.get_sample_value("stratamem_lifecycle_maintenance_items_total", {"task": "integrity"}) or 0.0
     count_before = REGISTRY.get_sample_value("stratamem_lifecycle_maintenance_duration_seconds_count",
                                              {"task": "ttl_purge"}) or 0.0
-    report = lmem.maintain(["acme"])
+    report = lmem.maintain([acme.tenant_id])
     rep = report.tenants[0]
     assert rep.integrity_repaired == 1 and rep.errors == {}
     assert REGISTRY.get_sample_value("stratamem_lifecycle_maintenance_items_total", {"task": "integrity"}) == before + 1
     assert REGISTRY.get_sample_value("stratamem_lifecycle_maintenance_duration_seconds_count",
                                      {"task": "ttl_purge"}) == count_before + 1
-    assert lmem.maintain(["acme"]).tenants[0].integrity_repaired == 0
-    assert lmem.engine.audit.recent(action="maintain")[-1].tenant_id == "acme"
+    assert lmem.maintain([acme.tenant_id]).tenants[0].integrity_repaired == 0
+    assert lmem.engine.audit.recent(action="maintain")[-1].tenant_id == acme.tenant_id
 
 
-def test_scheduler_runs_in_background(lmem: Memory, acme: TenantContext) -> None:
+def test_scheduler_runs_in_background(local_lmem: Memory, acme: TenantContext) -> None:
+    # The scheduler sweeps every tenant of the store: not run on the shared PostgreSQL database.
+    lmem = local_lmem
     lmem.add(acme, "x", "user", U)
     sched = lmem.lifecycle.schedule(0.05)
     try:
@@ -59,4 +61,4 @@ def test_scheduler_runs_in_background(lmem: Memory, acme: TenantContext) -> None
             time.sleep(0.02)
     finally:
         sched.stop()
-    assert sched.last_report is not None and sched.last_report.tenants[0].tenant_id == "acme"
+    assert sched.last_report is not None and sched.last_report.tenants[0].tenant_id == acme.tenant_id

@@ -41,7 +41,7 @@ def test_important_session_memory_promoted_to_user_with_redaction(lmem: Memory, 
     prov = promoted.provenance
     assert (prov.promoted_from_id, prov.agent_id, prov.confidence, prov.source, prov.created_in_session_id) == (
         src.id, "planner", 0.7, "conversation", "s1")
-    audit = lmem.engine.audit.recent(tenant_id="acme", action="close_session")[-1]
+    audit = lmem.engine.audit.recent(tenant_id=acme.tenant_id, action="close_session")[-1]
     assert audit.details["promoted"] == 1 and "alice" not in audit.model_dump_json()
 
 
@@ -63,7 +63,7 @@ def test_sensitive_or_private_never_promoted(lmem: Memory, acme: TenantContext, 
     assert [(b.source_id, b.reason) for b in result.blocked] == [(src.id, flag)]
     assert _blocked(flag) == before + 1
     assert lmem.lifecycle.stats.blocked_promotions == stats_before + 1
-    rec = lmem.engine.audit.recent(tenant_id="acme", action="promotion_blocked")[-1]
+    rec = lmem.engine.audit.recent(tenant_id=acme.tenant_id, action="promotion_blocked")[-1]
     assert rec.outcome == "denied" and rec.memory_ids == [src.id] and rec.details["reason"] == flag
     assert lmem.list(acme, "user", {"user_id": "u1"}).total_count == 0
     with pytest.raises(MemoryError) as exc:

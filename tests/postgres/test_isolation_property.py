@@ -54,7 +54,9 @@ def test_no_cross_tenant_result_ever(open_pg: Callable[..., Memory], ops: list[t
                 continue
             target = foreign[int(step[2]) % len(foreign)]  # type: ignore[call-overload]
             victim = TenantContext(tenant_id=owner[target])
-            before = mem.get(victim, target)
+            # read the owner's row straight from the provider: an SDK get records an access
+            # (access_count, importance), which would itself change the row
+            before = mem.engine.provider.get(victim.tenant_id, target, mem.engine.now())
             if kind == "get_other":
                 assert mem.get(ctx, target) is None
             elif kind == "delete_other":
@@ -65,4 +67,5 @@ def test_no_cross_tenant_result_ever(open_pg: Callable[..., Memory], ops: list[t
                     raise AssertionError("cross-tenant update succeeded")
                 except MemoryError as exc:
                     assert exc.code is ErrorCode.MEMORY_NOT_FOUND
-            assert mem.get(victim, target) == before  # the owner's row is untouched
+            after = mem.engine.provider.get(victim.tenant_id, target, mem.engine.now())
+            assert after is not None and after == before  # the owner's row is untouched

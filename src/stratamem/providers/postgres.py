@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import builtins
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
@@ -591,6 +591,89 @@ class PostgresProvider(MemoryProvider):
                 "VALUES (%s, %s, %s, %s, now()) ON CONFLICT DO NOTHING",
                 [[tenant_id, model_id, h, np.asarray(v, dtype=np.float32)] for h, v in items.items()],
             )
+
+    # ---------------------------------------------------------------------------- lifecycle
+    # Same semantics as DuckDBProvider: no version/etag bump, one transaction per call, ids ordered
+    # byte-wise (COLLATE "C", like DuckDB and Python) wherever order or a limit is observable. Rows are
+    # locked in id order before multi-row updates, so concurrent calls cannot deadlock each other.
+    def record_access(self, tenant_id: str, importance: Mapping[str, float], now: datetime) -> int:
+        if not importance:
+            return 0
+        ids = list(importance)
+        with self.transaction("record_access") as conn:
+            conn.execute('SELECT 1 FROM memories WHERE tenant_id = %s AND id = ANY(%s) ORDER BY id COLLATE "C" '
+                         "FOR UPDATE", [tenant_id, ids])
+            conn.execute(
+                "UPDATE memories AS m SET access_count = m.access_count + 1, last_accessed_at = %s, importance = u.imp "
+                "FROM unnest(%s::text[], %s::float8[]) AS u(uid, imp) WHERE m.tenant_id = %s AND m.id = u.uid",
+                [now, ids, [float(v) for v in importance.values()], tenant_id],
+            )
+        return len(importance)
+
+    def set_status(self, tenant_id: str, ids: Sequence[str], status: str, now: datetime) -> builtins.list[str]:
+        if not ids:
+            return []
+        wanted = list(dict.fromkeys(ids))
+        with self.transaction("set_status") as conn:
+            conn.execute('SELECT 1 FROM memories WHERE tenant_id = %s AND id = ANY(%s) ORDER BY id COLLATE "C" '
+                         "FOR UPDATE", [tenant_id, wanted])
+            rows = conn.execute(
+                "UPDATE memories SET status = %s, deleted_at = %s WHERE tenant_id = %s AND id = ANY(%s) RETURNING id",
+                [status, now if status == "deleted" else None, tenant_id, wanted],
+            ).fetchall()
+        found = {r[0] for r in rows}
+        return [i for i in wanted if i in found]
+
+    def set_expiry(self, tenant_id: str, ids: Sequence[str], expires_at: datetime | None) -> int:
+        if not ids:
+            return 0
+        wanted = list(dict.fromkeys(ids))
+        with self.transaction("set_expiry") as conn:
+            conn.execute('SELECT 1 FROM memories WHERE tenant_id = %s AND id = ANY(%s) ORDER BY id COLLATE "C" '
+                         "FOR UPDATE", [tenant_id, wanted])
+            cur = conn.execute("UPDATE memories SET expires_at = %s WHERE tenant_id = %s AND id = ANY(%s)",
+                               [expires_at, tenant_id, wanted])
+            return max(0, cur.rowcount)
+
+    def purge_candidates(self, tenant_id: str, *, expired_before: datetime, deleted_before: datetime,
+                         limit: int = 10_000) -> builtins.list[str]:
+        with self._conn("purge_candidates") as conn:
+            rows = conn.execute(
+                "SELECT id FROM memories WHERE tenant_id = %s AND ((expires_at IS NOT NULL AND expires_at <= %s) "
+                "OR (status = 'deleted' AND deleted_at IS NOT NULL AND deleted_at <= %s)) "
+                'ORDER BY id COLLATE "C" LIMIT %s',
+                [tenant_id, expired_before, deleted_before, limit],
+            ).fetchall()
+        return [r[0] for r in rows]
+
+    def add_feedback(self, tenant_id: str, ids: Sequence[str], reward: float,
+                     now: datetime) -> dict[str, tuple[int, float]]:
+        unique = list(dict.fromkeys(ids))
+        if not unique:
+            return {}
+        with self.transaction("feedback") as conn:
+            rows = conn.execute(
+                "INSERT INTO memory_feedback AS f (tenant_id, memory_id, signals, reward_sum, last_reward, updated_at) "
+                'SELECT %s, uid, 1, %s, %s, %s FROM unnest(%s::text[]) AS u(uid) ORDER BY uid COLLATE "C" '
+                "ON CONFLICT (tenant_id, memory_id) DO UPDATE SET signals = f.signals + 1, "
+                "reward_sum = f.reward_sum + excluded.reward_sum, last_reward = excluded.last_reward, "
+                "updated_at = excluded.updated_at RETURNING memory_id, signals, reward_sum",
+                [tenant_id, float(reward), float(reward), now, unique],
+            ).fetchall()
+        return {r[0]: (int(r[1]), float(r[2])) for r in rows}
+
+    def feedback_stats(self, tenant_id: str) -> dict[str, tuple[int, float]]:
+        with self._conn("feedback") as conn:
+            rows = conn.execute("SELECT memory_id, signals, reward_sum FROM memory_feedback WHERE tenant_id = %s "
+                                'ORDER BY memory_id COLLATE "C"', [tenant_id]).fetchall()
+        return {r[0]: (int(r[1]), float(r[2])) for r in rows}
+
+    def clear_feedback(self, tenant_id: str, ids: Sequence[str]) -> None:
+        if not ids:
+            return
+        with self.transaction("feedback") as conn:
+            conn.execute("DELETE FROM memory_feedback WHERE tenant_id = %s AND memory_id = ANY(%s)",
+                         [tenant_id, list(dict.fromkeys(ids))])
 
     # ------------------------------------------------------------------ server feature: API keys
     _KEY_COLUMNS = "key_id, tenant_id, name, roles, salt, key_hash, identifiers, created_at, revoked_at"

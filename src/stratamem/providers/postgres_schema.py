@@ -110,11 +110,29 @@ def _v2_server(conn: Any, dims: int) -> None:
     conn.execute("CREATE INDEX api_keys_tenant_idx ON api_keys (tenant_id, created_at)")
 
 
+def _v4_lifecycle(conn: Any, dims: int) -> None:
+    """The lifecycle feature's reward-feedback signals (same columns as ``lifecycle/schema.py`` on DuckDB)."""
+    conn.execute(
+        """
+        CREATE TABLE IF NOT EXISTS memory_feedback (
+            tenant_id   TEXT             NOT NULL,
+            memory_id   TEXT             NOT NULL,
+            signals     BIGINT           NOT NULL,
+            reward_sum  DOUBLE PRECISION NOT NULL,
+            last_reward DOUBLE PRECISION NOT NULL,
+            updated_at  TIMESTAMPTZ      NOT NULL,
+            PRIMARY KEY (tenant_id, memory_id)
+        )
+        """
+    )
+
+
 #: Versions are reserved per feature exactly as in ``duckdb_schema`` (1 core, 2 server, …); features
 #: that need PostgreSQL tables append their ``Migration`` here.
 MIGRATIONS: list[Migration] = [
     Migration(1, "memories (HNSW + tsvector), embedding cache", _v1_core),
     Migration(2, "server: api keys", _v2_server),
+    Migration(4, "lifecycle: memory_feedback", _v4_lifecycle),
 ]
 
 
