@@ -18,6 +18,7 @@ import pytest
 from psycopg import sql
 
 from stratamem import ErrorCode, Layer, Memory, MemoryError, TenantContext
+from stratamem.providers import postgres_schema
 from stratamem.providers.base import Scope, SearchQuery
 from stratamem.providers.postgres import PostgresProvider, split_url
 
@@ -50,13 +51,16 @@ def test_url_routes_to_postgres_and_crud_works(pg_mem: Memory) -> None:
 
 def test_schema_is_versioned_and_indexed(pg_mem: Memory, pg_url: str, pg_schema: str) -> None:
     info = pg_mem.engine.store_info
-    assert info.schema_version == 2 and info.extras["schema"] == pg_schema
+    expected = [m.version for m in postgres_schema.all_migrations()]  # core, server + feature migrations
+    assert {1, 2, 6} <= set(expected)
+    assert info.schema_version == max(expected) and info.extras["schema"] == pg_schema
     with admin(pg_url) as conn:
         versions = conn.execute(sql.SQL("SELECT version, description FROM {}.schema_version").format(
             sql.Identifier(pg_schema))).fetchall()
-        assert [v[0] for v in versions] == [1, 2]
+        assert sorted(v[0] for v in versions) == expected
         indexes = dict(conn.execute(
-            "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = %s AND tablename = 'memories'",
+            "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = %s "
+            "AND tablename IN ('memories', 'lexical_postings')",
             [pg_schema]).fetchall())
     assert "USING hnsw (embedding vector_cosine_ops)" in indexes["memories_embedding_hnsw"]
     assert "USING gin (content_tsv)" in indexes["memories_tsv_idx"]
@@ -87,7 +91,7 @@ def test_concurrent_first_open_migrates_once(pg_store_url: str, pg_url: str, pg_
     with admin(pg_url) as conn:
         rows = conn.execute(sql.SQL("SELECT count(*) FROM {}.schema_version").format(
             sql.Identifier(pg_schema))).fetchone()
-    assert rows is not None and rows[0] == 2
+    assert rows is not None and rows[0] == len(postgres_schema.all_migrations())
 
 
 def test_embedder_mismatch_is_a_configuration_error(open_pg: Callable[..., Memory]) -> None:
