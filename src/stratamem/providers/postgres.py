@@ -9,6 +9,8 @@
 * Search is exact by default (a scan of one tenant scope through its B-tree index, like DuckDB);
   ``search_mode="ann"`` orders by the HNSW index instead (approximate, ``total`` then counts only
   the candidates examined). :meth:`lexical_search` ranks the generated ``tsvector`` column (GIN).
+* Hybrid search (``SearchQuery.lexical_weight`` > 0) fuses BM25 exactly as DuckDB does, from the
+  ``lexical_postings`` table kept by a write hook (``retrieval.postgres_lexical``); it is always exact.
 * Every statement binds ``tenant_id`` (and every other value) as a parameter; the schema name is
   validated and quoted with :class:`psycopg.sql.Identifier`.
 * Transient failures (connection lost, pool exhausted, serialization failure, deadlock, lock
