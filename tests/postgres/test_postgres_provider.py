@@ -51,8 +51,8 @@ def test_url_routes_to_postgres_and_crud_works(pg_mem: Memory) -> None:
 
 def test_schema_is_versioned_and_indexed(pg_mem: Memory, pg_url: str, pg_schema: str) -> None:
     info = pg_mem.engine.store_info
-    expected = [m.version for m in postgres_schema.all_migrations()]
-    assert expected[:3] == [1, 2, 4]  # core, server, lifecycle (memory_feedback)
+    expected = [m.version for m in postgres_schema.all_migrations()]  # core, server + feature migrations
+    assert {1, 2, 4, 6} <= set(expected)  # core, server, lifecycle (memory_feedback), retrieval (postings)
     assert info.schema_version == max(expected) and info.extras["schema"] == pg_schema
     with admin(pg_url) as conn:
         versions = conn.execute(sql.SQL("SELECT version, description FROM {}.schema_version").format(
@@ -60,7 +60,8 @@ def test_schema_is_versioned_and_indexed(pg_mem: Memory, pg_url: str, pg_schema:
         assert sorted(v[0] for v in versions) == expected
         indexes = dict(conn.execute(
             "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = %s "
-            "AND tablename IN ('memories', 'memory_feedback')", [pg_schema]).fetchall())
+            "AND tablename IN ('memories', 'memory_feedback', 'lexical_postings')",
+            [pg_schema]).fetchall())
     assert "memory_feedback_pkey" in indexes
     assert "USING hnsw (embedding vector_cosine_ops)" in indexes["memories_embedding_hnsw"]
     assert "USING gin (content_tsv)" in indexes["memories_tsv_idx"]

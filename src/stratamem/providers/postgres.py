@@ -9,6 +9,8 @@
 * Search is exact by default (a scan of one tenant scope through its B-tree index, like DuckDB);
   ``search_mode="ann"`` orders by the HNSW index instead (approximate, ``total`` then counts only
   the candidates examined). :meth:`lexical_search` ranks the generated ``tsvector`` column (GIN).
+* Hybrid search (``SearchQuery.lexical_weight`` > 0) fuses BM25 exactly as DuckDB does, from the
+  ``lexical_postings`` table kept by a write hook (``retrieval.postgres_lexical``); it is always exact.
 * Every statement binds ``tenant_id`` (and every other value) as a parameter; the schema name is
   validated and quoted with :class:`psycopg.sql.Identifier`.
 * Transient failures (connection lost, pool exhausted, serialization failure, deadlock, lock
@@ -38,6 +40,8 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from ..embeddings.base import Vector
 from ..errors import ErrorCode, MemoryError, TransientProviderError
 from ..model import MemoryEntry, ProviderCapabilities
+from ..retrieval.lexical import query_terms
+from ..retrieval.postgres_lexical import PostgresLexicalIndex, fused_scope_sql
 from . import postgres_schema
 from .base import (
     ACTIVE,
@@ -137,6 +141,7 @@ class PostgresProvider(MemoryProvider):
         self._pool: ConnectionPool[psycopg.Connection[Any]] | None = None
         self._dims = 0
         self.display_url = _redact(conninfo)
+        self.write_hooks.append(PostgresLexicalIndex())  # hybrid search: postings in the write transaction
 
     # ------------------------------------------------------------------------------- connection
     def _session_options(self) -> dict[str, Any]:
@@ -459,16 +464,17 @@ class PostgresProvider(MemoryProvider):
         scope = [query.tenant_id, query.scope.layer.value, query.scope.key, query.now]
         emb = ", embedding" if query.include_embedding else ""
         width = _N_COLS + (1 if query.include_embedding else 0)
+        scored, scored_params = self._scored_sql(query, vector, scope)
         with self._conn("search") as conn:
-            if self.search_mode == "ann" and query.predicate is None:
+            hybrid = query.lexical_weight > 0 and bool(query_terms(query.text))  # fused: always exact
+            if self.search_mode == "ann" and query.predicate is None and not hybrid:
                 return self._ann_search(conn, query, vector, scope)
             if query.predicate is None:
                 # One pass: rank the scope, cut, and return the full rows of the top ``limit``.
                 rows = conn.execute(
-                    f"SELECT {_COLUMNS}{emb}, score, count(*) OVER () FROM "
-                    f"(SELECT *, 1 - (embedding <=> %s) / 2 AS score FROM memories WHERE {self._SCOPE_WHERE}) s "
+                    f"SELECT {_COLUMNS}{emb}, score, count(*) OVER () FROM ({scored}) s "
                     "WHERE score >= %s ORDER BY score DESC, id LIMIT %s",
-                    [vector, *scope, query.min_score, query.limit],
+                    [*scored_params, query.min_score, query.limit],
                 ).fetchall()
                 hits = [ScoredEntry(entry=self._entry(r, query.include_embedding),
                                     score=min(1.0, max(0.0, float(r[width])))) for r in rows]
@@ -478,11 +484,8 @@ class PostgresProvider(MemoryProvider):
             total = 0
             with conn.transaction(), conn.cursor(name="stratamem_search") as cur:
                 cur.itersize = self._read_batch
-                cur.execute(
-                    "SELECT id, score, metadata FROM (SELECT id, metadata, 1 - (embedding <=> %s) / 2 AS score "
-                    f"FROM memories WHERE {self._SCOPE_WHERE}) s WHERE score >= %s ORDER BY score DESC, id",
-                    [vector, *scope, query.min_score],
-                )
+                cur.execute(f"SELECT id, score, metadata FROM ({scored}) s WHERE score >= %s ORDER BY score DESC, id",
+                            [*scored_params, query.min_score])
                 for r in cur:
                     if query.predicate(r[2]):
                         total += 1
@@ -492,6 +495,21 @@ class PostgresProvider(MemoryProvider):
         scores = dict(ranked)
         return SearchPage(hits=[ScoredEntry(entry=e, score=min(1.0, max(0.0, scores[e.id]))) for e in entries],
                           total=total)
+
+    def _scored_sql(self, query: SearchQuery, vector: Any,
+                    scope: builtins.list[Any]) -> tuple[str, builtins.list[Any]]:
+        """Every live row of the scope with its ``score``: dense, or fused with BM25 (see base.py).
+
+        A hybrid query is always exact (the fused score cannot be ordered by the HNSW index).
+        """
+        dense = "1 - (embedding <=> %s) / 2"
+        terms = query_terms(query.text) if query.lexical_weight > 0 else []
+        if not terms:
+            return f"SELECT *, {dense} AS score FROM memories WHERE {self._SCOPE_WHERE}", [vector, *scope]
+        dense_sql = (f"SELECT *, least(1::float8, greatest(0::float8, {dense})) AS dense FROM memories "
+                     f"WHERE {self._SCOPE_WHERE}")
+        return fused_scope_sql(dense_sql), [float(query.lexical_weight), vector, *scope, terms, query.tenant_id,
+                                            query.scope.layer.value, query.scope.key]
 
     def _ann_search(self, conn: psycopg.Connection[Any], query: SearchQuery, vector: Any,
                     scope: builtins.list[Any]) -> SearchPage:
