@@ -139,6 +139,9 @@ class MemoryEngine:
         # -- feature hooks ----------------------------------------------------------------------
         #: Filters applied to merged search results before the limit (see ``ResultFilter``).
         self.result_filters: list[ResultFilter] = []
+        #: Called with the tenant id after every context check, before the operation touches the store;
+        #: may block or raise (a lazy snapshot load makes a tenant's data complete here first).
+        self.tenant_gates: list[Callable[[str, str], None]] = []
         # hygiene: sanitisation/secret/policy/PII guards, per-user quota, memory_events, process()
         from .hygiene.service import Hygiene
 
@@ -175,6 +178,8 @@ class MemoryEngine:
                 operation=operation,
             )
         ctx.validate_at(self.now(), operation)
+        for gate in self.tenant_gates:
+            gate(ctx.tenant_id, operation)
         return ctx
 
     @contextmanager

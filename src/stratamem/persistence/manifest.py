@@ -126,9 +126,53 @@ class PullReport(_Model):
     #: Row counts per table before the restore replaced the tenant's data (the "before" state).
     before: dict[str, int] = Field(default_factory=dict)
     within_budget: bool | None = None
-    #: Lazy pulls: files loaded before returning, files in the snapshot, and whether all are loaded
-    #: (the rest continue loading in the background; ``SnapshotManager.wait_loaded()``).
+    #: Lazy pulls: whether the tenant was loaded before the call returned (a tenant loads as a whole:
+    #: all its files or none); otherwise it loads in the background or on its first access
+    #: (``SnapshotManager.status()``, ``wait_loaded()``).
     lazy: bool = False
     files_loaded: int | None = None
     files_total: int | None = None
+    partitions_loaded: int | None = None
+    partitions_total: int | None = None
     complete: bool = True
+    #: Lazy pulls: the tenant's load state when the call returned (see ``TenantLoadStatus``).
+    state: Literal["pending", "loading", "loaded", "failed"] = "loaded"
+
+
+class TenantLoadStatus(_Model):
+    """Where one tenant of a lazy cold start stands (see :class:`LoadStatus`)."""
+
+    tenant_id: str
+    #: ``pending``: not loaded, its first access loads it; ``loading``; ``loaded``; ``failed``: no
+    #: snapshot could be loaded, every access raises (the tenant is never served from partial data).
+    state: Literal["pending", "loading", "loaded", "failed"]
+    #: The newest snapshot found at open time, and the one actually loaded (older after a fallback).
+    snapshot_id: str | None
+    loaded_snapshot_id: str | None = None
+    partitions_total: int
+    partitions_loaded: int = 0
+    files_total: int
+    bytes_total: int
+    bytes_loaded: int = 0
+    rows: int = 0
+    #: True when a query or write for the tenant triggered the load (rather than the background thread).
+    on_demand: bool = False
+    duration_s: float | None = None
+    error: str | None = None
+    rejected: list[RejectedSnapshot] = Field(default_factory=list)
+
+
+class LoadStatus(_Model):
+    """``mem.snapshots.status()``: progress of a lazy cold start (``open_from_snapshot(lazy=True)``)."""
+
+    budget_s: float
+    elapsed_s: float
+    complete: bool
+    partitions_loaded: int
+    partitions_pending: int
+    bytes_loaded: int
+    bytes_total: int
+    tenants_loaded: list[str]
+    tenants_pending: list[str]
+    tenants_failed: list[str]
+    tenants: list[TenantLoadStatus]

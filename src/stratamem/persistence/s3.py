@@ -169,17 +169,23 @@ class S3Store:
 
         return self._call("get_object", key, get)
 
-    def download_file(self, key: str, path: Path) -> None:
-        def get() -> None:
+    def download_file(self, key: str, path: Path) -> tuple[int, str]:
+        """Stream an object to ``path``; returns its size and sha256 (hashed while it streams, so
+        verification needs no second read of the file)."""
+        def get() -> tuple[int, str]:
             body = self.client.get_object(Bucket=self.bucket, Key=key)["Body"]
+            h, size = hashlib.sha256(), 0
             try:
                 with path.open("wb") as fh:
                     for chunk in iter(lambda: body.read(1 << 20), b""):
+                        h.update(chunk)
+                        size += len(chunk)
                         fh.write(chunk)
             finally:
                 body.close()
+            return size, h.hexdigest()
 
-        self._call("get_object", key, get)
+        return self._call("get_object", key, get)
 
     def head(self, key: str) -> dict[str, Any] | None:
         """Object metadata, or None when it does not exist."""

@@ -48,9 +48,11 @@ from ..errors import ErrorCode, MemoryError
 from ..model import _TENANT_RE, TenantContext
 from ..providers import duckdb_schema
 from ..providers.duckdb import DuckDBProvider
+from .lazy import LazyLoader, TenantPlan
 from .manifest import (
     FORMAT_VERSION,
     FileEntry,
+    LoadStatus,
     Manifest,
     PartitionEntry,
     Partitioning,
@@ -169,7 +171,10 @@ class SnapshotManager:
         self.clock = clock or (lambda: datetime.now(UTC))
         #: Reports of the pulls ``open_from_snapshot`` made.
         self.last_reports: builtins.list[PullReport] = []
-        self._background: builtins.list[threading.Thread] = []
+        self._loader: LazyLoader | None = None
+        self._manifest_cache: dict[str, Manifest] = {}
+        #: (schema versions, embedding model, tables) of this store, read once per pull.
+        self._catalog: tuple[set[int], str | None, set[str]] | None = None
 
     # ================================================================================ catalog
     def _tables(self, cur: Any) -> builtins.list[_Table]:
@@ -571,20 +576,8 @@ class SnapshotManager:
         return [sid for sid, _ in expired]
 
     # ============================================================================= pull/restore
-    def pull(self, tenant: str | TenantContext, *, at: datetime | str | None = None, snapshot_id: str | None = None,
-             fallback: bool = True, budget_s: float | None = None, lazy: bool = False) -> PullReport:
-        """Replace the tenant's data in this store with a snapshot: the newest one (at or before ``at``).
-
-        Every file is checked against the manifest's sha256; a snapshot with a corrupt or missing file
-        is rejected (logged, listed in ``report.rejected``) and the next older one is tried unless
-        ``fallback=False``.
-
-        ``lazy=True`` (cold start): partitions load newest first, each verified and committed on its
-        own, until ``budget_s`` (default 3 s) is spent; the rest continue on a background thread
-        (``wait_loaded()``); queries meanwhile see the partitions loaded so far.
-        """
-        tenant_id = _tenant_id(tenant)
-        started = time.perf_counter()
+    def _candidates(self, tenant_id: str, at: datetime | str | None,
+                    snapshot_id: str | None) -> builtins.list[tuple[str, str]]:
         cutoff = _to_utc(at) if at is not None else None
         candidates = [(sid, key) for sid, key in self._manifest_keys(tenant_id)
                       if (snapshot_id is None or sid == snapshot_id)
@@ -595,14 +588,65 @@ class SnapshotManager:
                               + (f"at or before {cutoff.isoformat()}" if cutoff else "exists")
                               + (f" with id {snapshot_id}" if snapshot_id else ""),
                               operation="snapshot", details={"tenant_id": tenant_id, "reason": "no_snapshot"})
+        return candidates
+
+    def pull(self, tenant: str | TenantContext, *, at: datetime | str | None = None, snapshot_id: str | None = None,
+             fallback: bool = True, budget_s: float | None = None, lazy: bool = False) -> PullReport:
+        """Replace the tenant's data in this store with a snapshot: the newest one (at or before ``at``).
+
+        Every file is checked against the manifest's sha256; a snapshot with a corrupt or missing file
+        is rejected (logged, listed in ``report.rejected``) and the next older one is tried unless
+        ``fallback=False``. The tenant's rows are replaced in one transaction: readers see the old
+        rows or the new ones, never a mix.
+
+        ``lazy=True`` (cold start): only the manifest is read now; the tenant is loaded on a
+        background thread, or by its first operation (search, get, write …), whichever comes first —
+        see :mod:`stratamem.persistence.lazy`. The call waits up to ``budget_s`` (default 3 s) for the
+        load and reports what was loaded; ``status()`` and ``wait_loaded()`` follow the rest.
+        """
+        tenant_id = _tenant_id(tenant)
+        started = time.perf_counter()
+        self._catalog = None
+        candidates = self._candidates(tenant_id, at, snapshot_id)
         if lazy:
-            return self._pull_lazy(tenant_id, candidates, DEFAULT_COLD_START_BUDGET_S if budget_s is None
-                                   else budget_s, started)
-        rejected: builtins.list[RejectedSnapshot] = []
+            budget = DEFAULT_COLD_START_BUDGET_S if budget_s is None else budget_s
+            loader = self._lazy_loader(budget)
+            loader.add(self._plan(tenant_id, candidates, fallback))
+            loader.start()
+            return self._lazy_report(tenant_id, budget, started)
+        if self._loader is not None:
+            self._loader.discard(tenant_id)
+        return self._load_tenant(tenant_id, candidates, fallback=fallback, budget_s=budget_s, started=started)
+
+    def restore(self, tenant: str | TenantContext, *, at: datetime | str | None = None,
+                snapshot_id: str | None = None) -> PullReport:
+        """Point-in-time recovery: the newest snapshot at or before ``at`` (default: now)."""
+        return self.pull(tenant, at=at if at is not None else self.clock(), snapshot_id=snapshot_id)
+
+    def _manifest(self, tenant_id: str, snapshot_id: str, key: str) -> Manifest:
+        """A published manifest (immutable once written, so cached by id)."""
+        cached = self._manifest_cache.get(snapshot_id)
+        if cached is not None and cached.tenant_id == tenant_id:
+            return cached
+        manifest = self._load_manifest(tenant_id, key)
+        self._manifest_cache[snapshot_id] = manifest
+        return manifest
+
+    def _load_tenant(self, tenant_id: str, candidates: builtins.list[tuple[str, str]], *, fallback: bool = True,
+                     budget_s: float | None = None, started: float | None = None, first: Manifest | None = None,
+                     rejected: builtins.list[RejectedSnapshot] | None = None) -> PullReport:
+        """Download + verify + hydrate the newest loadable candidate (the eager pull, also used by the
+        lazy loader for one tenant)."""
+        started = time.perf_counter() if started is None else started
+        rejected = [] if rejected is None else rejected
+        seen = {r.snapshot_id for r in rejected}
         for sid, key in candidates:
+            if sid in seen:
+                continue
             workdir = Path(tempfile.mkdtemp(prefix="stratamem-pull-"))
             try:
-                manifest = self._load_manifest(tenant_id, key)
+                manifest = first if first is not None and first.snapshot_id == sid else \
+                    self._manifest(tenant_id, sid, key)
                 self._check_compatible(manifest)
                 local, nbytes = self._download_verified(manifest, workdir)
                 before = self._hydrate(tenant_id, manifest, local)
@@ -616,11 +660,14 @@ class SnapshotManager:
                 shutil.rmtree(workdir, ignore_errors=True)
             duration = time.perf_counter() - started
             SNAPSHOT_DURATION.labels(operation="pull").observe(duration)
+            parts = sum(len(t.partitions) for t in manifest.tables)
+            files = sum(len(p.files) for t in manifest.tables for p in t.partitions)
             report = PullReport(
                 tenant_id=tenant_id, snapshot_id=manifest.snapshot_id, created_at=manifest.created_at,
                 tables={t.name: t.rows for t in manifest.tables}, rows=manifest.total_rows,
                 bytes_downloaded=nbytes, duration_s=round(duration, 4), rejected=rejected, before=before,
                 within_budget=None if budget_s is None else duration <= budget_s,
+                files_loaded=files, files_total=files, partitions_loaded=parts, partitions_total=parts,
             )
             log.info("restored tenant %s from snapshot %s: before %s, after %s (%.2fs, %d rejected)",
                      tenant_id, manifest.snapshot_id, before, report.tables, duration, len(rejected))
@@ -637,145 +684,71 @@ class SnapshotManager:
                           operation="snapshot",
                           details={"tenant_id": tenant_id, "rejected": [r.model_dump() for r in rejected]})
 
-    def restore(self, tenant: str | TenantContext, *, at: datetime | str | None = None,
-                snapshot_id: str | None = None) -> PullReport:
-        """Point-in-time recovery: the newest snapshot at or before ``at`` (default: now)."""
-        return self.pull(tenant, at=at if at is not None else self.clock(), snapshot_id=snapshot_id)
-
     # ------------------------------------------------------------------------------ lazy pull
-    def _clear_tenant(self, tenant_id: str) -> dict[str, int]:
-        before: dict[str, int] = {}
-        with self.provider.transaction() as cur:  # see _hydrate: referencing tables first, on their own
-            for child in self._fk_children(cur):
-                before[child] = int(cur.execute(f"SELECT count(*) FROM {_ident(child)} WHERE tenant_id = ?",  # noqa: S608
-                                                [tenant_id]).fetchone()[0])
-                cur.execute(f"DELETE FROM {_ident(child)} WHERE tenant_id = ?", [tenant_id])  # noqa: S608
-        with self.provider.transaction() as cur:
-            for table in reversed(self._tables(cur)):
-                if table.name in before:
-                    continue
-                name = _ident(table.name)
-                before[table.name] = int(cur.execute(f"SELECT count(*) FROM {name} WHERE tenant_id = ?",  # noqa: S608
-                                                     [tenant_id]).fetchone()[0])
-                cur.execute(f"DELETE FROM {name} WHERE tenant_id = ?", [tenant_id])  # noqa: S608
-        return before
+    def _lazy_loader(self, budget_s: float) -> LazyLoader:
+        if self._loader is None:
+            self._loader = LazyLoader(self, budget_s)
+        return self._loader
 
-    def _fk_children(self, cur: Any) -> builtins.list[str]:
-        names = {t.name for t in self._tables(cur)}
-        rows = cur.execute(
-            "SELECT DISTINCT table_name FROM duckdb_constraints() WHERE constraint_type = 'FOREIGN KEY' "
-            "AND schema_name = 'main' AND database_name = current_database() ORDER BY table_name"
-        ).fetchall()
-        return [str(r[0]) for r in rows if str(r[0]) in names]
-
-    def _ordered_tables(self) -> builtins.list[_Table]:
-        with self._snapshot_cursor() as cur:
-            return self._tables(cur)
-
-    def _load_file(self, tenant_id: str, manifest: Manifest, table: TableEntry, f: FileEntry, workdir: Path) -> None:
-        path = workdir / f"{f.sha256}.parquet"
-        self._fetch_verified(manifest, f, path)
-        with self.provider.transaction() as cur:
-            present = {c for c, _ in next(t for t in self._tables(cur) if t.name == table.name).columns}
-            cols = ", ".join(_ident(c) for c, _ in table.columns if c in present)
-            cur.execute(f"INSERT INTO {_ident(table.name)} ({cols}) SELECT {cols} FROM read_parquet($files) "  # noqa: S608
-                        "WHERE tenant_id = $tenant", {"files": [str(path)], "tenant": tenant_id})
-        path.unlink(missing_ok=True)
-
-    def _pull_lazy(self, tenant_id: str, candidates: builtins.list[tuple[str, str]], budget_s: float,
-                   started: float) -> PullReport:
+    def _plan(self, tenant_id: str, candidates: builtins.list[tuple[str, str]], fallback: bool = True) -> TenantPlan:
+        """Read the newest readable, compatible manifest now (the index of what the tenant holds);
+        unreadable newer manifests are rejected here, files are checked when the tenant loads."""
         rejected: builtins.list[RejectedSnapshot] = []
-        for idx, (sid, key) in enumerate(candidates):
+        for sid, key in candidates:
             try:
-                manifest = self._load_manifest(tenant_id, key)
+                manifest = self._manifest(tenant_id, sid, key)
                 self._check_compatible(manifest)
             except MemoryError as exc:
                 rejected.append(RejectedSnapshot(snapshot_id=sid, code=exc.code.value, reason=exc.message))
-                if exc.code is ErrorCode.CONFIGURATION_ERROR:
+                if exc.code is ErrorCode.CONFIGURATION_ERROR or not fallback:
                     raise
                 continue
-            before = self._clear_tenant(tenant_id)
-            # memories first, newest partitions first: recent data is queryable soonest
-            ranks = {t.name: i for i, t in enumerate(self._ordered_tables())}
-            order = sorted(((t, p) for t in manifest.tables for p in t.partitions),
-                           key=lambda tp: (ranks.get(tp[0].name, 0), -tp[1].partition))
-            files = [(t, f) for t, p in order for f in p.files]
-            workdir = Path(tempfile.mkdtemp(prefix="stratamem-lazy-"))
-            loaded = 0
-            try:
-                slowest = 0.0  # stop early rather than overrun: the next file may take as long as the slowest
-                while loaded < len(files) and time.perf_counter() - started + slowest < budget_s:
-                    t0 = time.perf_counter()
-                    self._load_file(tenant_id, manifest, files[loaded][0], files[loaded][1], workdir)
-                    slowest = max(slowest, time.perf_counter() - t0)
-                    loaded += 1
-            except MemoryError as exc:
-                shutil.rmtree(workdir, ignore_errors=True)
-                rejected.append(RejectedSnapshot(snapshot_id=sid, code=exc.code.value, reason=exc.message))
-                log.error("snapshot %s of tenant %s rejected during lazy load: %s", sid, tenant_id, exc.message)
-                self._clear_tenant(tenant_id)
-                continue
-            rest = files[loaded:]
-            duration = time.perf_counter() - started
-            log.info("cold start of tenant %s from snapshot %s: %d/%d files loaded in %.2fs (budget %.2fs)%s",
-                     tenant_id, sid, loaded, len(files), duration, budget_s,
-                     "; loading the rest in the background" if rest else "")
-            if rest:
-                older = candidates[idx + 1:]
-                thread = threading.Thread(target=self._load_rest, args=(tenant_id, manifest, rest, workdir, older),
-                                          name=f"stratamem-snapshot-{tenant_id}", daemon=True)
-                self._background.append(thread)
-                thread.start()
-            else:
-                shutil.rmtree(workdir, ignore_errors=True)
-            SNAPSHOT_DURATION.labels(operation="pull").observe(duration)
-            return PullReport(
-                tenant_id=tenant_id, snapshot_id=sid, created_at=manifest.created_at,
-                tables={t.name: t.rows for t in manifest.tables}, rows=manifest.total_rows,
-                bytes_downloaded=sum(f.size for _, f in files[:loaded]), duration_s=round(duration, 4),
-                rejected=rejected, before=before, within_budget=duration <= budget_s, lazy=True,
-                files_loaded=loaded, files_total=len(files), complete=not rest,
-            )
+            return TenantPlan(tenant_id, candidates if fallback else candidates[:1], manifest, rejected)
         raise MemoryError(ErrorCode.PROVIDER_ERROR,
                           f"no loadable snapshot for tenant {tenant_id}: "
                           + "; ".join(f"{r.snapshot_id}: {r.reason}" for r in rejected),
                           operation="snapshot",
                           details={"tenant_id": tenant_id, "rejected": [r.model_dump() for r in rejected]})
 
-    def _load_rest(self, tenant_id: str, manifest: Manifest, rest: builtins.list[tuple[TableEntry, FileEntry]],
-                   workdir: Path, older: builtins.list[tuple[str, str]]) -> None:
-        try:
-            for table, f in rest:
-                self._load_file(tenant_id, manifest, table, f, workdir)
-            log.info("background load of snapshot %s for tenant %s complete (%d more files)",
-                     manifest.snapshot_id, tenant_id, len(rest))
-        except MemoryError as exc:
-            log.error("background load of snapshot %s for tenant %s failed: %s; falling back to the previous "
-                      "snapshot", manifest.snapshot_id, tenant_id, exc.message)
-            try:
-                self._clear_tenant(tenant_id)
-            except MemoryError:  # e.g. the store was closed meanwhile
-                return
-            if older:
-                try:
-                    self.pull(tenant_id, at=snapshot_time(older[0][0]))
-                except MemoryError as exc2:
-                    log.error("fallback restore for tenant %s failed: %s", tenant_id, exc2.message)
-        finally:
-            shutil.rmtree(workdir, ignore_errors=True)
+    def _lazy_report(self, tenant_id: str, budget_s: float, started: float) -> PullReport:
+        """Wait (at most until ``budget_s`` after ``started``) for the tenant; report where it stands."""
+        assert self._loader is not None
+        self._loader.wait_tenant(tenant_id, max(0.0, budget_s - (time.perf_counter() - started)))
+        st = self._loader.state_of(tenant_id)
+        assert st is not None
+        duration = time.perf_counter() - started
+        done = st.state == "loaded"
+        manifest = self._manifest_cache.get(st.loaded_snapshot_id or st.snapshot_id or "")
+        return PullReport(
+            tenant_id=tenant_id, snapshot_id=st.loaded_snapshot_id or st.snapshot_id or "",
+            created_at=manifest.created_at if manifest else self.clock(),
+            tables={t.name: t.rows for t in manifest.tables} if manifest else {},
+            rows=manifest.total_rows if manifest else 0, bytes_downloaded=st.bytes_loaded,
+            duration_s=round(duration, 4), rejected=st.rejected, within_budget=duration <= budget_s, lazy=True,
+            files_loaded=st.files_total if done else 0, files_total=st.files_total,
+            partitions_loaded=st.partitions_loaded, partitions_total=st.partitions_total, complete=done,
+            state=st.state,
+        )
+
+    def status(self) -> LoadStatus:
+        """Progress of lazy loads: loaded/pending partitions and tenants, bytes, elapsed time."""
+        if self._loader is None:
+            return LoadStatus(budget_s=0.0, elapsed_s=0.0, complete=True, partitions_loaded=0, partitions_pending=0,
+                              bytes_loaded=0, bytes_total=0, tenants_loaded=[], tenants_pending=[],
+                              tenants_failed=[], tenants=[])
+        return self._loader.status()
 
     def wait_loaded(self, timeout: float | None = None) -> bool:
-        """Wait for background partition loads of lazy pulls; True when all finished."""
-        for thread in builtins.list(self._background):
-            thread.join(timeout)
-        self._background = [t for t in self._background if t.is_alive()]
-        return not self._background
+        """Wait for the lazy loads to finish (loaded or failed); True when none is pending."""
+        return True if self._loader is None else self._loader.wait(timeout)
 
     def _check_compatible(self, manifest: Manifest) -> None:
-        with self._snapshot_cursor() as cur:
-            versions, model, _ = self._schema_info(cur)
-            tables = {t.name: t for t in self._tables(cur)}
-        newer = sorted(set(manifest.schema_versions) - set(versions))
+        if self._catalog is None:
+            with self._snapshot_cursor() as cur:
+                versions, model, _ = self._schema_info(cur)
+                self._catalog = (set(versions), model, {t.name for t in self._tables(cur)})
+        versions_set, model, tables = self._catalog
+        newer = sorted(set(manifest.schema_versions) - versions_set)
         absent = [t.name for t in manifest.tables if t.name not in tables]
         if newer or absent:
             raise MemoryError(ErrorCode.CONFIGURATION_ERROR,
@@ -790,35 +763,42 @@ class SnapshotManager:
 
     def _download_verified(self, manifest: Manifest, workdir: Path) -> tuple[dict[str, builtins.list[Path]], int]:
         files = [(t.name, f) for t in manifest.tables for p in t.partitions for f in p.files]
+        # largest first: the pool's tail is short files, not one big straggler
+        order = sorted(range(len(files)), key=lambda i: -files[i][1].size)
 
-        def one(item: tuple[int, tuple[str, FileEntry]]) -> Path:
-            idx, (_, f) = item
-            path = workdir / f"{idx:06d}.parquet"
-            self._fetch_verified(manifest, f, path)
-            return path
+        def one(idx: int) -> None:
+            self._fetch_verified(manifest, files[idx][1], workdir / f"{idx:06d}.parquet")
 
-        with ThreadPoolExecutor(self.settings.max_workers) as pool:
-            paths = list(pool.map(one, enumerate(files)))
+        with ThreadPoolExecutor(max(1, self.settings.max_workers)) as pool:
+            for _ in pool.map(one, order):
+                pass
         local: dict[str, builtins.list[Path]] = {}
-        for (table, _), path in zip(files, paths, strict=True):
-            local.setdefault(table, []).append(path)
+        for idx, (table, _) in enumerate(files):
+            local.setdefault(table, []).append(workdir / f"{idx:06d}.parquet")
         return local, sum(f.size for _, f in files)
 
     def _fetch_verified(self, manifest: Manifest, f: FileEntry, path: Path) -> None:
         try:
-            self.s3.download_file(f.key, path)
+            size, sha = self.s3.download_file(f.key, path)
         except MemoryError as exc:
             raise MemoryError(ErrorCode.PROVIDER_ERROR,
                               f"snapshot {manifest.snapshot_id}: file {f.key} cannot be read "
                               f"({(exc.details or {}).get('s3_code') or 'error'})",
                               operation="snapshot", details={"key": f.key, "reason": "missing"}) from exc
-        size, sha = path.stat().st_size, sha256_file(path)
         if size != f.size or sha != f.sha256:
             raise MemoryError(ErrorCode.PROVIDER_ERROR,
                               f"snapshot {manifest.snapshot_id}: file {f.key} is corrupted (sha256 mismatch)",
                               operation="snapshot",
                               details={"key": f.key, "reason": "checksum_mismatch", "expected": f.sha256,
                                        "actual": sha})
+
+    def _fk_children(self, cur: Any) -> builtins.list[str]:
+        names = {t.name for t in self._tables(cur)}
+        rows = cur.execute(
+            "SELECT DISTINCT table_name FROM duckdb_constraints() WHERE constraint_type = 'FOREIGN KEY' "
+            "AND schema_name = 'main' AND database_name = current_database() ORDER BY table_name"
+        ).fetchall()
+        return [str(r[0]) for r in rows if str(r[0]) in names]
 
     def _hydrate(self, tenant_id: str, manifest: Manifest, local: dict[str, builtins.list[Path]]) -> dict[str, int]:
         """Replace the tenant's rows in every exported table, in one write transaction.
@@ -890,8 +870,10 @@ def open_from_snapshot(
 
     ``tenants``: one tenant, a list, or None for every tenant with a prefix in the bucket. Without
     an explicit ``embedder`` the hashing embedder is chosen when the snapshot was written with it.
-    ``lazy=True``: return once ``budget_s`` is spent, loading the remaining partitions in the
-    background (see :meth:`SnapshotManager.pull`).
+    ``lazy=True``: read the manifests, then load tenants in the background; the first operation on a
+    tenant not loaded yet loads it before answering. Returns when everything is loaded or
+    ``budget_s`` is spent, whichever is first (``budget_s=0``: right after the manifests);
+    ``mem.snapshots.status()`` reports progress (see :mod:`stratamem.persistence.lazy`).
     """
     from ..sdk import Memory
 
@@ -908,7 +890,22 @@ def open_from_snapshot(
             names = [_tenant_id(tenants)]
         else:
             names = [_tenant_id(t) for t in tenants]
-        reports = [mgr.pull(t, at=at, budget_s=budget_s, lazy=lazy) for t in names]
+        if lazy:
+            # manifests first (every tenant), then the loads: background + on first access
+            started = time.perf_counter()
+            loader = mgr._lazy_loader(budget_s)
+            for t in names:
+                loader.add(mgr._plan(t, mgr._candidates(t, at, None)))
+            loader.start()
+            loader.wait(max(0.0, budget_s - (time.perf_counter() - started)))
+            reports = [mgr._lazy_report(t, budget_s, started) for t in names]
+            status = loader.status()
+            log.info("lazy cold start: %d/%d tenants, %d partitions (%d bytes) loaded in %.2fs (budget %.2fs)%s",
+                     len(status.tenants_loaded), len(names), status.partitions_loaded, status.bytes_loaded,
+                     status.elapsed_s, budget_s, "; the rest load in the background or on first access"
+                     if not status.complete else "")
+        else:
+            reports = [mgr.pull(t, at=at, budget_s=budget_s) for t in names]
         mgr.last_reports = reports
     except BaseException:
         mem.close()
