@@ -17,9 +17,12 @@ from __future__ import annotations
 
 import builtins
 import logging
+import shutil
 import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import ErrorCode, MemoryError
@@ -70,6 +73,8 @@ class LazyLoader:
         self._wake = threading.Condition(self._lock)
         self._thread: threading.Thread | None = None
         self._gate_installed = False
+        self._cache_pool = ThreadPoolExecutor(1, thread_name_prefix="stratamem-snapshot-cache")
+        self._deferred: builtins.list[Future[None]] = []
 
     # ------------------------------------------------------------------------------ planning
     def add(self, plan: TenantPlan) -> None:
@@ -123,7 +128,8 @@ class LazyLoader:
             t0 = time.perf_counter()
             try:
                 report = self.manager._load_tenant(state.plan.tenant_id, state.plan.candidates,
-                                                   first=state.plan.manifest, rejected=list(state.plan.rejected))
+                                                   first=state.plan.manifest, rejected=list(state.plan.rejected),
+                                                   deferred=self._defer)
             except MemoryError as exc:
                 st.state, st.error = "failed", exc.message
                 st.duration_s = round(time.perf_counter() - t0, 4)
@@ -148,6 +154,21 @@ class LazyLoader:
                      report.snapshot_id, parts, report.bytes_downloaded, st.duration_s,
                      "on demand" if on_demand else "background")
             return report
+
+    def _defer(self, manifest: Manifest, files: dict[str, builtins.list[Path]], workdir: Path) -> None:
+        """Cache tables (``CACHE_TABLES``) are imported after the tenant is served, in the background."""
+        def run() -> None:
+            try:
+                if not self.manager.engine._closed:
+                    self.manager._insert_deferred(manifest.tenant_id, manifest, files)
+            except MemoryError as exc:  # a cache: a missing row is only recomputed
+                log.warning("deferred import of cache tables for tenant %s failed: %s", manifest.tenant_id,
+                            exc.message)
+            finally:
+                shutil.rmtree(workdir, ignore_errors=True)
+
+        with self._lock:
+            self._deferred.append(self._cache_pool.submit(run))
 
     def _failed_error(self, state: _TenantState) -> MemoryError:
         st = state.status
@@ -200,6 +221,12 @@ class LazyLoader:
             left = None if deadline is None else max(0.0, deadline - time.perf_counter())
             if not state.done.wait(left):
                 return False
+        for fut in builtins.list(self._deferred):
+            left = None if deadline is None else max(0.0, deadline - time.perf_counter())
+            try:
+                fut.result(left)
+            except TimeoutError:
+                return False
         return True
 
     # ------------------------------------------------------------------------------ status
@@ -221,4 +248,5 @@ class LazyLoader:
             bytes_loaded=sum(t.bytes_loaded for t in loaded), bytes_total=sum(t.bytes_total for t in tenants),
             tenants_loaded=by_state["loaded"], tenants_pending=by_state["pending"],
             tenants_failed=by_state["failed"], tenants=tenants,
+            cache_imports_pending=sum(not f.done() for f in builtins.list(self._deferred)),
         )

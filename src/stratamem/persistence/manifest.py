@@ -175,4 +175,6 @@ class LoadStatus(_Model):
     tenants_loaded: list[str]
     tenants_pending: list[str]
     tenants_failed: list[str]
+    #: Cache tables (e.g. the embedding cache) still being imported after their tenant is served.
+    cache_imports_pending: int = 0
     tenants: list[TenantLoadStatus]

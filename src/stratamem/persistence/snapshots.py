@@ -33,7 +33,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -80,6 +80,11 @@ NOT_SNAPSHOTTED: set[str] = {"api_keys"}
 DEFAULT_RETENTION = timedelta(days=7)
 DEFAULT_PARTITION_ROWS = 5000
 DEFAULT_COLD_START_BUDGET_S = 3.0
+#: Imported first on a cold start: what a search reads.
+CRITICAL_TABLES = ("memories", "lexical_postings", "tenant_policies", "memory_feedback")
+#: Pure caches (a missing row is recomputed): a lazy load serves the tenant before importing them.
+#: Features may add theirs.
+CACHE_TABLES: set[str] = {"embedding_cache"}
 _PART_COL = "_stratamem_part"
 _ROW = "_stratamem_row"
 _ID_FORMAT = "%Y%m%dT%H%M%S%fZ"
@@ -515,6 +520,10 @@ class SnapshotManager:
         except ValidationError as exc:
             raise MemoryError(ErrorCode.PROVIDER_ERROR, f"snapshot manifest {key} is not valid",
                               operation="snapshot", details={"key": key, "error": str(exc)[:300]}) from exc
+        return self._checked_manifest(tenant_id, key, manifest)
+
+    @staticmethod
+    def _checked_manifest(tenant_id: str, key: str, manifest: Manifest) -> Manifest:
         if manifest.tenant_id != tenant_id or manifest.format_version > FORMAT_VERSION:
             raise MemoryError(ErrorCode.PROVIDER_ERROR, f"snapshot manifest {key} does not belong to this tenant "
                               "or has an unsupported format", operation="snapshot", details={"key": key})
@@ -591,7 +600,8 @@ class SnapshotManager:
         return candidates
 
     def pull(self, tenant: str | TenantContext, *, at: datetime | str | None = None, snapshot_id: str | None = None,
-             fallback: bool = True, budget_s: float | None = None, lazy: bool = False) -> PullReport:
+             fallback: bool = True, budget_s: float | None = None, lazy: bool = False,
+             background: bool = True) -> PullReport:
         """Replace the tenant's data in this store with a snapshot: the newest one (at or before ``at``).
 
         Every file is checked against the manifest's sha256; a snapshot with a corrupt or missing file
@@ -603,6 +613,7 @@ class SnapshotManager:
         background thread, or by its first operation (search, get, write …), whichever comes first —
         see :mod:`stratamem.persistence.lazy`. The call waits up to ``budget_s`` (default 3 s) for the
         load and reports what was loaded; ``status()`` and ``wait_loaded()`` follow the rest.
+        ``background=False``: no background thread, the tenant loads on its first access only.
         """
         tenant_id = _tenant_id(tenant)
         started = time.perf_counter()
@@ -612,8 +623,9 @@ class SnapshotManager:
             budget = DEFAULT_COLD_START_BUDGET_S if budget_s is None else budget_s
             loader = self._lazy_loader(budget)
             loader.add(self._plan(tenant_id, candidates, fallback))
-            loader.start()
-            return self._lazy_report(tenant_id, budget, started)
+            if background:
+                loader.start()
+            return self._lazy_report(tenant_id, budget, started, wait=background)
         if self._loader is not None:
             self._loader.discard(tenant_id)
         return self._load_tenant(tenant_id, candidates, fallback=fallback, budget_s=budget_s, started=started)
@@ -634,9 +646,12 @@ class SnapshotManager:
 
     def _load_tenant(self, tenant_id: str, candidates: builtins.list[tuple[str, str]], *, fallback: bool = True,
                      budget_s: float | None = None, started: float | None = None, first: Manifest | None = None,
-                     rejected: builtins.list[RejectedSnapshot] | None = None) -> PullReport:
+                     rejected: builtins.list[RejectedSnapshot] | None = None,
+                     deferred: Callable[[Manifest, dict[str, builtins.list[Path]], Path], None] | None = None,
+                     ) -> PullReport:
         """Download + verify + hydrate the newest loadable candidate (the eager pull, also used by the
-        lazy loader for one tenant)."""
+        lazy loader for one tenant). With ``deferred``, cache tables are not imported: their verified
+        local files are handed to ``deferred`` once the rest is committed (it owns them after)."""
         started = time.perf_counter() if started is None else started
         rejected = [] if rejected is None else rejected
         seen = {r.snapshot_id for r in rejected}
@@ -644,12 +659,16 @@ class SnapshotManager:
             if sid in seen:
                 continue
             workdir = Path(tempfile.mkdtemp(prefix="stratamem-pull-"))
+            handed_over = False
             try:
                 manifest = first if first is not None and first.snapshot_id == sid else \
                     self._manifest(tenant_id, sid, key)
                 self._check_compatible(manifest)
-                local, nbytes = self._download_verified(manifest, workdir)
-                before = self._hydrate(tenant_id, manifest, local)
+                defer = frozenset(CACHE_TABLES) if deferred is not None else frozenset()
+                before, nbytes, later = self._hydrate(tenant_id, manifest, workdir, defer=defer)
+                if deferred is not None and any(later.values()):
+                    deferred(manifest, later, workdir)
+                    handed_over = True
             except MemoryError as exc:
                 rejected.append(RejectedSnapshot(snapshot_id=sid, code=exc.code.value, reason=exc.message))
                 log.error("snapshot %s of tenant %s rejected: %s", sid, tenant_id, exc.message)
@@ -657,7 +676,8 @@ class SnapshotManager:
                     raise
                 continue
             finally:
-                shutil.rmtree(workdir, ignore_errors=True)
+                if not handed_over:
+                    shutil.rmtree(workdir, ignore_errors=True)
             duration = time.perf_counter() - started
             SNAPSHOT_DURATION.labels(operation="pull").observe(duration)
             parts = sum(len(t.partitions) for t in manifest.tables)
@@ -710,10 +730,11 @@ class SnapshotManager:
                           operation="snapshot",
                           details={"tenant_id": tenant_id, "rejected": [r.model_dump() for r in rejected]})
 
-    def _lazy_report(self, tenant_id: str, budget_s: float, started: float) -> PullReport:
+    def _lazy_report(self, tenant_id: str, budget_s: float, started: float, *, wait: bool = True) -> PullReport:
         """Wait (at most until ``budget_s`` after ``started``) for the tenant; report where it stands."""
         assert self._loader is not None
-        self._loader.wait_tenant(tenant_id, max(0.0, budget_s - (time.perf_counter() - started)))
+        if wait:
+            self._loader.wait_tenant(tenant_id, max(0.0, budget_s - (time.perf_counter() - started)))
         st = self._loader.state_of(tenant_id)
         assert st is not None
         duration = time.perf_counter() - started
@@ -739,8 +760,12 @@ class SnapshotManager:
         return self._loader.status()
 
     def wait_loaded(self, timeout: float | None = None) -> bool:
-        """Wait for the lazy loads to finish (loaded or failed); True when none is pending."""
-        return True if self._loader is None else self._loader.wait(timeout)
+        """Wait for the lazy loads to finish (loaded or failed; starts the background loader when it
+        was not started); True when none is pending."""
+        if self._loader is None:
+            return True
+        self._loader.start()
+        return self._loader.wait(timeout)
 
     def _check_compatible(self, manifest: Manifest) -> None:
         if self._catalog is None:
@@ -760,22 +785,6 @@ class SnapshotManager:
                               f"snapshot {manifest.snapshot_id} holds embeddings of {manifest.embedding_model!r}; "
                               f"this store uses {model!r}", operation="snapshot",
                               details={"snapshot_model": manifest.embedding_model, "store_model": model})
-
-    def _download_verified(self, manifest: Manifest, workdir: Path) -> tuple[dict[str, builtins.list[Path]], int]:
-        files = [(t.name, f) for t in manifest.tables for p in t.partitions for f in p.files]
-        # largest first: the pool's tail is short files, not one big straggler
-        order = sorted(range(len(files)), key=lambda i: -files[i][1].size)
-
-        def one(idx: int) -> None:
-            self._fetch_verified(manifest, files[idx][1], workdir / f"{idx:06d}.parquet")
-
-        with ThreadPoolExecutor(max(1, self.settings.max_workers)) as pool:
-            for _ in pool.map(one, order):
-                pass
-        local: dict[str, builtins.list[Path]] = {}
-        for idx, (table, _) in enumerate(files):
-            local.setdefault(table, []).append(workdir / f"{idx:06d}.parquet")
-        return local, sum(f.size for _, f in files)
 
     def _fetch_verified(self, manifest: Manifest, f: FileEntry, path: Path) -> None:
         try:
@@ -800,40 +809,108 @@ class SnapshotManager:
         ).fetchall()
         return [str(r[0]) for r in rows if str(r[0]) in names]
 
-    def _hydrate(self, tenant_id: str, manifest: Manifest, local: dict[str, builtins.list[Path]]) -> dict[str, int]:
-        """Replace the tenant's rows in every exported table, in one write transaction.
+    def _hydrate(self, tenant_id: str, manifest: Manifest, workdir: Path, *,
+                 defer: frozenset[str] = frozenset()) -> tuple[dict[str, int], int, dict[str, builtins.list[Path]]]:
+        """Download + verify the snapshot's files and replace the tenant's rows with them.
+
+        Returns the row counts before, the bytes downloaded, and the local files of the ``defer``
+        tables (caches) left for :meth:`_insert_deferred`.
+
+        Downloads run on a thread pool, memories first; each table is inserted with one
+        ``INSERT … SELECT … FROM read_parquet([...])`` as soon as its files are verified, inside one
+        write transaction, so the download of the next tables overlaps the import of the previous
+        ones and a corrupt file rolls everything back (the tenant's rows are untouched).
 
         DuckDB cannot delete a referenced row in the transaction that deleted its referencing rows,
-        so tables that reference others by foreign key are emptied (for this tenant) in a first
-        transaction; without foreign keys the whole replacement is one transaction.
+        so when the tenant has rows in tables that reference others by foreign key, every file is
+        verified first and those tables are emptied in a first transaction.
         """
-        before: dict[str, int] = {}
-        with self.provider.transaction() as cur:
-            for child in self._fk_children(cur):
-                before[child] = int(cur.execute(f"SELECT count(*) FROM {_ident(child)} WHERE tenant_id = ?",  # noqa: S608
-                                                [tenant_id]).fetchone()[0])
-                cur.execute(f"DELETE FROM {_ident(child)} WHERE tenant_id = ?", [tenant_id])  # noqa: S608
-        with self.provider.transaction() as cur:
+        with self._snapshot_cursor() as cur:
             tables = {t.name: t for t in self._tables(cur)}
-            for name in reversed(builtins.list(tables)):  # children before the tables they reference
-                if name in before:
-                    continue
-                before[name] = int(cur.execute(f"SELECT count(*) FROM {_ident(name)} WHERE tenant_id = ?",  # noqa: S608
-                                               [tenant_id]).fetchone()[0])
-                cur.execute(f"DELETE FROM {_ident(name)} WHERE tenant_id = ?", [tenant_id])  # noqa: S608
-            order = builtins.list(tables)
-            for entry in sorted(manifest.tables, key=lambda e: order.index(e.name)):  # parents first
-                paths = local.get(entry.name)
-                if not paths:
-                    continue
-                present = {c for c, _ in tables[entry.name].columns}
-                cols = ", ".join(_ident(c) for c, _ in entry.columns if c in present)
-                cur.execute(
-                    f"INSERT INTO {_ident(entry.name)} ({cols}) SELECT {cols} FROM read_parquet($files) "  # noqa: S608
-                    "WHERE tenant_id = $tenant",
-                    {"files": [str(p) for p in paths], "tenant": tenant_id},
-                )
-        return before
+            children = self._fk_children(cur)
+            child_rows = {c: int(cur.execute(f"SELECT count(*) FROM {_ident(c)} WHERE tenant_id = ?",  # noqa: S608
+                                             [tenant_id]).fetchone()[0]) for c in children}
+        order = builtins.list(tables)  # parents first
+        entries = sorted((e for e in manifest.tables if any(p.files for p in e.partitions)),
+                         key=lambda e: order.index(e.name))
+        # download order: what queries need first (memories, its lexical index), caches last
+        rank = {name: i for i, name in enumerate(CRITICAL_TABLES)}
+        dl = sorted(entries, key=lambda e: (e.name in defer, rank.get(e.name, len(rank)), order.index(e.name)))
+        items = [(e.name, f, workdir / f"{i:06d}.parquet")
+                 for i, (e, f) in enumerate((e, f) for e in dl for p in e.partitions for f in p.files)]
+        before: dict[str, int] = {}
+        with ThreadPoolExecutor(max(1, self.settings.max_workers)) as pool:
+            futures: dict[str, builtins.list[Future[None]]] = {}
+            for name, f, path in items:
+                futures.setdefault(name, []).append(
+                    pool.submit(self._fetch_verified, manifest, f, path))
+            try:
+                paths = {name: [p for n, _, p in items if n == name] for name in futures}
+
+                def ready(name: str) -> builtins.list[Path]:
+                    for fut in futures.get(name, []):
+                        fut.result()
+                    return paths.get(name, [])
+
+                if any(child_rows.values()):
+                    for name in futures:
+                        ready(name)
+                    with self.provider.transaction() as cur:
+                        for child, n in child_rows.items():
+                            before[child] = n
+                            cur.execute(f"DELETE FROM {_ident(child)} WHERE tenant_id = ?", [tenant_id])  # noqa: S608
+                with self.provider.transaction() as cur:
+                    for name in reversed(order):  # children before the tables they reference
+                        if name in before:
+                            continue
+                        before[name] = int(cur.execute(
+                            f"SELECT count(*) FROM {_ident(name)} WHERE tenant_id = ?", [tenant_id]).fetchone()[0])  # noqa: S608
+                        if before[name]:
+                            cur.execute(f"DELETE FROM {_ident(name)} WHERE tenant_id = ?", [tenant_id])  # noqa: S608
+                    imported = sorted((e for e in entries if e.name not in defer),
+                                      key=lambda e: (rank.get(e.name, len(rank)), order.index(e.name))) \
+                        if not children else [e for e in entries if e.name not in defer]
+                    for entry in imported:
+                        t0 = time.perf_counter()
+                        files = ready(entry.name)
+                        t1 = time.perf_counter()
+                        self._insert_files(cur, tenant_id, entry, tables[entry.name], files)
+                        log.debug("hydrate %s/%s: waited %.3fs for %d files, imported in %.3fs", tenant_id,
+                                  entry.name, t1 - t0, len(files), time.perf_counter() - t1)
+                deferred = {e.name: ready(e.name) for e in entries if e.name in defer}
+            except BaseException:
+                for futs in futures.values():
+                    for fut in futs:
+                        fut.cancel()
+                raise
+        return before, sum(f.size for _, f, _ in items), deferred
+
+    @staticmethod
+    def _insert_files(cur: Any, tenant_id: str, entry: TableEntry, table: _Table, paths: builtins.list[Path],
+                      *, ignore_conflicts: bool = False) -> None:
+        if not paths:
+            return
+        present = {c for c, _ in table.columns}
+        cols = ", ".join(_ident(c) for c, _ in entry.columns if c in present)
+        cur.execute(
+            f"INSERT {'OR IGNORE ' if ignore_conflicts else ''}INTO {_ident(entry.name)} ({cols}) "  # noqa: S608
+            f"SELECT {cols} FROM read_parquet($files) WHERE tenant_id = $tenant",
+            {"files": [str(p) for p in paths], "tenant": tenant_id},
+        )
+
+    def _insert_deferred(self, tenant_id: str, manifest: Manifest, deferred: dict[str, builtins.list[Path]]) -> None:
+        """Import cache tables after the tenant is served: rows written meanwhile win (OR IGNORE)."""
+        if not any(deferred.values()):
+            return
+        with self._snapshot_cursor() as cur:
+            tables = {t.name: t for t in self._tables(cur)}
+        for entry in manifest.tables:
+            for path in deferred.get(entry.name, []):
+                # one short transaction per file: the writes being served never wait long for the lock
+                if self.engine._closed:
+                    return
+                with self.provider.transaction() as cur:
+                    self._insert_files(cur, tenant_id, entry, tables[entry.name], [path], ignore_conflicts=True)
 
     # ================================================================================== misc
     def _audit(self, tenant_id: str, action: str, outcome: str, details: dict[str, Any],
@@ -864,6 +941,7 @@ def open_from_snapshot(
     at: datetime | str | None = None,
     budget_s: float = DEFAULT_COLD_START_BUDGET_S,
     lazy: bool = False,
+    background: bool = True,
     **memory_kwargs: Any,
 ) -> tuple[Memory, builtins.list[PullReport]]:
     """Open a store (default: an in-memory DuckDB) and hydrate it from S3 snapshots.
@@ -874,16 +952,23 @@ def open_from_snapshot(
     tenant not loaded yet loads it before answering. Returns when everything is loaded or
     ``budget_s`` is spent, whichever is first (``budget_s=0``: right after the manifests);
     ``mem.snapshots.status()`` reports progress (see :mod:`stratamem.persistence.lazy`).
+    ``background=False``: no background loading, each tenant loads on its first access only.
     """
     from ..sdk import Memory
 
     settings = settings or (store.settings if store is not None else S3Settings.from_env())
     s3 = store or S3Store(settings)
+    probed: Manifest | None = None
     if embedder is None:
-        embedder = _snapshot_embedder(s3, tenants)
+        embedder, probed = _snapshot_embedder(s3, tenants)
     mem = Memory.open(location or "duckdb:///:memory:", embedder=embedder, **memory_kwargs)
     try:
         mgr = mem.configure_snapshots(settings, store=s3)
+        if probed is not None:
+            tid = probed.tenant_id
+            with suppress(MemoryError):
+                mgr._manifest_cache[probed.snapshot_id] = mgr._checked_manifest(
+                    tid, f"{tenant_prefix(tid)}manifests/{probed.snapshot_id}.json", probed)
         if tenants is None:
             names = mgr.stored_tenants()
         elif isinstance(tenants, str | TenantContext):
@@ -896,9 +981,10 @@ def open_from_snapshot(
             loader = mgr._lazy_loader(budget_s)
             for t in names:
                 loader.add(mgr._plan(t, mgr._candidates(t, at, None)))
-            loader.start()
-            loader.wait(max(0.0, budget_s - (time.perf_counter() - started)))
-            reports = [mgr._lazy_report(t, budget_s, started) for t in names]
+            if background:
+                loader.start()
+                loader.wait(max(0.0, budget_s - (time.perf_counter() - started)))
+            reports = [mgr._lazy_report(t, budget_s, started, wait=background) for t in names]
             status = loader.status()
             log.info("lazy cold start: %d/%d tenants, %d partitions (%d bytes) loaded in %.2fs (budget %.2fs)%s",
                      len(status.tenants_loaded), len(names), status.partitions_loaded, status.bytes_loaded,
@@ -913,22 +999,25 @@ def open_from_snapshot(
     return mem, reports
 
 
-def _snapshot_embedder(s3: S3Store, tenants: Any) -> str | None:
-    """``hashing:DIM`` when the newest manifest was written with the hashing embedder, else None."""
+def _snapshot_embedder(s3: S3Store, tenants: Any) -> tuple[str | None, Manifest | None]:
+    """``hashing:DIM`` when the newest manifest was written with the hashing embedder, else None;
+    and that manifest (so the pull does not fetch it again)."""
     if isinstance(tenants, builtins.list):
         tenants = tenants[0] if tenants else None
     if tenants is None:
-        return None
+        return None, None
     tenant_id = _tenant_id(tenants)
     prefix = tenant_prefix(tenant_id) + "manifests/"
     keys = sorted((str(o["Key"]) for o in s3.list(prefix)), reverse=True)
     for key in keys:
         with suppress(MemoryError, ValidationError, json.JSONDecodeError):
             m = Manifest.model_validate_json(s3.get_bytes(key))
+            if m.tenant_id != tenant_id or key != f"{prefix}{m.snapshot_id}.json":
+                return None, None
             if m.embedding_model and m.embedding_model.startswith("hashing") and m.embedding_dimensions:
-                return f"hashing:{m.embedding_dimensions}"
-            return None
-    return None
+                return f"hashing:{m.embedding_dimensions}", m
+            return None, m
+    return None, None
 
 
 class AsyncSnapshotManager:
