@@ -493,6 +493,8 @@ class MemoryEngine:
                 for layer, hit in merged[:limit]
             ]
             if expand_graph:  # knowledge graph: add neighbours of the top hits through shared entities
+                for gate in self.tenant_gates:  # the graph tables, not only what a plain search reads
+                    gate(tctx.tenant_id, "graph.expand_search")
                 results += self.graph.expand_search(tctx, results, ids, target, predicate, limit)
             by_layer = {layer.value: sum(1 for r in results if r.layer == layer) for layer in target}
             self._accessed(tctx, [r.memory for r in results])

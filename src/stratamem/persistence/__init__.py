@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from .manifest import Manifest, PullReport, PushReport, SnapshotInfo
+from .manifest import LoadStatus, Manifest, PullReport, PushReport, SnapshotInfo, TenantLoadStatus
 from .s3 import S3Settings, S3Store
 from .snapshots import SnapshotManager, open_from_snapshot
 
 __all__ = [
+    "LoadStatus",
     "Manifest",
     "PullReport",
     "PushReport",
@@ -14,5 +15,6 @@ __all__ = [
     "S3Store",
     "SnapshotInfo",
     "SnapshotManager",
+    "TenantLoadStatus",
     "open_from_snapshot",
 ]

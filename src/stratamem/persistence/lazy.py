@@ -33,6 +33,12 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("stratamem.snapshots")
 
+#: What search/get/list/stats read: a lazy load commits these first, then serves those operations.
+QUERY_TABLES = frozenset({"memories", "lexical_postings", "tenant_policies", "memory_feedback"})
+#: Engine operations that read only the ``QUERY_TABLES`` (memories, lexical index, policies, feedback):
+#: they run as soon as those are loaded; every other operation waits for the whole tenant.
+QUERY_OPERATIONS = frozenset({"search", "get", "list", "stats"})
+
 
 @dataclass
 class TenantPlan:
@@ -49,6 +55,8 @@ class _TenantState:
     plan: TenantPlan
     status: TenantLoadStatus
     lock: threading.Lock = field(default_factory=threading.Lock)
+    #: Set once the query tables are committed (or the load failed): searches may run.
+    queryable: threading.Event = field(default_factory=threading.Event)
     done: threading.Event = field(default_factory=threading.Event)
     report: PullReport | None = None
 
@@ -86,7 +94,7 @@ class LazyLoader:
             partitions_total=parts, files_total=files, bytes_total=nbytes, rejected=list(plan.rejected))
         with self._wake:
             old = self._states.get(plan.tenant_id)
-            if old is not None and old.status.state == "loading":
+            if old is not None and old.status.state in ("loading", "queryable"):
                 raise MemoryError(ErrorCode.CONFLICT, f"tenant {plan.tenant_id} is being loaded from a snapshot",
                                   operation="snapshot", retryable=True)
             self._states[plan.tenant_id] = _TenantState(plan, status)
@@ -106,54 +114,86 @@ class LazyLoader:
 
     # ------------------------------------------------------------------------------ loading
     def gate(self, tenant_id: str, operation: str) -> None:
-        """Engine tenant gate: make the tenant's data complete before ``operation`` touches it."""
+        """Engine tenant gate: before ``operation`` touches the tenant, make the data it reads complete
+        (``QUERY_OPERATIONS`` need the query tables, everything else the whole tenant)."""
         state = self._states.get(tenant_id)
         if state is None or state.status.state == "loaded":
             return
-        self.ensure(tenant_id, on_demand=True)
+        if operation in QUERY_OPERATIONS and state.queryable.is_set() and state.status.state != "failed":
+            return
+        self.ensure(tenant_id, on_demand=True, queryable=operation in QUERY_OPERATIONS)
 
-    def ensure(self, tenant_id: str, *, on_demand: bool = False) -> PullReport | None:
-        """Load the tenant now (or wait for the load in progress); raise if it cannot be loaded."""
+    def ensure(self, tenant_id: str, *, on_demand: bool = False, queryable: bool = False) -> None:
+        """Load the tenant (on a loader thread) or wait for the load in progress, until its query tables
+        (``queryable=True``) or all of it are loaded; raise if it cannot be loaded."""
         state = self._states.get(tenant_id)
         if state is None:
-            return None
-        with state.lock:  # one loader per tenant; a concurrent caller waits here for the result
-            st = state.status
-            if st.state == "loaded":
-                return state.report
-            if st.state == "failed":
-                raise self._failed_error(state)
-            st.state = "loading"
-            st.on_demand = on_demand
+            return
+        self._claim(state, on_demand, spawn=True)
+        (state.queryable if queryable else state.done).wait()
+        if state.status.state == "failed":
+            raise self._failed_error(state)
+
+    def _claim(self, state: _TenantState, on_demand: bool, *, spawn: bool) -> bool:
+        """Start loading a pending tenant (on a new thread when ``spawn``); False if already claimed."""
+        with self._wake:
+            if state.status.state != "pending":
+                return False
+            state.status.state = "loading"
+            state.status.on_demand = on_demand
+        if spawn:
+            threading.Thread(target=self._load, args=(state,), name=f"stratamem-snapshot-{state.plan.tenant_id}",
+                             daemon=True).start()
+        return True
+
+    def _queryable(self, state: _TenantState, manifest: Manifest) -> None:
+        st = state.status
+        st.state = "queryable"
+        st.loaded_snapshot_id = manifest.snapshot_id
+        st.partitions_loaded = sum(len(t.partitions) for t in manifest.tables if t.name in QUERY_TABLES)
+        state.queryable.set()
+        log.info("lazy load of tenant %s: query tables of snapshot %s loaded in %.2fs; the rest follows",
+                 st.tenant_id, manifest.snapshot_id, time.perf_counter() - self.started)
+
+    def _load(self, state: _TenantState) -> None:
+        tenant_id, st = state.plan.tenant_id, state.status
+        with state.lock:  # an eager pull of the tenant (discard) waits for this load
+            if self._states.get(tenant_id) is not state:  # discarded meanwhile
+                return
             t0 = time.perf_counter()
             try:
-                report = self.manager._load_tenant(state.plan.tenant_id, state.plan.candidates,
-                                                   first=state.plan.manifest, rejected=list(state.plan.rejected),
-                                                   deferred=self._defer)
+                report = self.manager._load_tenant(tenant_id, state.plan.candidates, first=state.plan.manifest,
+                                                   rejected=list(state.plan.rejected), deferred=self._defer,
+                                                   on_readable=lambda m: self._queryable(state, m))
             except MemoryError as exc:
                 st.state, st.error = "failed", exc.message
                 st.duration_s = round(time.perf_counter() - t0, 4)
                 st.rejected = [RejectedSnapshot.model_validate(r) for r in (exc.details or {}).get("rejected", [])] \
                     or st.rejected
-                state.done.set()
-                log.error("lazy load of tenant %s failed: %s; its operations will raise until a pull succeeds",
-                          tenant_id, exc.message)
-                raise self._failed_error(state) from exc
+                if not self.manager.engine._closed:
+                    log.error("lazy load of tenant %s failed: %s; its operations raise until a pull succeeds",
+                              tenant_id, exc.message)
+                return
+            except BaseException as exc:  # never leave waiters hanging
+                st.state, st.error = "failed", f"{type(exc).__name__}: {exc}"
+                raise
+            finally:
+                state.queryable.set()
+                if st.state == "failed":
+                    state.done.set()
             state.report = report
-            st.state = "loaded"
             st.loaded_snapshot_id = report.snapshot_id
             st.rejected = list(report.rejected)
-            loaded = self.manager._manifest_cache.get(report.snapshot_id)
-            parts, files, nbytes = _files(loaded)
+            parts, files, nbytes = _files(self.manager._manifest_cache.get(report.snapshot_id))
             st.partitions_total = st.partitions_loaded = parts
             st.files_total, st.bytes_total, st.bytes_loaded = files, nbytes, report.bytes_downloaded
             st.rows = report.rows
             st.duration_s = round(time.perf_counter() - t0, 4)
+            st.state = "loaded"
             state.done.set()
             log.info("lazy load of tenant %s: snapshot %s, %d partitions, %d bytes in %.2fs (%s)", tenant_id,
                      report.snapshot_id, parts, report.bytes_downloaded, st.duration_s,
-                     "on demand" if on_demand else "background")
-            return report
+                     "on demand" if st.on_demand else "background")
 
     def _defer(self, manifest: Manifest, files: dict[str, builtins.list[Path]], workdir: Path) -> None:
         """Cache tables (``CACHE_TABLES``) are imported after the tenant is served, in the background."""
@@ -192,12 +232,9 @@ class LazyLoader:
         while (tenant_id := self._next()) is not None:
             if self.manager.engine._closed:
                 return
-            try:
-                self.ensure(tenant_id)
-            except MemoryError as exc:
-                if self.manager.engine._closed:
-                    return
-                log.debug("background load of %s: %s", tenant_id, exc.message)
+            state = self._states.get(tenant_id)
+            if state is not None and self._claim(state, False, spawn=False):
+                self._load(state)
 
     def discard(self, tenant_id: str) -> None:
         """Stop tracking a tenant (an eager pull replaces it); waits for a load in progress."""
@@ -208,6 +245,7 @@ class LazyLoader:
             self._states.pop(tenant_id, None)
             if tenant_id in self._order:
                 self._order.remove(tenant_id)
+            state.queryable.set()
             state.done.set()
 
     def wait_tenant(self, tenant_id: str, timeout: float | None = None) -> bool:
@@ -238,13 +276,15 @@ class LazyLoader:
         tenants = [self._states[t].status.model_copy(deep=True) for t in builtins.list(self._order)]
         by_state: dict[str, builtins.list[str]] = {"loaded": [], "pending": [], "failed": []}
         for t in tenants:
-            by_state["pending" if t.state == "loading" else t.state].append(t.tenant_id)
+            by_state["pending" if t.state in ("loading", "queryable") else t.state].append(t.tenant_id)
         loaded = [t for t in tenants if t.state == "loaded"]
         return LoadStatus(
             budget_s=self.budget_s, elapsed_s=round(time.perf_counter() - self.started, 4),
             complete=not by_state["pending"],
-            partitions_loaded=sum(t.partitions_loaded for t in loaded),
-            partitions_pending=sum(t.partitions_total for t in tenants if t.state in ("pending", "loading")),
+            partitions_loaded=sum(t.partitions_loaded for t in tenants if t.state != "failed"),
+            partitions_pending=sum(t.partitions_total - t.partitions_loaded for t in tenants
+                                   if t.state in ("pending", "loading", "queryable")),
+            tenants_queryable=[t.tenant_id for t in tenants if t.state == "queryable"],
             bytes_loaded=sum(t.bytes_loaded for t in loaded), bytes_total=sum(t.bytes_total for t in tenants),
             tenants_loaded=by_state["loaded"], tenants_pending=by_state["pending"],
             tenants_failed=by_state["failed"], tenants=tenants,

@@ -136,16 +136,18 @@ class PullReport(_Model):
     partitions_total: int | None = None
     complete: bool = True
     #: Lazy pulls: the tenant's load state when the call returned (see ``TenantLoadStatus``).
-    state: Literal["pending", "loading", "loaded", "failed"] = "loaded"
+    state: Literal["pending", "loading", "queryable", "loaded", "failed"] = "loaded"
 
 
 class TenantLoadStatus(_Model):
     """Where one tenant of a lazy cold start stands (see :class:`LoadStatus`)."""
 
     tenant_id: str
-    #: ``pending``: not loaded, its first access loads it; ``loading``; ``loaded``; ``failed``: no
-    #: snapshot could be loaded, every access raises (the tenant is never served from partial data).
-    state: Literal["pending", "loading", "loaded", "failed"]
+    #: ``pending``: not loaded, its first access loads it; ``loading``; ``queryable``: the tables
+    #: search/get/list/stats read are complete (those run), the rest is loading (other operations
+    #: wait); ``loaded``; ``failed``: no snapshot could be loaded, every access raises (the tenant is
+    #: never served from partial data).
+    state: Literal["pending", "loading", "queryable", "loaded", "failed"]
     #: The newest snapshot found at open time, and the one actually loaded (older after a fallback).
     snapshot_id: str | None
     loaded_snapshot_id: str | None = None
@@ -175,6 +177,8 @@ class LoadStatus(_Model):
     tenants_loaded: list[str]
     tenants_pending: list[str]
     tenants_failed: list[str]
+    #: Pending tenants whose query tables are loaded (search/get/list/stats are served).
+    tenants_queryable: list[str] = Field(default_factory=list)
     #: Cache tables (e.g. the embedding cache) still being imported after their tenant is served.
     cache_imports_pending: int = 0
     tenants: list[TenantLoadStatus]

@@ -19,6 +19,11 @@ snapshot stays intact. Incremental: partitions whose fingerprint (row count + xo
 hashes) is unchanged are referenced, not rewritten. Tables with a ``created_at`` timestamp are
 range-partitioned by it with stable bounds (appends only touch the tail partition); others are
 hash-partitioned by primary key.
+
+Pull downloads a snapshot's files in parallel (hashing while they stream) and imports each table
+with one ``INSERT … FROM read_parquet([...])`` as soon as its files are verified, all in one
+transaction. Lazy cold starts (tenants loaded in the background or on their first access) live in
+:mod:`.lazy`.
 """
 
 from __future__ import annotations
@@ -48,7 +53,7 @@ from ..errors import ErrorCode, MemoryError
 from ..model import _TENANT_RE, TenantContext
 from ..providers import duckdb_schema
 from ..providers.duckdb import DuckDBProvider
-from .lazy import LazyLoader, TenantPlan
+from .lazy import QUERY_TABLES, LazyLoader, TenantPlan
 from .manifest import (
     FORMAT_VERSION,
     FileEntry,
@@ -648,7 +653,7 @@ class SnapshotManager:
                      budget_s: float | None = None, started: float | None = None, first: Manifest | None = None,
                      rejected: builtins.list[RejectedSnapshot] | None = None,
                      deferred: Callable[[Manifest, dict[str, builtins.list[Path]], Path], None] | None = None,
-                     ) -> PullReport:
+                     on_readable: Callable[[Manifest], None] | None = None) -> PullReport:
         """Download + verify + hydrate the newest loadable candidate (the eager pull, also used by the
         lazy loader for one tenant). With ``deferred``, cache tables are not imported: their verified
         local files are handed to ``deferred`` once the rest is committed (it owns them after)."""
@@ -665,7 +670,9 @@ class SnapshotManager:
                     self._manifest(tenant_id, sid, key)
                 self._check_compatible(manifest)
                 defer = frozenset(CACHE_TABLES) if deferred is not None else frozenset()
-                before, nbytes, later = self._hydrate(tenant_id, manifest, workdir, defer=defer)
+                readable = None if on_readable is None else (lambda m=manifest: on_readable(m))
+                before, nbytes, later = self._hydrate(tenant_id, manifest, workdir, defer=defer,
+                                                      on_readable=readable)
                 if deferred is not None and any(later.values()):
                     deferred(manifest, later, workdir)
                     handed_over = True
@@ -809,9 +816,14 @@ class SnapshotManager:
         ).fetchall()
         return [str(r[0]) for r in rows if str(r[0]) in names]
 
-    def _hydrate(self, tenant_id: str, manifest: Manifest, workdir: Path, *,
-                 defer: frozenset[str] = frozenset()) -> tuple[dict[str, int], int, dict[str, builtins.list[Path]]]:
+    def _hydrate(self, tenant_id: str, manifest: Manifest, workdir: Path, *, defer: frozenset[str] = frozenset(),
+                 on_readable: Callable[[], None] | None = None,
+                 ) -> tuple[dict[str, int], int, dict[str, builtins.list[Path]]]:
         """Download + verify the snapshot's files and replace the tenant's rows with them.
+
+        ``on_readable`` (lazy loads): the ``QUERY_TABLES`` are committed first — once every file of
+        the snapshot is verified — then ``on_readable()`` is called (searches may run) and the other
+        tables follow; a failure then clears the tenant rather than leaving it half loaded.
 
         Returns the row counts before, the bytes downloaded, and the local files of the ``defer``
         tables (caches) left for :meth:`_insert_deferred`.
@@ -859,6 +871,11 @@ class SnapshotManager:
                         for child, n in child_rows.items():
                             before[child] = n
                             cur.execute(f"DELETE FROM {_ident(child)} WHERE tenant_id = ?", [tenant_id])  # noqa: S608
+                phased = on_readable is not None and not any(child_rows.values())
+                imported = sorted((e for e in entries if e.name not in defer),
+                                  key=lambda e: (rank.get(e.name, len(rank)), order.index(e.name))) \
+                    if not children else [e for e in entries if e.name not in defer]
+                later = [e for e in imported if e.name not in QUERY_TABLES] if phased else []
                 with self.provider.transaction() as cur:
                     for name in reversed(order):  # children before the tables they reference
                         if name in before:
@@ -867,16 +884,21 @@ class SnapshotManager:
                             f"SELECT count(*) FROM {_ident(name)} WHERE tenant_id = ?", [tenant_id]).fetchone()[0])  # noqa: S608
                         if before[name]:
                             cur.execute(f"DELETE FROM {_ident(name)} WHERE tenant_id = ?", [tenant_id])  # noqa: S608
-                    imported = sorted((e for e in entries if e.name not in defer),
-                                      key=lambda e: (rank.get(e.name, len(rank)), order.index(e.name))) \
-                        if not children else [e for e in entries if e.name not in defer]
                     for entry in imported:
-                        t0 = time.perf_counter()
-                        files = ready(entry.name)
-                        t1 = time.perf_counter()
-                        self._insert_files(cur, tenant_id, entry, tables[entry.name], files)
-                        log.debug("hydrate %s/%s: waited %.3fs for %d files, imported in %.3fs", tenant_id,
-                                  entry.name, t1 - t0, len(files), time.perf_counter() - t1)
+                        if entry not in later:
+                            self._import_table(cur, tenant_id, entry, tables[entry.name], ready)
+                    for name in futures:  # every file verified before anything is visible
+                        ready(name)
+                if on_readable is not None and later:
+                    on_readable()
+                    try:  # the other tables, one short transaction each (their readers wait for all)
+                        for entry in later:
+                            with self.provider.transaction() as cur:
+                                self._import_table(cur, tenant_id, entry, tables[entry.name], ready)
+                    except BaseException:
+                        with suppress(MemoryError):
+                            self._clear_tenant(tenant_id, order)
+                        raise
                 deferred = {e.name: ready(e.name) for e in entries if e.name in defer}
             except BaseException:
                 for futs in futures.values():
@@ -884,6 +906,20 @@ class SnapshotManager:
                         fut.cancel()
                 raise
         return before, sum(f.size for _, f, _ in items), deferred
+
+    def _import_table(self, cur: Any, tenant_id: str, entry: TableEntry, table: _Table,
+                      ready: Callable[[str], builtins.list[Path]]) -> None:
+        t0 = time.perf_counter()
+        files = ready(entry.name)
+        t1 = time.perf_counter()
+        self._insert_files(cur, tenant_id, entry, table, files)
+        log.debug("hydrate %s/%s: waited %.3fs for %d files, imported in %.3fs", tenant_id, entry.name, t1 - t0,
+                  len(files), time.perf_counter() - t1)
+
+    def _clear_tenant(self, tenant_id: str, order: builtins.list[str]) -> None:
+        with self.provider.transaction() as cur:
+            for name in reversed(order):
+                cur.execute(f"DELETE FROM {_ident(name)} WHERE tenant_id = ?", [tenant_id])  # noqa: S608
 
     @staticmethod
     def _insert_files(cur: Any, tenant_id: str, entry: TableEntry, table: _Table, paths: builtins.list[Path],
