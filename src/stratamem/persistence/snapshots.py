@@ -891,10 +891,14 @@ class SnapshotManager:
                         ready(name)
                 if on_readable is not None and later:
                     on_readable()
-                    try:  # the other tables, one short transaction each (their readers wait for all)
+                    try:  # the other tables, one short transaction per file: the searches being served
+                        # (their access tracking writes) never wait long for the write lock; the
+                        # operations that read these tables wait for the whole tenant
                         for entry in later:
-                            with self.provider.transaction() as cur:
-                                self._import_table(cur, tenant_id, entry, tables[entry.name], ready)
+                            for path in ready(entry.name):
+                                with self.provider.transaction() as cur:
+                                    self._import_table(cur, tenant_id, entry, tables[entry.name],
+                                                       lambda _name, path=path: [path])  # type: ignore[misc]
                     except BaseException:
                         with suppress(MemoryError):
                             self._clear_tenant(tenant_id, order)
