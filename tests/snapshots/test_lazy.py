@@ -168,3 +168,20 @@ def test_no_loadable_snapshot_found_lazily_is_a_clear_error(mem: Memory, acme: T
         target.configure_snapshots(s3_settings).pull(acme)
     assert "no loadable snapshot" in err.value.message
     assert contents(target, acme) == {}
+
+
+def test_graph_expansion_waits_for_the_whole_tenant(mem: Memory, acme: TenantContext, s3_settings: S3Settings,
+                                                    s3: S3Store) -> None:
+    fill(mem, acme, 12)
+    mem.configure_snapshots(s3_settings, partition_rows=4).push(acme)
+    want = mem.search(acme, "acme fact 3: the user likes topic 3", identifiers=U1, threshold=0.0, expand_graph=True)
+
+    cold = Memory.open_from_snapshot("acme", settings=s3_settings, lazy=True, budget_s=0.0, background=False)
+    try:
+        got = cold.search(acme, "acme fact 3: the user likes topic 3", identifiers=U1, threshold=0.0,
+                          expand_graph=True)
+        # the graph tables are not what a plain search reads: expanding through them waited for them
+        assert cold.snapshots.status().tenants[0].state == "loaded"
+        assert [r.memory.id for r in got.results] == [r.memory.id for r in want.results]
+    finally:
+        cold.close()
