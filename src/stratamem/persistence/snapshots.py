@@ -889,6 +889,7 @@ class SnapshotManager:
                             self._import_table(cur, tenant_id, entry, tables[entry.name], ready)
                     for name in futures:  # every file verified before anything is visible
                         ready(name)
+                self._invalidate_caches(tenant_id)
                 if on_readable is not None and later:
                     on_readable()
                     try:  # the other tables, one short transaction per file: the searches being served
@@ -899,6 +900,7 @@ class SnapshotManager:
                                 with self.provider.transaction() as cur:
                                     self._import_table(cur, tenant_id, entry, tables[entry.name],
                                                        lambda _name, path=path: [path])  # type: ignore[misc]
+                        self._invalidate_caches(tenant_id)
                     except BaseException:
                         with suppress(MemoryError):
                             self._clear_tenant(tenant_id, order)
@@ -924,6 +926,19 @@ class SnapshotManager:
         with self.provider.transaction() as cur:
             for name in reversed(order):
                 cur.execute(f"DELETE FROM {_ident(name)} WHERE tenant_id = ?", [tenant_id])  # noqa: S608
+        self._invalidate_caches(tenant_id)
+
+    def _invalidate_caches(self, tenant_id: str) -> None:
+        """Rows were replaced behind the engine's back: in-process caches keyed on the tenant's writes
+        (the knowledge graph's traversal generations, when the graph has them) must forget it."""
+        graph = getattr(self.engine, "graph", None)
+        seen: builtins.list[Any] = []
+        for holder in (getattr(graph, "queries", None), getattr(graph, "store", None)):
+            gens = getattr(holder, "generations", None)
+            invalidate = getattr(gens, "invalidate", None)
+            if callable(invalidate) and not any(g is gens for g in seen):
+                seen.append(gens)
+                invalidate(tenant_id)
 
     @staticmethod
     def _insert_files(cur: Any, tenant_id: str, entry: TableEntry, table: _Table, paths: builtins.list[Path],
