@@ -105,6 +105,24 @@ def _etag(memory_id: str, version: int, chash: str, metadata: Mapping[str, Any])
     return content_hash(raw)[7:27]
 
 
+#: Metadata keys fixed at creation (seed 002 §8.3: scope and ``promotedFromId`` are immutable; §14:
+#: provenance chains are never flattened). The scope (layer + identifiers) cannot be patched at all.
+IMMUTABLE_METADATA: tuple[str, ...] = ("promotedFromId", "compactedFromIds")
+
+
+def _check_immutable(current: MemoryEntry, patch: Mapping[str, Any], operation: str) -> None:
+    """INVALID_PARAMS when a metadata patch would change, add or remove an immutable key."""
+    for key in IMMUTABLE_METADATA:
+        if key in patch and patch[key] != current.metadata.get(key):
+            raise MemoryError(
+                ErrorCode.INVALID_PARAMS,
+                f"metadata.{key} is immutable after creation; promote or compact to create a new entry instead",
+                operation=operation,
+                details={"field": f"metadata.{key}", "reason": "immutable", "id": current.id},
+                retryable=False,
+            )
+
+
 class MemoryEngine:
     def __init__(
         self,
@@ -531,6 +549,8 @@ class MemoryEngine:
                 if current is None:
                     raise MemoryError(ErrorCode.MEMORY_NOT_FOUND, f"no memory with id {mid!r}", operation=op,
                                       details={"id": mid}, retryable=False)
+                if patch:
+                    _check_immutable(current, patch, op)
                 if if_match is not None and if_match != current.etag:
                     raise MemoryError(
                         ErrorCode.CONFLICT,

@@ -226,6 +226,10 @@ class _Handler:
         return entry_to_item(got)
 
     def update(self, ids: LayerIdentifiers, item: CrudItem, index: int) -> dict[str, Any]:
+        if item.target_scope is not None or item.target_namespace is not None:
+            field = "target_scope" if item.target_scope is not None else "target_namespace"
+            raise _Denied("INVALID_PARAMS", "the scope of a memory is immutable after creation; use action "
+                          "'promote' to copy it to a broader scope", {"field": field, "reason": "immutable"})
         entry = self.in_scope(item.id, ids, index)
         metadata = dict(item.metadata or {}) if item.metadata is not None or item.tags is not None else None
         if item.tags is not None and metadata is not None:
