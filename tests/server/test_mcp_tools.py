@@ -41,7 +41,8 @@ async def _exercise_new_tools(session: ClientSession, note: str, hot: str) -> No
     await session.initialize()
     # -- memory_crud ---------------------------------------------------------------------------
     created = _data(await session.call_tool("memory_crud", {
-        "action": "create", "layer": "long_term", "items": [{"content": "Prefers concise answers", "tags": ["style"]}]}))
+        "action": "create", "layer": "long_term",
+        "items": [{"content": "Prefers concise answers", "tags": ["style"]}]}))
     assert created["errors"] == [] and len(created["items"]) == 1
     item = created["items"][0]
     assert (item["scope"], item["layer"], item["content"], item["version"]) == (
