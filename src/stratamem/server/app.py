@@ -25,7 +25,7 @@ from . import http_errors
 from .deps import get_memory, get_tenant
 from .graph_routes import graph_router
 from .keys_routes import build_keys_router
-from .ratelimit import TokenBucketLimiter
+from .ratelimit import build_limiter
 from .routes import build_router
 from .settings import ServerSettings
 
@@ -106,7 +106,7 @@ def create_app(memory: Memory, settings: ServerSettings | None = None, *,
     )
     app.state.memory = memory
     app.state.settings = settings
-    app.state.limiter = TokenBucketLimiter(settings.rate_limit_per_second, settings.rate_limit_burst)
+    app.state.limiter = build_limiter(settings, memory)  # shared through Redis when configured
     http_errors.install(app)
     app.add_middleware(BodySizeLimit, limit=settings.max_body_bytes)
 
