@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pydantic import ValidationError
 
 from .config import MemoryConfig
+from .coordination.ratelimit import RateLimiter, make_rate_limiter
 from .cursor import decode_cursor, encode_cursor, fingerprint
 from .embeddings import Embedder, EmbeddingService, content_hash
 from .errors import ErrorCode, MemoryError
@@ -135,7 +136,18 @@ class MemoryEngine:
         self.config = config or MemoryConfig()
         self.provider = provider
         self.clock: Clock = clock or utc_now
-        self.embeddings = EmbeddingService(embedder, provider, self.config.retry)
+        shared_cache = None
+        if self.config.redis_url:  # shared embedding cache (embeddings/redis_cache.py)
+            from .embeddings.redis_cache import RedisEmbeddingCache
+
+            shared_cache = RedisEmbeddingCache.from_url(self.config.redis_url, self.config.redis_prefix,
+                                                        ttl_s=self.config.embedding_cache_ttl_s)
+        self.embeddings = EmbeddingService(embedder, provider, self.config.retry, shared=shared_cache)
+        #: Rate limiter of the memory_crud skill (Redis-backed and shared when ``redis_url`` is set);
+        #: follows an injected engine clock. Replaceable (tests inject one with their own clock).
+        self.crud_limiter: RateLimiter = make_rate_limiter(
+            "crud", self.config.redis_url, prefix=self.config.redis_prefix,
+            clock=None if clock is None else (lambda: self.clock().timestamp()))
         info = provider.initialize(embedder.model_id, embedder.dimensions)
         self.store_info = info
         provider.attach_embedder(self.embeddings.embed_query)

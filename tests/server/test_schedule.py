@@ -28,7 +28,7 @@ from ..snapshots.conftest import s3, s3_settings  # noqa: F401  (fixtures)
 from .conftest import LiveServer, free_port, run_cli
 
 S3_ENV = ("STRATAMEM_S3_URL", "STRATAMEM_S3_BUCKET", "STRATAMEM_MAINTENANCE_INTERVAL", "STRATAMEM_SNAPSHOT_INTERVAL",
-          "STRATAMEM_SNAPSHOTS_ENABLED", "STRATAMEM_REDIS_URL")
+          "STRATAMEM_SNAPSHOTS_ENABLED", "STRATAMEM_REDIS_URL", "STRATAMEM_REDIS_PREFIX")
 
 
 @pytest.fixture(autouse=True)

@@ -61,7 +61,8 @@ def register(app: typer.Typer) -> None:
             = None,
         redis_url: Annotated[str | None, typer.Option(
             "--redis", envvar="STRATAMEM_REDIS_URL",
-            help="Redis URL: scheduled jobs then run on one server instance at a time.")] = None,
+            help="Redis URL shared by the server processes: rate limits, and scheduled jobs on one instance "
+                 "at a time.")] = None,
     ) -> None:
         """Start the REST API (and MCP over streamable HTTP at /mcp) with uvicorn."""
         _require_server_extra()

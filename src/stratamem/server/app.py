@@ -28,7 +28,7 @@ from . import http_errors
 from .deps import get_memory, get_tenant
 from .graph_routes import graph_router
 from .keys_routes import build_keys_router
-from .ratelimit import TokenBucketLimiter
+from .ratelimit import build_limiter
 from .routes import build_router
 from .settings import ServerSettings
 
@@ -71,11 +71,13 @@ def build_schedule(memory: Memory, settings: ServerSettings) -> ScheduleRunner |
     if not jobs:
         return None
     client = None
-    if settings.redis_url:
+    cfg = memory.engine.config
+    redis_url = settings.redis_url or cfg.redis_url  # the same Redis as the shared rate limiter
+    if redis_url:
         import redis
 
-        client = redis.Redis.from_url(settings.redis_url, socket_timeout=10, socket_connect_timeout=5)
-    return ScheduleRunner(jobs, redis=client, lock_prefix=settings.schedule_lock_prefix,
+        client = redis.Redis.from_url(redis_url, socket_timeout=10, socket_connect_timeout=5)
+    return ScheduleRunner(jobs, redis=client, lock_prefix=settings.redis_prefix or cfg.redis_prefix,
                           lock_ttl=settings.schedule_lock_ttl)
 
 
@@ -162,7 +164,7 @@ def create_app(memory: Memory, settings: ServerSettings | None = None, *,
     app.state.settings = settings
     #: The in-server schedule (None when no job is enabled); started and stopped by the lifespan.
     app.state.schedule = runner
-    app.state.limiter = TokenBucketLimiter(settings.rate_limit_per_second, settings.rate_limit_burst)
+    app.state.limiter = build_limiter(settings, memory)  # shared through Redis when configured
     http_errors.install(app)
     app.add_middleware(BodySizeLimit, limit=settings.max_body_bytes)
 

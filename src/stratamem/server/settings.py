@@ -37,6 +37,15 @@ class ServerSettings(BaseSettings):
     #: Token bucket per API key / token subject: sustained requests per second (0 disables) and burst.
     rate_limit_per_second: float = Field(50.0, ge=0.0)
     rate_limit_burst: int = Field(100, ge=1)
+    #: Token bucket per tenant (all its credentials together): requests per second (0 disables) and burst.
+    rate_limit_tenant_per_second: float = Field(0.0, ge=0.0)
+    rate_limit_tenant_burst: int = Field(500, ge=1)
+    #: Redis shared by every server process (``STRATAMEM_REDIS_URL``): the rate-limit buckets live
+    #: there, so N processes share one budget. None: the store's ``MemoryConfig.redis_url``, else
+    #: per-process buckets. Redis unreachable → per-process buckets until it is back (README "Redis").
+    redis_url: str | None = None
+    #: Key prefix in Redis (``STRATAMEM_REDIS_PREFIX``); None: the store's ``MemoryConfig.redis_prefix``.
+    redis_prefix: str | None = None
     #: Signed bearer tokens (optional): HS256 shared secret and/or RS256 public key (PEM).
     jwt_secret: str | None = None
     jwt_public_key: str | None = None
@@ -55,9 +64,6 @@ class ServerSettings(BaseSettings):
     snapshots_enabled: bool | None = None
     #: Run each scheduled job once at start-up instead of one interval later.
     schedule_run_at_start: bool = False
-    #: Redis URL: when set, each scheduled job runs on one server instance at a time.
-    redis_url: str | None = None
-    #: TTL of a scheduled job's Redis lock (extended every third of it while the job runs).
+    #: TTL of a scheduled job's Redis lock (extended every third of it while the job runs); with
+    #: ``redis_url`` (above) each scheduled job runs on one server instance at a time.
     schedule_lock_ttl: float = Field(60.0, gt=0.0)
-    #: Key prefix of the schedule locks in Redis.
-    schedule_lock_prefix: str = "stratamem"
