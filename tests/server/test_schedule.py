@@ -96,8 +96,8 @@ def test_settings_decide_which_jobs_run(tmp_path: Path, monkeypatch: pytest.Monk
         assert mem.snapshots.retention == timedelta(days=7)
         monkeypatch.setenv("STRATAMEM_MAINTENANCE_INTERVAL", "1h")
         monkeypatch.setenv("STRATAMEM_SNAPSHOT_INTERVAL", "off")
-        runner = build_schedule(mem, ServerSettings(redis_url="redis://127.0.0.1:6379/0"))
-        assert runner is not None and list(runner.jobs) == ["maintenance"]
+        runner = build_schedule(mem, ServerSettings(redis_url="redis://127.0.0.1:6379/0", redis_prefix="fleet"))
+        assert runner is not None and list(runner.jobs) == ["maintenance"] and runner.lock_prefix == "fleet"
         assert runner.jobs["maintenance"].interval_s == 3600.0 and runner.redis is not None
         runner = build_schedule(mem, ServerSettings(maintenance_interval="0.2s", snapshot_interval="12h",
                                                     snapshots_enabled=False))
