@@ -287,7 +287,7 @@ class MemoryProvider(ABC):
         """Audit only: does ``memory_id`` exist under a tenant other than ``tenant_id``? Never exposed."""
         raise self._server_unsupported()
 
-    # -- hygiene and governance (optional; DuckDB and in-memory implement them) ------------------
+    # -- hygiene and governance (optional; DuckDB, in-memory and PostgreSQL implement them) -------
     def _unsupported(self, feature: str) -> MemoryError:
         return MemoryError(ErrorCode.CONFIGURATION_ERROR, f"{feature} is not supported by provider {self.name}",
                            operation=feature)
