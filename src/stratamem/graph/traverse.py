@@ -12,8 +12,18 @@ SQL/PGQ (the duckpgq extension) is feature-detected with ``LOAD duckpgq`` (never
 network). The recursive SQL is the implementation used in every case; ``pgq_available`` reports
 whether the extension could be loaded.
 
+Ties are deterministic: among the parents one level up the smallest id wins, and among its edges to
+the node the smallest ``(rel_type, forward)``.
+
+The default engine (``adjacency_cache=True``) loads a tenant's graph once per write generation into
+a CSR snapshot (:mod:`.csr`) and answers with numpy breadth-first search: same trees, same order,
+same ties as the CTE (property-tested), with ``related`` stopping after the level that completes
+``limit`` and building objects only for returned rows. The tenant's active memory rows are cached
+next to it and kept coherent by the row-change log (status, expiry, access counts, updates); the
+recursive CTE remains the fallback (``adjacency_cache=False``).
+
 Every query binds ``tenant_id`` (``$tenant``); results are cached per tenant and invalidated by
-any graph write of that tenant (see ``store.Generations``).
+any graph write or memory-row change of that tenant (see ``store.Generations``).
 """
 
 from __future__ import annotations
@@ -116,7 +126,8 @@ adj AS MATERIALIZED (
 bfs(node, dist, parent, rel, fwd) USING KEY (node) AS (
     SELECT unnest($starts::JSON::VARCHAR[]), 0, NULL::VARCHAR, NULL::VARCHAR, NULL::BOOLEAN
     UNION
-    SELECT adj.d, min(bfs.dist) + 1, min(bfs.node), arg_min(adj.rel, bfs.node), arg_min(adj.fwd, bfs.node)
+    SELECT adj.d, min(bfs.dist) + 1, min(bfs.node),
+           arg_min(adj.rel, (bfs.node, adj.rel, adj.fwd)), arg_min(adj.fwd, (bfs.node, adj.rel, adj.fwd))
       FROM bfs JOIN adj ON adj.s = bfs.node
      WHERE bfs.dist < $hops
        AND adj.d NOT IN (SELECT node FROM recurring.bfs)
