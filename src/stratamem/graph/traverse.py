@@ -37,6 +37,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
 
 from ..errors import ErrorCode, MemoryError
 from ..model import MemoryEntry
@@ -48,8 +49,13 @@ from .store import Generations, json_list
 NodeKind = Literal["memory", "entity"]
 
 
-class GraphNode(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class _GraphModel(BaseModel):
+    """snake_case attributes; camelCase JSON with ``by_alias=True`` (the REST surface), either on input."""
+
+    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=True)
+
+
+class GraphNode(_GraphModel):
 
     id: str
     kind: NodeKind
@@ -58,8 +64,7 @@ class GraphNode(BaseModel):
     type: str
 
 
-class PathEdge(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class PathEdge(_GraphModel):
 
     source: str
     target: str
@@ -68,8 +73,7 @@ class PathEdge(BaseModel):
     forward: bool
 
 
-class RelatedItem(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class RelatedItem(_GraphModel):
 
     node: GraphNode
     hops: int
@@ -79,8 +83,7 @@ class RelatedItem(BaseModel):
     memory: MemoryEntry | None = None
 
 
-class RelatedResult(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class RelatedResult(_GraphModel):
 
     start: list[GraphNode]
     hops: int
@@ -88,8 +91,7 @@ class RelatedResult(BaseModel):
     cached: bool = False
 
 
-class PathResult(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class PathResult(_GraphModel):
 
     found: bool
     hops: int | None = None
@@ -99,8 +101,7 @@ class PathResult(BaseModel):
     cached: bool = False
 
 
-class Neighbor(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class Neighbor(_GraphModel):
 
     node: GraphNode
     rel_type: str
