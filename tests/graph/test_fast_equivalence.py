@@ -161,3 +161,31 @@ def test_snapshot_traversal_equals_recursive_sql(shared: Memory, specs: list[dic
         provider.set_status(tenant, ids, "active", now)
         provider.set_expiry(tenant, ids, None)
     _compare(mem, tenants, q)
+
+
+def test_hub_entity_limit_and_order(shared: Memory) -> None:
+    """A hub entity mentioned by every memory: the snapshot stops at the level that fills ``limit``
+    and returns the same nearest-first, id-ordered rows as the recursive SQL."""
+    tenant = f"hub{next(_counter)}"
+    ids = _build(shared, tenant, {"memories": 6, "deleted_entities": set(), "memory_edges": [],
+                                  "entity_edges": [(0, 1, "USES", False)], "archived": set(), "expired": set()})
+    ctx = TenantContext(tenant_id=tenant)
+    more = [shared.add(ctx, f"{tenant} memory {i}", "user", {"user_id": "u"}).memory.id for i in range(6, 80)]
+    provider: Any = shared.engine.provider
+    with provider.transaction() as tx:
+        for k, mid in enumerate([*ids, *more]):
+            if k >= len(ids):
+                tx.execute("INSERT INTO memory_nodes VALUES (?, ?, ?, 'user', ?, now()::TIMESTAMP, "
+                           "now()::TIMESTAMP, NULL)", [tenant, mid, mid, f"{tenant} memory {k}"])
+            tx.execute("INSERT INTO memory_edges VALUES (?, ?, ?, ?, 'entity', 'MENTIONS', ?, 1.0, "
+                       "now()::TIMESTAMP, NULL)", [tenant, f"hub{k}", mid, _ent(k % 2), mid])
+    shared.graph.queries.generations.bump(tenant)  # type: ignore[union-attr]
+    # memory 0 -MENTIONS-> ent_0 (hop 1) <- 39 more memories (hop 2); ent_0 -USES-> ent_1 (hop 2) <- 40 (hop 3)
+    for hops, limit, entities, expected in [(1, 5, True, 1), (2, 7, False, 7), (3, 50, False, 50),
+                                            (3, 500, True, 81), (2, 1, True, 1), (2, 500, False, 39)]:
+        fast, sql = _both(shared, lambda h=hops, n=limit, e=entities: shared.graph.related(
+            ctx, ids[0], h, limit=n, include_entities=e))
+        assert fast == sql and len(fast["items"]) == expected, (hops, limit, entities)
+        assert [i["hops"] for i in fast["items"]] == sorted(i["hops"] for i in fast["items"])
+    fast, sql = _both(shared, lambda: shared.graph.path(ctx, more[-1], ids[1]))
+    assert fast == sql and fast["found"]

@@ -339,10 +339,6 @@ class GraphQueries:
         finally:
             lock.release()
 
-    def _stable_generation(self, tenant_id: str) -> int | None:
-        stable = self._stable_versions(tenant_id)
-        return None if stable is None else stable[0]
-
     def _put(self, key: tuple[Any, ...], stable: tuple[int, int] | None, value: Any) -> None:
         if stable is not None and stable == (key[1], key[2]) == self._versions(str(key[0])):
             self._cache.put(key, value)
