@@ -158,3 +158,13 @@ def test_row_changes_without_graph_writes_are_seen(mem: Memory, acme: TenantCont
     assert back[story["b"]] is not None and back[story["b"]].access_count == 1
     provider.set_expiry("acme", [story["c"]], mem.engine.now() - timedelta(seconds=1))
     assert story["c"] not in {i.node.id for i in mem.graph.related(acme, story["a"], hops=3).items}
+
+
+def test_invalidate_forgets_snapshot_and_rows(mem: Memory, acme: TenantContext, story: dict[str, str]) -> None:
+    """A bulk replace behind the engine's back (what a restore does) + ``Generations.invalidate``."""
+    queries = mem.graph.queries  # type: ignore[union-attr]
+    assert story["b"] in {i.node.id for i in mem.graph.related(acme, story["a"], hops=3).items}
+    with mem.engine.provider._read() as cur:  # type: ignore[attr-defined]
+        cur.execute("UPDATE memories SET status = 'archived' WHERE tenant_id = 'acme' AND id = ?", [story["b"]])
+    queries.generations.invalidate("acme")
+    assert story["b"] not in {i.node.id for i in mem.graph.related(acme, story["a"], hops=3).items}

@@ -128,6 +128,13 @@ class Generations:
             self._rows[tenant_id] = gen
             self._log.setdefault(tenant_id, deque(maxlen=self.LOG_SIZE)).append((gen, tuple(ids)))
 
+    def invalidate(self, tenant_id: str) -> None:
+        """Forget everything cached for the tenant (after a bulk replace such as a restore)."""
+        with self._lock:
+            self._gen[tenant_id] = self._gen.get(tenant_id, 0) + 1
+            self._rows[tenant_id] = self._rows.get(tenant_id, 0) + 1
+            self._log.pop(tenant_id, None)  # the log no longer reaches back: rows are reloaded
+
     def row_generation(self, tenant_id: str) -> int:
         return self._rows.get(tenant_id, 0)
 
