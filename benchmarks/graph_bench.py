@@ -9,7 +9,12 @@ and contributes one typed entity relation, so 100k memories give 200k memory edg
 edges (~300k). Tenants are interleaved row by row (the worst case for locality).
 
 Traversals go through the public SDK (``mem.graph.related`` / ``mem.graph.path``) with the result
-cache disabled, so every query runs the recursive SQL; a separate row shows the cached path.
+cache disabled, so every query traverses: once with the recursive SQL (``adjacency_cache=False``)
+and once over the per-tenant CSR snapshot (loaded for every tenant before timing; the load itself
+is a separate row, as is the cached path). Memory rows are materialised lazily, so the snapshot rows
+include building the returned ``MemoryEntry`` objects. ``--check N`` asserts, for N random queries
+per kind, that both engines return identical results. Each row reports wall-clock p50/p95 and the
+p50 of process CPU time (``time.process_time``), which is less sensitive to a shared machine.
 Extraction cost is the offline extractor on realistic sentences, plus the end-to-end ``add``
 overhead of the graph hook (graph on vs. off, hashing embedder).
 
@@ -20,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import random
 import statistics
@@ -122,6 +128,7 @@ def main() -> int:
     ap.add_argument("--memories", type=int, default=100_000)
     ap.add_argument("--tenants", type=int, default=50)
     ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--check", type=int, default=5, help="random queries compared between both engines")
     args = ap.parse_args()
     rng = random.Random(7)
     rows: list[dict[str, Any]] = []
@@ -137,49 +144,92 @@ def main() -> int:
             i = rng.randrange(args.memories)
             return TenantContext(tenant_id=f"t{i % args.tenants}"), f"m{i}"
 
+        queries: Any = graph.queries
+        cur: Any = graph.engine.provider._cursor()
+
+        def warm() -> None:
+            queries.adjacency_cache = True
+            for t in range(args.tenants):
+                queries._rows_of(cur, f"t{t}", queries._snapshot(cur, f"t{t}"))
+
         for engine, hops in [("sql", 1), ("sql", 2), ("sql", 3), ("adj", 1), ("adj", 2), ("adj", 3)]:
-            graph.queries.adjacency_cache = engine == "adj"
+            if engine == "adj" and hops == 1:
+                warm()
+            queries.adjacency_cache = engine == "adj"
             sizes: list[int] = []
             lat: list[float] = []
+            cpu: list[float] = []
             for _ in range(args.queries):
                 ctx, ref = start()
-                t1 = time.perf_counter()
+                t1, c1 = time.perf_counter(), time.process_time()
                 out = graph.related(ctx, ref, hops, limit=50)
                 lat.append((time.perf_counter() - t1) * 1000)
+                cpu.append((time.process_time() - c1) * 1000)
                 sizes.append(len(out.items))
-            label = "recursive SQL" if engine == "sql" else "adjacency cache"
+            label = "recursive SQL" if engine == "sql" else "CSR snapshot"
             rows.append({"query": f"related {hops}-hop, {label}", "p50_ms": pct(lat, 0.5), "p95_ms": pct(lat, 0.95),
-                         "mean_results": statistics.mean(sizes)})
+                         "cpu_p50_ms": pct(cpu, 0.5), "mean_results": statistics.mean(sizes)})
         for engine in ("sql", "adj"):
-            graph.queries.adjacency_cache = engine == "adj"
-            lat = []
+            queries.adjacency_cache = engine == "adj"
+            lat, cpu = [], []
             found = 0
             for _ in range(args.queries):
                 t = rng.randrange(args.tenants)
                 ctx = TenantContext(tenant_id=f"t{t}")
                 a, b = rng.sample(range(ENTITIES_PER_TENANT), 2)
-                t1 = time.perf_counter()
+                t1, c1 = time.perf_counter(), time.process_time()
                 p = graph.path(ctx, f"ent_t{t}_{a}", f"ent_t{t}_{b}", max_hops=6)
                 lat.append((time.perf_counter() - t1) * 1000)
+                cpu.append((time.process_time() - c1) * 1000)
                 found += p.found
-            label = "recursive SQL" if engine == "sql" else "adjacency cache"
+            label = "recursive SQL" if engine == "sql" else "CSR snapshot, bidirectional"
             rows.append({"query": f"shortest path <=6 hops, {label}", "p50_ms": pct(lat, 0.5),
-                         "p95_ms": pct(lat, 0.95), "mean_results": found / args.queries})
+                         "p95_ms": pct(lat, 0.95), "cpu_p50_ms": pct(cpu, 0.5), "mean_results": found / args.queries})
+        # identical results from both engines (random related 1-3 hops and paths)
+        checked = 0
+        for _ in range(args.check):
+            ctx, ref = start()
+            t = int(ctx.tenant_id[1:])
+            a, b = rng.sample(range(ENTITIES_PER_TENANT), 2)
+            calls: list[Callable[[], Any]] = [
+                *(lambda h=h, ctx=ctx, ref=ref: graph.related(ctx, ref, h, limit=50) for h in (1, 2, 3)),
+                lambda ctx=ctx, t=t, a=a, b=b: graph.path(ctx, f"ent_t{t}_{a}", f"ent_t{t}_{b}", max_hops=6),
+            ]
+            for call in calls:
+                queries.adjacency_cache = True
+                fast = call()
+                queries.adjacency_cache = False
+                slow = call()
+                if fast != slow:
+                    raise SystemExit(f"engines disagree on {ctx.tenant_id}: {fast} != {slow}")
+                checked += 1
+        queries.adjacency_cache = True
+        print(f"engines agree on {checked} random queries")
         graph.queries._cache = _LRU(4096)
-        # adjacency load cost (first traversal of a tenant after a write)
-        lat = []
+        # snapshot load cost (first traversal of a tenant after a graph write); rows survive graph writes
+        lat, cpu = [], []
         for t in range(min(args.tenants, 20)):
             graph.queries.generations.bump(f"t{t}")
-            t1 = time.perf_counter()
-            graph.queries._adjacency_of(graph.engine.provider._cursor(), f"t{t}")
+            t1, c1 = time.perf_counter(), time.process_time()
+            queries._snapshot(cur, f"t{t}")
             lat.append((time.perf_counter() - t1) * 1000)
-        rows.append({"query": "adjacency load (per tenant, after a write)", "p50_ms": pct(lat, 0.5),
-                     "p95_ms": pct(lat, 0.95), "mean_results": None})
+            cpu.append((time.process_time() - c1) * 1000)
+        rows.append({"query": "snapshot load (per tenant, after a write)", "p50_ms": pct(lat, 0.5),
+                     "p95_ms": pct(lat, 0.95), "cpu_p50_ms": pct(cpu, 0.5), "mean_results": None})
+        lat, cpu = [], []
+        for t in range(min(args.tenants, 20)):
+            queries._rows.put(f"t{t}", None)
+            t1, c1 = time.perf_counter(), time.process_time()
+            queries._rows_of(cur, f"t{t}", queries._snapshot(cur, f"t{t}"))
+            lat.append((time.perf_counter() - t1) * 1000)
+            cpu.append((time.process_time() - c1) * 1000)
+        rows.append({"query": "memory rows load (per tenant, first query)", "p50_ms": pct(lat, 0.5),
+                     "p95_ms": pct(lat, 0.95), "cpu_p50_ms": pct(cpu, 0.5), "mean_results": None})
         ctx, ref = start()
         graph.related(ctx, ref, 3)
         lat = timed(lambda: graph.related(ctx, ref, 3), args.queries)
         rows.append({"query": "related 3-hop, cached", "p50_ms": pct(lat, 0.5), "p95_ms": pct(lat, 0.95),
-                     "mean_results": None})
+                     "cpu_p50_ms": None, "mean_results": None})
         mem.close()
 
     # -- extraction cost ------------------------------------------------------------------------
@@ -206,15 +256,17 @@ def main() -> int:
     rows.append({"query": "add() p50, graph off", "p50_ms": add_cost["off"], "p95_ms": None, "mean_results": None})
 
     print(f"graph: {counts}  built in {build_s:.1f}s  ({args.tenants} tenants)")
-    print(f"{'query':<46}{'p50 ms':>10}{'p95 ms':>10}{'mean results':>14}")
+    print(f"{'query':<46}{'p50 ms':>10}{'p95 ms':>10}{'cpu p50 ms':>12}{'mean results':>14}")
     for r in rows:
         p95 = f"{r['p95_ms']:.3f}" if r["p95_ms"] is not None else "-"
+        cpu50 = f"{r['cpu_p50_ms']:.3f}" if r.get("cpu_p50_ms") is not None else "-"
         mr = f"{r['mean_results']:.2f}" if r["mean_results"] is not None else "-"
-        print(f"{r['query']:<46}{r['p50_ms']:>10.3f}{p95:>10}{mr:>14}")
+        print(f"{r['query']:<46}{r['p50_ms']:>10.3f}{p95:>10}{cpu50:>12}{mr:>14}")
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "graph_bench.json").write_text(json.dumps({
         "counts": counts, "tenants": args.tenants, "queries": args.queries, "build_s": round(build_s, 2),
-        "python": platform.python_version(), "machine": platform.machine(), "rows": rows,
+        "python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count(),
+        "load_avg_at_end": os.getloadavg(), "rows": rows,
     }, indent=2), encoding="utf-8")
     return 0
 

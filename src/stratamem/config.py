@@ -35,6 +35,20 @@ class MemoryConfig(BaseModel):
     retry_multiplier: float = Field(2.0, ge=1.0)
     #: Knowledge graph (DuckDB store): extract entities on add/update for tenants without a setting.
     graph_enabled: bool = True
+    #: Redis shared by every process using this store (None = off; ``Memory.open`` reads
+    #: ``STRATAMEM_REDIS_URL`` unless this is set): the shared embedding cache and the memory_crud
+    #: rate limiter. Unreachable Redis never fails an operation (see README "Redis").
+    redis_url: str | None = None
+    #: Prefix of every Redis key this store writes (``{prefix}:emb:…``, ``{prefix}:rl:…``).
+    redis_prefix: str = Field("stratamem", min_length=1)
+    #: Lifetime of a vector in the Redis embedding cache, seconds.
+    embedding_cache_ttl_s: int = Field(86_400, ge=1)
+    #: memory_crud calls per second per (tenant, principal), 0 = unlimited; and the burst.
+    crud_rate_limit_per_second: float = Field(0.0, ge=0.0)
+    crud_rate_limit_burst: int = Field(20, ge=1)
+    #: memory_crud calls per second per tenant (all principals together), 0 = unlimited; and the burst.
+    crud_tenant_rate_limit_per_second: float = Field(0.0, ge=0.0)
+    crud_tenant_rate_limit_burst: int = Field(100, ge=1)
 
     @property
     def retry(self) -> RetryConfig:

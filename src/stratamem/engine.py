@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pydantic import ValidationError
 
 from .config import MemoryConfig
+from .coordination.ratelimit import RateLimiter, make_rate_limiter
 from .cursor import decode_cursor, encode_cursor, fingerprint
 from .embeddings import Embedder, EmbeddingService, content_hash
 from .errors import ErrorCode, MemoryError
@@ -105,6 +106,24 @@ def _etag(memory_id: str, version: int, chash: str, metadata: Mapping[str, Any])
     return content_hash(raw)[7:27]
 
 
+#: Metadata keys fixed at creation (seed 002 §8.3: scope and ``promotedFromId`` are immutable; §14:
+#: provenance chains are never flattened). The scope (layer + identifiers) cannot be patched at all.
+IMMUTABLE_METADATA: tuple[str, ...] = ("promotedFromId", "compactedFromIds")
+
+
+def _check_immutable(current: MemoryEntry, patch: Mapping[str, Any], operation: str) -> None:
+    """INVALID_PARAMS when a metadata patch would change, add or remove an immutable key."""
+    for key in IMMUTABLE_METADATA:
+        if key in patch and patch[key] != current.metadata.get(key):
+            raise MemoryError(
+                ErrorCode.INVALID_PARAMS,
+                f"metadata.{key} is immutable after creation; promote or compact to create a new entry instead",
+                operation=operation,
+                details={"field": f"metadata.{key}", "reason": "immutable", "id": current.id},
+                retryable=False,
+            )
+
+
 class MemoryEngine:
     def __init__(
         self,
@@ -117,7 +136,18 @@ class MemoryEngine:
         self.config = config or MemoryConfig()
         self.provider = provider
         self.clock: Clock = clock or utc_now
-        self.embeddings = EmbeddingService(embedder, provider, self.config.retry)
+        shared_cache = None
+        if self.config.redis_url:  # shared embedding cache (embeddings/redis_cache.py)
+            from .embeddings.redis_cache import RedisEmbeddingCache
+
+            shared_cache = RedisEmbeddingCache.from_url(self.config.redis_url, self.config.redis_prefix,
+                                                        ttl_s=self.config.embedding_cache_ttl_s)
+        self.embeddings = EmbeddingService(embedder, provider, self.config.retry, shared=shared_cache)
+        #: Rate limiter of the memory_crud skill (Redis-backed and shared when ``redis_url`` is set);
+        #: follows an injected engine clock. Replaceable (tests inject one with their own clock).
+        self.crud_limiter: RateLimiter = make_rate_limiter(
+            "crud", self.config.redis_url, prefix=self.config.redis_prefix,
+            clock=None if clock is None else (lambda: self.clock().timestamp()))
         info = provider.initialize(embedder.model_id, embedder.dimensions)
         self.store_info = info
         provider.attach_embedder(self.embeddings.embed_query)
@@ -538,6 +568,8 @@ class MemoryEngine:
                 if current is None:
                     raise MemoryError(ErrorCode.MEMORY_NOT_FOUND, f"no memory with id {mid!r}", operation=op,
                                       details={"id": mid}, retryable=False)
+                if patch:
+                    _check_immutable(current, patch, op)
                 if if_match is not None and if_match != current.etag:
                     raise MemoryError(
                         ErrorCode.CONFLICT,

@@ -78,10 +78,17 @@ class Memory:
         ``location``: a DuckDB file path (default ``./stratamem.duckdb``), ``memory://``,
         ``duckdb:///:memory:``, ``postgresql://…`` or a provider instance. ``embedder``: ``"local"``
         (default, offline all-MiniLM-L6-v2), ``"hashing"``, ``"openai"`` or an :class:`Embedder`;
-        ``STRATAMEM_EMBEDDER`` sets the default.
+        ``STRATAMEM_EMBEDDER`` sets the default. ``STRATAMEM_REDIS_URL`` / ``STRATAMEM_REDIS_PREFIX`` set
+        ``config.redis_url`` / ``redis_prefix`` (shared embedding cache and memory_crud rate limiter)
+        unless the config sets them.
         """
         if location is None:
             location = os.environ.get("STRATAMEM_STORE") or DEFAULT_STORE
+        env = {f: os.environ.get(f"STRATAMEM_{f.upper()}") for f in ("redis_url", "redis_prefix")}
+        update = {f: v for f, v in env.items() if v and (config is None or f not in config.model_fields_set)}
+        if update:
+            config = MemoryConfig.model_validate({**(config or MemoryConfig()).model_dump(exclude_unset=True),
+                                                  **update})
         provider = open_provider(location)
         engine = MemoryEngine(provider, make_embedder(embedder), config, clock=clock)
         return cls(engine)

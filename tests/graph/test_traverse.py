@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import timedelta
 
 import pytest
 from prometheus_client import REGISTRY
@@ -139,3 +140,31 @@ def test_sql_and_in_memory_bfs_agree(mem: Memory, acme: TenantContext, story: di
             "Project A ←WORKS_ON— Alice —MENTIONS→ memory leak")
     finally:
         queries.adjacency_cache = True
+
+
+def test_row_changes_without_graph_writes_are_seen(mem: Memory, acme: TenantContext,
+                                                   story: dict[str, str]) -> None:
+    """Status, expiry and access counts change memory rows without touching the graph: neither the
+    result cache nor the snapshot's cached rows may serve the old row."""
+    provider = mem.engine.provider
+    first = mem.graph.related(acme, story["a"], hops=3)
+    assert story["b"] in {i.node.id for i in first.items}
+    provider.set_status("acme", [story["b"]], "archived", mem.engine.now())
+    archived = mem.graph.related(acme, story["a"], hops=3)
+    assert not archived.cached and story["b"] not in {i.node.id for i in archived.items}
+    provider.set_status("acme", [story["b"]], "active", mem.engine.now())
+    provider.record_access("acme", {story["b"]: 0.9}, mem.engine.now())
+    back = {i.node.id: i.memory for i in mem.graph.related(acme, story["a"], hops=3).items}
+    assert back[story["b"]] is not None and back[story["b"]].access_count == 1
+    provider.set_expiry("acme", [story["c"]], mem.engine.now() - timedelta(seconds=1))
+    assert story["c"] not in {i.node.id for i in mem.graph.related(acme, story["a"], hops=3).items}
+
+
+def test_invalidate_forgets_snapshot_and_rows(mem: Memory, acme: TenantContext, story: dict[str, str]) -> None:
+    """A bulk replace behind the engine's back (what a restore does) + ``Generations.invalidate``."""
+    queries = mem.graph.queries  # type: ignore[union-attr]
+    assert story["b"] in {i.node.id for i in mem.graph.related(acme, story["a"], hops=3).items}
+    with mem.engine.provider._read() as cur:  # type: ignore[attr-defined]
+        cur.execute("UPDATE memories SET status = 'archived' WHERE tenant_id = 'acme' AND id = ?", [story["b"]])
+    queries.generations.invalidate("acme")
+    assert story["b"] not in {i.node.id for i in mem.graph.related(acme, story["a"], hops=3).items}

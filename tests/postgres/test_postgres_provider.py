@@ -52,7 +52,7 @@ def test_url_routes_to_postgres_and_crud_works(pg_mem: Memory) -> None:
 def test_schema_is_versioned_and_indexed(pg_mem: Memory, pg_url: str, pg_schema: str) -> None:
     info = pg_mem.engine.store_info
     expected = [m.version for m in postgres_schema.all_migrations()]  # core, server + feature migrations
-    assert {1, 2, 4, 6} <= set(expected)  # core, server, lifecycle (memory_feedback), retrieval (postings)
+    assert {1, 2, 3, 4, 6} <= set(expected)  # core, server, hygiene, lifecycle (memory_feedback), postings
     assert info.schema_version == max(expected) and info.extras["schema"] == pg_schema
     with admin(pg_url) as conn:
         versions = conn.execute(sql.SQL("SELECT version, description FROM {}.schema_version").format(

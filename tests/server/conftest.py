@@ -75,8 +75,9 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 class LiveServer:
-    def __init__(self, db: Path) -> None:
+    def __init__(self, db: Path, *extra_args: str) -> None:
         self.db = db
+        self.extra_args = extra_args
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen[str] | None = None
@@ -84,7 +85,7 @@ class LiveServer:
     def start(self) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "stratamem", "serve", "--db", str(self.db), "--host", "127.0.0.1",
-             "--port", str(self.port), "--log-level", "warning"],
+             "--port", str(self.port), "--log-level", "warning", *self.extra_args],
             env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         )
         deadline = time.monotonic() + 60

@@ -184,15 +184,17 @@ def test_rate_limit_per_key(make_client: Callable[..., TestClient], make_key: Ca
 
 
 def test_token_bucket_refills() -> None:
-    from stratamem.server.ratelimit import TokenBucketLimiter
+    from stratamem.coordination.ratelimit import Bucket, LocalRateLimiter, RateLimit
 
     now = [0.0]
-    lim = TokenBucketLimiter(2.0, 2, clock=lambda: now[0])
-    assert lim.acquire("k") == 0 and lim.acquire("k") == 0
-    assert lim.acquire("k") == pytest.approx(0.5)
+    lim = LocalRateLimiter("test", clock=lambda: now[0])
+    k = [Bucket("credential", "k", RateLimit(2.0, 2))]
+    assert lim.acquire(k).allowed and lim.acquire(k).allowed
+    refused = lim.acquire(k)
+    assert not refused.allowed and refused.retry_after == pytest.approx(0.5) and refused.scope == "credential"
     now[0] = 0.5
-    assert lim.acquire("k") == 0
-    assert TokenBucketLimiter(0, 1).acquire("k") == 0  # disabled
+    assert lim.acquire(k).allowed
+    assert lim.acquire([Bucket("credential", "k", RateLimit(0, 1))]).backend == "off"  # disabled
 
 
 def test_admin_key_routes(client: TestClient, make_key: Callable[..., str], server_mem: Memory) -> None:

@@ -20,6 +20,9 @@ from stratamem import Memory, TenantContext
 from .conftest import LiveServer, cli_env, cli_key
 
 CATEGORIES = ["preference", "fact", "context", "instruction"]
+SEED_TOOLS = {"createMemory", "searchMemory", "updateMemory", "deleteMemory", "listMemory"}
+#: memory_crud (seed 001), the write gate with remember/forget (seed 003), lifecycle (tests/server/test_mcp_tools.py)
+EXTRA_TOOLS = {"memory_crud", "memory_process", "remember", "forget", "memory_promote", "close_session"}
 
 
 def _data(result: Any) -> dict[str, Any]:
@@ -35,8 +38,9 @@ def _error_text(result: Any) -> str:
 
 
 def check_seed_schemas(tools: list[Any]) -> None:
-    by_name = {t.name: t.input_schema for t in tools}
-    assert set(by_name) == {"createMemory", "searchMemory", "updateMemory", "deleteMemory", "listMemory"}
+    every = {t.name: t.input_schema for t in tools}
+    assert set(every) == SEED_TOOLS | EXTRA_TOOLS
+    by_name = {name: schema for name, schema in every.items() if name in SEED_TOOLS}
     create = by_name["createMemory"]
     assert set(create["required"]) == {"content", "category"}
     assert create["properties"]["content"]["type"] == "string"
@@ -50,7 +54,7 @@ def check_seed_schemas(tools: list[Any]) -> None:
     assert not lst.get("required") and lst["properties"]["limit"]["default"] == 20
     for schema in (create, search, lst):
         assert CATEGORIES[0] in json.dumps(schema["properties"]["category"])
-    for schema in by_name.values():  # the model never names the tenant or the identifiers
+    for schema in every.values():  # the model never names the tenant or the identifiers
         assert not {"tenant", "tenantId", "userId", "identifiers", "context"} & set(schema["properties"])
 
 

@@ -83,5 +83,7 @@ def test_readme_mcp_stdio_config(tmp_path: Path) -> None:
             return [t.name for t in (await session.list_tools()).tools]
 
     names = asyncio.run(asyncio.wait_for(main(), 120))
-    assert sorted(names) == ["createMemory", "deleteMemory", "listMemory", "searchMemory", "updateMemory"]
+    assert sorted(names) == ["close_session", "createMemory", "deleteMemory", "forget", "listMemory", "memory_crud",
+                             "memory_process", "memory_promote", "remember", "searchMemory", "updateMemory"]
+    assert all(f"`{name}`" in section for name in names)  # the README names every tool
     assert (tmp_path / "data" / "stratamem.duckdb").exists()

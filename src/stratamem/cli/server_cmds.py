@@ -48,17 +48,45 @@ def register(app: typer.Typer) -> None:
         port: Annotated[int, typer.Option("--port", envvar="STRATAMEM_PORT", help="TCP port.")] = 8080,
         embedder: EmbedderOpt = None,
         log_level: Annotated[str, typer.Option("--log-level", help="uvicorn log level.")] = "info",
+        maintenance_interval: Annotated[str | None, typer.Option(
+            "--maintenance-interval", envvar="STRATAMEM_MAINTENANCE_INTERVAL",
+            help="Run maintenance (TTL purge, decay, consolidation, pruning, integrity) every interval, "
+                 "e.g. 1h, 30m, 0.2s (default: off).")] = None,
+        snapshot_interval: Annotated[str | None, typer.Option(
+            "--snapshot-interval", envvar="STRATAMEM_SNAPSHOT_INTERVAL",
+            help="Push S3 snapshots of every tenant every interval (default 6h; 'off' disables).")] = None,
+        snapshots: Annotated[bool | None, typer.Option(
+            "--snapshots/--no-snapshots", envvar="STRATAMEM_SNAPSHOTS_ENABLED", show_default=False,
+            help="Scheduled snapshots on/off (default: on when STRATAMEM_S3_URL or STRATAMEM_S3_BUCKET is set).")]
+            = None,
+        redis_url: Annotated[str | None, typer.Option(
+            "--redis", envvar="STRATAMEM_REDIS_URL",
+            help="Redis URL shared by the server processes: rate limits, and scheduled jobs on one instance "
+                 "at a time.")] = None,
     ) -> None:
         """Start the REST API (and MCP over streamable HTTP at /mcp) with uvicorn."""
         _require_server_extra()
         import uvicorn
+        from pydantic import ValidationError
 
         from ..server.app import create_app
         from ..server.settings import ServerSettings
 
+        given: dict[str, Any] = {"maintenance_interval": maintenance_interval, "snapshot_interval": snapshot_interval,
+                 "snapshots_enabled": snapshots, "redis_url": redis_url}
+        try:
+            settings = ServerSettings(host=host, port=port, **{k: v for k, v in given.items() if v is not None})
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            raise fail("INVALID_PARAMS", f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}") from None
         with open_store(db, embedder) as mem:
-            app_ = create_app(mem, ServerSettings(host=host, port=port))
+            with coded_errors():
+                app_ = create_app(mem, settings)
             typer.echo(f"stratamem serving {db} on http://{host}:{port} (docs: /docs, MCP: /mcp)", err=True)
+            runner = app_.state.schedule
+            if runner is not None:
+                jobs = ", ".join(f"{j.name} every {j.interval_s:g} s" for j in runner.jobs.values())
+                typer.echo(f"schedule: {jobs}" + (" (coordinated through Redis)" if runner.redis else ""), err=True)
             uvicorn.run(app_, host=host, port=port, log_level=log_level)
 
     @app.command("mcp")

@@ -65,6 +65,13 @@ class RedisLock:
             time.sleep(min(remaining, random.uniform(0, delay)))  # jitter, not crypto
             delay = min(self.backoff_max, delay * 2)
 
+    def try_acquire(self) -> bool:
+        """One attempt, no waiting: True when the lock is now ours, False when another holder has it."""
+        if self._lock.acquire(blocking=False):
+            return True
+        metrics.LOCK_CONTENTION.labels(self.name).inc()
+        return False
+
     def extend(self) -> bool:
         """Reset the TTL (Lua: only if we still own it). False when the lock was lost."""
         try:

@@ -17,3 +17,13 @@ LOCK_WAIT_SECONDS = Histogram("stratamem_coord_lock_wait_seconds", "Time spent a
                               ["lock"])
 LOCK_CONTENTION = Counter("stratamem_coord_lock_contention_total", "Lock attempts that found the lock held",
                           ["lock"])
+RATELIMIT_DECISIONS = Counter(
+    "stratamem_ratelimit_decisions_total",
+    "Rate-limit decisions by limiter (http, crud), backend (local, redis, fallback) and decision",
+    ["limiter", "backend", "decision"],
+)
+RATELIMIT_BACKEND_ERRORS = Counter(
+    "stratamem_ratelimit_backend_errors_total",
+    "Redis errors of the shared rate limiter (the decision fell back to the in-process limiter)",
+    ["limiter"],
+)

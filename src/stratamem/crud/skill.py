@@ -12,6 +12,11 @@ INVALID_PARAMS for bad input; ``details.cause`` keeps the engine code). Bulk act
 item and report per-item errors with ``details.index``. Only principals holding a privileged role
 write ``global``; an agent scope other than the caller's own needs a privileged role too. Every
 action is audited (``memory_crud.<action>``), denials included.
+
+Calls are rate-limited per (tenant, principal) and per tenant (``MemoryConfig.crud_rate_limit_*``,
+off by default; shared through Redis when ``redis_url`` is set): a refused call does nothing and
+returns one RATE_LIMITED error with ``details.retry_after_ms`` (plus ``retry_after`` in seconds and
+``scope``, the exhausted budget: principal or tenant).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ..coordination.ratelimit import Bucket, RateLimit
 from ..errors import ErrorCode, MemoryError
 from ..model import Layer, LayerIdentifiers, MemoryEntry, TenantContext
 
@@ -226,6 +232,10 @@ class _Handler:
         return entry_to_item(got)
 
     def update(self, ids: LayerIdentifiers, item: CrudItem, index: int) -> dict[str, Any]:
+        if item.target_scope is not None or item.target_namespace is not None:
+            field = "target_scope" if item.target_scope is not None else "target_namespace"
+            raise _Denied("INVALID_PARAMS", "the scope of a memory is immutable after creation; use action "
+                          "'promote' to copy it to a broader scope", {"field": field, "reason": "immutable"})
         entry = self.in_scope(item.id, ids, index)
         metadata = dict(item.metadata or {}) if item.metadata is not None or item.tags is not None else None
         if item.tags is not None and metadata is not None:
@@ -260,12 +270,28 @@ class _Handler:
         return entry_to_item(promoted)
 
 
+def _rate_limit(engine: MemoryEngine, ctx: TenantContext) -> None:
+    cfg = engine.config
+    principal = ctx.principal or ""
+    decision = engine.crud_limiter.acquire([
+        Bucket("principal", f"{ctx.tenant_id}\x00{principal}",
+               RateLimit(cfg.crud_rate_limit_per_second, cfg.crud_rate_limit_burst)),
+        Bucket("tenant", ctx.tenant_id,
+               RateLimit(cfg.crud_tenant_rate_limit_per_second, cfg.crud_tenant_rate_limit_burst)),
+    ])
+    if not decision.allowed:
+        raise _Denied("RATE_LIMITED", f"too many memory_crud calls for this {decision.scope}; retry later",
+                      {"retry_after_ms": decision.retry_after_ms, "retry_after": round(decision.retry_after, 3),
+                       "scope": decision.scope})
+
+
 def handle_memory_crud(engine: MemoryEngine, lifecycle: Lifecycle, ctx: Any, request: Any) -> MemoryCrudResponse:
     """Run one seed-001 request; never raises for bad input (errors are in the response)."""
     action = request.get("action") if isinstance(request, Mapping) else getattr(request, "action", None)
     tctx: TenantContext | None = None
     try:
         tctx = engine.check_context(ctx, "memory_crud")
+        _rate_limit(engine, tctx)
         req = request if isinstance(request, MemoryCrudRequest) else MemoryCrudRequest.model_validate(request)
         response = _Handler(engine, lifecycle, tctx, req).run()
     except ValidationError as exc:
@@ -279,7 +305,8 @@ def handle_memory_crud(engine: MemoryEngine, lifecycle: Lifecycle, ctx: Any, req
         response = MemoryCrudResponse(errors=[_map_error(exc)])
     codes = [e.code for e in response.errors]
     outcome: Literal["ok", "denied", "error"] = (
-        "denied" if "FORBIDDEN" in codes else "error" if codes and not response.items else "ok")
+        "denied" if {"FORBIDDEN", "RATE_LIMITED"} & set(codes)
+        else "error" if codes and not response.items else "ok")
     engine.audit.record(
         tenant_id=tctx.tenant_id if tctx else getattr(ctx, "tenant_id", None),
         principal=tctx.principal if tctx else None, action=f"memory_crud.{action}", outcome=outcome,

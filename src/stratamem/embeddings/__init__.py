@@ -7,7 +7,7 @@ from typing import Any
 
 from ..errors import ErrorCode, MemoryError
 from .base import Embedder, content_hash, normalize_rows
-from .cache import EmbeddingCacheStore, EmbeddingService
+from .cache import EmbeddingCacheStore, EmbeddingService, SharedEmbeddingCache
 from .hashing import HashingEmbedder
 
 __all__ = [
@@ -15,6 +15,7 @@ __all__ = [
     "EmbeddingCacheStore",
     "EmbeddingService",
     "HashingEmbedder",
+    "SharedEmbeddingCache",
     "content_hash",
     "make_embedder",
     "normalize_rows",

@@ -1,9 +1,11 @@
 """Content-hash embedding cache: the same content never reaches the model twice (seed 000).
 
-Two levels: a small in-process LRU, then a persistent store (the provider's ``embedding_cache``
-table, or Redis when configured) that survives restarts. Keys are (tenant, model, content hash):
-a cache shared across tenants would reveal through ``embedding_generated`` that another tenant
-stored the same text.
+Levels, looked up in order: a small in-process LRU, then Redis shared by every process when
+configured (:mod:`.redis_cache`), then the persistent store (the provider's ``embedding_cache``
+table) that survives restarts; the model only for what none of them has. A hit at a later level
+fills the earlier ones; new vectors go to all of them. Keys are (tenant, model, content hash): a
+cache shared across tenants would reveal through ``embedding_generated`` that another tenant stored
+the same text. Lookups are counted in ``stratamem_embedding_cache_lookups_total{level, result}``.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Protocol, TypeVar
 import numpy as np
 
 from ..retry import RetryConfig, call_with_retry
+from . import metrics
 from .base import Embedder, Matrix, Vector, content_hash
 
 K = TypeVar("K")
@@ -25,6 +28,14 @@ class EmbeddingCacheStore(Protocol):
     def cache_get(self, tenant_id: str, model_id: str, hashes: Sequence[str]) -> dict[str, Vector]: ...
 
     def cache_put(self, tenant_id: str, model_id: str, items: dict[str, Vector]) -> None: ...
+
+
+class SharedEmbeddingCache(Protocol):
+    """A cache shared between processes (Redis): never raises, a failure is a miss."""
+
+    def get_many(self, tenant_id: str, model_id: str, hashes: Sequence[str], dimensions: int) -> dict[str, Vector]: ...
+
+    def put_many(self, tenant_id: str, model_id: str, items: dict[str, Vector]) -> None: ...
 
 
 class _LRU:
@@ -65,9 +76,12 @@ class EmbeddingService:
         retry: RetryConfig,
         *,
         lru_size: int = 4096,
+        shared: SharedEmbeddingCache | None = None,
     ) -> None:
         self.embedder = embedder
         self.store = store
+        #: Cache shared with other processes (Redis), consulted before the store.
+        self.shared = shared
         self.retry = retry
         self._contents = _LRU(lru_size)
         self._queries = _LRU(lru_size)
@@ -100,11 +114,24 @@ class EmbeddingService:
             hit = self._contents.get((tenant_id, model, h))
             if hit is not None:
                 found[h] = hit
-        missing = [h for h in set(hashes) if h not in found]
-        if missing and self.store is not None:
-            for h, vec in self.store.cache_get(tenant_id, model, missing).items():
+        distinct = list(dict.fromkeys(hashes))
+        missing = [h for h in distinct if h not in found]
+        metrics.CACHE_LOOKUPS.labels("lru", "hit").inc(len(distinct) - len(missing))
+        metrics.CACHE_LOOKUPS.labels("lru", "miss").inc(len(missing))
+        if missing and self.shared is not None:
+            for h, vec in self.shared.get_many(tenant_id, model, missing, self.embedder.dimensions).items():
                 found[h] = vec
                 self._contents.put((tenant_id, model, h), vec)
+            missing = [h for h in missing if h not in found]
+        if missing and self.store is not None:
+            from_store = self.store.cache_get(tenant_id, model, missing)
+            metrics.CACHE_LOOKUPS.labels("store", "hit").inc(len(from_store))
+            metrics.CACHE_LOOKUPS.labels("store", "miss").inc(len(missing) - len(from_store))
+            for h, vec in from_store.items():
+                found[h] = vec
+                self._contents.put((tenant_id, model, h), vec)
+            if from_store and self.shared is not None:
+                self.shared.put_many(tenant_id, model, from_store)
         to_embed: dict[str, str] = {}
         for h, text in zip(hashes, texts, strict=True):
             if h not in found and h not in to_embed:
@@ -115,6 +142,8 @@ class EmbeddingService:
             new = {h: matrix[i] for i, h in enumerate(to_embed)}
             if self.store is not None and persist:
                 self.store.cache_put(tenant_id, model, new)
+            if self.shared is not None:
+                self.shared.put_many(tenant_id, model, new)
             for h, vec in new.items():
                 self._contents.put((tenant_id, model, h), vec)
             found.update(new)

@@ -102,6 +102,8 @@ class GraphService:
         self.queries = GraphQueries(self.provider, gens)
         self.pgq_available = detect_pgq(db.conn)
         self.provider.write_hooks.append(self.store)
+        # status / expiry / access-count writes that bypass the hooks: cached rows forget them
+        self.provider.row_listeners.append(gens.rows_changed)
 
     # -- helpers -------------------------------------------------------------------------------
     def _op(self, name: str, ctx: Any) -> Any:

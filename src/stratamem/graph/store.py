@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+from collections import deque
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -98,11 +99,21 @@ def _insert(tx: Any, sql: str, spec: str, rows: Sequence[dict[str, Any]]) -> Non
 
 
 class Generations:
-    """Per-store, per-tenant write counters; traversal caches key on them (bumped on every write)."""
+    """Per-store, per-tenant write counters that traversal caches key on.
+
+    ``get``: the graph generation, bumped on every graph write (nodes, edges, entities).
+    ``row_generation``: bumped whenever memory rows of the tenant change without a graph write
+    (access counts, status, expiry, metadata-only updates), with a short log of the changed ids so
+    a cached adjacency snapshot can forget just those rows instead of being rebuilt.
+    """
+
+    LOG_SIZE = 512
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._gen: dict[str, int] = {}
+        self._rows: dict[str, int] = {}
+        self._log: dict[str, deque[tuple[int, tuple[str, ...]]]] = {}
 
     def bump(self, tenant_id: str) -> None:
         with self._lock:
@@ -110,6 +121,33 @@ class Generations:
 
     def get(self, tenant_id: str) -> int:
         return self._gen.get(tenant_id, 0)
+
+    def rows_changed(self, tenant_id: str, ids: Sequence[str]) -> None:
+        with self._lock:
+            gen = self._rows.get(tenant_id, 0) + 1
+            self._rows[tenant_id] = gen
+            self._log.setdefault(tenant_id, deque(maxlen=self.LOG_SIZE)).append((gen, tuple(ids)))
+
+    def invalidate(self, tenant_id: str) -> None:
+        """Forget everything cached for the tenant (after a bulk replace such as a restore)."""
+        with self._lock:
+            self._gen[tenant_id] = self._gen.get(tenant_id, 0) + 1
+            self._rows[tenant_id] = self._rows.get(tenant_id, 0) + 1
+            self._log.pop(tenant_id, None)  # the log no longer reaches back: rows are reloaded
+
+    def row_generation(self, tenant_id: str) -> int:
+        return self._rows.get(tenant_id, 0)
+
+    def rows_changed_since(self, tenant_id: str, gen: int) -> set[str] | None:
+        """Ids changed after row generation ``gen``; None when the log no longer reaches back."""
+        with self._lock:
+            current = self._rows.get(tenant_id, 0)
+            if current == gen:
+                return set()
+            log = self._log.get(tenant_id)
+            if not log or log[0][0] > gen + 1:
+                return None
+            return {i for g, ids in log if g > gen for i in ids}
 
 
 _GENERATIONS: dict[Any, Generations] = {}
@@ -162,12 +200,15 @@ class GraphStore:
 
     # -- WriteHook -----------------------------------------------------------------------------
     def after_add(self, tx: Any, entries: Sequence[MemoryEntry]) -> None:
+        for tenant in {e.tenant_id for e in entries}:
+            self.generations.rows_changed(tenant, [e.id for e in entries if e.tenant_id == tenant])
         todo = [e for e in entries if e.status == "active" and self.enabled(tx, e.tenant_id)]
         if todo:
             self.index_entries(tx, todo)
 
     def after_update(self, tx: Any, entry: MemoryEntry, previous: MemoryEntry) -> None:
         tenant = entry.tenant_id
+        self.generations.rows_changed(tenant, [entry.id])
         if entry.status != "active":
             if previous.status == "active":
                 self.soft_delete(tx, tenant, [entry.id], _naive(entry.deleted_at) or now_naive())
@@ -183,6 +224,7 @@ class GraphStore:
                 self.index_memory(tx, entry)
 
     def after_delete(self, tx: Any, tenant_id: str, ids: Sequence[str]) -> None:
+        self.generations.rows_changed(tenant_id, ids)
         self.hard_delete(tx, tenant_id, ids)
 
     # -- indexing ------------------------------------------------------------------------------

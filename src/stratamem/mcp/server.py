@@ -1,5 +1,7 @@
 """MCP server with the official ``mcp`` SDK (``MCPServer``): tools createMemory, searchMemory,
-updateMemory, deleteMemory, listMemory with the input schemas of seed 003 §3.3.
+updateMemory, deleteMemory, listMemory with the input schemas of seed 003 §3.3; the seed-001
+``memory_crud`` skill; ``memory_process`` (the seed-003 write gate, intent none|remember|forget) with
+its shortcuts ``remember``/``forget``; ``memory_promote`` and ``close_session`` (lifecycle).
 
 The tenant and the identifiers never come from the model: over stdio they are the command's options
 (``stratamem mcp --tenant T --user-id U``); over HTTP (mounted at ``/mcp``) they come from the API key
@@ -22,12 +24,16 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from .. import __version__
+from ..crud.skill import CrudAction, CrudError, CrudItem, CrudLayer, CrudScope, MemoryCrudResponse
 from ..errors import ErrorCode, MemoryError
 from ..layers import get_accessible_layers, parse_identifiers, parse_layer
 from ..model import Layer, LayerIdentifiers, MemoryEntry, TenantContext
 from ..sdk import Memory
 
 Category = Literal["preference", "fact", "context", "instruction"]
+Intent = Literal["none", "remember", "forget"]
+#: memory_crud actions that write (need a credential that may write).
+CRUD_WRITES = frozenset({"create", "update", "delete", "promote"})
 AUTH_SCOPE_KEY = "stratamem.auth"
 
 
@@ -165,7 +171,121 @@ def build_mcp_server(memory: Memory, resolve: Resolver) -> MCPServer[Any]:
             raise _tool_error(exc) from None
         return {"memories": [_view(e) for e in res.memories], "totalCount": res.total_count}
 
+    # -- seed 001: the memory_crud skill ------------------------------------------------------------
+    @server.tool(name="memory_crud",
+                 description="One entry point for memory CRUD (seed memory_crud skill): action create|read|update|"
+                             "delete|list|promote on scope agent|team|global; errors are returned in 'errors'.")
+    def memory_crud(
+        action: Annotated[CrudAction, Field(description="What to do")],
+        context: Context[Any, Any],
+        scope: Annotated[CrudScope, Field(description="agent (default), team or global")] = "agent",
+        namespace: Annotated[str | None, Field(description="Identifier of the scope (agent id, team id, "
+                                                           "company id); agent defaults to the caller")] = None,
+        layer: Annotated[CrudLayer | None, Field(description="working|session|long_term|meta")] = None,
+        items: Annotated[list[CrudItem] | None, Field(description="Up to 10 items (id, content, metadata, tags, "
+                                                                  "expires_at, if_match, target_scope, "
+                                                                  "target_namespace)")] = None,
+        filters: Annotated[dict[str, Any] | None, Field(description="Metadata filter for list")] = None,
+        cursor: Annotated[str | None, Field(description="Opaque cursor from a previous list")] = None,
+        limit: Annotated[int, Field(description="Page size for list (1-100)")] = 25,
+        if_match: Annotated[str | None, Field(description="Etag for a single-item update/delete")] = None,
+    ) -> dict[str, Any]:
+        b = binding(context)
+        if action in CRUD_WRITES and not b.can_write:
+            memory.engine.audit.record(tenant_id=b.ctx.tenant_id, principal=b.ctx.principal,
+                                       action=f"memory_crud.{action}", outcome="denied",
+                                       code=ErrorCode.FORBIDDEN.value, details={"reason": "read-only credential"})
+            denied = CrudError(code="FORBIDDEN", message="this credential may not write memories",
+                               details={"action": action})
+            return MemoryCrudResponse(errors=[denied]).model_dump(mode="json")
+        request: dict[str, Any] = {"action": action, "scope": scope, "namespace": namespace, "layer": layer,
+                                   "items": [i.model_dump(exclude_none=True) for i in items or []],
+                                   "filters": filters, "cursor": cursor, "limit": limit, "if_match": if_match}
+        if b.identifiers.user_id:  # the owner of agent-scope entries comes from the binding, not the model
+            request["user_id"] = b.identifiers.user_id
+        res = memory.crud(b.ctx, {k: v for k, v in request.items() if v is not None})
+        return dict(res.model_dump(mode="json"))
+
+    # -- seed 003: write gate, remember / forget ---------------------------------------------------
+    def process(context: Context[Any, Any], text: str, intent: Intent,
+                recent_messages: list[str] | None = None) -> dict[str, Any]:
+        b = binding(context, write=True)
+        try:
+            out = memory.process(b.ctx, text, intent, b.identifiers, recent_messages, layer=b.layer)
+        except MemoryError as exc:
+            raise _tool_error(exc) from None
+        return dict(out.model_dump(mode="json", exclude_none=True))
+
+    @server.tool(name="memory_process",
+                 description="Let the memory decide: store a durable fact (deduplicated, reformatted), update a "
+                             "duplicate, ignore noise, or with intent 'forget' delete every matching memory.")
+    def memory_process(
+        text: Annotated[str, Field(description="What the user said or the fact to consider")],
+        context: Context[Any, Any],
+        intent: Annotated[Intent, Field(description="none (let the gate decide), remember or forget")] = "none",
+        recent_messages: Annotated[list[str] | None, Field(description="Recent conversation turns")] = None,
+    ) -> dict[str, Any]:
+        return process(context, text, intent, recent_messages)
+
+    @server.tool(name="remember", description="The user explicitly asked to remember this: store it (unless unsafe)")
+    def remember(text: Annotated[str, Field(description="What to remember")],
+                 context: Context[Any, Any]) -> dict[str, Any]:
+        return process(context, text, "remember")
+
+    @server.tool(name="forget", description="The user explicitly asked to forget this: delete every matching memory")
+    def forget(text: Annotated[str, Field(description="What to forget")],
+               context: Context[Any, Any]) -> dict[str, Any]:
+        return process(context, text, "forget")
+
+    # -- lifecycle --------------------------------------------------------------------------------
+    @server.tool(name="memory_promote",
+                 description="Copy a memory to a broader layer (upward only, e.g. session -> user -> project); "
+                             "PII is redacted and the copy links back with promotedFromId")
+    def memory_promote(
+        id: Annotated[str, Field(description="The memory ID to promote")],
+        target_layer: Annotated[str, Field(description="user, project, team, org, company (or workspace/global)")],
+        context: Context[Any, Any],
+        delete_original: Annotated[bool, Field(description="Delete the source after promotion")] = False,
+    ) -> dict[str, Any]:
+        b = binding(context, write=True)
+        try:
+            source = memory.engine.provider.get(b.ctx.tenant_id, id, memory.engine.now()) if id else None
+            if source is None or not _owned(source, b.identifiers):  # another user's memory looks missing
+                raise MemoryError(ErrorCode.MEMORY_NOT_FOUND, f"no memory with id {id!r}", operation="promote",
+                                  details={"id": id})
+            out = memory.promote(b.ctx, id, target_layer, b.identifiers, delete_original=delete_original)
+        except MemoryError as exc:
+            raise _tool_error(exc) from None
+        view = _view(out)
+        view["promotedFromId"] = out.provenance.promoted_from_id
+        return view
+
+    @server.tool(name="close_session",
+                 description="End a session: promote its important memories (importance >= 0.8) to the project "
+                             "or user layer and let the session's memories expire")
+    def close_session(
+        context: Context[Any, Any],
+        session_id: Annotated[str | None, Field(description="Session to close (default: the bound one)")] = None,
+    ) -> dict[str, Any]:
+        b = binding(context, write=True)
+        try:
+            sid = session_id or b.identifiers.session_id
+            if not b.identifiers.user_id or not sid:
+                raise MemoryError(ErrorCode.MISSING_IDENTIFIER, "close_session needs a userId (from the credential) "
+                                  "and a session_id", operation="close_session",
+                                  details={"identifier": "userId" if not b.identifiers.user_id else "sessionId"})
+            out = memory.close_session(b.ctx, b.identifiers.user_id, sid, b.identifiers.project_id)
+        except MemoryError as exc:
+            raise _tool_error(exc) from None
+        return dict(out.model_dump(mode="json"))
+
     return server
+
+
+def _owned(entry: MemoryEntry, identifiers: LayerIdentifiers) -> bool:
+    """The entry's scope identifiers are all the caller's (a bound userId may act on its own scopes)."""
+    mine = identifiers.present()
+    return all(mine.get(k) == v for k, v in entry.identifiers.present().items())
 
 
 # ------------------------------------------------------------------------------------------ stdio

@@ -25,7 +25,7 @@ import builtins
 import json
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
@@ -143,6 +143,14 @@ class MemoryProvider(ABC):
 
     def __init__(self) -> None:
         self.write_hooks: list[WriteHook] = []
+        #: Called as ``(tenant_id, ids)`` inside the write transaction when memory rows change
+        #: outside add/update/delete (access counts, status, expiry): lets read caches (the
+        #: knowledge-graph snapshot) forget exactly those rows.
+        self.row_listeners: list[Callable[[str, Sequence[str]], None]] = []
+
+    def _rows_changed(self, tenant_id: str, ids: Sequence[str]) -> None:
+        for listener in self.row_listeners:
+            listener(tenant_id, ids)
 
     # -- lifecycle -------------------------------------------------------------------------------
     @abstractmethod
@@ -287,7 +295,7 @@ class MemoryProvider(ABC):
         """Audit only: does ``memory_id`` exist under a tenant other than ``tenant_id``? Never exposed."""
         raise self._server_unsupported()
 
-    # -- hygiene and governance (optional; DuckDB and in-memory implement them) ------------------
+    # -- hygiene and governance (optional; DuckDB, in-memory and PostgreSQL implement them) -------
     def _unsupported(self, feature: str) -> MemoryError:
         return MemoryError(ErrorCode.CONFIGURATION_ERROR, f"{feature} is not supported by provider {self.name}",
                            operation=feature)

@@ -596,6 +596,7 @@ class DuckDBProvider(MemoryProvider):
                 [to_naive_utc(now), _text_list(list(importance)), json.dumps([float(v) for v in importance.values()]),
                  tenant_id],
             )
+            self._rows_changed(tenant_id, list(importance))
         return len(importance)
 
     def set_status(self, tenant_id: str, ids: Sequence[str], status: str, now: datetime) -> builtins.list[str]:
@@ -611,6 +612,7 @@ class DuckDBProvider(MemoryProvider):
                     "WHERE tenant_id = ? AND list_contains(?::JSON::VARCHAR[], id)",
                     [status, to_naive_utc(now) if status == "deleted" else None, tenant_id, _text_list(found)],
                 )
+                self._rows_changed(tenant_id, found)
         return found
 
     def set_expiry(self, tenant_id: str, ids: Sequence[str], expires_at: datetime | None) -> int:
@@ -621,6 +623,7 @@ class DuckDBProvider(MemoryProvider):
                 "UPDATE memories SET expires_at = ? WHERE tenant_id = ? AND list_contains(?::JSON::VARCHAR[], id)",
                 [to_naive_utc(expires_at), tenant_id, _text_list(ids)],
             ).fetchone()
+            self._rows_changed(tenant_id, ids)
         return int(row[0]) if row else 0
 
     def purge_candidates(self, tenant_id: str, *, expired_before: datetime, deleted_before: datetime,

@@ -54,6 +54,7 @@ from .base import (
     StoreInfo,
     dump_json,
     entry_from_parts,
+    to_utc,
 )
 
 MAX_CONTENT_LENGTH = 32_000
@@ -74,6 +75,8 @@ _COPY_TYPES = [
     "int4", "text", "float8", "int8", "timestamptz", "timestamptz", "timestamptz", "timestamptz", "timestamptz",
     "vector",
 ]
+#: Seed of the advisory-lock key hashed from (tenant, user) while the per-user quota is counted.
+_QUOTA_LOCK_SEED = 0x71756F7461
 _SCHEMA_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 
 #: Failures worth retrying: the engine backs off and tries again (SPEC R-OPS "Retries").
@@ -733,3 +736,67 @@ class PostgresProvider(MemoryProvider):
             row = conn.execute("SELECT 1 FROM memories WHERE id = %s AND tenant_id <> %s LIMIT 1",
                                [memory_id, tenant_id]).fetchone()
         return row is not None
+
+    # -------------------------------------------------------------------- hygiene and governance
+    # Same semantics as DuckDBProvider (``hygiene/schema.py`` there, migration 3 in postgres_schema
+    # here): policies and event details are ``json`` objects, timestamps ``timestamptz`` (aware UTC).
+    def get_tenant_policy(self, tenant_id: str) -> dict[str, Any] | None:
+        with self._conn("policy_get") as conn:
+            row = conn.execute("SELECT policy FROM tenant_policies WHERE tenant_id = %s", [tenant_id]).fetchone()
+        return dict(row[0]) if row else None
+
+    def put_tenant_policy(self, tenant_id: str, policy: Mapping[str, Any], updated_at: datetime) -> None:
+        with self.transaction("policy_set") as conn:
+            conn.execute(
+                "INSERT INTO tenant_policies (tenant_id, policy, updated_at) VALUES (%s, %s, %s) "
+                "ON CONFLICT (tenant_id) DO UPDATE SET policy = excluded.policy, updated_at = excluded.updated_at",
+                [tenant_id, Json(dict(policy), dumps=dump_json), to_utc(updated_at)],
+            )
+
+    def append_memory_events(self, events: Sequence[Mapping[str, Any]]) -> None:
+        if not events:
+            return
+        rows = [
+            [e["tenant_id"], e["id"], to_utc(e["ts"]), e["event"], e.get("memory_id"), e.get("layer"),
+             e.get("principal"), e.get("code"), e.get("outcome") or "ok",
+             Json(dict(e.get("details") or {}), dumps=dump_json)]
+            for e in events
+        ]
+        with self.transaction("memory_events") as conn, conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO memory_events (tenant_id, id, ts, event, memory_id, layer, principal, code, outcome, "
+                "details) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                rows,
+            )
+
+    def count_memory_events(self, tenant_id: str, since: datetime | None = None) -> dict[str, int]:
+        where = "tenant_id = %s"
+        params: builtins.list[Any] = [tenant_id]
+        if since is not None:
+            where += " AND ts >= %s"
+            params.append(to_utc(since))
+        with self._conn("memory_events") as conn:
+            rows = conn.execute(f"SELECT event, outcome, count(*) FROM memory_events WHERE {where} "
+                                "GROUP BY event, outcome", params).fetchall()
+        counts: dict[str, int] = {}
+        for event, outcome, n in rows:
+            counts[str(event)] = counts.get(str(event), 0) + int(n)
+            counts[f"{event}.{outcome}"] = counts.get(f"{event}.{outcome}", 0) + int(n)
+        return counts
+
+    def count_user_memories(self, tenant_id: str, user_id: str, now: datetime, *,
+                            exclude_ids: Sequence[str] = (), tx: Any = None) -> int:
+        """Inside a write transaction (``tx``, the quota hook) the count first takes a transaction-level
+        advisory lock on (tenant, user), so concurrent adds for one user are counted one after the
+        other (READ COMMITTED: the count's snapshot is taken after the lock) and the quota holds."""
+        count_sql = ("SELECT count(*) FROM memories WHERE tenant_id = %s AND (identifiers ->> 'user_id') = %s "
+                     "AND status = 'active' AND (expires_at IS NULL OR expires_at > %s) AND NOT (id = ANY(%s))")
+        params = [tenant_id, user_id, to_utc(now), list(exclude_ids)]
+        if tx is not None:
+            tx.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, %s))",
+                       [f"{tenant_id}\x1f{user_id}", _QUOTA_LOCK_SEED])
+            row = tx.execute(count_sql, params).fetchone()
+        else:
+            with self._conn("quota") as conn:
+                row = conn.execute(count_sql, params).fetchone()
+        return int(row[0]) if row else 0

@@ -110,6 +110,40 @@ def _v2_server(conn: Any, dims: int) -> None:
     conn.execute("CREATE INDEX api_keys_tenant_idx ON api_keys (tenant_id, created_at)")
 
 
+def _v3_hygiene(conn: Any, dims: int) -> None:
+    """The hygiene feature's tenant policies and memory_events log (same columns as
+    ``hygiene/schema.py`` on DuckDB, timestamps as ``timestamptz``, JSON as ``json``), plus an index
+    for the per-user quota count (``identifiers->>'user_id'`` of one tenant)."""
+    conn.execute(
+        """
+        CREATE TABLE IF NOT EXISTS tenant_policies (
+            tenant_id  TEXT        NOT NULL PRIMARY KEY,
+            policy     JSON        NOT NULL,
+            updated_at TIMESTAMPTZ NOT NULL
+        )
+        """
+    )
+    conn.execute(
+        """
+        CREATE TABLE IF NOT EXISTS memory_events (
+            tenant_id TEXT        NOT NULL,
+            id        TEXT        NOT NULL,
+            ts        TIMESTAMPTZ NOT NULL,
+            event     TEXT        NOT NULL,
+            memory_id TEXT,
+            layer     TEXT,
+            principal TEXT,
+            code      TEXT,
+            outcome   TEXT        NOT NULL,
+            details   JSON        NOT NULL,
+            PRIMARY KEY (tenant_id, id)
+        )
+        """
+    )
+    conn.execute("CREATE INDEX IF NOT EXISTS memory_events_ts_idx ON memory_events (tenant_id, ts)")
+    conn.execute("CREATE INDEX IF NOT EXISTS memories_user_idx ON memories (tenant_id, (identifiers ->> 'user_id'))")
+
+
 def _v4_lifecycle(conn: Any, dims: int) -> None:
     """The lifecycle feature's reward-feedback signals (same columns as ``lifecycle/schema.py`` on DuckDB)."""
     conn.execute(
@@ -132,6 +166,7 @@ def _v4_lifecycle(conn: Any, dims: int) -> None:
 MIGRATIONS: list[Migration] = [
     Migration(1, "memories (HNSW + tsvector), embedding cache", _v1_core),
     Migration(2, "server: api keys", _v2_server),
+    Migration(3, "hygiene: tenant policies, memory events", _v3_hygiene),
     Migration(4, "lifecycle: memory_feedback", _v4_lifecycle),
 ]
 

@@ -7,9 +7,12 @@ Feature routers are built from the shared dependencies of :mod:`stratamem.server
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import logging
+import os
 from collections.abc import AsyncIterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, FastAPI
 from fastapi.responses import JSONResponse, Response
@@ -25,9 +28,57 @@ from . import http_errors
 from .deps import get_memory, get_tenant
 from .graph_routes import graph_router
 from .keys_routes import build_keys_router
-from .ratelimit import TokenBucketLimiter
+from .ratelimit import build_limiter
 from .routes import build_router
 from .settings import ServerSettings
+
+if TYPE_CHECKING:
+    from ..lifecycle.runner import Job, ScheduleRunner
+
+log = logging.getLogger("stratamem.server")
+
+
+def _snapshots_wanted(settings: ServerSettings) -> bool:
+    if settings.snapshot_interval is None or settings.snapshots_enabled is False:
+        return False
+    if settings.snapshots_enabled:
+        return True
+    return bool(os.environ.get("STRATAMEM_S3_URL") or os.environ.get("STRATAMEM_S3_BUCKET"))
+
+
+def build_schedule(memory: Memory, settings: ServerSettings) -> ScheduleRunner | None:
+    """The background runner of ``stratamem serve``: maintenance every ``maintenance_interval`` and
+    snapshot pushes every ``snapshot_interval`` (when snapshots are enabled); None when neither runs."""
+    from ..lifecycle.runner import ScheduleRunner, maintenance_job, snapshot_job
+
+    jobs: list[Job] = []
+    at_start = settings.schedule_run_at_start
+    if settings.maintenance_interval is not None:
+        jobs.append(maintenance_job(memory.lifecycle, settings.maintenance_interval.total_seconds(),
+                                    run_at_start=at_start))
+    if _snapshots_wanted(settings):
+        assert settings.snapshot_interval is not None
+        manager: Any = getattr(memory, "_snapshots", None)  # one configured by the caller wins
+        try:
+            if manager is None:
+                manager = memory.configure_snapshots(retention=settings.snapshot_retention)
+        except MemoryError as exc:
+            if settings.snapshots_enabled:
+                raise
+            log.warning("scheduled snapshots are off: %s", exc.message)
+        else:
+            jobs.append(snapshot_job(manager, settings.snapshot_interval.total_seconds(), run_at_start=at_start))
+    if not jobs:
+        return None
+    client = None
+    cfg = memory.engine.config
+    redis_url = settings.redis_url or cfg.redis_url  # the same Redis as the shared rate limiter
+    if redis_url:
+        import redis
+
+        client = redis.Redis.from_url(redis_url, socket_timeout=10, socket_connect_timeout=5)
+    return ScheduleRunner(jobs, redis=client, lock_prefix=settings.redis_prefix or cfg.redis_prefix,
+                          lock_ttl=settings.schedule_lock_ttl)
 
 
 class BodySizeLimit:
@@ -89,12 +140,17 @@ def create_app(memory: Memory, settings: ServerSettings | None = None, *,
 
         mcp_app = build_http_app(memory, settings)
 
+    runner = build_schedule(memory, settings)
+
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        if mcp_app is None:
-            yield
-            return
-        async with mcp_app.session_manager.run():
+        async with contextlib.AsyncExitStack() as stack:
+            if mcp_app is not None:
+                await stack.enter_async_context(mcp_app.session_manager.run())
+            if runner is not None:
+                runner.start()
+                # on shutdown: wait for a run in progress (off the event loop), before the store closes
+                stack.push_async_callback(asyncio.to_thread, runner.stop)
             yield
 
     app = FastAPI(
@@ -106,7 +162,9 @@ def create_app(memory: Memory, settings: ServerSettings | None = None, *,
     )
     app.state.memory = memory
     app.state.settings = settings
-    app.state.limiter = TokenBucketLimiter(settings.rate_limit_per_second, settings.rate_limit_burst)
+    #: The in-server schedule (None when no job is enabled); started and stopped by the lifespan.
+    app.state.schedule = runner
+    app.state.limiter = build_limiter(settings, memory)  # shared through Redis when configured
     http_errors.install(app)
     app.add_middleware(BodySizeLimit, limit=settings.max_body_bytes)
 

@@ -3,7 +3,7 @@
 ``get_memory(request) -> Memory`` and ``get_tenant(...) -> TenantContext`` are the two a feature
 router needs: build it as ``graph_router(get_memory, get_tenant) -> APIRouter`` and pass it to
 ``create_app(..., extra_routers=[...])``. ``get_tenant`` authenticates (API key or JWT), applies the
-per-credential rate limit, and audits every denial.
+per-credential and per-tenant rate limits (``server/ratelimit.py``), and audits every denial.
 """
 
 from __future__ import annotations
@@ -13,12 +13,13 @@ from typing import Annotated
 from fastapi import Depends, Request
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
-from ..errors import ErrorCode, MemoryError
+from ..coordination.ratelimit import RateLimiter
+from ..errors import MemoryError
 from ..model import TenantContext
 from ..sdk import Memory
 from ..telemetry.metrics import ERRORS
 from .auth import READ_ROLES, WRITE_ROLES, AuthResult, authenticate, credential_from_headers, require_role
-from .ratelimit import TokenBucketLimiter
+from .ratelimit import check_rate
 from .settings import ServerSettings
 
 bearer_scheme = HTTPBearer(auto_error=False, description="API key (smk_…) or signed JWT")
@@ -48,14 +49,11 @@ def authenticate_request(request: Request, authorization: str | None, api_key: s
     """Authenticate + rate-limit one request (used by the REST dependencies and the /mcp mount)."""
     memory: Memory = request.app.state.memory
     settings: ServerSettings = request.app.state.settings
-    limiter: TokenBucketLimiter = request.app.state.limiter
+    limiter: RateLimiter = request.app.state.limiter
     result: AuthResult | None = None
     try:
         result = authenticate(credential_from_headers(authorization, api_key), memory.engine.provider, settings)
-        wait = limiter.acquire(result.subject)
-        if wait > 0:
-            raise MemoryError(ErrorCode.RATE_LIMITED, "rate limit exceeded for this credential", operation="auth",
-                              details={"retry_after": round(wait, 3)})
+        check_rate(limiter, settings, result)
     except MemoryError as exc:
         _audit_denial(memory, request, exc, result.ctx if result else None)
         raise

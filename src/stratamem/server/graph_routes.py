@@ -4,6 +4,9 @@ The server app includes ``graph_router(get_memory, get_tenant)``; both arguments
 dependency callables (``Depends(get_memory)`` → :class:`~stratamem.Memory`,
 ``Depends(get_tenant)`` → :class:`~stratamem.TenantContext`). A ``MemoryError`` propagates to the
 server's one error mapping (:mod:`stratamem.server.http_errors`), like every other route.
+
+JSON is camelCase like the rest of the API (``relType``, ``includeEntities``, ``maxHops``); query
+parameters are also accepted in snake_case.
 """
 # No `from __future__ import annotations`: FastAPI resolves the local Annotated aliases at definition time.
 
@@ -12,10 +15,39 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
 
+from ..graph.traverse import MAX_HOPS
 from ..model import TenantContext
 from ..sdk import Memory
 from .http_errors import COMMON, responses
+
+NodeRef = Annotated[str, Field(min_length=1, max_length=512)]
+
+
+class _Params(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+
+class RelatedParams(_Params):
+    node: NodeRef
+    hops: int = Field(2, ge=1, le=MAX_HOPS)
+    limit: int = Field(50, ge=1, le=500)
+    include_entities: bool = False
+
+
+class PathParams(_Params):
+    a: NodeRef
+    b: NodeRef
+    max_hops: int = Field(MAX_HOPS, ge=1, le=MAX_HOPS)
+
+
+class NeighborParams(_Params):
+    node: NodeRef
+    rel_type: str | None = Field(None, max_length=40)
+    direction: Literal["out", "in", "both"] = "both"
+    limit: int = Field(100, ge=1, le=1000)
 
 
 def graph_router(get_memory: Callable[..., Any], get_tenant: Callable[..., Any]) -> APIRouter:
@@ -24,31 +56,20 @@ def graph_router(get_memory: Callable[..., Any], get_tenant: Callable[..., Any])
     TenantDep = Annotated[TenantContext, Depends(get_tenant)]
 
     @router.get("/v1/graph/related")
-    def related(mem: MemoryDep, t: TenantDep,
-                node: Annotated[str, Query(min_length=1, max_length=512)],
-                hops: Annotated[int, Query(ge=1, le=6)] = 2,
-                limit: Annotated[int, Query(ge=1, le=500)] = 50,
-                include_entities: bool = False) -> Any:
+    def related(mem: MemoryDep, t: TenantDep, q: Annotated[RelatedParams, Query()]) -> Any:
         """Memories (and optionally entities) within ``hops`` of a memory id or entity name."""
-        return mem.graph.related(t, node, hops, limit=limit, include_entities=include_entities).model_dump(
-            mode="json", by_alias=False)
+        return mem.graph.related(t, q.node, q.hops, limit=q.limit, include_entities=q.include_entities).model_dump(
+            mode="json", by_alias=True)
 
     @router.get("/v1/graph/path")
-    def path(mem: MemoryDep, t: TenantDep,
-             a: Annotated[str, Query(min_length=1, max_length=512)],
-             b: Annotated[str, Query(min_length=1, max_length=512)],
-             max_hops: Annotated[int, Query(ge=1, le=6)] = 6) -> Any:
+    def path(mem: MemoryDep, t: TenantDep, q: Annotated[PathParams, Query()]) -> Any:
         """Shortest path between two memories or entities, with its reasoning text."""
-        return mem.graph.path(t, a, b, max_hops=max_hops).model_dump(mode="json")
+        return mem.graph.path(t, q.a, q.b, max_hops=q.max_hops).model_dump(mode="json", by_alias=True)
 
     @router.get("/v1/graph/neighbors")
-    def neighbors(mem: MemoryDep, t: TenantDep,
-                  node: Annotated[str, Query(min_length=1, max_length=512)],
-                  rel_type: str | None = None,
-                  direction: Literal["out", "in", "both"] = "both",
-                  limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> Any:
-        found = mem.graph.neighbors(t, node, rel_type=rel_type, direction=direction, limit=limit)
-        return {"neighbors": [n.model_dump(mode="json") for n in found]}
+    def neighbors(mem: MemoryDep, t: TenantDep, q: Annotated[NeighborParams, Query()]) -> Any:
+        found = mem.graph.neighbors(t, q.node, rel_type=q.rel_type, direction=q.direction, limit=q.limit)
+        return {"neighbors": [n.model_dump(mode="json", by_alias=True) for n in found]}
 
     @router.get("/health/graph")
     def health(mem: MemoryDep) -> Any:

@@ -1,36 +1,35 @@
-"""Per-credential token bucket (in process). Hand-written: ~20 lines, and the exact ``Retry-After``
-(time until one token is back) is what RATE_LIMITED must carry; Redis-backed limits across processes
-belong to the coordination feature."""
+"""Request rate limits of the REST API and the /mcp mount (per credential and per tenant).
+
+The buckets live in Redis when one is configured (``ServerSettings.redis_url`` or the store's
+``MemoryConfig.redis_url``), so every server process pointing at it shares one budget; otherwise in
+this process. Algorithm, Redis keys and the behaviour when Redis is unreachable:
+:mod:`stratamem.coordination.ratelimit`. A refused request gets 429 RATE_LIMITED with
+``details.retry_after`` (seconds) and a ``Retry-After`` header.
+"""
 
 from __future__ import annotations
 
-import threading
-import time
-from collections.abc import Callable
+from ..coordination.ratelimit import Bucket, RateLimit, RateLimiter, make_rate_limiter
+from ..errors import ErrorCode, MemoryError
+from ..sdk import Memory
+from .auth import AuthResult
+from .settings import ServerSettings
 
 
-class TokenBucketLimiter:
-    def __init__(self, rate_per_second: float, burst: int, *, clock: Callable[[], float] = time.monotonic,
-                 max_keys: int = 100_000) -> None:
-        self.rate = rate_per_second
-        self.burst = float(burst)
-        self.clock = clock
-        self.max_keys = max_keys
-        self._buckets: dict[str, tuple[float, float]] = {}
-        self._lock = threading.Lock()
+def build_limiter(settings: ServerSettings, memory: Memory) -> RateLimiter:
+    cfg = memory.engine.config
+    return make_rate_limiter("http", settings.redis_url or cfg.redis_url,
+                             prefix=settings.redis_prefix or cfg.redis_prefix)
 
-    def acquire(self, key: str) -> float:
-        """Take one token for ``key``: 0.0 when allowed, else seconds until a token is available."""
-        if self.rate <= 0:
-            return 0.0
-        now = self.clock()
-        with self._lock:
-            tokens, last = self._buckets.get(key, (self.burst, now))
-            tokens = min(self.burst, tokens + (now - last) * self.rate)
-            if tokens >= 1.0:
-                if len(self._buckets) >= self.max_keys and key not in self._buckets:
-                    self._buckets.clear()
-                self._buckets[key] = (tokens - 1.0, now)
-                return 0.0
-            self._buckets[key] = (tokens, now)
-            return (1.0 - tokens) / self.rate
+
+def check_rate(limiter: RateLimiter, settings: ServerSettings, auth: AuthResult) -> None:
+    """Take one request from the credential's and the tenant's buckets, or raise RATE_LIMITED."""
+    decision = limiter.acquire([
+        Bucket("credential", auth.subject, RateLimit(settings.rate_limit_per_second, settings.rate_limit_burst)),
+        Bucket("tenant", auth.ctx.tenant_id,
+               RateLimit(settings.rate_limit_tenant_per_second, settings.rate_limit_tenant_burst)),
+    ])
+    if not decision.allowed:
+        raise MemoryError(ErrorCode.RATE_LIMITED, f"rate limit exceeded for this {decision.scope}", operation="auth",
+                          details={"retry_after": round(decision.retry_after, 3),
+                                   "retry_after_ms": decision.retry_after_ms, "scope": decision.scope})

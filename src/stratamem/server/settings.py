@@ -2,8 +2,27 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from datetime import timedelta
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from ..lifecycle.config import parse_duration
+
+_OFF = {"", "0", "off", "none", "false", "no", "disabled"}
+
+
+def _interval(value: Any) -> timedelta | None:
+    """``"6h"``, ``"30m"``, ``"0.2s"``, seconds or a timedelta; ``0``/``"off"``/None = disabled."""
+    if value is None or (isinstance(value, str) and value.strip().lower() in _OFF):
+        return None
+    out = parse_duration(value)
+    return out if out.total_seconds() > 0 else None
+
+
+#: An optional schedule interval (None = the job does not run).
+Interval = Annotated[timedelta | None, BeforeValidator(_interval)]
 
 
 class ServerSettings(BaseSettings):
@@ -18,6 +37,15 @@ class ServerSettings(BaseSettings):
     #: Token bucket per API key / token subject: sustained requests per second (0 disables) and burst.
     rate_limit_per_second: float = Field(50.0, ge=0.0)
     rate_limit_burst: int = Field(100, ge=1)
+    #: Token bucket per tenant (all its credentials together): requests per second (0 disables) and burst.
+    rate_limit_tenant_per_second: float = Field(0.0, ge=0.0)
+    rate_limit_tenant_burst: int = Field(500, ge=1)
+    #: Redis shared by every server process (``STRATAMEM_REDIS_URL``): the rate-limit buckets live
+    #: there, so N processes share one budget. None: the store's ``MemoryConfig.redis_url``, else
+    #: per-process buckets. Redis unreachable → per-process buckets until it is back (README "Redis").
+    redis_url: str | None = None
+    #: Key prefix in Redis (``STRATAMEM_REDIS_PREFIX``); None: the store's ``MemoryConfig.redis_prefix``.
+    redis_prefix: str | None = None
     #: Signed bearer tokens (optional): HS256 shared secret and/or RS256 public key (PEM).
     jwt_secret: str | None = None
     jwt_public_key: str | None = None
@@ -25,3 +53,17 @@ class ServerSettings(BaseSettings):
     jwt_issuer: str | None = None
     #: Mount the MCP streamable-HTTP endpoint at /mcp.
     mcp_enabled: bool = True
+    # -- in-server schedule (stratamem.lifecycle.runner) ---------------------------------------
+    #: Maintenance (TTL purge, decay, consolidation, pruning, integrity) every interval; off by default.
+    maintenance_interval: Interval = None
+    #: Snapshot push of every tenant every interval (default 6 h) when S3 snapshots are enabled.
+    snapshot_interval: Interval = timedelta(hours=6)
+    #: Snapshots older than this are deleted at each push (never the newest).
+    snapshot_retention: Annotated[timedelta, BeforeValidator(parse_duration)] = timedelta(days=7)
+    #: Scheduled snapshots: None = on when ``STRATAMEM_S3_URL`` or ``STRATAMEM_S3_BUCKET`` is set.
+    snapshots_enabled: bool | None = None
+    #: Run each scheduled job once at start-up instead of one interval later.
+    schedule_run_at_start: bool = False
+    #: TTL of a scheduled job's Redis lock (extended every third of it while the job runs); with
+    #: ``redis_url`` (above) each scheduled job runs on one server instance at a time.
+    schedule_lock_ttl: float = Field(60.0, gt=0.0)
