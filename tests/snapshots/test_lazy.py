@@ -185,3 +185,21 @@ def test_graph_expansion_waits_for_the_whole_tenant(mem: Memory, acme: TenantCon
         assert [r.memory.id for r in got.results] == [r.memory.id for r in want.results]
     finally:
         cold.close()
+
+
+def test_restore_refreshes_graph_traversal_caches(mem: Memory, acme: TenantContext, s3_settings: S3Settings,
+                                                  s3: S3Store) -> None:
+    """A restore replaces rows behind the engine's back: cached traversals must not survive it."""
+    old_ids = fill(mem, acme, 8)
+    mgr = mem.configure_snapshots(s3_settings)
+    v1 = mgr.push(acme)[0]
+    new_ids = set(fill(mem, acme, 8, start=100))
+
+    def related() -> set[str]:
+        return {i.node.id for i in mem.graph.related(acme, old_ids[0], hops=3).items}
+
+    before = related()
+    assert before & new_ids  # the newer memories are linked (and now cached)
+    report = mgr.restore(acme, snapshot_id=v1.snapshot_id)
+    assert report.snapshot_id == v1.snapshot_id
+    assert not related() & new_ids
