@@ -27,6 +27,13 @@ class MemoryConfig(BaseModel):
     #: Weight of lexical (BM25) matching fused into search scores; 0 = dense similarity only.
     #: ``score = dense + w · lex · (1 - dense)`` (see README "Scores"); tuned on LoCoMo.
     hybrid_weight: float = Field(1.0, ge=0.0, le=1.0)
+    #: Embedded store: serve searches from the in-process index (exact numpy + BM25 while a
+    #: tenant/layer/scope partition is small, HNSW above ``ann_threshold`` rows); False = SQL scan.
+    search_index: bool = True
+    #: Live rows of one partition above which its dense candidates come from an HNSW index (usearch).
+    ann_threshold: int = Field(20_000, ge=1)
+    #: Rows mirrored in process memory over all partitions; least recently searched evicted first.
+    search_index_max_rows: int = Field(2_000_000, ge=1)
     #: Threads for the concurrent per-layer search fan-out.
     search_workers: int = Field(8, ge=1)
     retry_max_attempts: int = Field(3, ge=1)

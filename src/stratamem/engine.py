@@ -148,6 +148,8 @@ class MemoryEngine:
         self.crud_limiter: RateLimiter = make_rate_limiter(
             "crud", self.config.redis_url, prefix=self.config.redis_prefix,
             clock=None if clock is None else (lambda: self.clock().timestamp()))
+        provider.configure_search_index(enabled=self.config.search_index, ann_threshold=self.config.ann_threshold,
+                                        max_rows=self.config.search_index_max_rows)
         info = provider.initialize(embedder.model_id, embedder.dimensions)
         self.store_info = info
         provider.attach_embedder(self.embeddings.embed_query)

@@ -930,7 +930,8 @@ class SnapshotManager:
 
     def _invalidate_caches(self, tenant_id: str) -> None:
         """Rows were replaced behind the engine's back: in-process caches keyed on the tenant's writes
-        (the knowledge graph's traversal generations, when the graph has them) must forget it."""
+        (the search index's partitions, the knowledge graph's traversal generations) must forget it."""
+        self.provider.rows_replaced(tenant_id)
         graph = getattr(self.engine, "graph", None)
         seen: builtins.list[Any] = []
         for holder in (getattr(graph, "queries", None), getattr(graph, "store", None)):

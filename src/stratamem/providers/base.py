@@ -78,6 +78,8 @@ class SearchQuery:
     include_embedding: bool = False
     #: Weight ``w`` of the lexical (BM25) half of the fused score; 0 = dense only (see module doc).
     lexical_weight: float = 0.0
+    #: Force an exact scan where the provider would use an approximate (ANN) index.
+    exact: bool = False
 
 
 @dataclass
@@ -147,6 +149,20 @@ class MemoryProvider(ABC):
         #: outside add/update/delete (access counts, status, expiry): lets read caches (the
         #: knowledge-graph snapshot) forget exactly those rows.
         self.row_listeners: list[Callable[[str, Sequence[str]], None]] = []
+
+    def configure_search_index(self, *, enabled: bool = True, ann_threshold: int | None = None,
+                               max_rows: int | None = None) -> None:
+        """Tune an in-process search index, where the provider keeps one (the embedded DuckDB store)."""
+        return None
+
+    def rows_replaced(self, tenant_id: str) -> None:
+        """A tenant's ``memories`` rows were rewritten by SQL outside the provider's methods (snapshot
+        restore): in-process mirrors of them must be rebuilt."""
+        return None
+
+    def search_index_stats(self) -> dict[str, Any] | None:
+        """Partitions and rows of the in-process search index, None where the provider has none."""
+        return None
 
     def _rows_changed(self, tenant_id: str, ids: Sequence[str]) -> None:
         for listener in self.row_listeners:

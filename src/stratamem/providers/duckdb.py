@@ -31,6 +31,7 @@ from ..errors import ErrorCode, MemoryError, TransientProviderError
 from ..model import MemoryEntry, ProviderCapabilities
 from ..retrieval.duckdb_lexical import DuckDBLexicalIndex, lexical_scores_sql
 from ..retrieval.lexical import query_terms
+from ..retrieval.search_index import DEFAULT_ANN_THRESHOLD, DEFAULT_MAX_ROWS, Change, SearchIndex
 from . import duckdb_schema
 from .base import (
     ACTIVE,
@@ -46,6 +47,7 @@ from .base import (
     identifiers_json,
     provenance_json,
     to_naive_utc,
+    to_utc,
 )
 
 MAX_CONTENT_LENGTH = 32_000
@@ -77,6 +79,8 @@ class _Database:
     dims: int | None = None
     local: threading.local = field(default_factory=threading.local)
     cursors: list[Any] = field(default_factory=list)
+    #: In-process search index over this database (shared by every provider opened on the file).
+    search_index: SearchIndex | None = None
 
 
 _REGISTRY: dict[str, _Database] = {}
@@ -115,6 +119,9 @@ class DuckDBProvider(MemoryProvider):
         self._read_batch = read_batch
         self._db: _Database | None = None
         self._info: StoreInfo | None = None
+        #: Serve searches from the in-process index (retrieval/search_index.py); False = SQL scan.
+        self.use_search_index = True
+        self._index_settings: dict[str, int] = {}
         self.write_hooks.append(DuckDBLexicalIndex())  # hybrid search: postings in the write transaction
 
     # ------------------------------------------------------------------------------- connection
@@ -175,16 +182,21 @@ class DuckDBProvider(MemoryProvider):
         db = self.db
         with db.write_lock:
             cur = self._cursor()
+            index = db.search_index
             cur.execute("BEGIN TRANSACTION")
             try:
                 yield cur
                 cur.execute("COMMIT")
             except BaseException as exc:
+                if index is not None:
+                    index.rollback()
                 with suppress(duckdb.Error):
                     cur.execute("ROLLBACK")
                 if isinstance(exc, duckdb.Error):
                     raise self._translate(exc, "write") from exc
                 raise
+            if index is not None:  # the committed write's effect on the in-process index
+                index.commit()
 
     @staticmethod
     def _translate(exc: Exception, operation: str) -> Exception:
@@ -240,6 +252,9 @@ class DuckDBProvider(MemoryProvider):
                         [embedding_model, str(dimensions)],
                     )
                 db.dims = dimensions
+                if db.search_index is None:
+                    db.search_index = SearchIndex(dimensions, db.write_lock)
+                self._apply_index_settings()
                 version = duckdb_schema.current_version(cur)
         except duckdb.Error as exc:
             self.shutdown()
@@ -289,6 +304,61 @@ class DuckDBProvider(MemoryProvider):
             with suppress(duckdb.Error):
                 db.conn.execute("CHECKPOINT")
             db.conn.close()
+
+    # ------------------------------------------------------------------------- search index
+    def configure_search_index(self, *, enabled: bool = True, ann_threshold: int | None = None,
+                               max_rows: int | None = None) -> None:
+        self.use_search_index = enabled
+        if ann_threshold is not None:
+            self._index_settings["ann_threshold"] = ann_threshold
+        if max_rows is not None:
+            self._index_settings["max_rows"] = max_rows
+        if self._db is not None:
+            self._apply_index_settings()
+
+    def _apply_index_settings(self) -> None:
+        index = self.db.search_index
+        if index is not None:
+            index.ann_threshold = self._index_settings.get("ann_threshold", DEFAULT_ANN_THRESHOLD)
+            index.max_rows = self._index_settings.get("max_rows", DEFAULT_MAX_ROWS)
+
+    @property
+    def search_index(self) -> SearchIndex | None:
+        """The in-process search index (None before ``initialize`` or when disabled)."""
+        return self.db.search_index if self._db is not None and self.use_search_index else None
+
+    def search_index_stats(self) -> dict[str, Any] | None:
+        index = self.search_index
+        return None if index is None else index.stats()
+
+    def rows_replaced(self, tenant_id: str) -> None:
+        index = self._db.search_index if self._db is not None else None
+        if index is not None:
+            index.drop_tenant(tenant_id)
+
+    def _stage(self, change: Change) -> None:
+        """Record a write's effect on the search index; applied when its transaction commits."""
+        index = self.db.search_index
+        if index is not None:
+            index.stage(change)
+
+    def _load_partition(self, tenant_id: str, layer: str, scope: str) -> Iterator[tuple[MemoryEntry, Any]]:
+        """Every row of one partition (any status) with its vector, for the search index."""
+        cur = self._cursor()
+        try:
+            table = cur.execute(
+                f"SELECT {_COLUMNS}, embedding FROM memories WHERE tenant_id = ? AND layer = ? AND scope = ?",
+                [tenant_id, layer, scope],
+            ).to_arrow_table()
+        except duckdb.Error as exc:
+            raise self._translate(exc, "search") from exc
+        if table.num_rows == 0:
+            return
+        dims = int(self.db.dims or 0)
+        vectors = table.column("embedding").combine_chunks().flatten().to_numpy().reshape(-1, dims)
+        columns = [table.column(i).to_pylist() for i in range(_N_COLS)]
+        for i, row in enumerate(zip(*columns, strict=True)):
+            yield self._entry(row, False), vectors[i]
 
     def ping(self) -> None:
         with self._read() as cur:
@@ -361,6 +431,8 @@ class DuckDBProvider(MemoryProvider):
                 cur.unregister("stratamem_batch")
             for hook in self.write_hooks:
                 hook.after_add(cur, entries)
+            for tenant_id in dict.fromkeys(e.tenant_id for e in entries):
+                self._stage(Change("upsert", tenant_id, entries=[e for e in entries if e.tenant_id == tenant_id]))
 
     def get(self, tenant_id: str, memory_id: str, now: datetime, *, include_embedding: bool = False,
             statuses: tuple[str, ...] = ACTIVE) -> MemoryEntry | None:
@@ -394,6 +466,7 @@ class DuckDBProvider(MemoryProvider):
             )
             for hook in self.write_hooks:
                 hook.after_update(cur, entry, previous)
+            self._stage(Change("upsert", entry.tenant_id, entries=[entry]))
         return True
 
     def delete(self, tenant_id: str, ids: Sequence[str]) -> builtins.list[str]:
@@ -417,6 +490,7 @@ class DuckDBProvider(MemoryProvider):
             )
             for hook in self.write_hooks:
                 hook.after_delete(cur, tenant_id, existing)
+            self._stage(Change("delete", tenant_id, ids=existing))
         return existing
 
     def _where(self, query: ListQuery) -> tuple[str, list[Any]]:
@@ -486,6 +560,15 @@ class DuckDBProvider(MemoryProvider):
                      query.scope.layer.value, query.scope.key]
 
     def search(self, query: SearchQuery) -> SearchPage:
+        index = self.search_index
+        if index is not None:
+            tenant_id, layer, scope = query.tenant_id, query.scope.layer.value, query.scope.key
+            return index.search((tenant_id, layer, scope),
+                                lambda: self._load_partition(tenant_id, layer, scope), query)
+        return self._search_sql(query)
+
+    def _search_sql(self, query: SearchQuery) -> SearchPage:
+        """The search as one SQL scan of the scope (no in-process index)."""
         scored, params = self._scored_sql(query)
         emb = ", embedding" if query.include_embedding else ""
         with self._read() as cur:
@@ -597,6 +680,10 @@ class DuckDBProvider(MemoryProvider):
                  tenant_id],
             )
             self._rows_changed(tenant_id, list(importance))
+            accessed = to_utc(now)
+            imp = dict(importance)
+            self._stage(Change("patch", tenant_id, ids=list(imp), patch=lambda e: e.model_copy(update={
+                "access_count": e.access_count + 1, "last_accessed_at": accessed, "importance": float(imp[e.id])})))
         return len(importance)
 
     def set_status(self, tenant_id: str, ids: Sequence[str], status: str, now: datetime) -> builtins.list[str]:
@@ -613,6 +700,9 @@ class DuckDBProvider(MemoryProvider):
                     [status, to_naive_utc(now) if status == "deleted" else None, tenant_id, _text_list(found)],
                 )
                 self._rows_changed(tenant_id, found)
+                deleted_at = to_utc(now) if status == "deleted" else None
+                self._stage(Change("patch", tenant_id, ids=found, patch=lambda e: e.model_copy(update={
+                    "status": status, "deleted_at": deleted_at})))
         return found
 
     def set_expiry(self, tenant_id: str, ids: Sequence[str], expires_at: datetime | None) -> int:
@@ -624,6 +714,9 @@ class DuckDBProvider(MemoryProvider):
                 [to_naive_utc(expires_at), tenant_id, _text_list(ids)],
             ).fetchone()
             self._rows_changed(tenant_id, ids)
+            expiry = to_utc(expires_at)
+            self._stage(Change("patch", tenant_id, ids=list(ids), patch=lambda e: e.model_copy(update={
+                "expires_at": expiry})))
         return int(row[0]) if row else 0
 
     def purge_candidates(self, tenant_id: str, *, expired_before: datetime, deleted_before: datetime,

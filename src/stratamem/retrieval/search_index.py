@@ -1,0 +1,550 @@
+"""In-process search index of the embedded store: exact while a partition is small, HNSW once large.
+
+DuckDB answers a search by scanning every row of the scope (``array_cosine_similarity`` plus the
+BM25 postings join): fine at 1k rows, about 1.4 s at 100k. DuckDB's ``vss`` extension filters
+*after* its top-k, which would break tenant and layer filtering. So the embedded provider keeps,
+for each searched **partition** (tenant, layer, scope key), an in-memory mirror of the committed
+rows:
+
+* the raw vectors (float32 matrix) and their norms, the rows themselves (without embedding),
+  status and expiry as arrays, and an inverted index (term → {slot: tf}) with document lengths;
+* the partition is the unit of filtering: tenant, layer and scope are chosen *before* any top-k,
+  so a search can never see another tenant's or layer's rows;
+* **exact** search (one matrix-vector product + vectorised BM25) while the partition has at most
+  ``ann_threshold`` rows; above it a usearch HNSW index (cosine) is built on a background thread
+  and, once ready, supplies the dense candidates (searches stay exact until then). Candidates are
+  the ANN's dense top ``k'`` plus the best lexical matches; every candidate is re-scored exactly
+  (dense cosine from the matrix, BM25 over the whole partition) and filtered (status, expiry,
+  metadata predicate). When a predicate leaves fewer than ``limit`` hits, ``k'`` grows, and the
+  search falls back to the exact scan before giving up. In an ANN partition ``total`` counts the
+  candidates that passed (a lower bound of the exact count).
+
+Scores are the ones the SQL path computes (see ``retrieval.lexical``): cosine mapped to [0, 1],
+fused with ``lex = sqrt(BM25 / BM25_max)`` as ``dense + w · lex · (1 - dense)``, BM25 statistics
+over every row of the partition (any status), ranked by score then id.
+
+Consistency. A partition is loaded from the database under the store's write lock, so no commit
+can interleave with the load. Writes record their effect while their transaction runs and apply
+it only after COMMIT, still under the write lock (``SearchIndex.stage`` / ``commit`` /
+``rollback``): a rolled-back write leaves the mirror untouched, and a failure while applying drops
+the tenant's partitions (rebuilt from the database on the next search). Code that rewrites the
+``memories`` table by SQL outside the provider's methods (snapshot restore) calls
+``drop_tenant``. The mirror lives in process memory only: a crash loses it and the next search
+rebuilds it from the committed rows, so it can never return a deleted or other-tenant row that
+the database does not hold. Partitions not searched for a while are evicted when the mirrored
+rows exceed ``max_rows`` (least recently used first).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from ..model import MemoryEntry
+from ..providers.base import ScoredEntry, SearchPage, SearchQuery
+from .lexical import BM25_B, BM25_K1, query_terms, term_counts
+
+log = logging.getLogger(__name__)
+
+PartitionKey = tuple[str, str, str]  # (tenant_id, layer, scope key)
+
+#: Default size (live rows) above which a partition is served by HNSW.
+DEFAULT_ANN_THRESHOLD = 20_000
+#: Default cap of mirrored rows over all partitions (least recently searched evicted first).
+DEFAULT_MAX_ROWS = 2_000_000
+_INITIAL_CAPACITY = 64
+#: Lexical candidates re-scored in an ANN search, at least (the best ``lex`` first).
+_LEXICAL_CANDIDATES = 200
+
+
+def _epoch(value: datetime | None) -> float:
+    return math.inf if value is None else value.timestamp()
+
+
+@dataclass
+class Change:
+    """The effect of one committed write on the mirror."""
+
+    kind: str  # "upsert" | "delete" | "patch" | "drop_tenant"
+    tenant_id: str
+    entries: Sequence[MemoryEntry] = ()
+    ids: Sequence[str] = ()
+    patch: Callable[[MemoryEntry], MemoryEntry] | None = None
+
+
+class Partition:
+    """The mirrored rows of one (tenant, layer, scope) partition. All access under ``lock``."""
+
+    def __init__(self, key: PartitionKey, dims: int) -> None:
+        self.key = key
+        self.dims = dims
+        self.lock = threading.RLock()
+        self.ids: list[str | None] = []
+        self.slot: dict[str, int] = {}
+        self.entries: list[MemoryEntry | None] = []
+        cap = _INITIAL_CAPACITY
+        self.vectors = np.zeros((cap, dims), dtype=np.float32)
+        self.norms = np.zeros(cap, dtype=np.float32)
+        self.active = np.zeros(cap, dtype=bool)  # status == 'active' (and slot in use)
+        self.expires = np.full(cap, math.inf, dtype=np.float64)
+        self.lengths = np.zeros(cap, dtype=np.int32)  # document length in terms (0 = no postings)
+        self.postings: dict[str, dict[int, int]] = {}
+        self.doc_terms: dict[int, dict[str, int]] = {}
+        self.n_docs = 0  # rows with at least one term (BM25 N)
+        self.total_length = 0
+        self.n_live = 0  # rows in use (any status)
+        self.free: list[int] = []
+        self.ann: Any = None  # usearch Index once built
+        self.ann_slots: set[int] = set()
+        self.ann_building = False
+        self.ann_dirty: set[int] = set()  # slots changed while the HNSW index was being built
+        self.last_used = time.monotonic()
+
+    # -- rows ------------------------------------------------------------------------------------
+    def _grow(self, need: int) -> None:
+        cap = len(self.norms)
+        if need <= cap:
+            return
+        new = max(need, cap * 2)
+        vectors = np.zeros((new, self.dims), dtype=np.float32)
+        vectors[:cap] = self.vectors
+        self.vectors = vectors
+        self.norms = np.concatenate([self.norms, np.zeros(new - cap, dtype=np.float32)])
+        self.active = np.concatenate([self.active, np.zeros(new - cap, dtype=bool)])
+        self.expires = np.concatenate([self.expires, np.full(new - cap, math.inf)])
+        self.lengths = np.concatenate([self.lengths, np.zeros(new - cap, dtype=np.int32)])
+
+    def _index_terms(self, slot: int, content: str) -> None:
+        counts = dict(term_counts(content))
+        length = sum(counts.values())
+        self.doc_terms[slot] = counts
+        self.lengths[slot] = length
+        if length:
+            self.n_docs += 1
+            self.total_length += length
+        for term, tf in counts.items():
+            self.postings.setdefault(term, {})[slot] = tf
+
+    def _unindex_terms(self, slot: int) -> None:
+        counts = self.doc_terms.pop(slot, {})
+        length = int(self.lengths[slot])
+        if length:
+            self.n_docs -= 1
+            self.total_length -= length
+        for term in counts:
+            bucket = self.postings.get(term)
+            if bucket is not None:
+                bucket.pop(slot, None)
+                if not bucket:
+                    del self.postings[term]
+        self.lengths[slot] = 0
+
+    def upsert(self, entry: MemoryEntry, vector: Any | None, *, owned: bool = False) -> None:
+        """Insert or replace a row; ``vector`` None keeps the stored one (content unchanged).
+
+        ``owned``: ``entry`` is a fresh object nobody else holds (loaded rows), no copy needed.
+        """
+        slot = self.slot.get(entry.id)
+        old = self.entries[slot] if slot is not None else None
+        if slot is None:
+            if vector is None:
+                raise ValueError(f"row {entry.id} is new to the partition but has no vector")
+            if self.free:
+                slot = self.free.pop()
+            else:
+                slot = len(self.ids)
+                self._grow(slot + 1)
+                self.ids.append(None)
+                self.entries.append(None)
+            self.ids[slot] = entry.id
+            self.slot[entry.id] = slot
+            self.n_live += 1
+        if old is None or old.content != entry.content:
+            if old is not None:
+                self._unindex_terms(slot)
+            self._index_terms(slot, entry.content)
+        if vector is not None:
+            vec = np.asarray(vector, dtype=np.float32).reshape(-1)
+            self.vectors[slot] = vec
+            self.norms[slot] = float(np.linalg.norm(vec))
+            if self.ann_building:
+                self.ann_dirty.add(slot)
+            if self.ann is not None:
+                if slot in self.ann_slots:
+                    self.ann.remove(slot)
+                self.ann.add(slot, vec)
+                self.ann_slots.add(slot)
+        if not owned or entry.embedding is not None:
+            entry = entry.model_copy(update={"embedding": None}).model_copy(deep=True)
+        self.entries[slot] = entry
+        self.active[slot] = entry.status == "active"
+        self.expires[slot] = _epoch(entry.expires_at)
+
+    def remove(self, memory_id: str) -> None:
+        slot = self.slot.pop(memory_id, None)
+        if slot is None:
+            return
+        self._unindex_terms(slot)
+        self.ids[slot] = None
+        self.entries[slot] = None
+        self.active[slot] = False
+        self.expires[slot] = math.inf
+        self.norms[slot] = 0.0
+        if self.ann_building:
+            self.ann_dirty.add(slot)
+        if self.ann is not None and slot in self.ann_slots:
+            self.ann.remove(slot)
+            self.ann_slots.discard(slot)
+        self.free.append(slot)
+        self.n_live -= 1
+
+    def patch(self, memory_id: str, fn: Callable[[MemoryEntry], MemoryEntry]) -> None:
+        slot = self.slot.get(memory_id)
+        if slot is None:
+            return
+        entry = self.entries[slot]
+        if entry is None:
+            return
+        new = fn(entry)
+        self.entries[slot] = new
+        self.active[slot] = new.status == "active"
+        self.expires[slot] = _epoch(new.expires_at)
+
+    # -- scoring ---------------------------------------------------------------------------------
+    def _lexical(self, terms: Sequence[str]) -> np.ndarray | None:
+        """``lex`` of every slot (zeros where no query term occurs), or None without any match."""
+        present = [(t, self.postings[t]) for t in dict.fromkeys(terms) if t in self.postings]
+        if not present or self.n_docs == 0:
+            return None
+        n = float(self.n_docs)
+        avgdl = max(1e-9, self.total_length / n)
+        weights = [math.log(1.0 + (n - len(b) + 0.5) / (len(b) + 0.5)) for _, b in present]
+        best = sum(weights) * (BM25_K1 + 1.0)
+        if best <= 0:
+            return None
+        total = np.zeros(len(self.norms), dtype=np.float64)
+        for (_, bucket), w in zip(present, weights, strict=True):
+            slots = np.fromiter(bucket.keys(), dtype=np.int64, count=len(bucket))
+            tf = np.fromiter(bucket.values(), dtype=np.float64, count=len(bucket))
+            lengths = self.lengths[slots].astype(np.float64)
+            total[slots] += w * tf * (BM25_K1 + 1.0) / (tf + BM25_K1 * (1.0 - BM25_B + BM25_B * lengths / avgdl))
+        return np.sqrt(np.minimum(1.0, total / best))
+
+    def _dense(self, query: np.ndarray, qnorm: float, slots: np.ndarray | None = None) -> np.ndarray:
+        n = len(self.ids)
+        vectors = self.vectors[:n] if slots is None else self.vectors[slots]
+        norms = self.norms[:n] if slots is None else self.norms[slots]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            cos = (vectors @ query) / (norms * qnorm)
+        cos = np.nan_to_num(cos, nan=0.0, posinf=0.0, neginf=0.0)
+        return np.asarray(np.clip((1.0 + cos.astype(np.float64)) / 2.0, 0.0, 1.0))
+
+    def search(self, query: SearchQuery, *, use_ann: bool) -> SearchPage:
+        self.last_used = time.monotonic()
+        q = np.asarray(query.vector, dtype=np.float32).reshape(-1)
+        qnorm = float(np.linalg.norm(q))
+        now = query.now.timestamp()
+        terms = query_terms(query.text) if query.lexical_weight > 0 else []
+        lex = self._lexical(terms) if terms else None
+        w = float(query.lexical_weight)
+        n = len(self.ids)
+        if not use_ann or self.ann is None or self.ann_building:
+            return self._exact(query, q, qnorm, now, lex, w, n)
+        k = max(4 * query.limit, 64)
+        while True:
+            page, more = self._approximate(query, q, qnorm, now, lex, w, k)
+            if query.predicate is None or len(page.hits) >= query.limit or not more:
+                return page
+            if 2 * k >= self.n_live:  # a filter rejects most candidates: scan it all
+                return self._exact(query, q, qnorm, now, lex, w, n)
+            k *= 4
+
+    def _eligible(self, slots: np.ndarray, now: float) -> np.ndarray:
+        return np.asarray(self.active[slots] & (self.expires[slots] > now))
+
+    def _ordered(self, slots: np.ndarray, scores: np.ndarray) -> Iterable[int]:
+        """Indexes into ``slots`` by score descending, equal scores by memory id (as the SQL path)."""
+        order = np.argsort(-scores, kind="stable")
+        i = 0
+        while i < len(order):
+            j = i + 1
+            while j < len(order) and scores[order[j]] == scores[order[i]]:
+                j += 1
+            run = [int(t) for t in order[i:j]]
+            if len(run) > 1:
+                run.sort(key=lambda t: self.ids[int(slots[t])] or "")
+            yield from run
+            i = j
+
+    def _rank(self, query: SearchQuery, slots: np.ndarray, scores: np.ndarray) -> SearchPage:
+        keep = scores >= query.min_score
+        slots, scores = slots[keep], scores[keep]
+        hits: list[ScoredEntry] = []
+        total = 0
+        for i in self._ordered(slots, scores):
+            slot = int(slots[i])
+            entry = self.entries[slot]
+            if entry is None:
+                continue
+            if query.predicate is not None and not query.predicate(entry.metadata):
+                continue
+            total += 1
+            if len(hits) < query.limit:
+                copy = entry.model_copy(deep=True)
+                if query.include_embedding:
+                    copy.embedding = self.vectors[slot].tolist()
+                hits.append(ScoredEntry(entry=copy, score=min(1.0, max(0.0, float(scores[i])))))
+            elif query.predicate is None:
+                break
+        if query.predicate is None:
+            total = len(slots)
+        return SearchPage(hits=hits, total=total)
+
+    def _fuse(self, dense: np.ndarray, lex: np.ndarray | None, slots: np.ndarray | None, w: float) -> np.ndarray:
+        if lex is None or w <= 0:
+            return dense
+        lx = lex[: len(dense)] if slots is None else lex[slots]
+        return np.asarray(np.clip(dense + w * lx * (1.0 - dense), 0.0, 1.0))
+
+    def _exact(self, query: SearchQuery, q: np.ndarray, qnorm: float, now: float, lex: np.ndarray | None,
+               w: float, n: int) -> SearchPage:
+        if n == 0:
+            return SearchPage(hits=[], total=0)
+        scores = self._fuse(self._dense(q, qnorm), lex, None, w)
+        eligible = np.flatnonzero(self._eligible(np.arange(n), now) & (scores >= query.min_score))
+        scores = scores[eligible]
+        if query.predicate is None and len(eligible) > query.limit:
+            # only the best ``limit`` need sorting (ties at the cut are kept, then sorted by id)
+            cut = np.partition(scores, len(scores) - query.limit)[len(scores) - query.limit]
+            top = scores >= cut
+            page = self._rank(query, eligible[top], scores[top])
+            return SearchPage(hits=page.hits, total=len(eligible))
+        return self._rank(query, eligible, scores)
+
+    def _approximate(self, query: SearchQuery, q: np.ndarray, qnorm: float, now: float, lex: np.ndarray | None,
+                     w: float, k: int) -> tuple[SearchPage, bool]:
+        found = self.ann.search(q, min(k, max(1, len(self.ann_slots))))
+        dense_keys = np.asarray(found.keys, dtype=np.int64).reshape(-1)
+        candidates = {int(s) for s in dense_keys}
+        # more above-threshold rows may lie beyond the k-th dense candidate
+        more = len(dense_keys) >= k and bool(
+            len(dense_keys) and (1.0 - float(np.asarray(found.distances).reshape(-1)[-1])) >= 2 * query.min_score - 1)
+        if lex is not None and w > 0:
+            nz = np.flatnonzero(lex)
+            m = max(_LEXICAL_CANDIDATES, k)
+            if len(nz) > m:
+                nz = nz[np.argpartition(lex[nz], len(nz) - m)[len(nz) - m:]]
+            candidates.update(int(s) for s in nz)
+        slots = np.fromiter(candidates, dtype=np.int64, count=len(candidates))
+        slots = slots[slots < len(self.ids)]
+        slots = slots[self._eligible(slots, now)]
+        scores = self._fuse(self._dense(q, qnorm, slots), lex, slots, w)
+        return self._rank(query, slots, scores), more
+
+    # -- HNSW --------------------------------------------------------------------------------------
+    def build_ann(self, connectivity: int, expansion_add: int, expansion_search: int) -> None:
+        """Build the HNSW index (background thread); rows written meanwhile are patched in at the end."""
+        from usearch.index import Index
+
+        with self.lock:
+            self.ann_dirty = set()
+            slots = np.array([s for s, i in enumerate(self.ids) if i is not None], dtype=np.int64)
+            vectors = self.vectors[slots].copy()
+        index = Index(ndim=self.dims, metric="cos", dtype="f32", connectivity=connectivity,
+                      expansion_add=expansion_add, expansion_search=expansion_search)
+        if len(slots):
+            index.add(slots.astype(np.uint64), vectors, threads=1)
+        with self.lock:
+            built = {int(s) for s in slots}
+            for s in sorted(self.ann_dirty):  # written while building: the mirror is the truth
+                if s in built:
+                    index.remove(s)
+                    built.discard(s)
+                if s < len(self.ids) and self.ids[s] is not None:
+                    index.add(s, self.vectors[s])
+                    built.add(s)
+            self.ann = index
+            self.ann_slots = built
+            self.ann_dirty = set()
+            self.ann_building = False
+
+
+class SearchIndex:
+    """Every mirrored partition of one DuckDB database (shared by the providers opened on it)."""
+
+    def __init__(self, dims: int, write_lock: Any, *, ann_threshold: int = DEFAULT_ANN_THRESHOLD,
+                 max_rows: int = DEFAULT_MAX_ROWS, connectivity: int = 16, expansion_add: int = 64,
+                 expansion_search: int = 128) -> None:
+        self.dims = dims
+        #: The store's write lock: a partition is loaded and registered while no write can commit.
+        self.write_lock = write_lock
+        self.ann_threshold = ann_threshold
+        self.max_rows = max_rows
+        self.connectivity = connectivity
+        self.expansion_add = expansion_add
+        self.expansion_search = expansion_search
+        self._partitions: OrderedDict[PartitionKey, Partition] = OrderedDict()
+        self._lock = threading.RLock()
+        self._pending: list[Change] = []
+        self._builders: list[threading.Thread] = []
+
+    # -- the write path (called under the store's write lock) ----------------------------------
+    def stage(self, change: Change) -> None:
+        self._pending.append(change)
+
+    def rollback(self) -> None:
+        self._pending.clear()
+
+    def commit(self) -> None:
+        pending, self._pending = self._pending, []
+        for change in pending:
+            try:
+                self._apply(change)
+            except Exception:  # never serve a mirror that may differ from the database
+                log.exception("search index: dropping tenant %s after a failed update", change.tenant_id)
+                self.drop_tenant(change.tenant_id)
+
+    def _tenant_partitions(self, tenant_id: str) -> list[Partition]:
+        with self._lock:
+            return [p for k, p in self._partitions.items() if k[0] == tenant_id]
+
+    def _apply(self, change: Change) -> None:
+        if change.kind == "drop_tenant":
+            self.drop_tenant(change.tenant_id)
+            return
+        parts = self._tenant_partitions(change.tenant_id)
+        if not parts:
+            return
+        from ..layers import scope_key
+
+        if change.kind == "upsert":
+            for entry in change.entries:
+                key = (entry.tenant_id, entry.layer.value, scope_key(entry.layer, entry.identifiers))
+                for part in parts:
+                    with part.lock:
+                        if part.key != key:
+                            part.remove(entry.id)  # moved to another layer or scope (no-op otherwise)
+                        elif entry.id in part.slot or entry.embedding is not None:
+                            part.upsert(entry, entry.embedding)
+                        else:  # moved here without its vector: reload from the database
+                            self.drop(key)
+        elif change.kind == "delete":
+            for part in parts:
+                with part.lock:
+                    for memory_id in change.ids:
+                        part.remove(memory_id)
+        elif change.kind == "patch" and change.patch is not None:
+            for part in parts:
+                with part.lock:
+                    for memory_id in change.ids:
+                        part.patch(memory_id, change.patch)
+        self._maybe_build(parts)
+
+    # -- partitions ------------------------------------------------------------------------------
+    def _get(self, key: PartitionKey) -> Partition | None:
+        with self._lock:
+            part = self._partitions.get(key)
+            if part is not None:
+                self._partitions.move_to_end(key)
+            return part
+
+    def drop(self, key: PartitionKey) -> None:
+        with self._lock:
+            self._partitions.pop(key, None)
+
+    def drop_tenant(self, tenant_id: str) -> None:
+        with self._lock:
+            for key in [k for k in self._partitions if k[0] == tenant_id]:
+                del self._partitions[key]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._partitions.clear()
+
+    def partition(self, key: PartitionKey, load: Callable[[], Iterable[tuple[MemoryEntry, Any]]]) -> Partition:
+        """The partition; loaded with ``load()`` and registered under the write lock if missing."""
+        part = self._get(key)
+        if part is not None:
+            return part
+        with self.write_lock:
+            part = self._get(key)
+            if part is not None:
+                return part
+            part = Partition(key, self.dims)
+            for entry, vector in load():
+                part.upsert(entry, vector, owned=True)
+            with self._lock:
+                self._partitions[key] = part
+                self._evict()
+        self._maybe_build([part])
+        return part
+
+    def _evict(self) -> None:
+        total = sum(p.n_live for p in self._partitions.values())
+        while total > self.max_rows and len(self._partitions) > 1:
+            _, victim = self._partitions.popitem(last=False)
+            total -= victim.n_live
+
+    def _maybe_build(self, parts: Iterable[Partition]) -> None:
+        for part in parts:
+            with part.lock:
+                if part.ann is not None or part.ann_building or part.n_live <= self.ann_threshold:
+                    continue
+                part.ann_building = True
+            thread = threading.Thread(target=self._build, args=(part,), name=f"stratamem-hnsw-{part.key[1]}",
+                                      daemon=True)
+            with self._lock:
+                self._builders = [t for t in self._builders if t.is_alive()]
+                self._builders.append(thread)
+            thread.start()
+
+    def _build(self, part: Partition) -> None:
+        started = time.perf_counter()
+        try:
+            part.build_ann(self.connectivity, self.expansion_add, self.expansion_search)
+            log.info("search index: HNSW for %s (%d rows) built in %.1fs", part.key[1:], part.n_live,
+                     time.perf_counter() - started)
+        except Exception:
+            log.exception("search index: HNSW build failed for %s; the partition stays exact", part.key[1:])
+            with part.lock:
+                part.ann_building = False
+
+    def wait_ready(self, timeout: float | None = None) -> bool:
+        """Block until every background HNSW build has finished; False on timeout."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            with self._lock:
+                alive = [t for t in self._builders if t.is_alive()]
+            if not alive:
+                return True
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                return False
+            alive[0].join(remaining)
+
+    def search(self, key: PartitionKey, load: Callable[[], Iterable[tuple[MemoryEntry, Any]]],
+               query: SearchQuery) -> SearchPage:
+        part = self.partition(key, load)
+        with part.lock:
+            return part.search(query, use_ann=not query.exact and part.n_live > self.ann_threshold)
+
+    def stats(self) -> dict[str, Any]:
+        with self._lock:
+            parts = list(self._partitions.values())
+        return {
+            "partitions": len(parts),
+            "rows": sum(p.n_live for p in parts),
+            "ann_threshold": self.ann_threshold,
+            "ann_partitions": [{"tenant_id": p.key[0], "layer": p.key[1], "rows": p.n_live,
+                                "ready": p.ann is not None and not p.ann_building}
+                               for p in parts if p.ann is not None or p.ann_building],
+        }
