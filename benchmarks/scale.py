@@ -143,10 +143,7 @@ def batches(gen: Iterator[Fact], n: int) -> Iterator[list[Fact]]:
 
 
 def memory_config(args: argparse.Namespace) -> MemoryConfig:
-    cfg: dict[str, Any] = {"graph_enabled": not args.no_graph}
-    if args.ann_threshold is not None:
-        cfg["ann_threshold"] = args.ann_threshold
-    return MemoryConfig(**cfg)
+    return MemoryConfig(ann_threshold=args.ann_threshold, graph_enabled=not args.no_graph)
 
 
 def open_memory(path: Path, embedder: Embedder, args: argparse.Namespace) -> Memory:
@@ -352,9 +349,9 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--other-tenants", type=int, default=100)
     parser.add_argument("--other-size", type=int, default=100)
-    parser.add_argument("--ann-threshold", type=int, default=None,
-                        help="MemoryConfig.ann_threshold (live rows above which a partition uses HNSW); "
-                             "default: the config's default")
+    parser.add_argument("--ann-threshold", type=int, default=MemoryConfig.model_fields["ann_threshold"].default,
+                        help="MemoryConfig.ann_threshold: live rows above which a partition is served by HNSW "
+                             "(default %(default)s)")
     parser.add_argument("--embed-sample", type=int, default=2000,
                         help="sentences (at least 2000) timed through embedder.embed for the throughput baseline")
     parser.add_argument("--no-graph", action="store_true", help="graph_enabled=False (no entity extraction on add)")
