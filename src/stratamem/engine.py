@@ -702,5 +702,6 @@ class MemoryEngine:
             return
         self._closed = True
         self._pool.shutdown(wait=True)
+        self.hygiene.events.close()  # queued memory_events (events_write="background") are written first
         self.embeddings.embedder.close()
         self.provider.shutdown()

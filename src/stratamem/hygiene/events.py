@@ -7,6 +7,7 @@ Rows carry no memory content. A provider without event support simply disables t
 from __future__ import annotations
 
 import logging
+import threading
 import uuid
 from typing import TYPE_CHECKING, Any
 
@@ -23,9 +24,19 @@ REJECTION_CODES = frozenset({ErrorCode.UNSAFE_CONTENT.value, ErrorCode.POLICY_VI
 
 
 class EventLog:
+    """Appends memory_events rows: inline (``sync``, the default: counted before the call returns) or,
+    with ``background = True`` (``HygieneConfig.events_write = "background"``), queued and written in
+    batches by one worker thread, off the request path (``flush()`` waits; ``Memory.close`` flushes)."""
+
     def __init__(self, engine: MemoryEngine) -> None:
         self.engine = engine
         self.enabled = True
+        self.background = False
+        self._queue: list[dict[str, Any]] = []
+        self._cond = threading.Condition()
+        self._worker: threading.Thread | None = None
+        self._busy = False
+        self._closed = False
 
     def record(self, tenant_id: str | None, event: str, *, memory_id: str | None = None, layer: str | None = None,
                principal: str | None = None, code: str | None = None, outcome: str = "ok",
@@ -38,6 +49,18 @@ class EventLog:
              "layer": layer, "principal": principal, "code": code, "outcome": outcome, "details": details or {}}
             for _ in range(count)
         ]
+        if self.background:
+            with self._cond:
+                if not self._closed:
+                    self._queue.extend(rows)
+                    if self._worker is None:
+                        self._worker = threading.Thread(target=self._run, name="stratamem-events", daemon=True)
+                        self._worker.start()
+                    self._cond.notify_all()
+                    return
+        self._append(rows)
+
+    def _append(self, rows: list[dict[str, Any]]) -> None:
         try:
             self.engine.provider.append_memory_events(rows)
         except MemoryError as exc:
@@ -45,6 +68,39 @@ class EventLog:
                 self.enabled = False  # the provider has no event log
                 return
             raise
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._queue and not self._closed:
+                    self._cond.wait()
+                if not self._queue and self._closed:
+                    return
+                batch, self._queue = self._queue, []
+                self._busy = True
+            try:
+                self._append(batch)
+            except Exception:  # the log must never take the worker down; the batch is reported
+                log.warning("memory_events: %d queued events could not be written", len(batch), exc_info=True)
+            finally:
+                with self._cond:
+                    self._busy = False
+                    self._cond.notify_all()
+
+    def flush(self) -> None:
+        """Wait until every queued event is written."""
+        with self._cond:
+            while self._worker is not None and (self._queue or self._busy):
+                self._cond.wait(0.1)
+
+    def close(self) -> None:
+        """Write what is queued and stop the worker (called by ``Memory.close``)."""
+        with self._cond:
+            self._closed = True
+            worker = self._worker
+            self._cond.notify_all()
+        if worker is not None:
+            worker.join()
 
     def observe(self, ev: OperationEvent) -> None:
         """Engine observer: maps finished operations to events."""

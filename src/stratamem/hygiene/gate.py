@@ -70,6 +70,9 @@ class HygieneConfig(BaseModel):
     forget_semantic_only: float = Field(0.9, ge=0.0, le=1.0)
     #: Most memories one forget deletes.
     forget_limit: int = Field(100, ge=1, le=1000)
+    #: memory_events rows: ``"sync"`` (written before the operation returns) or ``"background"``
+    #: (queued, written in batches on one worker thread: a search skips one write transaction).
+    events_write: Literal["sync", "background"] = "sync"
     prompts: PromptTemplates = Field(default_factory=PromptTemplates)
 
 

@@ -26,6 +26,7 @@ class Hygiene:
         self._llm: LLMClient | None = make_llm(llm) if llm is not None else None
         self.policies = PolicyManager(engine)
         self.events = EventLog(engine)
+        self.events.background = self.config.events_write == "background"
         self.gate = WriteGate(self)
 
     @classmethod
@@ -50,6 +51,9 @@ class Hygiene:
             self._llm = make_llm(llm)
         if fields:
             self.config = HygieneConfig.model_validate({**self.config.model_dump(), **fields})
+            self.events.background = self.config.events_write == "background"
+            if not self.events.background:
+                self.events.flush()
         return self.config
 
     def process(self, ctx: Any, text: Any, intent: Any = "none", identifiers: Any = None,
@@ -58,5 +62,6 @@ class Hygiene:
 
     def health(self, ctx: Any, *, since: datetime | None = None) -> MemoryHealth:
         with self.engine.operation("memory_health", ctx) as (tctx, _):
+            self.events.flush()  # counts include every event queued before the call
             return compute_health(self.engine, tctx.tenant_id, since=since,
                                   duplicate_score=self.engine.config.dedup_threshold)
