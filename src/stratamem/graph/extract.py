@@ -21,6 +21,7 @@ import re
 import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -223,6 +224,7 @@ _SPACE_RE = re.compile(r"\s+")
 _EDGE_PUNCT = " \t\"'\u201c\u201d\u2018\u2019`.,;:!?()[]{}<>"
 
 
+@lru_cache(maxsize=262_144)
 def normalize_name(name: str) -> str:
     """The de-duplication key of an entity name: NFKC, case-folded, trimmed, single-spaced."""
     text = unicodedata.normalize("NFKC", name).casefold().strip(_EDGE_PUNCT)

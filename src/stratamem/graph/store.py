@@ -233,10 +233,11 @@ class GraphStore:
         keys = candidate_keys(text)
         if not keys:
             return {}
-        rows = tx.execute(
-            "SELECT norm_name, name, type FROM entities WHERE tenant_id = ? AND deleted_at IS NULL "
-            "AND list_contains(?::JSON::VARCHAR[], norm_name) ORDER BY created_at",
-            [tenant_id, json_list(keys)],
+        rows = tx.execute(  # a hash join with the keys (list_contains would scan the key list per row)
+            "SELECT e.norm_name, e.name, e.type FROM entities e "
+            "JOIN (SELECT DISTINCT unnest(?::JSON::VARCHAR[]) AS k) q ON e.norm_name = q.k "
+            "WHERE e.tenant_id = ? AND e.deleted_at IS NULL ORDER BY e.created_at",
+            [json_list(keys), tenant_id],
         ).fetchall()
         known: dict[str, KnownEntity] = {}
         for norm, name, type_ in rows:
