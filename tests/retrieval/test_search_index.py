@@ -260,3 +260,29 @@ def test_entries_returned_are_copies(open_mem: Callable[..., Memory], acme: Tena
     again = mem.search(acme, "tea", identifiers=IDS, threshold=0.0).results[0].memory
     assert again.metadata == {"tags": ["a"]}
     assert isinstance(again, MemoryEntry)
+
+
+def test_churn_reloads_the_partition_and_rows_stay_raw_until_needed(
+        open_mem: Callable[..., Memory], acme: TenantContext, monkeypatch: pytest.MonkeyPatch) -> None:
+    from stratamem.retrieval import search_index
+
+    monkeypatch.setattr(search_index, "COMPACT_MIN_DEAD", 5)
+    mem = open_mem()
+    rng = random.Random(9)
+    ids = [r.memory.id for r in mem.bulk_add(acme, [{"content": sentence(rng), "layer": "user", "identifiers": IDS}
+                                                     for _ in range(8)]).results]
+    p = provider(mem)
+    mem.search(acme, "Alice", identifiers=IDS, threshold=0.0, limit=1)
+    index = p.search_index
+    assert index is not None
+    part = next(iter(index._partitions.values()))
+    assert sum(isinstance(e, MemoryEntry) for e in part.entries) == 1  # only the hit was materialised
+    for i in range(8):  # every content change moves the row to a new slot
+        mem.update(acme, ids[0], content=f"Revision {i}: Zanzibar telemetry moved")
+    assert part.dead == 8 and index.stats()["partitions"] == 1
+    mem.update(acme, ids[0], content="Revision final: Zanzibar telemetry moved")
+    assert index.stats()["partitions"] == 0  # dropped: more dead slots than live rows (and the minimum)
+    same_page(mem, query(mem, "acme", "Zanzibar telemetry revision"))
+    res = mem.search(acme, "Zanzibar telemetry revision", identifiers=IDS, threshold=0.0, limit=20)
+    assert [r.memory.content for r in res.results].count("Revision final: Zanzibar telemetry moved") == 1
+    assert len(res.results) == 8

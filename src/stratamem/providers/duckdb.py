@@ -31,7 +31,7 @@ from ..errors import ErrorCode, MemoryError, TransientProviderError
 from ..model import MemoryEntry, ProviderCapabilities
 from ..retrieval.duckdb_lexical import DuckDBLexicalIndex, lexical_scores_sql
 from ..retrieval.lexical import query_terms
-from ..retrieval.search_index import DEFAULT_ANN_THRESHOLD, DEFAULT_MAX_ROWS, Change, SearchIndex
+from ..retrieval.search_index import DEFAULT_ANN_THRESHOLD, DEFAULT_MAX_ROWS, Change, LoadedRow, SearchIndex
 from . import duckdb_schema
 from .base import (
     ACTIVE,
@@ -342,7 +342,7 @@ class DuckDBProvider(MemoryProvider):
         if index is not None:
             index.stage(change)
 
-    def _load_partition(self, tenant_id: str, layer: str, scope: str) -> Iterator[tuple[MemoryEntry, Any]]:
+    def _load_partition(self, tenant_id: str, layer: str, scope: str) -> Iterator[LoadedRow]:
         """Every row of one partition (any status) with its vector, for the search index."""
         cur = self._cursor()
         try:
@@ -357,8 +357,12 @@ class DuckDBProvider(MemoryProvider):
         dims = int(self.db.dims or 0)
         vectors = table.column("embedding").combine_chunks().flatten().to_numpy().reshape(-1, dims)
         columns = [table.column(i).to_pylist() for i in range(_N_COLS)]
+        ids, contents, statuses, expiries = columns[1], columns[3], columns[9], columns[16]
         for i, row in enumerate(zip(*columns, strict=True)):
-            yield self._entry(row, False), vectors[i]
+            yield ids[i], contents[i], statuses[i], to_utc(expiries[i]), row, vectors[i]
+
+    def _materialize(self, row: Sequence[Any]) -> MemoryEntry:
+        return self._entry(row, False)
 
     def ping(self) -> None:
         with self._read() as cur:
@@ -564,7 +568,7 @@ class DuckDBProvider(MemoryProvider):
         if index is not None:
             tenant_id, layer, scope = query.tenant_id, query.scope.layer.value, query.scope.key
             return index.search((tenant_id, layer, scope),
-                                lambda: self._load_partition(tenant_id, layer, scope), query)
+                                lambda: self._load_partition(tenant_id, layer, scope), query, self._materialize)
         return self._search_sql(query)
 
     def _search_sql(self, query: SearchQuery) -> SearchPage:

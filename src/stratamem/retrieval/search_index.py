@@ -56,12 +56,16 @@ from .lexical import BM25_B, BM25_K1, query_terms, term_counts
 log = logging.getLogger(__name__)
 
 PartitionKey = tuple[str, str, str]  # (tenant_id, layer, scope key)
+#: A row read from the database: (id, content, status, expires_at, raw row for ``materialize``, vector).
+LoadedRow = tuple[str, str, str, "datetime | None", Any, Any]
 
 #: Default size (live rows) above which a partition is served by HNSW.
 DEFAULT_ANN_THRESHOLD = 20_000
 #: Default cap of mirrored rows over all partitions (least recently searched evicted first).
 DEFAULT_MAX_ROWS = 2_000_000
 _INITIAL_CAPACITY = 64
+#: A partition with more dead slots than this (and than live rows) is dropped and reloaded.
+COMPACT_MIN_DEAD = 1024
 #: Lexical candidates re-scored in an ANN search, at least (the best ``lex`` first).
 _LEXICAL_CANDIDATES = 200
 
@@ -81,33 +85,78 @@ class Change:
     patch: Callable[[MemoryEntry], MemoryEntry] | None = None
 
 
-class Partition:
-    """The mirrored rows of one (tenant, layer, scope) partition. All access under ``lock``."""
+class _Postings:
+    """One term's postings: numpy arrays of (slot, tf) plus a tail of recent appends.
 
-    def __init__(self, key: PartitionKey, dims: int) -> None:
+    Slots are never reused (a changed row moves to a new slot), so a removed row's postings are
+    simply skipped through the partition's ``present`` mask and dropped when the arrays are next
+    compacted; appends go to the tail and are merged on the next search.
+    """
+
+    __slots__ = ("slots", "tail", "tf")
+
+    def __init__(self) -> None:
+        self.slots = np.zeros(0, dtype=np.int64)
+        self.tf = np.zeros(0, dtype=np.float64)
+        self.tail: list[tuple[int, int]] = []
+
+    def add(self, slot: int, tf: int) -> None:
+        self.tail.append((slot, tf))
+
+    def arrays(self, present: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if self.tail:
+            tail = np.asarray(self.tail, dtype=np.int64).reshape(-1, 2)
+            self.slots = np.concatenate([self.slots, tail[:, 0]])
+            self.tf = np.concatenate([self.tf, tail[:, 1].astype(np.float64)])
+            self.tail = []
+        alive = present[self.slots]
+        n = int(np.count_nonzero(alive))
+        if n == len(self.slots):
+            return self.slots, self.tf
+        slots, tf = self.slots[alive], self.tf[alive]
+        if n < 0.75 * len(self.slots):  # compact: most of the skipped work goes away for good
+            self.slots, self.tf = slots, tf
+        return slots, tf
+
+
+class Partition:
+    """The mirrored rows of one (tenant, layer, scope) partition. All access under ``lock``.
+
+    Rows loaded from the database are kept as raw tuples and turned into ``MemoryEntry`` objects
+    (``materialize``) only when a search returns or filters them.
+    """
+
+    def __init__(self, key: PartitionKey, dims: int,
+                 materialize: Callable[[Any], MemoryEntry] | None = None) -> None:
         self.key = key
         self.dims = dims
+        self.materialize = materialize
         self.lock = threading.RLock()
         self.ids: list[str | None] = []
         self.slot: dict[str, int] = {}
-        self.entries: list[MemoryEntry | None] = []
+        self.entries: list[Any] = []  # MemoryEntry, a raw row for ``materialize``, or None (removed)
+        self.contents: list[str | None] = []
         cap = _INITIAL_CAPACITY
         self.vectors = np.zeros((cap, dims), dtype=np.float32)
         self.norms = np.zeros(cap, dtype=np.float32)
-        self.active = np.zeros(cap, dtype=bool)  # status == 'active' (and slot in use)
+        self.present = np.zeros(cap, dtype=bool)  # slot holds a row (any status)
+        self.active = np.zeros(cap, dtype=bool)  # status == 'active'
         self.expires = np.full(cap, math.inf, dtype=np.float64)
         self.lengths = np.zeros(cap, dtype=np.int32)  # document length in terms (0 = no postings)
-        self.postings: dict[str, dict[int, int]] = {}
-        self.doc_terms: dict[int, dict[str, int]] = {}
+        self.postings: dict[str, _Postings] = {}
         self.n_docs = 0  # rows with at least one term (BM25 N)
         self.total_length = 0
-        self.n_live = 0  # rows in use (any status)
-        self.free: list[int] = []
+        self.n_live = 0  # rows present (any status)
         self.ann: Any = None  # usearch Index once built
         self.ann_slots: set[int] = set()
         self.ann_building = False
         self.ann_dirty: set[int] = set()  # slots changed while the HNSW index was being built
         self.last_used = time.monotonic()
+
+    @property
+    def dead(self) -> int:
+        """Slots of removed or moved rows (reclaimed when the partition is reloaded)."""
+        return len(self.ids) - self.n_live
 
     # -- rows ------------------------------------------------------------------------------------
     def _grow(self, need: int) -> None:
@@ -119,73 +168,64 @@ class Partition:
         vectors[:cap] = self.vectors
         self.vectors = vectors
         self.norms = np.concatenate([self.norms, np.zeros(new - cap, dtype=np.float32)])
+        self.present = np.concatenate([self.present, np.zeros(new - cap, dtype=bool)])
         self.active = np.concatenate([self.active, np.zeros(new - cap, dtype=bool)])
         self.expires = np.concatenate([self.expires, np.full(new - cap, math.inf)])
         self.lengths = np.concatenate([self.lengths, np.zeros(new - cap, dtype=np.int32)])
 
-    def _index_terms(self, slot: int, content: str) -> None:
-        counts = dict(term_counts(content))
+    def _new_slot(self, memory_id: str, content: str, vector: Any, row: Any, status: str,
+                  expires_at: datetime | None) -> int:
+        slot = len(self.ids)
+        self._grow(slot + 1)
+        self.ids.append(memory_id)
+        self.entries.append(row)
+        self.contents.append(content)
+        self.slot[memory_id] = slot
+        self.present[slot] = True
+        self.active[slot] = status == "active"
+        self.expires[slot] = _epoch(expires_at)
+        self.n_live += 1
+        counts = term_counts(content)
         length = sum(counts.values())
-        self.doc_terms[slot] = counts
         self.lengths[slot] = length
         if length:
             self.n_docs += 1
             self.total_length += length
         for term, tf in counts.items():
-            self.postings.setdefault(term, {})[slot] = tf
-
-    def _unindex_terms(self, slot: int) -> None:
-        counts = self.doc_terms.pop(slot, {})
-        length = int(self.lengths[slot])
-        if length:
-            self.n_docs -= 1
-            self.total_length -= length
-        for term in counts:
             bucket = self.postings.get(term)
-            if bucket is not None:
-                bucket.pop(slot, None)
-                if not bucket:
-                    del self.postings[term]
-        self.lengths[slot] = 0
+            if bucket is None:
+                bucket = self.postings[term] = _Postings()
+            bucket.add(slot, tf)
+        vec = np.asarray(vector, dtype=np.float32).reshape(-1)
+        self.vectors[slot] = vec
+        self.norms[slot] = float(np.linalg.norm(vec))
+        if self.ann_building:
+            self.ann_dirty.add(slot)
+        if self.ann is not None:
+            self.ann.add(slot, vec)
+            self.ann_slots.add(slot)
+        return slot
 
-    def upsert(self, entry: MemoryEntry, vector: Any | None, *, owned: bool = False) -> None:
-        """Insert or replace a row; ``vector`` None keeps the stored one (content unchanged).
+    def load(self, memory_id: str, content: str, status: str, expires_at: datetime | None, row: Any,
+             vector: Any) -> None:
+        """Add a row read from the database (kept raw until a search needs it)."""
+        self._new_slot(memory_id, content, vector, row, status, expires_at)
 
-        ``owned``: ``entry`` is a fresh object nobody else holds (loaded rows), no copy needed.
-        """
+    def upsert(self, entry: MemoryEntry, vector: Any | None) -> None:
+        """Insert or replace a committed row; ``vector`` None keeps the stored one (content unchanged)."""
         slot = self.slot.get(entry.id)
-        old = self.entries[slot] if slot is not None else None
+        if slot is not None and (vector is not None or self.contents[slot] != entry.content):
+            if vector is None:
+                vector = self.vectors[slot].copy()
+            self.remove(entry.id)  # new words or vector: the row moves to a fresh slot
+            slot = None
+        stored = entry.model_copy(update={"embedding": None}).model_copy(deep=True)
         if slot is None:
             if vector is None:
                 raise ValueError(f"row {entry.id} is new to the partition but has no vector")
-            if self.free:
-                slot = self.free.pop()
-            else:
-                slot = len(self.ids)
-                self._grow(slot + 1)
-                self.ids.append(None)
-                self.entries.append(None)
-            self.ids[slot] = entry.id
-            self.slot[entry.id] = slot
-            self.n_live += 1
-        if old is None or old.content != entry.content:
-            if old is not None:
-                self._unindex_terms(slot)
-            self._index_terms(slot, entry.content)
-        if vector is not None:
-            vec = np.asarray(vector, dtype=np.float32).reshape(-1)
-            self.vectors[slot] = vec
-            self.norms[slot] = float(np.linalg.norm(vec))
-            if self.ann_building:
-                self.ann_dirty.add(slot)
-            if self.ann is not None:
-                if slot in self.ann_slots:
-                    self.ann.remove(slot)
-                self.ann.add(slot, vec)
-                self.ann_slots.add(slot)
-        if not owned or entry.embedding is not None:
-            entry = entry.model_copy(update={"embedding": None}).model_copy(deep=True)
-        self.entries[slot] = entry
+            self._new_slot(entry.id, entry.content, vector, stored, entry.status, entry.expires_at)
+            return
+        self.entries[slot] = stored
         self.active[slot] = entry.status == "active"
         self.expires[slot] = _epoch(entry.expires_at)
 
@@ -193,9 +233,15 @@ class Partition:
         slot = self.slot.pop(memory_id, None)
         if slot is None:
             return
-        self._unindex_terms(slot)
+        length = int(self.lengths[slot])
+        if length:
+            self.n_docs -= 1
+            self.total_length -= length
+        self.lengths[slot] = 0
         self.ids[slot] = None
         self.entries[slot] = None
+        self.contents[slot] = None
+        self.present[slot] = False
         self.active[slot] = False
         self.expires[slot] = math.inf
         self.norms[slot] = 0.0
@@ -204,14 +250,23 @@ class Partition:
         if self.ann is not None and slot in self.ann_slots:
             self.ann.remove(slot)
             self.ann_slots.discard(slot)
-        self.free.append(slot)
         self.n_live -= 1
+
+    def entry(self, slot: int) -> MemoryEntry | None:
+        value = self.entries[slot]
+        if value is None or isinstance(value, MemoryEntry):
+            return value
+        if self.materialize is None:
+            raise RuntimeError("a raw row without a materialize function")
+        entry = self.materialize(value)
+        self.entries[slot] = entry
+        return entry
 
     def patch(self, memory_id: str, fn: Callable[[MemoryEntry], MemoryEntry]) -> None:
         slot = self.slot.get(memory_id)
         if slot is None:
             return
-        entry = self.entries[slot]
+        entry = self.entry(slot)
         if entry is None:
             return
         new = fn(entry)
@@ -222,19 +277,23 @@ class Partition:
     # -- scoring ---------------------------------------------------------------------------------
     def _lexical(self, terms: Sequence[str]) -> np.ndarray | None:
         """``lex`` of every slot (zeros where no query term occurs), or None without any match."""
-        present = [(t, self.postings[t]) for t in dict.fromkeys(terms) if t in self.postings]
+        present: list[tuple[np.ndarray, np.ndarray]] = []
+        for term in dict.fromkeys(terms):
+            bucket = self.postings.get(term)
+            if bucket is not None:
+                slots, tf = bucket.arrays(self.present)
+                if len(slots):
+                    present.append((slots, tf))
         if not present or self.n_docs == 0:
             return None
         n = float(self.n_docs)
         avgdl = max(1e-9, self.total_length / n)
-        weights = [math.log(1.0 + (n - len(b) + 0.5) / (len(b) + 0.5)) for _, b in present]
+        weights = [math.log(1.0 + (n - len(slots) + 0.5) / (len(slots) + 0.5)) for slots, _ in present]
         best = sum(weights) * (BM25_K1 + 1.0)
         if best <= 0:
             return None
         total = np.zeros(len(self.norms), dtype=np.float64)
-        for (_, bucket), w in zip(present, weights, strict=True):
-            slots = np.fromiter(bucket.keys(), dtype=np.int64, count=len(bucket))
-            tf = np.fromiter(bucket.values(), dtype=np.float64, count=len(bucket))
+        for (slots, tf), w in zip(present, weights, strict=True):
             lengths = self.lengths[slots].astype(np.float64)
             total[slots] += w * tf * (BM25_K1 + 1.0) / (tf + BM25_K1 * (1.0 - BM25_B + BM25_B * lengths / avgdl))
         return np.sqrt(np.minimum(1.0, total / best))
@@ -269,7 +328,7 @@ class Partition:
             k *= 4
 
     def _eligible(self, slots: np.ndarray, now: float) -> np.ndarray:
-        return np.asarray(self.active[slots] & (self.expires[slots] > now))
+        return np.asarray(self.present[slots] & self.active[slots] & (self.expires[slots] > now))
 
     def _ordered(self, slots: np.ndarray, scores: np.ndarray) -> Iterable[int]:
         """Indexes into ``slots`` by score descending, equal scores by memory id (as the SQL path)."""
@@ -292,7 +351,7 @@ class Partition:
         total = 0
         for i in self._ordered(slots, scores):
             slot = int(slots[i])
-            entry = self.entries[slot]
+            entry = self.entry(slot)
             if entry is None:
                 continue
             if query.predicate is not None and not query.predicate(entry.metadata):
@@ -447,6 +506,9 @@ class SearchIndex:
                 with part.lock:
                     for memory_id in change.ids:
                         part.patch(memory_id, change.patch)
+        for part in parts:  # churn leaves dead slots behind: reload from the database past a point
+            if part.dead > max(COMPACT_MIN_DEAD, part.n_live):
+                self.drop(part.key)
         self._maybe_build(parts)
 
     # -- partitions ------------------------------------------------------------------------------
@@ -470,7 +532,8 @@ class SearchIndex:
         with self._lock:
             self._partitions.clear()
 
-    def partition(self, key: PartitionKey, load: Callable[[], Iterable[tuple[MemoryEntry, Any]]]) -> Partition:
+    def partition(self, key: PartitionKey, load: Callable[[], Iterable[LoadedRow]],
+                  materialize: Callable[[Any], MemoryEntry] | None = None) -> Partition:
         """The partition; loaded with ``load()`` and registered under the write lock if missing."""
         part = self._get(key)
         if part is not None:
@@ -479,9 +542,9 @@ class SearchIndex:
             part = self._get(key)
             if part is not None:
                 return part
-            part = Partition(key, self.dims)
-            for entry, vector in load():
-                part.upsert(entry, vector, owned=True)
+            part = Partition(key, self.dims, materialize)
+            for row in load():
+                part.load(*row)
             with self._lock:
                 self._partitions[key] = part
                 self._evict()
@@ -531,9 +594,9 @@ class SearchIndex:
                 return False
             alive[0].join(remaining)
 
-    def search(self, key: PartitionKey, load: Callable[[], Iterable[tuple[MemoryEntry, Any]]],
-               query: SearchQuery) -> SearchPage:
-        part = self.partition(key, load)
+    def search(self, key: PartitionKey, load: Callable[[], Iterable[LoadedRow]], query: SearchQuery,
+               materialize: Callable[[Any], MemoryEntry] | None = None) -> SearchPage:
+        part = self.partition(key, load, materialize)
         with part.lock:
             return part.search(query, use_ann=not query.exact and part.n_live > self.ann_threshold)
 
