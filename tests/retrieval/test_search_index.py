@@ -141,6 +141,7 @@ def test_tenants_and_layers_are_separate_partitions(open_mem: Callable[..., Memo
     for ctx in (acme, globex):
         res = mem.search(ctx, texts[5], identifiers={**IDS, "agent_id": "a1"}, threshold=0.0, limit=100)
         assert {r.memory.tenant_id for r in res.results} == {ctx.tenant_id}
+    assert index.wait_ready(120)  # globex's partition was loaded (and its HNSW started) by the loop
     stats = index.stats()
     assert {p["tenant_id"] for p in stats["ann_partitions"]} == {"acme", "globex"}
     assert all(p["layer"] == "user" and p["ready"] for p in stats["ann_partitions"])

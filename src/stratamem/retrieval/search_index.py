@@ -85,6 +85,14 @@ class Change:
     patch: Callable[[MemoryEntry], MemoryEntry] | None = None
 
 
+@dataclass
+class _Bm25:
+    arrays: list[tuple[np.ndarray, np.ndarray]]  # (slots, tf) of each query term present
+    weights: list[float]  # idf of each
+    best: float  # the best BM25 any row could reach: sum(idf) * (k1 + 1)
+    avgdl: float
+
+
 class _Postings:
     """One term's postings: numpy arrays of (slot, tf) plus a tail of recent appends.
 
@@ -275,28 +283,60 @@ class Partition:
         self.expires[slot] = _epoch(new.expires_at)
 
     # -- scoring ---------------------------------------------------------------------------------
-    def _lexical(self, terms: Sequence[str]) -> np.ndarray | None:
-        """``lex`` of every slot (zeros where no query term occurs), or None without any match."""
-        present: list[tuple[np.ndarray, np.ndarray]] = []
+    def _bm25(self, terms: Sequence[str]) -> _Bm25 | None:
+        """The query terms' postings (live rows only) and BM25 weights over the partition."""
+        arrays: list[tuple[np.ndarray, np.ndarray]] = []
         for term in dict.fromkeys(terms):
             bucket = self.postings.get(term)
             if bucket is not None:
                 slots, tf = bucket.arrays(self.present)
                 if len(slots):
-                    present.append((slots, tf))
-        if not present or self.n_docs == 0:
+                    arrays.append((slots, tf))
+        if not arrays or self.n_docs == 0:
             return None
         n = float(self.n_docs)
-        avgdl = max(1e-9, self.total_length / n)
-        weights = [math.log(1.0 + (n - len(slots) + 0.5) / (len(slots) + 0.5)) for slots, _ in present]
+        weights = [math.log(1.0 + (n - len(slots) + 0.5) / (len(slots) + 0.5)) for slots, _ in arrays]
         best = sum(weights) * (BM25_K1 + 1.0)
         if best <= 0:
             return None
+        return _Bm25(arrays, weights, best, max(1e-9, self.total_length / n))
+
+    def _term_score(self, bm: _Bm25, tf: np.ndarray, slots: np.ndarray, weight: float) -> np.ndarray:
+        lengths = self.lengths[slots].astype(np.float64)
+        return np.asarray(weight * tf * (BM25_K1 + 1.0)
+                          / (tf + BM25_K1 * (1.0 - BM25_B + BM25_B * lengths / bm.avgdl)))
+
+    def _lexical(self, bm: _Bm25) -> np.ndarray:
+        """``lex`` of every slot (zeros where no query term occurs)."""
         total = np.zeros(len(self.norms), dtype=np.float64)
-        for (slots, tf), w in zip(present, weights, strict=True):
-            lengths = self.lengths[slots].astype(np.float64)
-            total[slots] += w * tf * (BM25_K1 + 1.0) / (tf + BM25_K1 * (1.0 - BM25_B + BM25_B * lengths / avgdl))
-        return np.sqrt(np.minimum(1.0, total / best))
+        for (slots, tf), w in zip(bm.arrays, bm.weights, strict=True):
+            total[slots] += self._term_score(bm, tf, slots, w)
+        return np.asarray(np.sqrt(np.minimum(1.0, total / bm.best)))
+
+    def _lexical_at(self, bm: _Bm25, cand: np.ndarray) -> np.ndarray:
+        """``lex`` of the candidate slots only (postings are sorted by slot: binary search)."""
+        total = np.zeros(len(cand), dtype=np.float64)
+        for (slots, tf), w in zip(bm.arrays, bm.weights, strict=True):
+            pos = np.minimum(np.searchsorted(slots, cand), len(slots) - 1)
+            hit = slots[pos] == cand
+            if hit.any():
+                total[hit] += self._term_score(bm, tf[pos[hit]], cand[hit], w)
+        return np.asarray(np.sqrt(np.minimum(1.0, total / bm.best)))
+
+    def _lexical_top(self, bm: _Bm25, m: int) -> np.ndarray:
+        """About the ``m`` best lexical matches, from the selective terms only (a term in more than
+        a tenth of the partition adds little to the ranking and would cost a pass over most rows)."""
+        limit = max(4 * m, 0.1 * self.n_docs)
+        parts = [(slots, self._term_score(bm, tf, slots, w))
+                 for (slots, tf), w in zip(bm.arrays, bm.weights, strict=True) if len(slots) <= limit]
+        if not parts:
+            return np.zeros(0, dtype=np.int64)
+        all_slots = np.concatenate([p[0] for p in parts])
+        uniq, inverse = np.unique(all_slots, return_inverse=True)
+        sums = np.bincount(inverse, weights=np.concatenate([p[1] for p in parts]))
+        if len(uniq) > m:
+            uniq = uniq[np.argpartition(sums, len(sums) - m)[len(sums) - m:]]
+        return np.asarray(uniq, dtype=np.int64)
 
     def _dense(self, query: np.ndarray, qnorm: float, slots: np.ndarray | None = None) -> np.ndarray:
         n = len(self.ids)
@@ -313,18 +353,18 @@ class Partition:
         qnorm = float(np.linalg.norm(q))
         now = query.now.timestamp()
         terms = query_terms(query.text) if query.lexical_weight > 0 else []
-        lex = self._lexical(terms) if terms else None
+        bm = self._bm25(terms) if terms else None
         w = float(query.lexical_weight)
         n = len(self.ids)
         if not use_ann or self.ann is None or self.ann_building:
-            return self._exact(query, q, qnorm, now, lex, w, n)
+            return self._exact(query, q, qnorm, now, None if bm is None else self._lexical(bm), w, n)
         k = max(4 * query.limit, 64)
         while True:
-            page, more = self._approximate(query, q, qnorm, now, lex, w, k)
+            page, more = self._approximate(query, q, qnorm, now, bm, w, k)
             if query.predicate is None or len(page.hits) >= query.limit or not more:
                 return page
             if 2 * k >= self.n_live:  # a filter rejects most candidates: scan it all
-                return self._exact(query, q, qnorm, now, lex, w, n)
+                return self._exact(query, q, qnorm, now, None if bm is None else self._lexical(bm), w, n)
             k *= 4
 
     def _eligible(self, slots: np.ndarray, now: float) -> np.ndarray:
@@ -389,7 +429,7 @@ class Partition:
             return SearchPage(hits=page.hits, total=len(eligible))
         return self._rank(query, eligible, scores)
 
-    def _approximate(self, query: SearchQuery, q: np.ndarray, qnorm: float, now: float, lex: np.ndarray | None,
+    def _approximate(self, query: SearchQuery, q: np.ndarray, qnorm: float, now: float, bm: _Bm25 | None,
                      w: float, k: int) -> tuple[SearchPage, bool]:
         found = self.ann.search(q, min(k, max(1, len(self.ann_slots))))
         dense_keys = np.asarray(found.keys, dtype=np.int64).reshape(-1)
@@ -397,16 +437,14 @@ class Partition:
         # more above-threshold rows may lie beyond the k-th dense candidate
         more = len(dense_keys) >= k and bool(
             len(dense_keys) and (1.0 - float(np.asarray(found.distances).reshape(-1)[-1])) >= 2 * query.min_score - 1)
-        if lex is not None and w > 0:
-            nz = np.flatnonzero(lex)
-            m = max(_LEXICAL_CANDIDATES, k)
-            if len(nz) > m:
-                nz = nz[np.argpartition(lex[nz], len(nz) - m)[len(nz) - m:]]
-            candidates.update(int(s) for s in nz)
-        slots = np.fromiter(candidates, dtype=np.int64, count=len(candidates))
+        if bm is not None and w > 0:
+            candidates.update(int(s) for s in self._lexical_top(bm, max(_LEXICAL_CANDIDATES, k)))
+        slots = np.sort(np.fromiter(candidates, dtype=np.int64, count=len(candidates)))
         slots = slots[slots < len(self.ids)]
         slots = slots[self._eligible(slots, now)]
-        scores = self._fuse(self._dense(q, qnorm, slots), lex, slots, w)
+        dense = self._dense(q, qnorm, slots)
+        scores = dense if bm is None or w <= 0 else np.asarray(
+            np.clip(dense + w * self._lexical_at(bm, slots) * (1.0 - dense), 0.0, 1.0))
         return self._rank(query, slots, scores), more
 
     # -- HNSW --------------------------------------------------------------------------------------
