@@ -78,7 +78,7 @@ def _epoch(value: datetime | None) -> float:
 class Change:
     """The effect of one committed write on the mirror."""
 
-    kind: str  # "upsert" | "delete" | "patch" | "drop_tenant"
+    kind: str  # "upsert" | "delete" | "patch"
     tenant_id: str
     entries: Sequence[MemoryEntry] = ()
     ids: Sequence[str] = ()
@@ -408,17 +408,18 @@ class Partition:
             total = len(slots)
         return SearchPage(hits=hits, total=total)
 
-    def _fuse(self, dense: np.ndarray, lex: np.ndarray | None, slots: np.ndarray | None, w: float) -> np.ndarray:
+    @staticmethod
+    def _fuse(dense: np.ndarray, lex: np.ndarray | None, w: float) -> np.ndarray:
+        """``dense + w · lex · (1 - dense)`` element-wise (``lex`` aligned with ``dense``)."""
         if lex is None or w <= 0:
             return dense
-        lx = lex[: len(dense)] if slots is None else lex[slots]
-        return np.asarray(np.clip(dense + w * lx * (1.0 - dense), 0.0, 1.0))
+        return np.asarray(np.clip(dense + w * lex * (1.0 - dense), 0.0, 1.0))
 
     def _exact(self, query: SearchQuery, q: np.ndarray, qnorm: float, now: float, lex: np.ndarray | None,
                w: float, n: int) -> SearchPage:
         if n == 0:
             return SearchPage(hits=[], total=0)
-        scores = self._fuse(self._dense(q, qnorm), lex, None, w)
+        scores = self._fuse(self._dense(q, qnorm), None if lex is None else lex[:n], w)
         eligible = np.flatnonzero(self._eligible(np.arange(n), now) & (scores >= query.min_score))
         scores = scores[eligible]
         if query.predicate is None and len(eligible) > query.limit:
@@ -442,9 +443,8 @@ class Partition:
         slots = np.sort(np.fromiter(candidates, dtype=np.int64, count=len(candidates)))
         slots = slots[slots < len(self.ids)]
         slots = slots[self._eligible(slots, now)]
-        dense = self._dense(q, qnorm, slots)
-        scores = dense if bm is None or w <= 0 else np.asarray(
-            np.clip(dense + w * self._lexical_at(bm, slots) * (1.0 - dense), 0.0, 1.0))
+        lex = None if bm is None or w <= 0 else self._lexical_at(bm, slots)
+        scores = self._fuse(self._dense(q, qnorm, slots), lex, w)
         return self._rank(query, slots, scores), more
 
     # -- HNSW --------------------------------------------------------------------------------------
@@ -520,9 +520,6 @@ class SearchIndex:
             return [p for k, p in self._partitions.items() if k[0] == tenant_id]
 
     def _apply(self, change: Change) -> None:
-        if change.kind == "drop_tenant":
-            self.drop_tenant(change.tenant_id)
-            return
         parts = self._tenant_partitions(change.tenant_id)
         if not parts:
             return
@@ -570,10 +567,6 @@ class SearchIndex:
         with self._lock:
             for key in [k for k in self._partitions if k[0] == tenant_id]:
                 del self._partitions[key]
-
-    def clear(self) -> None:
-        with self._lock:
-            self._partitions.clear()
 
     def partition(self, key: PartitionKey, load: Callable[[], Iterable[LoadedRow]],
                   materialize: Callable[[Any], MemoryEntry] | None = None) -> Partition:
