@@ -25,13 +25,22 @@ from typing import Any
 import duckdb
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..embeddings.base import Vector
 from ..errors import ErrorCode, MemoryError, TransientProviderError
 from ..model import MemoryEntry, ProviderCapabilities
+from ..retrieval.ann_store import AnnStore
 from ..retrieval.duckdb_lexical import DuckDBLexicalIndex, lexical_scores_sql
 from ..retrieval.lexical import query_terms
-from ..retrieval.search_index import DEFAULT_ANN_THRESHOLD, DEFAULT_MAX_ROWS, Change, LoadedRow, SearchIndex
+from ..retrieval.search_index import (
+    DEFAULT_ANN_THRESHOLD,
+    DEFAULT_MAX_ROWS,
+    Change,
+    LoadedPostings,
+    LoadedRows,
+    SearchIndex,
+)
 from . import duckdb_schema
 from .base import (
     ACTIVE,
@@ -253,7 +262,7 @@ class DuckDBProvider(MemoryProvider):
                     )
                 db.dims = dimensions
                 if db.search_index is None:
-                    db.search_index = SearchIndex(dimensions, db.write_lock)
+                    db.search_index = SearchIndex(dimensions, db.write_lock, store=self._ann_store())
                 self._apply_index_settings()
                 version = duckdb_schema.current_version(cur)
         except duckdb.Error as exc:
@@ -297,6 +306,8 @@ class DuckDBProvider(MemoryProvider):
                 return
             _REGISTRY.pop(db.path, None)
             cursors, db.cursors = db.cursors, []
+        if db.search_index is not None:  # graphs built or grown since they were saved
+            db.search_index.close()
         with db.write_lock:
             for cur in cursors:
                 with suppress(duckdb.Error):
@@ -309,12 +320,21 @@ class DuckDBProvider(MemoryProvider):
     def configure_search_index(self, *, enabled: bool = True, ann_threshold: int | None = None,
                                max_rows: int | None = None) -> None:
         self.use_search_index = enabled
+        if not enabled and self.path != ":memory:":
+            # writes will bypass the index: saved graphs could go stale or keep deleted vectors
+            store = self._ann_store()
+            if store is not None:
+                store.discard_all()
         if ann_threshold is not None:
             self._index_settings["ann_threshold"] = ann_threshold
         if max_rows is not None:
             self._index_settings["max_rows"] = max_rows
         if self._db is not None:
             self._apply_index_settings()
+
+    def _ann_store(self) -> AnnStore | None:
+        """Saved HNSW graphs live beside the database file (``{path}.index``); none in memory."""
+        return None if self.path == ":memory:" else AnnStore(f"{Path(self.path).resolve()}.index")
 
     def _apply_index_settings(self) -> None:
         index = self.db.search_index
@@ -342,27 +362,54 @@ class DuckDBProvider(MemoryProvider):
         if index is not None:
             index.stage(change)
 
-    def _load_partition(self, tenant_id: str, layer: str, scope: str) -> Iterator[LoadedRow]:
-        """Every row of one partition (any status) with its vector, for the search index."""
+    def _load_partition(self, tenant_id: str, layer: str, scope: str) -> LoadedRows:
+        """Every row of one partition (any status) with its vector, for the search index.
+
+        Column-wise through Arrow: vectors become one numpy matrix, status and expiry numpy arrays;
+        the other columns stay Arrow arrays and a row becomes a ``MemoryEntry`` only when asked."""
+        dims = int(self.db.dims or 0)
         cur = self._cursor()
         try:
             table = cur.execute(
                 f"SELECT {_COLUMNS}, embedding FROM memories WHERE tenant_id = ? AND layer = ? AND scope = ?",
                 [tenant_id, layer, scope],
             ).to_arrow_table()
+            if table.num_rows == 0:
+                return LoadedRows.empty(dims)
+            postings = cur.execute(
+                "SELECT memory_id, term, tf, length FROM lexical_postings WHERE tenant_id = ? AND layer = ? "
+                "AND scope = ?", [tenant_id, layer, scope],
+            ).to_arrow_table().combine_chunks()
         except duckdb.Error as exc:
             raise self._translate(exc, "search") from exc
-        if table.num_rows == 0:
-            return
-        dims = int(self.db.dims or 0)
-        vectors = table.column("embedding").combine_chunks().flatten().to_numpy().reshape(-1, dims)
-        columns = [table.column(i).to_pylist() for i in range(_N_COLS)]
-        ids, contents, statuses, expiries = columns[1], columns[3], columns[9], columns[16]
-        for i, row in enumerate(zip(*columns, strict=True)):
-            yield ids[i], contents[i], statuses[i], to_utc(expiries[i]), row, vectors[i]
+        table = table.combine_chunks()
+        vectors = table.column(_N_COLS).chunk(0).flatten().to_numpy().reshape(-1, dims)
+        columns = [table.column(i).chunk(0) for i in range(_N_COLS)]
+        active = pc.fill_null(pc.equal(columns[9], "active"), False).to_numpy(zero_copy_only=False)
+        micros = pc.cast(columns[16], pa.int64()).to_numpy(zero_copy_only=False)  # nulls -> NaN
+        expires = np.where(np.isnan(micros), np.inf, micros / 1e6)
 
-    def _materialize(self, row: Sequence[Any]) -> MemoryEntry:
-        return self._entry(row, False)
+        def entry(i: int) -> MemoryEntry:
+            return self._entry([col[i].as_py() for col in columns], False)
+
+        return LoadedRows(ids=columns[1].to_pylist(), contents=columns[3].to_pylist(), active=active,
+                          expires=expires, vectors=vectors, entry=entry,
+                          postings=self._loaded_postings(postings, columns[1]))
+
+    @staticmethod
+    def _loaded_postings(table: pa.Table, ids: pa.Array) -> LoadedPostings:
+        """``lexical_postings`` rows of a partition, keyed by row position in ``ids`` (no tokenising)."""
+        rows = pc.index_in(table.column("memory_id"), value_set=ids).to_numpy(zero_copy_only=False)
+        known = ~np.isnan(rows) if rows.dtype.kind == "f" else np.ones(len(rows), dtype=bool)
+        rows = rows[known].astype(np.int64)
+        terms = pc.dictionary_encode(table.column("term")).chunk(0) if table.num_rows else None
+        lengths = np.zeros(len(ids), dtype=np.int32)
+        if terms is None:
+            return LoadedPostings(rows, np.zeros(0, dtype=np.int64), [], np.zeros(0), lengths)
+        lengths[rows] = table.column("length").to_numpy()[known]
+        return LoadedPostings(rows=rows, terms=terms.indices.to_numpy()[known].astype(np.int64),
+                              vocab=terms.dictionary.to_pylist(),
+                              tf=table.column("tf").to_numpy()[known].astype(np.float64), lengths=lengths)
 
     def ping(self) -> None:
         with self._read() as cur:
@@ -470,7 +517,7 @@ class DuckDBProvider(MemoryProvider):
             )
             for hook in self.write_hooks:
                 hook.after_update(cur, entry, previous)
-            self._stage(Change("upsert", entry.tenant_id, entries=[entry]))
+            self._stage(Change("upsert", entry.tenant_id, entries=[entry], previous=[previous]))
         return True
 
     def delete(self, tenant_id: str, ids: Sequence[str]) -> builtins.list[str]:
@@ -567,8 +614,7 @@ class DuckDBProvider(MemoryProvider):
         index = self.search_index
         if index is not None:
             tenant_id, layer, scope = query.tenant_id, query.scope.layer.value, query.scope.key
-            return index.search((tenant_id, layer, scope),
-                                lambda: self._load_partition(tenant_id, layer, scope), query, self._materialize)
+            return index.search((tenant_id, layer, scope), lambda: self._load_partition(tenant_id, layer, scope), query)
         return self._search_sql(query)
 
     def _search_sql(self, query: SearchQuery) -> SearchPage:

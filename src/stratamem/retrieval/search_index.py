@@ -51,13 +51,12 @@ import numpy as np
 
 from ..model import MemoryEntry
 from ..providers.base import ScoredEntry, SearchPage, SearchQuery
+from .ann_store import AnnStore, SavedGraph, vector_hashes
 from .lexical import BM25_B, BM25_K1, query_terms, term_counts
 
 log = logging.getLogger(__name__)
 
 PartitionKey = tuple[str, str, str]  # (tenant_id, layer, scope key)
-#: A row read from the database: (id, content, status, expires_at, raw row for ``materialize``, vector).
-LoadedRow = tuple[str, str, str, "datetime | None", Any, Any]
 
 #: Default size (live rows) above which a partition is served by HNSW.
 DEFAULT_ANN_THRESHOLD = 20_000
@@ -75,6 +74,42 @@ def _epoch(value: datetime | None) -> float:
 
 
 @dataclass
+class LoadedPostings:
+    """A partition's stored postings (the database's lexical index), column-wise."""
+
+    rows: np.ndarray  # int64: the row (position in ``LoadedRows``) of each posting
+    terms: np.ndarray  # int64: index into ``vocab``
+    vocab: list[str]
+    tf: np.ndarray  # float64
+    lengths: np.ndarray  # int32 per row: document length in terms (0 = no terms)
+
+
+@dataclass
+class LoadedRows:
+    """Every row of one partition as read from the database, column-wise.
+
+    ``entry(i)`` builds the ``MemoryEntry`` of row ``i`` (without embedding); the partition calls it
+    only for rows a search returns or filters, so loading 100k rows creates no model objects.
+    """
+
+    ids: list[str]
+    contents: list[str]
+    active: np.ndarray  # bool: status == 'active'
+    expires: np.ndarray  # float64 epoch seconds, inf = never
+    vectors: np.ndarray  # float32 (n, dims)
+    entry: Callable[[int], MemoryEntry]
+    #: the stored postings of these rows; None = tokenise ``contents`` here
+    postings: LoadedPostings | None = None
+
+    @staticmethod
+    def empty(dims: int) -> LoadedRows:
+        def none(i: int) -> MemoryEntry:
+            raise IndexError(i)
+
+        return LoadedRows([], [], np.zeros(0, dtype=bool), np.zeros(0), np.zeros((0, dims), dtype=np.float32), none)
+
+
+@dataclass
 class Change:
     """The effect of one committed write on the mirror."""
 
@@ -83,6 +118,8 @@ class Change:
     entries: Sequence[MemoryEntry] = ()
     ids: Sequence[str] = ()
     patch: Callable[[MemoryEntry], MemoryEntry] | None = None
+    #: for an update: the rows as they were (aligned with ``entries``)
+    previous: Sequence[MemoryEntry] = ()
 
 
 @dataclass
@@ -134,15 +171,15 @@ class Partition:
     (``materialize``) only when a search returns or filters them.
     """
 
-    def __init__(self, key: PartitionKey, dims: int,
-                 materialize: Callable[[Any], MemoryEntry] | None = None) -> None:
+    def __init__(self, key: PartitionKey, dims: int) -> None:
         self.key = key
         self.dims = dims
-        self.materialize = materialize
         self.lock = threading.RLock()
         self.ids: list[str | None] = []
         self.slot: dict[str, int] = {}
-        self.entries: list[Any] = []  # MemoryEntry, a raw row for ``materialize``, or None (removed)
+        #: per slot: a MemoryEntry, the row number in ``source`` (not materialised yet), or None (removed)
+        self.entries: list[Any] = []
+        self.source: Callable[[int], MemoryEntry] | None = None
         self.contents: list[str | None] = []
         cap = _INITIAL_CAPACITY
         self.vectors = np.zeros((cap, dims), dtype=np.float32)
@@ -159,6 +196,14 @@ class Partition:
         self.ann_slots: set[int] = set()
         self.ann_building = False
         self.ann_dirty: set[int] = set()  # slots changed while the HNSW index was being built
+        #: the graph lost a vector (delete, new content): it holds removed data and is never saved
+        self.ann_removed = False
+        self.ann_unsaved = 0  # vectors added to the graph since it was built, restored or saved
+        #: called with the key when a row leaves the partition (its saved graph must go)
+        self.on_remove: Callable[[PartitionKey], None] | None = None
+        self.on_disk = False  # a saved graph file of this partition may exist
+        self.saved: SavedGraph | None = None  # read at load, consumed by the background build
+        self.restored = False  # the graph came from a saved file
         self.last_used = time.monotonic()
 
     @property
@@ -212,12 +257,78 @@ class Partition:
         if self.ann is not None:
             self.ann.add(slot, vec)
             self.ann_slots.add(slot)
+            self.ann_unsaved += 1
         return slot
 
-    def load(self, memory_id: str, content: str, status: str, expires_at: datetime | None, row: Any,
-             vector: Any) -> None:
-        """Add a row read from the database (kept raw until a search needs it)."""
-        self._new_slot(memory_id, content, vector, row, status, expires_at)
+    def fill(self, rows: LoadedRows, order: Sequence[str] | None = None) -> None:
+        """Fill this empty partition with the database's rows (kept raw until a search needs them).
+
+        ``order`` (the ids by slot of a saved graph) puts each row back in its saved slot, so the
+        graph's keys stay valid; a saved slot whose row is gone stays empty, new rows come after.
+        """
+        n = len(rows.ids)
+        if order is None:
+            perm = np.arange(n, dtype=np.int64)  # slot -> row number
+        else:
+            where = {memory_id: i for i, memory_id in enumerate(rows.ids)}
+            saved = np.array([where.pop(m, -1) if m else -1 for m in order], dtype=np.int64)
+            perm = np.concatenate([saved, np.fromiter(where.values(), dtype=np.int64, count=len(where))])
+        size = len(perm)
+        self._grow(size)
+        slots = np.flatnonzero(perm >= 0)
+        src = perm[slots]
+        vectors = self.vectors[:size]
+        vectors[slots] = rows.vectors[src]
+        self.norms[:size] = np.sqrt(np.einsum("ij,ij->i", vectors, vectors))
+        self.present[slots] = True
+        self.active[slots] = rows.active[src]
+        self.expires[slots] = rows.expires[src]
+        self.source = rows.entry
+        by_slot = np.full(size, None, dtype=object)
+        by_slot[slots] = np.asarray(rows.ids, dtype=object)[src]
+        self.ids = by_slot.tolist()
+        by_slot[slots] = np.asarray(rows.contents, dtype=object)[src]
+        self.contents = by_slot.tolist()
+        by_slot[slots] = src
+        self.entries = by_slot.tolist()  # row numbers: materialised on demand
+        self.slot = dict(zip(np.asarray(rows.ids, dtype=object)[src].tolist(), slots.tolist(), strict=True))
+        self.n_live = len(slots)
+        if rows.postings is not None:
+            self._fill_postings(rows.postings, slots, src)
+            return
+        for slot, content in zip(slots.tolist(), np.asarray(rows.contents, dtype=object)[src].tolist(), strict=True):
+            counts = term_counts(content)
+            length = sum(counts.values())
+            if length:
+                self.lengths[slot] = length
+                self.n_docs += 1
+                self.total_length += length
+            for term, tf in counts.items():
+                bucket = self.postings.get(term)
+                if bucket is None:
+                    bucket = self.postings[term] = _Postings()
+                bucket.add(slot, tf)
+
+    def _fill_postings(self, stored: LoadedPostings, slots: np.ndarray, src: np.ndarray) -> None:
+        """Postings arrays straight from the stored ones (grouped by term, sorted by slot)."""
+        slot_of_row = np.full(len(stored.lengths), -1, dtype=np.int64)
+        slot_of_row[src] = slots
+        lengths = stored.lengths[src]
+        self.lengths[slots] = lengths
+        self.n_docs = int(np.count_nonzero(lengths))
+        self.total_length = int(lengths.sum())
+        post_slots = slot_of_row[stored.rows]
+        keep = post_slots >= 0
+        post_slots, terms, tf = post_slots[keep], stored.terms[keep], stored.tf[keep]
+        order = np.lexsort((post_slots, terms))
+        post_slots, terms, tf = post_slots[order], terms[order], tf[order]
+        bounds = np.flatnonzero(np.diff(terms)) + 1
+        starts = np.concatenate([[0], bounds]).tolist() if len(terms) else []
+        ends = np.concatenate([bounds, [len(terms)]]).tolist() if len(terms) else []
+        for a, b in zip(starts, ends, strict=True):
+            bucket = _Postings()
+            bucket.slots, bucket.tf = post_slots[a:b], tf[a:b]
+            self.postings[stored.vocab[int(terms[a])]] = bucket
 
     def upsert(self, entry: MemoryEntry, vector: Any | None) -> None:
         """Insert or replace a committed row; ``vector`` None keeps the stored one (content unchanged)."""
@@ -258,15 +369,19 @@ class Partition:
         if self.ann is not None and slot in self.ann_slots:
             self.ann.remove(slot)
             self.ann_slots.discard(slot)
+            self.ann_removed = True
+        if self.on_disk and self.on_remove is not None:
+            self.on_remove(self.key)
+            self.on_disk = False
         self.n_live -= 1
 
     def entry(self, slot: int) -> MemoryEntry | None:
         value = self.entries[slot]
         if value is None or isinstance(value, MemoryEntry):
             return value
-        if self.materialize is None:
-            raise RuntimeError("a raw row without a materialize function")
-        entry = self.materialize(value)
+        if self.source is None:
+            raise RuntimeError("a raw row without its loaded rows")
+        entry = self.source(value)
         self.entries[slot] = entry
         return entry
 
@@ -448,24 +563,76 @@ class Partition:
         return self._rank(query, slots, scores), more
 
     # -- HNSW --------------------------------------------------------------------------------------
-    def build_ann(self, connectivity: int, expansion_add: int, expansion_search: int) -> None:
-        """Build the HNSW index (background thread); rows written meanwhile are patched in at the end."""
+    def _new_graph(self, connectivity: int, expansion_add: int, expansion_search: int) -> Any:
         from usearch.index import Index
 
+        return Index(ndim=self.dims, metric="cos", dtype="f32", connectivity=connectivity,
+                     expansion_add=expansion_add, expansion_search=expansion_search)
+
+    def _restore(self, saved: SavedGraph, expansion_add: int,
+                 expansion_search: int) -> tuple[Any, set[int], set[int], bool] | None:
+        """The saved graph with its stale slots taken out and this partition's other rows put in.
+
+        Returns None when the file does not fit (another shape, or most rows changed since it was
+        written: a fresh build is then cheaper than patching)."""
+        from usearch.index import Index
+
+        graph = Index.restore(saved.graph(), connectivity=saved.params.get("connectivity", 32),
+                              expansion_add=expansion_add, expansion_search=expansion_search)
+        if graph is None or graph.ndim != self.dims or len(graph) != int(np.count_nonzero(saved.ids != "")):
+            return None
         with self.lock:
             self.ann_dirty = set()
-            slots = np.array([s for s, i in enumerate(self.ids) if i is not None], dtype=np.int64)
-            vectors = self.vectors[slots].copy()
-        index = Index(ndim=self.dims, metric="cos", dtype="f32", connectivity=connectivity,
-                      expansion_add=expansion_add, expansion_search=expansion_search)
-        if len(slots):
-            index.add(slots.astype(np.uint64), vectors, threads=1)
-        with self.lock:
+            n = min(len(saved.ids), len(self.ids))
+            current = np.array([i or "" for i in self.ids[:n]])
+            hashes = vector_hashes(self.vectors[:n])
+            in_graph = np.flatnonzero(saved.ids[:n] != "")
+            valid = in_graph[(current[in_graph] == saved.ids[in_graph]) & (hashes[in_graph] == saved.hashes[in_graph])]
+            stale = np.setdiff1d(np.flatnonzero(saved.ids != ""), valid)
+            keep = {int(s) for s in valid}
+            missing = np.array([s for s, i in enumerate(self.ids) if i is not None and s not in keep], dtype=np.int64)
+            vectors = self.vectors[missing].copy()
+        if len(missing) + len(stale) > max(1000, len(keep) // 2):
+            return None
+        if len(stale):
+            graph.remove(stale.astype(np.uint64))
+        if len(missing):
+            graph.add(missing.astype(np.uint64), vectors, threads=1)
+        return graph, keep, {int(s) for s in missing}, bool(len(stale))
+
+    def build_ann(self, connectivity: int, expansion_add: int, expansion_search: int,
+                  saved: SavedGraph | None = None) -> bool:
+        """Build the HNSW index (background thread), from ``saved`` where it fits; rows written
+        meanwhile are patched in at the end. True when the saved graph was used."""
+        restored = None
+        if saved is not None:
+            try:
+                restored = self._restore(saved, expansion_add, expansion_search)
+            except Exception:
+                log.warning("search index: saved graph of %s unusable; rebuilding", self.key[1:], exc_info=True)
+            finally:
+                saved.close()
+        stale = False
+        if restored is not None:
+            index, kept, added, stale = restored
+            built = kept | added
+        else:
+            kept = set()
+            with self.lock:
+                self.ann_dirty = set()
+                slots = np.array([s for s, i in enumerate(self.ids) if i is not None], dtype=np.int64)
+                vectors = self.vectors[slots].copy()
+            index = self._new_graph(connectivity, expansion_add, expansion_search)
+            if len(slots):
+                index.add(slots.astype(np.uint64), vectors, threads=1)
             built = {int(s) for s in slots}
+        with self.lock:
+            removed = False
             for s in sorted(self.ann_dirty):  # written while building: the mirror is the truth
                 if s in built:
                     index.remove(s)
                     built.discard(s)
+                    removed = True
                 if s < len(self.ids) and self.ids[s] is not None:
                     index.add(s, self.vectors[s])
                     built.add(s)
@@ -473,6 +640,20 @@ class Partition:
             self.ann_slots = built
             self.ann_dirty = set()
             self.ann_building = False
+            self.ann_removed = removed or stale
+            self.ann_unsaved = len(built - kept)
+        return restored is not None
+
+    def graph_to_save(self) -> tuple[list[str | None], np.ndarray, bytes] | None:
+        """What ``AnnStore.save`` needs (call under ``lock``); None while the graph holds a removed
+        vector, is being built, or has nothing new since it was written."""
+        if self.ann is None or self.ann_building or self.ann_removed or self.ann_unsaved == 0:
+            return None
+        size = len(self.ids)
+        ids = [self.ids[s] if s in self.ann_slots else None for s in range(size)]
+        blob = self.ann.save()
+        self.ann_unsaved = 0
+        return ids, vector_hashes(self.vectors[:size]), bytes(blob)
 
 
 class SearchIndex:
@@ -485,8 +666,10 @@ class SearchIndex:
 
     def __init__(self, dims: int, write_lock: Any, *, ann_threshold: int = DEFAULT_ANN_THRESHOLD,
                  max_rows: int = DEFAULT_MAX_ROWS, connectivity: int = 32, expansion_add: int = 128,
-                 expansion_search: int = 256) -> None:
+                 expansion_search: int = 256, store: AnnStore | None = None) -> None:
         self.dims = dims
+        #: Where built graphs are saved and read back (None: process memory only).
+        self.store = store
         #: The store's write lock: a partition is loaded and registered while no write can commit.
         self.write_lock = write_lock
         self.ann_threshold = ann_threshold
@@ -519,8 +702,28 @@ class SearchIndex:
         with self._lock:
             return [p for k, p in self._partitions.items() if k[0] == tenant_id]
 
+    def _forget_saved(self, change: Change, parts: list[Partition]) -> None:
+        """Saved graphs of partitions not in memory that may hold a vector this write removed."""
+        if self.store is None:
+            return
+        from ..layers import scope_key
+
+        loaded = {p.key for p in parts}
+        if change.kind == "delete":  # which partition held the ids is unknown: every unloaded one
+            keep = {self.store.path(k) for k in loaded}
+            for path in self.store.files_of(change.tenant_id):
+                if path not in keep:
+                    path.unlink(missing_ok=True)
+        elif change.kind == "upsert":
+            for entry, previous in zip(change.entries, change.previous, strict=False):
+                old = (previous.tenant_id, previous.layer.value, scope_key(previous.layer, previous.identifiers))
+                new = (entry.tenant_id, entry.layer.value, scope_key(entry.layer, entry.identifiers))
+                if old not in loaded and (entry.embedding is not None or old != new):
+                    self.store.discard(old)
+
     def _apply(self, change: Change) -> None:
         parts = self._tenant_partitions(change.tenant_id)
+        self._forget_saved(change, parts)
         if not parts:
             return
         from ..layers import scope_key
@@ -564,13 +767,18 @@ class SearchIndex:
             self._partitions.pop(key, None)
 
     def drop_tenant(self, tenant_id: str) -> None:
+        """Forget a tenant's partitions and saved graphs (its rows were rewritten outside the index)."""
         with self._lock:
             for key in [k for k in self._partitions if k[0] == tenant_id]:
                 del self._partitions[key]
+        if self.store is not None:
+            self.store.discard_tenant(tenant_id)
 
-    def partition(self, key: PartitionKey, load: Callable[[], Iterable[LoadedRow]],
-                  materialize: Callable[[Any], MemoryEntry] | None = None) -> Partition:
-        """The partition; loaded with ``load()`` and registered under the write lock if missing."""
+    def partition(self, key: PartitionKey, load: Callable[[], LoadedRows]) -> Partition:
+        """The partition; loaded with ``load()`` and registered under the write lock if missing.
+
+        A saved graph of the partition (``store``) puts each row back in its saved slot; the graph
+        itself is read into the HNSW index by the background build."""
         part = self._get(key)
         if part is not None:
             return part
@@ -578,9 +786,19 @@ class SearchIndex:
             part = self._get(key)
             if part is not None:
                 return part
-            part = Partition(key, self.dims, materialize)
-            for row in load():
-                part.load(*row)
+            part = Partition(key, self.dims)
+            saved = None
+            if self.store is not None:
+                saved = self.store.load(key, self.dims)
+                if saved is None:
+                    self.store.discard(key)  # absent, or unusable: never left beside a live partition
+                part.on_remove = self.store.discard
+            part.fill(load(), None if saved is None else saved.ids.tolist())
+            part.on_disk = saved is not None
+            if saved is not None and part.n_live > self.ann_threshold:
+                part.saved = saved  # read into the HNSW index by the background build
+            elif saved is not None:
+                saved.close()
             with self._lock:
                 self._partitions[key] = part
                 self._evict()
@@ -608,14 +826,47 @@ class SearchIndex:
 
     def _build(self, part: Partition) -> None:
         started = time.perf_counter()
+        saved, part.saved = part.saved, None
         try:
-            part.build_ann(self.connectivity, self.expansion_add, self.expansion_search)
-            log.info("search index: HNSW for %s (%d rows) built in %.1fs", part.key[1:], part.n_live,
-                     time.perf_counter() - started)
+            part.restored = part.build_ann(self.connectivity, self.expansion_add, self.expansion_search, saved)
+            log.info("search index: HNSW for %s (%d rows) %s in %.1fs", part.key[1:], part.n_live,
+                     "restored" if part.restored else "built", time.perf_counter() - started)
         except Exception:
             log.exception("search index: HNSW build failed for %s; the partition stays exact", part.key[1:])
             with part.lock:
                 part.ann_building = False
+            return
+        del saved
+        self.save(part)
+
+    def save(self, part: Partition) -> bool:
+        """Write the partition's graph to the store if it has something new and no removed vector.
+
+        Runs under the partition's lock, so no write can remove a row (and discard the file) between
+        taking the graph and the file replacing the previous one."""
+        if self.store is None:
+            return False
+        with part.lock:
+            if part.ann_removed and part.on_disk:
+                self.store.discard(part.key)
+                part.on_disk = False
+            graph = part.graph_to_save()
+            if graph is None:
+                return False
+            try:
+                self.store.save(part.key, *graph, {"dims": self.dims, "connectivity": self.connectivity})
+            except OSError:
+                log.warning("search index: cannot save the graph of %s", part.key[1:], exc_info=True)
+                return False
+            part.on_disk = True
+            return True
+
+    def close(self) -> None:
+        """Save every graph with rows added since it was written (the store is being closed)."""
+        with self._lock:
+            parts = list(self._partitions.values())
+        for part in parts:
+            self.save(part)
 
     def wait_ready(self, timeout: float | None = None) -> bool:
         """Block until every background HNSW build has finished; False on timeout."""
@@ -630,9 +881,8 @@ class SearchIndex:
                 return False
             alive[0].join(remaining)
 
-    def search(self, key: PartitionKey, load: Callable[[], Iterable[LoadedRow]], query: SearchQuery,
-               materialize: Callable[[Any], MemoryEntry] | None = None) -> SearchPage:
-        part = self.partition(key, load, materialize)
+    def search(self, key: PartitionKey, load: Callable[[], LoadedRows], query: SearchQuery) -> SearchPage:
+        part = self.partition(key, load)
         with part.lock:
             return part.search(query, use_ann=not query.exact and part.n_live > self.ann_threshold)
 
@@ -643,7 +893,9 @@ class SearchIndex:
             "partitions": len(parts),
             "rows": sum(p.n_live for p in parts),
             "ann_threshold": self.ann_threshold,
+            "saved_graphs": self.store is not None,
             "ann_partitions": [{"tenant_id": p.key[0], "layer": p.key[1], "rows": p.n_live,
-                                "ready": p.ann is not None and not p.ann_building}
+                                "ready": p.ann is not None and not p.ann_building, "restored": p.restored,
+                                "saved": p.on_disk}
                                for p in parts if p.ann is not None or p.ann_building],
         }
