@@ -258,8 +258,11 @@ def test_entries_returned_are_copies(open_mem: Callable[..., Memory], acme: Tena
     mem.add(acme, content="Alice prefers green tea", layer="user", identifiers=IDS, metadata={"tags": ["a"]})
     first = mem.search(acme, "tea", identifiers=IDS, threshold=0.0).results[0].memory
     first.metadata["tags"].append("mutated")
+    first.provenance.source = "mutated"
+    first.identifiers.user_id = "mutated"
     again = mem.search(acme, "tea", identifiers=IDS, threshold=0.0).results[0].memory
     assert again.metadata == {"tags": ["a"]}
+    assert again.provenance.source != "mutated" and again.identifiers.user_id == "u1"
     assert isinstance(again, MemoryEntry)
 
 

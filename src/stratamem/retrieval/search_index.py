@@ -37,6 +37,7 @@ rows exceed ``max_rows`` (least recently used first).
 
 from __future__ import annotations
 
+import copy
 import logging
 import math
 import threading
@@ -67,6 +68,14 @@ _INITIAL_CAPACITY = 64
 COMPACT_MIN_DEAD = 1024
 #: Lexical candidates re-scored in an ANN search, at least (the best ``lex`` first).
 _LEXICAL_CANDIDATES = 200
+
+
+def _private_copy(entry: MemoryEntry) -> MemoryEntry:
+    """A copy the caller may mutate without touching the mirror: the mutable parts (metadata,
+    identifiers, provenance) are copied, the rest is immutable (a third of a full deep copy)."""
+    return entry.model_copy(update={"metadata": copy.deepcopy(entry.metadata),
+                                    "identifiers": entry.identifiers.model_copy(),
+                                    "provenance": entry.provenance.model_copy(deep=True)})
 
 
 def _epoch(value: datetime | None) -> float:
@@ -513,10 +522,10 @@ class Partition:
                 continue
             total += 1
             if len(hits) < query.limit:
-                copy = entry.model_copy(deep=True)
+                mine = _private_copy(entry)
                 if query.include_embedding:
-                    copy.embedding = self.vectors[slot].tolist()
-                hits.append(ScoredEntry(entry=copy, score=min(1.0, max(0.0, float(scores[i])))))
+                    mine.embedding = self.vectors[slot].tolist()
+                hits.append(ScoredEntry(entry=mine, score=min(1.0, max(0.0, float(scores[i])))))
             elif query.predicate is None:
                 break
         if query.predicate is None:
