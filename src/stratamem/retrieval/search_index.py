@@ -545,14 +545,20 @@ class Partition:
             return SearchPage(hits=[], total=0)
         scores = self._fuse(self._dense(q, qnorm), None if lex is None else lex[:n], w)
         eligible = np.flatnonzero(self._eligible(np.arange(n), now) & (scores >= query.min_score))
-        scores = scores[eligible]
-        if query.predicate is None and len(eligible) > query.limit:
-            # only the best ``limit`` need sorting (ties at the cut are kept, then sorted by id)
-            cut = np.partition(scores, len(scores) - query.limit)[len(scores) - query.limit]
-            top = scores >= cut
-            page = self._rank(query, eligible[top], scores[top])
-            return SearchPage(hits=page.hits, total=len(eligible))
-        return self._rank(query, eligible, scores)
+        return self._top(query, eligible, scores[eligible])
+
+    def _top(self, query: SearchQuery, slots: np.ndarray, scores: np.ndarray) -> SearchPage:
+        """``_rank`` of the best ``limit`` only when no predicate can reject some (ties at the cut
+        are kept, then sorted by id); ``total`` counts every slot above ``min_score``."""
+        if query.predicate is None and len(slots) > query.limit:
+            keep = scores >= query.min_score
+            slots, scores = slots[keep], scores[keep]
+            if len(slots) > query.limit:
+                cut = np.partition(scores, len(scores) - query.limit)[len(scores) - query.limit]
+                top = scores >= cut
+                page = self._rank(query, slots[top], scores[top])
+                return SearchPage(hits=page.hits, total=len(slots))
+        return self._rank(query, slots, scores)
 
     def _approximate(self, query: SearchQuery, q: np.ndarray, qnorm: float, now: float, bm: _Bm25 | None,
                      w: float, k: int) -> tuple[SearchPage, bool]:
@@ -569,7 +575,7 @@ class Partition:
         slots = slots[self._eligible(slots, now)]
         lex = None if bm is None or w <= 0 else self._lexical_at(bm, slots)
         scores = self._fuse(self._dense(q, qnorm, slots), lex, w)
-        return self._rank(query, slots, scores), more
+        return self._top(query, slots, scores), more
 
     # -- HNSW --------------------------------------------------------------------------------------
     def _new_graph(self, connectivity: int, expansion_add: int, expansion_search: int, dtype: str) -> Any:
