@@ -46,6 +46,10 @@ def test_record_access_counts_and_sets_importance(store: Memory, tenant: TenantC
     # another tenant naming these ids changes nothing
     p.record_access(other_tenant.tenant_id, {a: 0.01}, later + timedelta(hours=1))
     assert _stored(store, tenant, a) == a2
+    # coalesced accesses (background tracking): each id by its own count
+    assert p.record_access(tenant.tenant_id, {a: 0.9, b: 0.3}, later, counts={a: 3, b: 1}) == 2
+    a3, b3 = _stored(store, tenant, a), _stored(store, tenant, b)
+    assert (a3.access_count, a3.importance, b3.access_count) == (a2.access_count + 3, 0.9, 2)
 
 
 def test_set_status_soft_delete_archive_restore(store: Memory, tenant: TenantContext,

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import threading
 from datetime import timedelta
 
 from stratamem import Memory, TenantContext
@@ -82,6 +83,32 @@ def test_tracking_can_be_turned_off(lmem: Memory, acme: TenantContext) -> None:
     access(lmem, acme, mid, 2)
     entry = lmem.get(acme, mid)
     assert entry is not None and entry.access_count == 0
+
+
+def test_background_accesses_queued_behind_a_slow_write_are_coalesced(lmem: Memory, acme: TenantContext) -> None:
+    lmem.lifecycle.config = LifecycleConfig(access_write="background")
+    a = lmem.add(acme, "coalesced one", "user", {"user_id": "u1"}).memory.id
+    b = lmem.add(acme, "coalesced two", "user", {"user_id": "u1"}).memory.id
+    provider = lmem.engine.provider
+    calls: list[dict[str, int] | None] = []
+    release = threading.Event()
+    real = provider.record_access
+
+    def slow_first(*args: object, **kwargs: object) -> int:
+        calls.append(kwargs.get("counts"))  # type: ignore[arg-type]
+        if len(calls) == 1:
+            assert release.wait(30)  # a slow store: later accesses queue up meanwhile
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    provider.record_access = slow_first  # type: ignore[method-assign]
+    access(lmem, acme, a, 5)
+    access(lmem, acme, b, 2)
+    release.set()
+    lmem.lifecycle.flush()
+    ea, eb = (lmem.engine.provider.get(acme.tenant_id, i, lmem.engine.now()) for i in (a, b))
+    assert ea is not None and eb is not None and (ea.access_count, eb.access_count) == (5, 2)
+    assert 1 < len(calls) < 7  # the first write alone, then the queued accesses together
+    assert any(c is not None and c.get(a, 1) > 1 for c in calls)
 
 
 def test_background_access_writes(lmem: Memory, acme: TenantContext) -> None:

@@ -10,7 +10,6 @@ import logging
 import math
 import threading
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -50,15 +49,24 @@ def importance_at(cfg: ImportanceConfig, entry: MemoryEntry, now: datetime) -> f
 
 
 class AccessTracker:
-    """Engine access hook: one batched ``record_access`` per read, run inline (``sync``) or on one
-    worker thread (``background``); errors are logged, never raised into the read."""
+    """Engine access hook: one batched ``record_access`` per read, run inline (``sync``) or by one
+    worker thread (``background``); errors are logged, never raised into the read.
+
+    In background mode accesses queue per tenant and the worker writes everything queued since its
+    last write as ONE ``record_access`` per tenant (counts summed, the latest time and importance
+    kept): under a steady stream of searches the store sees a few writes per second instead of one
+    per search, and the write cost (a scan of the memories table in DuckDB) stops growing with the
+    search rate."""
 
     def __init__(self, engine: MemoryEngine, cfg: ImportanceConfig) -> None:
         self.engine = engine
         self.cfg = cfg
         self.background = False
-        self._executor: ThreadPoolExecutor | None = None
-        self._lock = threading.Lock()
+        self._cond = threading.Condition()
+        #: tenant -> memory id -> (accesses, importance, time of the latest access)
+        self._pending: dict[str, dict[str, tuple[int, float, datetime]]] = {}
+        self._busy = False
+        self._worker: threading.Thread | None = None
 
     def __call__(self, ctx: TenantContext, entries: Sequence[MemoryEntry]) -> None:
         if not entries:
@@ -73,29 +81,58 @@ class AccessTracker:
         except Exception:
             log.warning("access tracking failed", exc_info=True)
             return
-        if self.background:
-            with self._lock:
-                if self._executor is None:
-                    self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="stratamem-access")
-                self._executor.submit(self._write, ctx.tenant_id, updates, now)
-        else:
-            self._write(ctx.tenant_id, updates, now)
+        if not self.background:
+            self._write(ctx.tenant_id, updates, now, None)
+            return
+        with self._cond:
+            queued = self._pending.setdefault(ctx.tenant_id, {})
+            for memory_id, value in updates.items():
+                count = queued[memory_id][0] if memory_id in queued else 0
+                queued[memory_id] = (count + 1, value, now)
+            if self._worker is None:
+                self._worker = threading.Thread(target=self._run, name="stratamem-access", daemon=True)
+                self._worker.start()
+            self._cond.notify_all()
 
-    def _write(self, tenant_id: str, updates: dict[str, float], now: datetime) -> None:
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._pending and self._worker is not None:
+                    self._cond.wait()
+                if not self._pending:  # closed and drained
+                    return
+                batch, self._pending = self._pending, {}
+                self._busy = True
+            try:
+                for tenant_id, queued in batch.items():
+                    now = max(when for _, _, when in queued.values())
+                    counts = {m: n for m, (n, _, _) in queued.items()}
+                    self._write(tenant_id, {m: v for m, (_, v, _) in queued.items()}, now,
+                                counts if any(n != 1 for n in counts.values()) else None)
+            finally:
+                with self._cond:
+                    self._busy = False
+                    self._cond.notify_all()
+
+    def _write(self, tenant_id: str, updates: dict[str, float], now: datetime, counts: dict[str, int] | None) -> None:
         try:
-            self.engine.provider.record_access(tenant_id, updates, now)
+            if counts is None:  # one access each: the plain call every provider implements
+                self.engine.provider.record_access(tenant_id, updates, now)
+            else:
+                self.engine.provider.record_access(tenant_id, updates, now, counts=counts)
         except Exception:  # tracking must never fail the read
             log.warning("access tracking failed", exc_info=True)
 
     def flush(self) -> None:
         """Wait until every queued background access write is stored."""
-        with self._lock:
-            executor = self._executor
-        if executor is not None:
-            executor.submit(lambda: None).result()
+        with self._cond:
+            while self._worker is not None and (self._pending or self._busy):
+                self._cond.wait()
 
     def close(self) -> None:
-        with self._lock:
-            executor, self._executor = self._executor, None
-        if executor is not None:
-            executor.shutdown(wait=True)
+        self.flush()
+        with self._cond:
+            worker, self._worker = self._worker, None
+            self._cond.notify_all()
+        if worker is not None:
+            worker.join()

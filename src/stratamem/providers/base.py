@@ -254,9 +254,11 @@ class MemoryProvider(ABC):
     def _lifecycle_unsupported(self) -> MemoryError:
         return MemoryError(ErrorCode.CONFIGURATION_ERROR, f"lifecycle is not supported by provider {self.name}")
 
-    def record_access(self, tenant_id: str, importance: Mapping[str, float], now: datetime) -> int:
-        """One batched write: ``access_count += 1``, ``last_accessed_at = now``, ``importance = value``
-        for each id of ``importance``. Does not bump version/etag (an access is not an edit)."""
+    def record_access(self, tenant_id: str, importance: Mapping[str, float], now: datetime, *,
+                      counts: Mapping[str, int] | None = None) -> int:
+        """One batched write: ``access_count += counts[id]`` (1 when ``counts`` is None),
+        ``last_accessed_at = now``, ``importance = value`` for each id of ``importance``. Does not bump
+        version/etag (an access is not an edit)."""
         raise self._lifecycle_unsupported()
 
     def set_status(self, tenant_id: str, ids: Sequence[str], status: str, now: datetime) -> builtins.list[str]:

@@ -721,22 +721,25 @@ class DuckDBProvider(MemoryProvider):
                 cur.unregister("stratamem_cache_batch")
 
     # ---------------------------------------------------------------------------- lifecycle
-    def record_access(self, tenant_id: str, importance: Mapping[str, float], now: datetime) -> int:
+    def record_access(self, tenant_id: str, importance: Mapping[str, float], now: datetime, *,
+                      counts: Mapping[str, int] | None = None) -> int:
         if not importance:
             return 0
+        steps = {i: 1 if counts is None else int(counts.get(i, 1)) for i in importance}
         with self.transaction() as cur:
             cur.execute(
-                "UPDATE memories SET access_count = access_count + 1, last_accessed_at = $1, importance = u.imp "
-                "FROM (SELECT unnest($2::JSON::VARCHAR[]) AS uid, unnest($3::JSON::DOUBLE[]) AS imp) AS u "
-                "WHERE memories.tenant_id = $4 AND memories.id = u.uid",
+                "UPDATE memories SET access_count = access_count + u.n, last_accessed_at = $1, importance = u.imp "
+                "FROM (SELECT unnest($2::JSON::VARCHAR[]) AS uid, unnest($3::JSON::DOUBLE[]) AS imp, "
+                "unnest($5::JSON::INTEGER[]) AS n) AS u WHERE memories.tenant_id = $4 AND memories.id = u.uid",
                 [to_naive_utc(now), _text_list(list(importance)), json.dumps([float(v) for v in importance.values()]),
-                 tenant_id],
+                 tenant_id, json.dumps(list(steps.values()))],
             )
             self._rows_changed(tenant_id, list(importance))
             accessed = to_utc(now)
             imp = dict(importance)
             self._stage(Change("patch", tenant_id, ids=list(imp), patch=lambda e: e.model_copy(update={
-                "access_count": e.access_count + 1, "last_accessed_at": accessed, "importance": float(imp[e.id])})))
+                "access_count": e.access_count + steps[e.id], "last_accessed_at": accessed,
+                "importance": float(imp[e.id])})))
         return len(importance)
 
     def set_status(self, tenant_id: str, ids: Sequence[str], status: str, now: datetime) -> builtins.list[str]:

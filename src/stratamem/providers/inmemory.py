@@ -228,14 +228,16 @@ class InMemoryProvider(MemoryProvider):
                 self._cache.setdefault((tenant_id, model_id, h), np.asarray(v, dtype=np.float32))
 
     # ---------------------------------------------------------------------------- lifecycle
-    def record_access(self, tenant_id: str, importance: Mapping[str, float], now: datetime) -> int:
+    def record_access(self, tenant_id: str, importance: Mapping[str, float], now: datetime, *,
+                      counts: Mapping[str, int] | None = None) -> int:
         with self._lock:
             n = 0
             for mid, value in importance.items():
                 e = self._rows.get((tenant_id, mid))
                 if e is not None:
+                    step = 1 if counts is None else int(counts.get(mid, 1))
                     self._rows[(tenant_id, mid)] = e.model_copy(update={
-                        "access_count": e.access_count + 1, "last_accessed_at": now, "importance": float(value)})
+                        "access_count": e.access_count + step, "last_accessed_at": now, "importance": float(value)})
                     n += 1
             return n
 

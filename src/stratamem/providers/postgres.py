@@ -617,17 +617,20 @@ class PostgresProvider(MemoryProvider):
     # Same semantics as DuckDBProvider: no version/etag bump, one transaction per call, ids ordered
     # byte-wise (COLLATE "C", like DuckDB and Python) wherever order or a limit is observable. Rows are
     # locked in id order before multi-row updates, so concurrent calls cannot deadlock each other.
-    def record_access(self, tenant_id: str, importance: Mapping[str, float], now: datetime) -> int:
+    def record_access(self, tenant_id: str, importance: Mapping[str, float], now: datetime, *,
+                      counts: Mapping[str, int] | None = None) -> int:
         if not importance:
             return 0
         ids = list(importance)
+        steps = [1 if counts is None else int(counts.get(i, 1)) for i in ids]
         with self.transaction("record_access") as conn:
             conn.execute('SELECT 1 FROM memories WHERE tenant_id = %s AND id = ANY(%s) ORDER BY id COLLATE "C" '
                          "FOR UPDATE", [tenant_id, ids])
             conn.execute(
-                "UPDATE memories AS m SET access_count = m.access_count + 1, last_accessed_at = %s, importance = u.imp "
-                "FROM unnest(%s::text[], %s::float8[]) AS u(uid, imp) WHERE m.tenant_id = %s AND m.id = u.uid",
-                [now, ids, [float(v) for v in importance.values()], tenant_id],
+                "UPDATE memories AS m SET access_count = m.access_count + u.n, last_accessed_at = %s, "
+                "importance = u.imp FROM unnest(%s::text[], %s::float8[], %s::int[]) AS u(uid, imp, n) "
+                "WHERE m.tenant_id = %s AND m.id = u.uid",
+                [now, ids, [float(v) for v in importance.values()], steps, tenant_id],
             )
         return len(importance)
 
