@@ -6,13 +6,15 @@ BM25 postings join): fine at 1k rows, about 1.4 s at 100k. DuckDB's ``vss`` exte
 for each searched **partition** (tenant, layer, scope key), an in-memory mirror of the committed
 rows:
 
-* the raw vectors (float32 matrix) and their norms, the rows themselves (without embedding),
-  status and expiry as arrays, and an inverted index (term → {slot: tf}) with document lengths;
+* the raw vectors (float32 matrix) and their norms, the rows themselves (without embedding, kept
+  raw until returned), status and expiry as arrays, and an inverted index (term → sorted slot and
+  tf arrays) with document lengths;
 * the partition is the unit of filtering: tenant, layer and scope are chosen *before* any top-k,
   so a search can never see another tenant's or layer's rows;
 * **exact** search (one matrix-vector product + vectorised BM25) while the partition has at most
-  ``ann_threshold`` rows; above it a usearch HNSW index (cosine) is built on a background thread
-  and, once ready, supplies the dense candidates (searches stay exact until then). Candidates are
+  ``ann_threshold`` rows; above it a usearch HNSW index (cosine, int8 vectors) is built, or read
+  from its saved file, on a background thread and, once ready, supplies
+  the dense candidates (searches stay exact until then). Candidates are
   the ANN's dense top ``k'`` plus the best lexical matches; every candidate is re-scored exactly
   (dense cosine from the matrix, BM25 over the whole partition) and filtered (status, expiry,
   metadata predicate). When a predicate leaves fewer than ``limit`` hits, ``k'`` grows, and the
@@ -29,10 +31,12 @@ it only after COMMIT, still under the write lock (``SearchIndex.stage`` / ``comm
 ``rollback``): a rolled-back write leaves the mirror untouched, and a failure while applying drops
 the tenant's partitions (rebuilt from the database on the next search). Code that rewrites the
 ``memories`` table by SQL outside the provider's methods (snapshot restore) calls
-``drop_tenant``. The mirror lives in process memory only: a crash loses it and the next search
-rebuilds it from the committed rows, so it can never return a deleted or other-tenant row that
-the database does not hold. Partitions not searched for a while are evicted when the mirrored
-rows exceed ``max_rows`` (least recently used first).
+``drop_tenant``. The mirror lives in process memory: a crash loses it and the next search
+reloads it from the committed rows (vectors, status and the stored postings, column-wise), so it
+can never return a deleted or other-tenant row that the database does not hold. Only the HNSW
+graphs are kept on disk, as a cache checked slot by slot against the database (``AnnStore``,
+``retrieval.ann_store``). Partitions not searched for a while are evicted when the mirrored rows
+exceed ``max_rows`` (least recently used first).
 """
 
 from __future__ import annotations
