@@ -53,8 +53,9 @@ def store(db_path: Path) -> AnnStore:
 def fill(mem: Memory, acme: TenantContext, n: int, seed: int = 3) -> list[str]:
     rng = random.Random(seed)
     texts = list(dict.fromkeys(sentence(rng) for _ in range(n)))
-    return [r.memory.id for r in mem.bulk_add(acme, [{"content": t, "layer": "user", "identifiers": IDS}
-                                                      for t in texts]).results]
+    return [r.memory.id for i in range(0, len(texts), 1000)
+            for r in mem.bulk_add(acme, [{"content": t, "layer": "user", "identifiers": IDS}
+                                         for t in texts[i:i + 1000]]).results]
 
 
 def recall(mem: Memory, texts: list[str]) -> float:
@@ -195,3 +196,39 @@ def test_vector_hashes_are_per_row_and_content_sensitive() -> None:
     changed = rows.copy()
     changed[7, 3] = np.nextafter(changed[7, 3], np.float32(np.inf))
     assert np.flatnonzero(vector_hashes(changed) != h).tolist() == [7]
+
+
+def test_close_stops_a_running_build_and_saves_nothing_unfinished(db_path: Path, acme: TenantContext) -> None:
+    mem = Memory.open(db_path, embedder="hashing", config=CONFIG)
+    fill(mem, acme, 3000)
+    index = index_of(mem)
+    mem.search(acme, "warm up", identifiers=IDS, threshold=0.0)  # starts the HNSW build
+    builders = list(index._builders)
+    assert builders
+    mem.close()
+    assert not any(t.is_alive() for t in builders)  # stopped (or finished), never left running
+    part = index._partitions[KEY]
+    saved = store(db_path).load(KEY, 384)
+    if part.ann is None:  # stopped mid-build: no graph, so no file
+        assert saved is None
+    else:  # finished before the stop: saved whole
+        assert saved is not None and int((saved.ids != "").sum()) == part.n_live
+        saved.close()
+
+
+def test_a_process_exiting_during_a_build_exits_cleanly(db_path: Path, acme: TenantContext) -> None:
+    import subprocess
+    import sys
+    import textwrap
+
+    with Memory.open(db_path, embedder="hashing", config=CONFIG) as mem:
+        fill(mem, acme, 3000)
+    script = textwrap.dedent(f"""
+        from stratamem import Memory, MemoryConfig, TenantContext
+        mem = Memory.open({str(db_path)!r}, embedder="hashing", config=MemoryConfig(ann_threshold=300))
+        mem.search(TenantContext(tenant_id="acme", principal="u1"), "warm up", identifiers={{"user_id": "u1"}})
+        # exits without close() while the HNSW build runs on its background thread
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "terminate called" not in done.stderr

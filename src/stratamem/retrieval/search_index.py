@@ -41,11 +41,14 @@ exceed ``max_rows`` (least recently used first).
 
 from __future__ import annotations
 
+import atexit
 import copy
+import inspect
 import logging
 import math
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -80,6 +83,31 @@ def _private_copy(entry: MemoryEntry) -> MemoryEntry:
     return entry.model_copy(update={"metadata": copy.deepcopy(entry.metadata),
                                     "identifiers": entry.identifiers.model_copy(),
                                     "provenance": entry.provenance.model_copy(deep=True)})
+
+
+def _until(stop: threading.Event) -> Callable[[int, int], bool]:
+    """A usearch progress callback that aborts the operation once ``stop`` is set. usearch checks
+    the callback's annotations against ``(int, int) -> bool``, so the signature is set explicitly
+    (this module's annotations are strings)."""
+
+    def progress(done: int, total: int) -> bool:
+        return not stop.is_set()
+
+    param = inspect.Parameter
+    setattr(progress, "__signature__", inspect.Signature(  # noqa: B010
+        [param("done", param.POSITIONAL_OR_KEYWORD, annotation=int),
+         param("total", param.POSITIONAL_OR_KEYWORD, annotation=int)], return_annotation=bool))
+    return progress
+
+
+#: Every live index: their background builds are stopped before the interpreter exits.
+_OPEN: weakref.WeakSet[SearchIndex] = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_all_builders() -> None:
+    for index in list(_OPEN):
+        index.stop_builders(timeout=10.0)
 
 
 def _epoch(value: datetime | None) -> float:
@@ -588,8 +616,8 @@ class Partition:
         return Index(ndim=self.dims, metric="cos", dtype=dtype, connectivity=connectivity,
                      expansion_add=expansion_add, expansion_search=expansion_search)
 
-    def _restore(self, saved: SavedGraph, expansion_add: int,
-                 expansion_search: int) -> tuple[Any, set[int], set[int], bool] | None:
+    def _restore(self, saved: SavedGraph, expansion_add: int, expansion_search: int,
+                 progress: Callable[[int, int], bool] | None = None) -> tuple[Any, set[int], set[int], bool] | None:
         """The saved graph with its stale slots taken out and this partition's other rows put in.
 
         Returns None when the file does not fit (another shape, or most rows changed since it was
@@ -616,18 +644,23 @@ class Partition:
         if len(stale):
             graph.remove(stale.astype(np.uint64))
         if len(missing):
-            graph.add(missing.astype(np.uint64), vectors, threads=1)
+            graph.add(missing.astype(np.uint64), vectors, threads=1, progress=progress)
         return graph, keep, {int(s) for s in missing}, bool(len(stale))
 
     def build_ann(self, connectivity: int, expansion_add: int, expansion_search: int,
-                  saved: SavedGraph | None = None, dtype: str = "i8") -> bool:
+                  saved: SavedGraph | None = None, dtype: str = "i8",
+                  stop: threading.Event | None = None) -> bool:
         """Build the HNSW index (background thread), from ``saved`` where it fits; rows written
-        meanwhile are patched in at the end. True when the saved graph was used."""
+        meanwhile are patched in at the end. True when the saved graph was used. Setting ``stop``
+        aborts the build (RuntimeError from usearch) and leaves the partition exact."""
+        progress = None if stop is None else _until(stop)
         restored = None
         if saved is not None:
             try:
-                restored = self._restore(saved, expansion_add, expansion_search)
+                restored = self._restore(saved, expansion_add, expansion_search, progress)
             except Exception:
+                if stop is not None and stop.is_set():
+                    raise
                 log.warning("search index: saved graph of %s unusable; rebuilding", self.key[1:], exc_info=True)
             finally:
                 saved.close()
@@ -643,7 +676,7 @@ class Partition:
                 vectors = self.vectors[slots].copy()
             index = self._new_graph(connectivity, expansion_add, expansion_search, dtype)
             if len(slots):
-                index.add(slots.astype(np.uint64), vectors, threads=1)
+                index.add(slots.astype(np.uint64), vectors, threads=1, progress=progress)
             built = {int(s) for s in slots}
         with self.lock:
             removed = False
@@ -705,6 +738,8 @@ class SearchIndex:
         self._lock = threading.RLock()
         self._pending: list[Change] = []
         self._builders: list[threading.Thread] = []
+        self._stop = threading.Event()
+        _OPEN.add(self)
 
     # -- the write path (called under the store's write lock) ----------------------------------
     def stage(self, change: Change) -> None:
@@ -853,11 +888,14 @@ class SearchIndex:
         saved, part.saved = part.saved, None
         try:
             part.restored = part.build_ann(self.connectivity, self.expansion_add, self.expansion_search, saved,
-                                           self.ann_dtype)
+                                           self.ann_dtype, self._stop)
             log.info("search index: HNSW for %s (%d rows) %s in %.1fs", part.key[1:], part.n_live,
                      "restored" if part.restored else "built", time.perf_counter() - started)
         except Exception:
-            log.exception("search index: HNSW build failed for %s; the partition stays exact", part.key[1:])
+            if self._stop.is_set():
+                log.debug("search index: HNSW build of %s stopped (store closing)", part.key[1:])
+            else:
+                log.exception("search index: HNSW build failed for %s; the partition stays exact", part.key[1:])
             with part.lock:
                 part.ann_building = False
             return
@@ -887,11 +925,23 @@ class SearchIndex:
             return True
 
     def close(self) -> None:
-        """Save every graph with rows added since it was written (the store is being closed)."""
+        """Stop the background builds (an unfinished graph is dropped, never saved) and save every
+        graph with rows added since it was written: the store is being closed."""
+        self.stop_builders()
         with self._lock:
             parts = list(self._partitions.values())
         for part in parts:
             self.save(part)
+
+    def stop_builders(self, timeout: float = 30.0) -> None:
+        """Abort running HNSW builds and wait for their threads (also at interpreter exit: a thread
+        killed inside usearch would abort the process)."""
+        self._stop.set()
+        with self._lock:
+            builders = list(self._builders)
+        deadline = time.monotonic() + timeout
+        for thread in builders:
+            thread.join(max(0.0, deadline - time.monotonic()))
 
     def wait_ready(self, timeout: float | None = None) -> bool:
         """Block until every background HNSW build has finished; False on timeout."""
