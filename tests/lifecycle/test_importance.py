@@ -107,7 +107,8 @@ def test_background_accesses_queued_behind_a_slow_write_are_coalesced(lmem: Memo
     lmem.lifecycle.flush()
     ea, eb = (lmem.engine.provider.get(acme.tenant_id, i, lmem.engine.now()) for i in (a, b))
     assert ea is not None and eb is not None and (ea.access_count, eb.access_count) == (5, 2)
-    assert 1 < len(calls) < 7  # the first write alone, then the queued accesses together
+    # the first write (one access, or all of them if the worker started late), then the rest together
+    assert 1 <= len(calls) <= 2
     assert any(c is not None and c.get(a, 1) > 1 for c in calls)
 
 
