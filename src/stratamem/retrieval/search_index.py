@@ -279,17 +279,7 @@ class Partition:
         self.active[slot] = status == "active"
         self.expires[slot] = _epoch(expires_at)
         self.n_live += 1
-        counts = term_counts(content)
-        length = sum(counts.values())
-        self.lengths[slot] = length
-        if length:
-            self.n_docs += 1
-            self.total_length += length
-        for term, tf in counts.items():
-            bucket = self.postings.get(term)
-            if bucket is None:
-                bucket = self.postings[term] = _Postings()
-            bucket.add(slot, tf)
+        self._index_terms(slot, content)
         vec = np.asarray(vector, dtype=np.float32).reshape(-1)
         self.vectors[slot] = vec
         self.norms[slot] = float(np.linalg.norm(vec))
@@ -325,30 +315,36 @@ class Partition:
         self.active[slots] = rows.active[src]
         self.expires[slots] = rows.expires[src]
         self.source = rows.entry
+        ids = np.asarray(rows.ids, dtype=object)[src]
+        contents = np.asarray(rows.contents, dtype=object)[src].tolist()
         by_slot = np.full(size, None, dtype=object)
-        by_slot[slots] = np.asarray(rows.ids, dtype=object)[src]
+        by_slot[slots] = ids
         self.ids = by_slot.tolist()
-        by_slot[slots] = np.asarray(rows.contents, dtype=object)[src]
+        by_slot[slots] = contents
         self.contents = by_slot.tolist()
         by_slot[slots] = src
         self.entries = by_slot.tolist()  # row numbers: materialised on demand
-        self.slot = dict(zip(np.asarray(rows.ids, dtype=object)[src].tolist(), slots.tolist(), strict=True))
+        self.slot = dict(zip(ids.tolist(), slots.tolist(), strict=True))
         self.n_live = len(slots)
         if rows.postings is not None:
             self._fill_postings(rows.postings, slots, src)
             return
-        for slot, content in zip(slots.tolist(), np.asarray(rows.contents, dtype=object)[src].tolist(), strict=True):
-            counts = term_counts(content)
-            length = sum(counts.values())
-            if length:
-                self.lengths[slot] = length
-                self.n_docs += 1
-                self.total_length += length
-            for term, tf in counts.items():
-                bucket = self.postings.get(term)
-                if bucket is None:
-                    bucket = self.postings[term] = _Postings()
-                bucket.add(slot, tf)
+        for slot, content in zip(slots.tolist(), contents, strict=True):
+            self._index_terms(slot, content)
+
+    def _index_terms(self, slot: int, content: str) -> None:
+        """Tokenise ``content`` into the postings and BM25 statistics of ``slot``."""
+        counts = term_counts(content)
+        length = sum(counts.values())
+        self.lengths[slot] = length
+        if length:
+            self.n_docs += 1
+            self.total_length += length
+        for term, tf in counts.items():
+            bucket = self.postings.get(term)
+            if bucket is None:
+                bucket = self.postings[term] = _Postings()
+            bucket.add(slot, tf)
 
     def _fill_postings(self, stored: LoadedPostings, slots: np.ndarray, src: np.ndarray) -> None:
         """Postings arrays straight from the stored ones (grouped by term, sorted by slot)."""
@@ -541,8 +537,6 @@ class Partition:
             i = j
 
     def _rank(self, query: SearchQuery, slots: np.ndarray, scores: np.ndarray) -> SearchPage:
-        keep = scores >= query.min_score
-        slots, scores = slots[keep], scores[keep]
         hits: list[ScoredEntry] = []
         total = 0
         for i in self._ordered(slots, scores):
@@ -576,20 +570,20 @@ class Partition:
         if n == 0:
             return SearchPage(hits=[], total=0)
         scores = self._fuse(self._dense(q, qnorm), None if lex is None else lex[:n], w)
-        eligible = np.flatnonzero(self._eligible(np.arange(n), now) & (scores >= query.min_score))
+        eligible = np.flatnonzero(self._eligible(np.arange(n), now))
         return self._top(query, eligible, scores[eligible])
 
     def _top(self, query: SearchQuery, slots: np.ndarray, scores: np.ndarray) -> SearchPage:
-        """``_rank`` of the best ``limit`` only when no predicate can reject some (ties at the cut
-        are kept, then sorted by id); ``total`` counts every slot above ``min_score``."""
+        """The slots at or above ``min_score``, ranked; only the best ``limit`` are sorted when no
+        predicate can reject some (ties at the cut are kept, then sorted by id), ``total`` still
+        counts every slot above ``min_score``."""
+        keep = scores >= query.min_score
+        slots, scores = slots[keep], scores[keep]
         if query.predicate is None and len(slots) > query.limit:
-            keep = scores >= query.min_score
-            slots, scores = slots[keep], scores[keep]
-            if len(slots) > query.limit:
-                cut = np.partition(scores, len(scores) - query.limit)[len(scores) - query.limit]
-                top = scores >= cut
-                page = self._rank(query, slots[top], scores[top])
-                return SearchPage(hits=page.hits, total=len(slots))
+            cut = np.partition(scores, len(scores) - query.limit)[len(scores) - query.limit]
+            top = scores >= cut
+            page = self._rank(query, slots[top], scores[top])
+            return SearchPage(hits=page.hits, total=len(slots))
         return self._rank(query, slots, scores)
 
     def _approximate(self, query: SearchQuery, q: np.ndarray, qnorm: float, now: float, bm: _Bm25 | None,
