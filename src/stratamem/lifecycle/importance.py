@@ -55,8 +55,8 @@ class AccessTracker:
     In background mode accesses queue per tenant and the worker writes everything queued since its
     last write as ONE ``record_access`` per tenant (counts summed, the latest time and importance
     kept): under a steady stream of searches the store sees a few writes per second instead of one
-    per search, and the write cost (a scan of the memories table in DuckDB) stops growing with the
-    search rate."""
+    per search. (DuckDB appends accesses to a log that its next transaction or read folds into
+    ``memories``, so each write is an append, not a scan of the table.)"""
 
     def __init__(self, engine: MemoryEngine, cfg: ImportanceConfig) -> None:
         self.engine = engine

@@ -81,7 +81,8 @@ ROOT = "graph"
 BOOKKEEPING_TABLES = frozenset({"schema_version", "store_meta"})
 #: Tenant tables that are not data: credentials must not travel to object storage, and a restore
 #: must never bring back a revoked API key. Features may add theirs (``NOT_SNAPSHOTTED.add(...)``).
-NOT_SNAPSHOTTED: set[str] = {"api_keys"}
+#: The access log is folded into ``memories`` before every export (``_snapshot_cursor``).
+NOT_SNAPSHOTTED: set[str] = {"api_keys", duckdb_schema.ACCESS_LOG_TABLE}
 DEFAULT_RETENTION = timedelta(days=7)
 DEFAULT_PARTITION_ROWS = 5000
 DEFAULT_COLD_START_BUDGET_S = 3.0
@@ -247,9 +248,12 @@ class SnapshotManager:
     @contextmanager
     def _snapshot_cursor(self) -> Iterator[Any]:
         """A cursor inside one read transaction: every table is read at the same point in time."""
-        cur = self.provider.db.conn.cursor()
+        db = self.provider.db
+        cur = db.conn.cursor()
         try:
-            cur.execute("BEGIN TRANSACTION")
+            with db.write_lock:  # logged accesses folded in, then the read starts before the next one
+                self.provider.settle_access()
+                cur.execute("BEGIN TRANSACTION")
             yield cur
         except duckdb.Error as exc:
             raise MemoryError(ErrorCode.PROVIDER_ERROR, f"snapshot export failed: {type(exc).__name__}",

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import builtins
 import json
+import logging
 import os
 import threading
 from collections.abc import Iterator, Mapping, Sequence
@@ -79,6 +80,9 @@ _ARROW_TYPES = [
 ]
 
 
+log = logging.getLogger("stratamem.duckdb")
+
+
 @dataclass
 class _Database:
     path: str
@@ -90,6 +94,8 @@ class _Database:
     cursors: list[Any] = field(default_factory=list)
     #: In-process search index over this database (shared by every provider opened on the file).
     search_index: SearchIndex | None = None
+    #: ``memory_access_log`` may hold rows not yet folded into ``memories`` (changed under write_lock).
+    access_pending: bool = False
 
 
 _REGISTRY: dict[str, _Database] = {}
@@ -114,6 +120,19 @@ def _scope_sql(query_scope: Any) -> tuple[str, list[Any]]:
     if query_scope is None:
         return "", []
     return " AND layer = ? AND scope = ?", [query_scope.layer.value, query_scope.key]
+
+
+def _fold_access_log(cur: Any) -> None:
+    """Apply every logged access to ``memories`` (counts summed; the latest time and importance win,
+    as the UPDATEs they stand for would have left them) and empty the log, in the caller's transaction."""
+    table = duckdb_schema.ACCESS_LOG_TABLE
+    cur.execute(
+        "UPDATE memories SET access_count = memories.access_count + a.n, last_accessed_at = a.ts, "
+        "importance = a.imp FROM (SELECT tenant_id, memory_id, sum(n) AS n, arg_max(accessed_at, seq) AS ts, "
+        f"arg_max(importance, seq) AS imp FROM {table} GROUP BY tenant_id, memory_id) AS a "
+        "WHERE memories.tenant_id = a.tenant_id AND memories.id = a.memory_id"
+    )
+    cur.execute(f"DELETE FROM {table}")
 
 
 class DuckDBProvider(MemoryProvider):
@@ -180,22 +199,33 @@ class DuckDBProvider(MemoryProvider):
 
     @contextmanager
     def _read(self) -> Iterator[Any]:
+        self.settle_access()
         try:
             yield self._cursor()
         except duckdb.Error as exc:
             raise self._translate(exc, "read") from exc
 
     @contextmanager
-    def transaction(self) -> Iterator[Any]:
-        """Serialised write transaction; commit on success, roll back on any error."""
+    def transaction(self, *, settle: bool = True) -> Iterator[Any]:
+        """Serialised write transaction; commit on success, roll back on any error.
+
+        It first folds pending access-log rows into ``memories`` (``settle=False`` only for the
+        append itself and for appends to tables that are not ``memories``), so every write and every
+        read sees the access statistics complete."""
         db = self.db
         with db.write_lock:
             cur = self._cursor()
             index = db.search_index
             cur.execute("BEGIN TRANSACTION")
+            folded = False
             try:
+                if settle and db.access_pending:
+                    _fold_access_log(cur)
+                    folded = True
                 yield cur
                 cur.execute("COMMIT")
+                if folded:
+                    db.access_pending = False
             except BaseException as exc:
                 if index is not None:
                     index.rollback()
@@ -206,6 +236,13 @@ class DuckDBProvider(MemoryProvider):
                 raise
             if index is not None:  # the committed write's effect on the in-process index
                 index.commit()
+
+    def settle_access(self) -> None:
+        """Fold the access log into ``memories`` now if it holds rows (cheap check otherwise)."""
+        db = self.db
+        if db.access_pending:
+            with self.transaction():
+                pass
 
     @staticmethod
     def _translate(exc: Exception, operation: str) -> Exception:
@@ -261,6 +298,9 @@ class DuckDBProvider(MemoryProvider):
                         [embedding_model, str(dimensions)],
                     )
                 db.dims = dimensions
+                with db.write_lock:  # rows a crashed process appended and never folded
+                    row = cur.execute(f"SELECT count(*) FROM {duckdb_schema.ACCESS_LOG_TABLE}").fetchone()
+                    db.access_pending = db.access_pending or bool(row and row[0])
                 if db.search_index is None:
                     db.search_index = SearchIndex(dimensions, db.write_lock, store=self._ann_store())
                 self._apply_index_settings()
@@ -309,6 +349,15 @@ class DuckDBProvider(MemoryProvider):
         if db.search_index is not None:  # graphs built or grown since they were saved
             db.search_index.close()
         with db.write_lock:
+            if db.access_pending:
+                try:
+                    cur = db.conn.cursor()
+                    cur.execute("BEGIN TRANSACTION")
+                    _fold_access_log(cur)
+                    cur.execute("COMMIT")
+                    cur.close()
+                except duckdb.Error:  # the rows stay in the log; the next open folds them
+                    log.warning("could not fold the access log at close", exc_info=True)
             for cur in cursors:
                 with suppress(duckdb.Error):
                     cur.close()
@@ -368,6 +417,7 @@ class DuckDBProvider(MemoryProvider):
         Column-wise through Arrow: vectors become one numpy matrix, status and expiry numpy arrays;
         the other columns stay Arrow arrays and a row becomes a ``MemoryEntry`` only when asked."""
         dims = int(self.db.dims or 0)
+        self.settle_access()  # the rows' access statistics complete (we hold the write lock)
         cur = self._cursor()
         try:
             table = cur.execute(
@@ -726,14 +776,15 @@ class DuckDBProvider(MemoryProvider):
         if not importance:
             return 0
         steps = {i: 1 if counts is None else int(counts.get(i, 1)) for i in importance}
-        with self.transaction() as cur:
+        # Appended to the access log (no scan of ``memories``); folded by the next transaction or read.
+        with self.transaction(settle=False) as cur:
             cur.execute(
-                "UPDATE memories SET access_count = access_count + u.n, last_accessed_at = $1, importance = u.imp "
-                "FROM (SELECT unnest($2::JSON::VARCHAR[]) AS uid, unnest($3::JSON::DOUBLE[]) AS imp, "
-                "unnest($5::JSON::INTEGER[]) AS n) AS u WHERE memories.tenant_id = $4 AND memories.id = u.uid",
-                [to_naive_utc(now), _text_list(list(importance)), json.dumps([float(v) for v in importance.values()]),
-                 tenant_id, json.dumps(list(steps.values()))],
+                f"INSERT INTO {duckdb_schema.ACCESS_LOG_TABLE} (tenant_id, memory_id, n, accessed_at, importance) "
+                "SELECT $1, unnest($2::JSON::VARCHAR[]), unnest($3::JSON::INTEGER[]), $4, unnest($5::JSON::DOUBLE[])",
+                [tenant_id, _text_list(list(importance)), json.dumps(list(steps.values())), to_naive_utc(now),
+                 json.dumps([float(v) for v in importance.values()])],
             )
+            self.db.access_pending = True
             self._rows_changed(tenant_id, list(importance))
             accessed = to_utc(now)
             imp = dict(importance)
@@ -890,7 +941,7 @@ class DuckDBProvider(MemoryProvider):
              e.get("principal"), e.get("code"), e.get("outcome") or "ok", dump_json(e.get("details") or {})]
             for e in events
         ]
-        with self.transaction() as cur:
+        with self.transaction(settle=False) as cur:  # its own table: no fold on the search path
             if len(rows) == 1:
                 cur.execute("INSERT INTO memory_events VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows[0])
                 return

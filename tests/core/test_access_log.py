@@ -1,0 +1,151 @@
+"""DuckDB access log: ``record_access`` appends, the next transaction or read folds it into ``memories``.
+
+The statistics a caller sees must be exactly those of the UPDATE per access the log replaces: counts
+summed, the latest access time and importance kept — through reads, writes, close, a crash (rows
+left in the log by a process that never folded them) and concurrent readers and writers.
+"""
+
+from __future__ import annotations
+
+import threading
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import duckdb
+
+from stratamem import Memory, TenantContext
+from stratamem.providers.duckdb import DuckDBProvider
+from stratamem.providers.duckdb_schema import ACCESS_LOG_TABLE
+
+ACME = TenantContext(tenant_id="acme")
+IDS = {"user_id": "u1"}
+T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
+
+
+def _provider(mem: Memory) -> DuckDBProvider:
+    provider = mem.engine.provider
+    assert isinstance(provider, DuckDBProvider)
+    return provider
+
+
+def _raw(provider: DuckDBProvider, tenant: str, memory_id: str) -> tuple[int, datetime | None, float]:
+    """The stored row, read without settling the log."""
+    row = provider._cursor().execute(
+        "SELECT access_count, last_accessed_at, importance FROM memories WHERE tenant_id = ? AND id = ?",
+        [tenant, memory_id]).fetchone()
+    assert row is not None
+    return int(row[0]), row[1], float(row[2])
+
+
+def _log_rows(provider: DuckDBProvider) -> int:
+    row = provider._cursor().execute(f"SELECT count(*) FROM {ACCESS_LOG_TABLE}").fetchone()
+    return int(row[0]) if row else -1
+
+
+def _two(mem: Memory) -> tuple[str, str]:
+    out = mem.bulk_add(ACME, [{"content": "the user prefers dark mode", "layer": "user", "identifiers": IDS},
+                              {"content": "the user lives in Berlin", "layer": "user", "identifiers": IDS}])
+    return out.results[0].memory.id, out.results[1].memory.id
+
+
+def test_access_is_appended_then_folded_by_the_next_read(tmp_path: Path) -> None:
+    with Memory.open(tmp_path / "m.duckdb", embedder="hashing") as mem:
+        a, b = _two(mem)
+        p = _provider(mem)
+        p.record_access("acme", {a: 0.4, b: 0.5}, T0)
+        p.record_access("acme", {a: 0.6}, T0 + timedelta(minutes=1), counts={a: 3})
+        p.record_access("acme", {a: 0.7}, T0 + timedelta(minutes=2))
+        assert _log_rows(p) == 4
+        assert _raw(p, "acme", a)[0] == 0  # memories untouched until the log is folded
+        got = p.get("acme", a, T0 + timedelta(hours=1))
+        assert got is not None
+        assert got.access_count == 5 and got.importance == 0.7
+        assert got.last_accessed_at == T0 + timedelta(minutes=2)
+        other = p.get("acme", b, T0 + timedelta(hours=1))
+        assert other is not None and other.access_count == 1 and other.importance == 0.5
+        assert _log_rows(p) == 0
+        assert _raw(p, "acme", a)[0] == 5
+
+
+def test_a_write_folds_the_log_in_its_own_transaction(tmp_path: Path) -> None:
+    with Memory.open(tmp_path / "m.duckdb", embedder="hashing") as mem:
+        a, b = _two(mem)
+        p = _provider(mem)
+        p.record_access("acme", {a: 0.9}, T0, counts={a: 2})
+        mem.delete(ACME, b)  # any write transaction
+        assert _log_rows(p) == 0
+        assert _raw(p, "acme", a)[:2] == (2, T0.replace(tzinfo=None))
+
+
+def test_search_statistics_match_without_the_log_and_searches_do_not_fold(tmp_path: Path) -> None:
+    with Memory.open(tmp_path / "m.duckdb", embedder="hashing") as mem:
+        a, _ = _two(mem)
+        p = _provider(mem)
+        for _ in range(3):
+            res = mem.search(ACME, "dark mode", identifiers=IDS, limit=1, threshold=0.0)
+            assert res.results[0].memory.id == a
+        assert _log_rows(p) == 3  # searches answer from the index: no scan of memories per search
+        assert res.results[0].memory.access_count == 2  # the index saw the first two accesses
+        got = mem.get(ACME, a)
+        assert got is not None and got.access_count == 3  # before the get's own access is recorded
+
+
+def test_close_folds_and_a_crashed_process_rows_are_folded_at_open(tmp_path: Path) -> None:
+    path = tmp_path / "m.duckdb"
+    with Memory.open(path, embedder="hashing") as mem:
+        a, b = _two(mem)
+        _provider(mem).record_access("acme", {a: 0.3}, T0)
+    con = duckdb.connect(str(path))
+    try:
+        assert con.execute(f"SELECT count(*) FROM {ACCESS_LOG_TABLE}").fetchone() == (0,)
+        assert con.execute("SELECT access_count FROM memories WHERE id = ?", [a]).fetchone() == (1,)
+        # what a process that died after appending leaves behind
+        con.execute(f"INSERT INTO {ACCESS_LOG_TABLE} (tenant_id, memory_id, n, accessed_at, importance) "
+                    "VALUES ('acme', ?, 4, ?, 0.8)", [b, T0.replace(tzinfo=None)])
+    finally:
+        con.close()
+    with Memory.open(path, embedder="hashing") as mem:
+        got = _provider(mem).get("acme", b, T0)
+        assert got is not None and got.access_count == 4 and got.importance == 0.8
+
+
+def test_rows_of_another_tenant_or_a_deleted_memory_are_never_applied_elsewhere(tmp_path: Path) -> None:
+    with Memory.open(tmp_path / "m.duckdb", embedder="hashing") as mem:
+        a, _ = _two(mem)
+        p = _provider(mem)
+        p.record_access("globex", {a: 0.9}, T0)  # same id, other tenant: matches no row of acme
+        p.record_access("acme", {"no-such-id": 0.9}, T0)
+        got = p.get("acme", a, T0)
+        assert got is not None and got.access_count == 0
+        assert _log_rows(p) == 0
+
+
+def test_concurrent_accesses_reads_and_writes_keep_exact_counts(tmp_path: Path) -> None:
+    with Memory.open(tmp_path / "m.duckdb", embedder="hashing") as mem:
+        a, _ = _two(mem)
+        p = _provider(mem)
+        errors: list[BaseException] = []
+
+        def access() -> None:
+            try:
+                for i in range(50):
+                    p.record_access("acme", {a: 0.5}, T0 + timedelta(seconds=i))
+            except BaseException as exc:  # pragma: no cover - reported below
+                errors.append(exc)
+
+        def churn() -> None:
+            try:
+                for i in range(20):
+                    assert p.get("acme", a, T0) is not None
+                    mem.add(ACME, f"note {i}", "user", IDS)
+            except BaseException as exc:  # pragma: no cover - reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=access) for _ in range(4)] + [threading.Thread(target=churn)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert errors == []
+        got = p.get("acme", a, T0)
+        assert got is not None and got.access_count == 200
