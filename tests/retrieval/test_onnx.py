@@ -55,6 +55,20 @@ def test_matches_sentence_transformers(onnx_dir: Path, minilm: Embedder) -> None
     assert onnx.embed([]).shape == (0, 384)
 
 
+def test_worker_threads_do_not_spin_unless_asked(onnx_dir: Path) -> None:
+    """Spinning workers would take the cores the search needs right after the query embedding."""
+    keys = ("session.intra_op.allow_spinning", "session.inter_op.allow_spinning")
+    quiet = OnnxEmbedder(onnx_dir)
+    options = quiet._load()[0].get_session_options()
+    assert [options.get_session_config_entry(k) for k in keys] == ["0", "0"]
+    spinning = OnnxEmbedder(onnx_dir, spinning=True)
+    options = spinning._load()[0].get_session_options()
+    for key in keys:  # left unset: ONNX Runtime's default (spin)
+        with pytest.raises(Exception):  # noqa: B017 - ORT raises its own Fail for an unset key
+            options.get_session_config_entry(key)
+    assert float(np.abs(quiet.embed(TEXTS[:2]) - spinning.embed(TEXTS[:2])).max()) < 1e-6
+
+
 def test_runtime_does_not_import_torch(onnx_dir: Path) -> None:
     code = (
         "import sys\n"

@@ -99,10 +99,14 @@ class OnnxEmbedder(Embedder):
     """all-MiniLM-L6-v2 on ONNX Runtime. Loads lazily; thread-safe; length-sorted batches."""
 
     def __init__(self, model_dir: str | Path | None = None, *, batch_size: int = 64,
-                 threads: int | None = None) -> None:
+                 threads: int | None = None, spinning: bool = False) -> None:
         self._dir = Path(model_dir) if model_dir else default_onnx_dir()
         self._batch_size = batch_size
         self._threads = threads
+        #: ONNX Runtime's worker threads busy-wait after each run unless told not to; on a small
+        #: machine they then take the cores the search and the store need right after the query
+        #: embedding (measured on 2 cores: a search's store work and index search ~2.5x slower).
+        self._spinning = spinning
         self._lock = threading.Lock()
         self._session: Any = None
         self._tokenizer: Any = None
@@ -141,6 +145,9 @@ class OnnxEmbedder(Embedder):
                 if self._threads:
                     options.intra_op_num_threads = self._threads
                 options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+                if not self._spinning:
+                    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+                    options.add_session_config_entry("session.inter_op.allow_spinning", "0")
                 self._session = ort.InferenceSession(str(self._dir / "model.onnx"), options,
                                                      providers=["CPUExecutionProvider"])
                 self._tokenizer = tokenizer
