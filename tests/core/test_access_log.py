@@ -149,3 +149,16 @@ def test_concurrent_accesses_reads_and_writes_keep_exact_counts(tmp_path: Path) 
         assert errors == []
         got = p.get("acme", a, T0)
         assert got is not None and got.access_count == 200
+
+
+def test_the_fold_tells_row_caches_which_rows_changed(tmp_path: Path) -> None:
+    """Caches of rows (graph traversal) read before the fold must not keep the old statistics."""
+    with Memory.open(tmp_path / "m.duckdb", embedder="hashing") as mem:
+        a, b = _two(mem)
+        p = _provider(mem)
+        notices: list[tuple[str, list[str]]] = []
+        p.row_listeners.append(lambda tenant, ids: notices.append((tenant, sorted(ids))))
+        p.record_access("acme", {a: 0.5, b: 0.5}, T0)
+        assert notices == [("acme", sorted([a, b]))]  # the append
+        assert p.get("acme", a, T0) is not None
+        assert notices[1:] == [("acme", sorted([a, b]))]  # the fold

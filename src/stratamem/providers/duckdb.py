@@ -122,10 +122,14 @@ def _scope_sql(query_scope: Any) -> tuple[str, list[Any]]:
     return " AND layer = ? AND scope = ?", [query_scope.layer.value, query_scope.key]
 
 
-def _fold_access_log(cur: Any) -> None:
+def _fold_access_log(cur: Any) -> dict[str, list[str]]:
     """Apply every logged access to ``memories`` (counts summed; the latest time and importance win,
-    as the UPDATEs they stand for would have left them) and empty the log, in the caller's transaction."""
+    as the UPDATEs they stand for would have left them) and empty the log, in the caller's transaction.
+    Returns the memory ids it touched per tenant."""
     table = duckdb_schema.ACCESS_LOG_TABLE
+    touched: dict[str, list[str]] = {}
+    for tenant_id, memory_id in cur.execute(f"SELECT DISTINCT tenant_id, memory_id FROM {table}").fetchall():
+        touched.setdefault(str(tenant_id), []).append(str(memory_id))
     cur.execute(
         "UPDATE memories SET access_count = memories.access_count + a.n, last_accessed_at = a.ts, "
         "importance = a.imp FROM (SELECT tenant_id, memory_id, sum(n) AS n, arg_max(accessed_at, seq) AS ts, "
@@ -133,6 +137,7 @@ def _fold_access_log(cur: Any) -> None:
         "WHERE memories.tenant_id = a.tenant_id AND memories.id = a.memory_id"
     )
     cur.execute(f"DELETE FROM {table}")
+    return touched
 
 
 class DuckDBProvider(MemoryProvider):
@@ -220,7 +225,8 @@ class DuckDBProvider(MemoryProvider):
             folded = False
             try:
                 if settle and db.access_pending:
-                    _fold_access_log(cur)
+                    for tenant_id, ids in _fold_access_log(cur).items():
+                        self._rows_changed(tenant_id, ids)  # caches of rows read before the fold
                     folded = True
                 yield cur
                 cur.execute("COMMIT")
