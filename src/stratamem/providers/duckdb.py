@@ -356,14 +356,17 @@ class DuckDBProvider(MemoryProvider):
             db.search_index.close()
         with db.write_lock:
             if db.access_pending:
+                fold = db.conn.cursor()
                 try:
-                    cur = db.conn.cursor()
-                    cur.execute("BEGIN TRANSACTION")
-                    _fold_access_log(cur)
-                    cur.execute("COMMIT")
-                    cur.close()
+                    fold.execute("BEGIN TRANSACTION")
+                    _fold_access_log(fold)
+                    fold.execute("COMMIT")
                 except duckdb.Error:  # the rows stay in the log; the next open folds them
                     log.warning("could not fold the access log at close", exc_info=True)
+                    with suppress(duckdb.Error):
+                        fold.execute("ROLLBACK")
+                finally:
+                    fold.close()
             for cur in cursors:
                 with suppress(duckdb.Error):
                     cur.close()
