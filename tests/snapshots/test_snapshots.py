@@ -447,3 +447,22 @@ def test_failed_manifest_verification_unpublishes(mem: Memory, acme: TenantConte
     assert "not visible" in err.value.message
     assert all_keys(s3) == keys_v1
     assert [s.snapshot_id for s in mgr.list(acme)] == [v1.snapshot_id]
+
+
+def test_pull_into_a_closed_store_rejects_no_snapshot(mem: Memory, acme: TenantContext, s3_settings: S3Settings,
+                                                      s3: S3Store, open_mem: Callable[..., Memory],
+                                                      tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A store closed during a pull is not a bad snapshot: no fallback through older ones, no rejections."""
+    fill(mem, acme, 5)
+    source = mem.configure_snapshots(s3_settings)
+    source.push(acme)
+    fill(mem, acme, 5, start=5)
+    source.push(acme)
+    target = open_mem(tmp_path / "closed.duckdb")
+    mgr = target.configure_snapshots(s3_settings)
+    target.close()
+    with caplog.at_level("ERROR", logger="stratamem.snapshots"), pytest.raises(MemoryError) as err:
+        mgr.pull(acme)
+    assert "closed" in err.value.message and "no loadable snapshot" not in err.value.message
+    assert not [r for r in caplog.records if "rejected" in r.getMessage()]
+    assert len(source.list(acme)) == 2  # both snapshots still there and listed

@@ -681,6 +681,8 @@ class SnapshotManager:
                     deferred(manifest, later, workdir)
                     handed_over = True
             except MemoryError as exc:
+                if self.engine._closed:  # the store went away, not the snapshot: nothing to reject
+                    raise
                 rejected.append(RejectedSnapshot(snapshot_id=sid, code=exc.code.value, reason=exc.message))
                 log.error("snapshot %s of tenant %s rejected: %s", sid, tenant_id, exc.message)
                 if exc.code is ErrorCode.CONFIGURATION_ERROR or not fallback:
