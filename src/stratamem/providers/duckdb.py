@@ -304,9 +304,9 @@ class DuckDBProvider(MemoryProvider):
                         [embedding_model, str(dimensions)],
                     )
                 db.dims = dimensions
-                with db.write_lock:  # rows a crashed process appended and never folded
-                    row = cur.execute(f"SELECT count(*) FROM {duckdb_schema.ACCESS_LOG_TABLE}").fetchone()
-                    db.access_pending = db.access_pending or bool(row and row[0])
+                # rows a crashed process appended and never folded (we hold the write lock)
+                row = cur.execute(f"SELECT count(*) FROM {duckdb_schema.ACCESS_LOG_TABLE}").fetchone()
+                db.access_pending = db.access_pending or bool(row and row[0])
                 if db.search_index is None:
                     db.search_index = SearchIndex(dimensions, db.write_lock, store=self._ann_store())
                 self._apply_index_settings()
@@ -343,6 +343,11 @@ class DuckDBProvider(MemoryProvider):
                 ) from exc
 
     def shutdown(self) -> None:
+        if self._db is not None and self._db.access_pending:
+            try:
+                self.settle_access()
+            except Exception:  # the rows stay in the log; the next open folds them
+                log.warning("could not fold the access log at close", exc_info=True)
         db, self._db = self._db, None
         if db is None:
             return
@@ -355,18 +360,6 @@ class DuckDBProvider(MemoryProvider):
         if db.search_index is not None:  # graphs built or grown since they were saved
             db.search_index.close()
         with db.write_lock:
-            if db.access_pending:
-                fold = db.conn.cursor()
-                try:
-                    fold.execute("BEGIN TRANSACTION")
-                    _fold_access_log(fold)
-                    fold.execute("COMMIT")
-                except duckdb.Error:  # the rows stay in the log; the next open folds them
-                    log.warning("could not fold the access log at close", exc_info=True)
-                    with suppress(duckdb.Error):
-                        fold.execute("ROLLBACK")
-                finally:
-                    fold.close()
             for cur in cursors:
                 with suppress(duckdb.Error):
                     cur.close()
