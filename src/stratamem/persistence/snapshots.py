@@ -862,6 +862,7 @@ class SnapshotManager:
             for name, f, path in items:
                 futures.setdefault(name, []).append(
                     pool.submit(self._fetch_verified, manifest, f, path))
+            prebuilt: Future[dict[Any, Any]] | None = None
             try:
                 paths = {name: [p for n, _, p in items if n == name] for name in futures}
 
@@ -869,6 +870,12 @@ class SnapshotManager:
                     for fut in futures.get(name, []):
                         fut.result()
                     return paths.get(name, [])
+
+                # the search index's partitions are built from the files while DuckDB imports them
+                index_pool = ThreadPoolExecutor(1, thread_name_prefix="stratamem-snapshot-index")
+                prebuilt = index_pool.submit(self._prebuild_index, tenant_id, ready) \
+                    if "memories" in futures and hasattr(self.provider, "partitions_from_files") else None
+                index_pool.shutdown(wait=False)
 
                 if any(child_rows.values()):
                     for name in futures:
@@ -882,7 +889,7 @@ class SnapshotManager:
                                   key=lambda e: (rank.get(e.name, len(rank)), order.index(e.name))) \
                     if not children else [e for e in entries if e.name not in defer]
                 later = [e for e in imported if e.name not in QUERY_TABLES] if phased else []
-                with self.provider.transaction() as cur:
+                with self.provider.bulk_import(), self.provider.transaction() as cur:
                     for name in reversed(order):  # children before the tables they reference
                         if name in before:
                             continue
@@ -895,7 +902,9 @@ class SnapshotManager:
                             self._import_table(cur, tenant_id, entry, tables[entry.name], ready)
                     for name in futures:  # every file verified before anything is visible
                         ready(name)
-                self._invalidate_caches(tenant_id)
+                    if prebuilt is not None:  # the index takes them when this transaction commits
+                        self.provider.replace_index_partitions(tenant_id, self._prebuilt(tenant_id, prebuilt))
+                self._invalidate_caches(tenant_id, index=prebuilt is None)
                 if on_readable is not None and later:
                     on_readable()
                     try:  # the other tables, one short transaction per file: the searches being served
@@ -906,7 +915,7 @@ class SnapshotManager:
                                 with self.provider.transaction() as cur:
                                     self._import_table(cur, tenant_id, entry, tables[entry.name],
                                                        lambda _name, path=path: [path])  # type: ignore[misc]
-                        self._invalidate_caches(tenant_id)
+                        self._invalidate_caches(tenant_id, index=False)  # not tables the index mirrors
                     except BaseException:
                         with suppress(MemoryError):
                             self._clear_tenant(tenant_id, order)
@@ -916,6 +925,9 @@ class SnapshotManager:
                 for futs in futures.values():
                     for fut in futs:
                         fut.cancel()
+                if prebuilt is not None and not prebuilt.cancel():
+                    with suppress(Exception):  # it reads the files the caller is about to delete
+                        prebuilt.result()
                 raise
         return before, sum(f.size for _, f, _ in items), deferred
 
@@ -934,10 +946,34 @@ class SnapshotManager:
                 cur.execute(f"DELETE FROM {_ident(name)} WHERE tenant_id = ?", [tenant_id])  # noqa: S608
         self._invalidate_caches(tenant_id)
 
-    def _invalidate_caches(self, tenant_id: str) -> None:
+    def _prebuild_index(self, tenant_id: str, ready: Callable[[str], builtins.list[Path]]) -> dict[Any, Any]:
+        """The tenant's search-index partitions, from the verified files of ``memories`` and
+        ``lexical_postings`` (runs beside the import; see ``DuckDBProvider.partitions_from_files``)."""
+        started = time.perf_counter()
+        parts: dict[Any, Any] = self.provider.partitions_from_files(tenant_id, ready("memories"),
+                                                                    ready("lexical_postings"))
+        log.debug("hydrate %s: %d search-index partitions (%d rows) built from the files in %.3fs", tenant_id,
+                  len(parts), sum(p.n_live for p in parts.values()), time.perf_counter() - started)
+        return parts
+
+    @staticmethod
+    def _prebuilt(tenant_id: str, prebuilt: Future[dict[Any, Any]]) -> dict[Any, Any]:
+        """The prebuilt partitions, or none (each then loads from the table on first use) if the
+        build failed: it is only a head start, never a reason to fail the import."""
+        try:
+            return prebuilt.result()
+        except Exception:
+            log.warning("hydrate %s: building the search index from the snapshot's files failed; its "
+                        "partitions load from the store on first use", tenant_id, exc_info=True)
+            return {}
+
+    def _invalidate_caches(self, tenant_id: str, *, index: bool = True) -> None:
         """Rows were replaced behind the engine's back: in-process caches keyed on the tenant's writes
-        (the search index's partitions, the knowledge graph's traversal generations) must forget it."""
-        self.provider.rows_replaced(tenant_id)
+        (the search index's partitions, the knowledge graph's traversal generations) must forget it.
+        ``index=False``: the search index was already replaced in the import's transaction, or the
+        tables imported are not ones it mirrors."""
+        if index:
+            self.provider.rows_replaced(tenant_id)
         graph = getattr(self.engine, "graph", None)
         seen: builtins.list[Any] = []
         for holder in (getattr(graph, "queries", None), getattr(graph, "store", None)):

@@ -40,6 +40,8 @@ from ..retrieval.search_index import (
     Change,
     LoadedPostings,
     LoadedRows,
+    Partition,
+    PartitionKey,
     SearchIndex,
 )
 from . import duckdb_schema
@@ -73,6 +75,10 @@ _INSERT_COLUMNS = (
     "version, etag, importance, access_count, created_at, updated_at, expires_at, last_accessed_at, "
     "deleted_at, embedding"
 )
+#: Partitions at least this large are built from a snapshot's files while it is imported.
+PREBUILD_MIN_ROWS = 2000
+_NO_POSTINGS = pa.table({"memory_id": pa.array([], pa.string()), "term": pa.array([], pa.string()),
+                         "tf": pa.array([], pa.int32()), "length": pa.array([], pa.int32())})
 _ARROW_TYPES = [
     pa.string(), pa.string(), pa.string(), pa.string(), pa.string(), pa.string(), pa.string(), pa.string(),
     pa.string(), pa.string(), pa.string(), pa.int32(), pa.string(), pa.float64(), pa.int64(),
@@ -96,6 +102,10 @@ class _Database:
     search_index: SearchIndex | None = None
     #: ``memory_access_log`` may hold rows not yet folded into ``memories`` (changed under write_lock).
     access_pending: bool = False
+    #: bulk imports running (``DuckDBProvider.bulk_import``) and the ``threads`` setting they replaced
+    imports: int = 0
+    threads_before: int | None = None
+    imports_lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 _REGISTRY: dict[str, _Database] = {}
@@ -242,6 +252,30 @@ class DuckDBProvider(MemoryProvider):
                 raise
             if index is not None:  # the committed write's effect on the in-process index
                 index.commit()
+
+    @contextmanager
+    def bulk_import(self) -> Iterator[None]:
+        """Run a bulk import of Parquet files (a snapshot being pulled) with DuckDB on one thread.
+
+        Measured on 2 cores: inserting 100k rows with 384-d vectors from 20 Parquet files takes
+        0.93 s on one thread and 1.07 s on two (1.08 vs 1.67 s from one file), and one thread
+        leaves the other core to the search index being built from the same files beside it (the
+        cold start to the first answer: 3.3 → 3.0 s). ``threads`` is a database-wide setting:
+        queries running meanwhile use one thread too. The last import to end restores the value."""
+        db = self.db
+        with db.imports_lock:
+            if db.imports == 0:
+                db.threads_before = int(db.conn.execute("SELECT current_setting('threads')").fetchone()[0])
+                db.conn.execute("SET threads = 1")
+            db.imports += 1
+        try:
+            yield
+        finally:
+            with db.imports_lock:
+                db.imports -= 1
+                if db.imports == 0 and db.threads_before is not None:
+                    with suppress(duckdb.Error):  # closed meanwhile: nothing to restore
+                        db.conn.execute(f"SET threads = {int(db.threads_before)}")
 
     def settle_access(self) -> None:
         """Fold the access log into ``memories`` now if it holds rows (cheap check otherwise)."""
@@ -414,23 +448,28 @@ class DuckDBProvider(MemoryProvider):
             index.stage(change)
 
     def _load_partition(self, tenant_id: str, layer: str, scope: str) -> LoadedRows:
-        """Every row of one partition (any status) with its vector, for the search index.
+        """Every row of one partition (any status) with its vector, for the search index."""
+        self.settle_access()  # the rows' access statistics complete (we hold the write lock)
+        return self._partition_rows(self._cursor(), {"tenant": tenant_id, "layer": layer, "scope": scope},
+                                    ("memories", {}), ("lexical_postings", {}))
+
+    def _partition_rows(self, cur: Any, key: dict[str, Any], memories: tuple[str, dict[str, Any]],
+                        postings: tuple[str, dict[str, Any]] | None) -> LoadedRows:
+        """One partition's rows (``key`` binds ``$tenant``, ``$layer``, ``$scope``) read from
+        ``memories`` and ``postings``: each a relation (a table, or ``read_parquet`` over a snapshot's
+        files) with the parameters it binds; ``postings=None``: the partition has no postings rows.
 
         Column-wise through Arrow: vectors become one numpy matrix, status and expiry numpy arrays;
         the other columns stay Arrow arrays and a row becomes a ``MemoryEntry`` only when asked."""
         dims = int(self.db.dims or 0)
-        self.settle_access()  # the rows' access statistics complete (we hold the write lock)
-        cur = self._cursor()
+        where = "WHERE tenant_id = $tenant AND layer = $layer AND scope = $scope"
         try:
-            table = cur.execute(
-                f"SELECT {_COLUMNS}, embedding FROM memories WHERE tenant_id = ? AND layer = ? AND scope = ?",
-                [tenant_id, layer, scope],
-            ).to_arrow_table()
+            table = cur.execute(f"SELECT {_COLUMNS}, embedding FROM {memories[0]} {where}",
+                                key | memories[1]).to_arrow_table()
             if table.num_rows == 0:
                 return LoadedRows.empty(dims)
-            postings = cur.execute(
-                "SELECT memory_id, term, tf, length FROM lexical_postings WHERE tenant_id = ? AND layer = ? "
-                "AND scope = ?", [tenant_id, layer, scope],
+            postings_table = _NO_POSTINGS if postings is None else cur.execute(
+                f"SELECT memory_id, term, tf, length FROM {postings[0]} {where}", key | postings[1],
             ).to_arrow_table().combine_chunks()
         except duckdb.Error as exc:
             raise self._translate(exc, "search") from exc
@@ -446,7 +485,52 @@ class DuckDBProvider(MemoryProvider):
 
         return LoadedRows(ids=columns[1].to_pylist(), contents=columns[3].to_pylist(), active=active,
                           expires=expires, vectors=vectors, entry=entry,
-                          postings=self._loaded_postings(postings, columns[1]))
+                          postings=self._loaded_postings(postings_table, columns[1]))
+
+    def partitions_from_files(self, tenant_id: str, memories: Sequence[Path], postings: Sequence[Path],
+                              *, min_rows: int | None = None) -> dict[PartitionKey, Partition]:
+        """Search-index partitions of ``tenant_id`` built straight from Parquet files of its
+        ``memories`` and ``lexical_postings`` rows (a snapshot being imported), for
+        :meth:`replace_index_partitions`: the import and the index build overlap, and the first search
+        after the import finds its partition ready instead of reading it back from the table.
+
+        Only partitions of at least ``min_rows`` rows (default ``PREBUILD_MIN_ROWS``; small ones load
+        fast on first use), largest first, within the index's row budget. Reads the files only (no
+        table, no lock)."""
+        index = self.search_index
+        if index is None or not memories:
+            return {}
+        min_rows = PREBUILD_MIN_ROWS if min_rows is None else min_rows
+        mem_src = ("read_parquet($memory_files)", {"memory_files": [str(p) for p in memories]})
+        post_src = ("read_parquet($posting_files)", {"posting_files": [str(p) for p in postings]}) \
+            if postings else None
+        cur = self.db.conn.cursor()
+        try:
+            sizes = cur.execute(
+                f"SELECT layer, scope, count(*) AS n FROM {mem_src[0]} WHERE tenant_id = $tenant "
+                "GROUP BY layer, scope HAVING count(*) >= $min ORDER BY n DESC, layer, scope",
+                {"tenant": tenant_id, "min": min_rows} | mem_src[1],
+            ).fetchall()
+            out: dict[PartitionKey, Partition] = {}
+            budget = index.max_rows
+            for layer, scope, n in sizes:
+                if n > budget:
+                    break
+                budget -= n
+                key = (tenant_id, str(layer), str(scope))
+                rows = self._partition_rows(cur, {"tenant": tenant_id, "layer": layer, "scope": scope},
+                                            mem_src, post_src)
+                out[key] = index.new_partition(key, rows)
+            return out
+        except duckdb.Error as exc:
+            raise self._translate(exc, "snapshot") from exc
+        finally:
+            cur.close()
+
+    def replace_index_partitions(self, tenant_id: str, partitions: Mapping[PartitionKey, Partition]) -> None:
+        """Inside a write transaction that replaced ``tenant_id``'s rows: when it commits, the search
+        index forgets the tenant's partitions and takes ``partitions`` (built from the new rows)."""
+        self._stage(Change(kind="replace", tenant_id=tenant_id, partitions=dict(partitions)))
 
     @staticmethod
     def _loaded_postings(table: pa.Table, ids: pa.Array) -> LoadedPostings:

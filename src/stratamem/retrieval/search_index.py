@@ -50,8 +50,8 @@ import threading
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -154,13 +154,16 @@ class LoadedRows:
 class Change:
     """The effect of one committed write on the mirror."""
 
-    kind: str  # "upsert" | "delete" | "patch"
+    kind: str  # "upsert" | "delete" | "patch" | "replace"
     tenant_id: str
     entries: Sequence[MemoryEntry] = ()
     ids: Sequence[str] = ()
     patch: Callable[[MemoryEntry], MemoryEntry] | None = None
     #: for an update: the rows as they were (aligned with ``entries``)
     previous: Sequence[MemoryEntry] = ()
+    #: for "replace" (the tenant's rows were rewritten, e.g. by a snapshot import): its partitions
+    #: from now on, built from the new rows; every other partition of the tenant is forgotten
+    partitions: Mapping[PartitionKey, Partition] = field(default_factory=dict)
 
 
 @dataclass
@@ -169,6 +172,12 @@ class _Bm25:
     weights: list[float]  # idf of each
     best: float  # the best BM25 any row could reach: sum(idf) * (k1 + 1)
     avgdl: float
+
+
+_NO_SLOTS = np.zeros(0, dtype=np.int64)
+_NO_TF = np.zeros(0, dtype=np.float64)
+_NO_SLOTS.flags.writeable = False
+_NO_TF.flags.writeable = False
 
 
 class _Postings:
@@ -181,9 +190,9 @@ class _Postings:
 
     __slots__ = ("slots", "tail", "tf")
 
-    def __init__(self) -> None:
-        self.slots = np.zeros(0, dtype=np.int64)
-        self.tf = np.zeros(0, dtype=np.float64)
+    def __init__(self, slots: np.ndarray = _NO_SLOTS, tf: np.ndarray = _NO_TF) -> None:
+        self.slots = slots  # never written in place: every change makes new arrays
+        self.tf = tf
         self.tail: list[tuple[int, int]] = []
 
     def add(self, slot: int, tf: int) -> None:
@@ -203,6 +212,47 @@ class _Postings:
         if n < 0.75 * len(self.slots):  # compact: most of the skipped work goes away for good
             self.slots, self.tf = slots, tf
         return slots, tf
+
+
+class _PostingsTable:
+    """Every term's postings of a partition.
+
+    Postings loaded from the database stay in one block (all slots and tf, grouped by term); a
+    term's ``_Postings`` is cut from it the first time a search or a write asks for the term, so a
+    load of 100k rows with as many distinct terms builds no per-term objects."""
+
+    __slots__ = ("_block", "_buckets", "_where")
+
+    def __init__(self) -> None:
+        self._buckets: dict[str, _Postings] = {}
+        self._where: dict[str, int] = {}  # term -> group in the loaded block
+        self._block: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # (bounds, slots, tf)
+
+    def load(self, terms: list[str], bounds: np.ndarray, slots: np.ndarray, tf: np.ndarray) -> None:
+        """Group ``i`` (term ``terms[i]``) is ``slots[bounds[i]:bounds[i + 1]]``; replaces everything."""
+        self._buckets = {}
+        self._where = dict(zip(terms, range(len(terms)), strict=True))
+        self._block = (bounds, slots, tf)
+
+    def get(self, term: str) -> _Postings | None:
+        bucket = self._buckets.get(term)
+        if bucket is None and self._block is not None:
+            group = self._where.pop(term, None)
+            if group is not None:
+                bounds, slots, tf = self._block
+                a, b = int(bounds[group]), int(bounds[group + 1])
+                bucket = self._buckets[term] = _Postings(slots[a:b], tf[a:b])
+        return bucket
+
+    def bucket(self, term: str) -> _Postings:
+        """The term's postings, created empty when the term is new."""
+        bucket = self.get(term)
+        if bucket is None:
+            bucket = self._buckets[term] = _Postings()
+        return bucket
+
+    def __len__(self) -> int:
+        return len(self._buckets) + len(self._where)
 
 
 class Partition:
@@ -229,7 +279,7 @@ class Partition:
         self.active = np.zeros(cap, dtype=bool)  # status == 'active'
         self.expires = np.full(cap, math.inf, dtype=np.float64)
         self.lengths = np.zeros(cap, dtype=np.int32)  # document length in terms (0 = no postings)
-        self.postings: dict[str, _Postings] = {}
+        self.postings = _PostingsTable()
         self.n_docs = 0  # rows with at least one term (BM25 N)
         self.total_length = 0
         self.n_live = 0  # rows present (any status)
@@ -309,28 +359,37 @@ class Partition:
         slots = np.flatnonzero(perm >= 0)
         src = perm[slots]
         vectors = self.vectors[:size]
-        vectors[slots] = rows.vectors[src]
-        self.norms[:size] = np.sqrt(np.einsum("ij,ij->i", vectors, vectors))
-        self.present[slots] = True
-        self.active[slots] = rows.active[src]
-        self.expires[slots] = rows.expires[src]
         self.source = rows.entry
-        ids = np.asarray(rows.ids, dtype=object)[src]
-        contents = np.asarray(rows.contents, dtype=object)[src].tolist()
-        by_slot = np.full(size, None, dtype=object)
-        by_slot[slots] = ids
-        self.ids = by_slot.tolist()
-        by_slot[slots] = contents
-        self.contents = by_slot.tolist()
-        by_slot[slots] = src
-        self.entries = by_slot.tolist()  # row numbers: materialised on demand
-        self.slot = dict(zip(ids.tolist(), slots.tolist(), strict=True))
+        if order is None:  # slot i = row i: plain copies (no gather, no per-slot objects)
+            vectors[:] = rows.vectors
+            self.present[:size] = True
+            self.active[:size] = rows.active
+            self.expires[:size] = rows.expires
+            self.ids = list(rows.ids)
+            self.contents = list(rows.contents)
+            self.entries = list(range(size))  # row numbers: materialised on demand
+            self.slot = dict(zip(rows.ids, range(size), strict=True))
+        else:
+            vectors[slots] = rows.vectors[src]
+            self.present[slots] = True
+            self.active[slots] = rows.active[src]
+            self.expires[slots] = rows.expires[src]
+            ids = np.asarray(rows.ids, dtype=object)[src]
+            by_slot = np.full(size, None, dtype=object)
+            by_slot[slots] = ids
+            self.ids = by_slot.tolist()
+            by_slot[slots] = np.asarray(rows.contents, dtype=object)[src]
+            self.contents = by_slot.tolist()
+            by_slot[slots] = src
+            self.entries = by_slot.tolist()  # row numbers: materialised on demand
+            self.slot = dict(zip(ids.tolist(), slots.tolist(), strict=True))
+        self.norms[:size] = np.sqrt(np.einsum("ij,ij->i", vectors, vectors))
         self.n_live = len(slots)
         if rows.postings is not None:
             self._fill_postings(rows.postings, slots, src)
             return
-        for slot, content in zip(slots.tolist(), contents, strict=True):
-            self._index_terms(slot, content)
+        for slot in slots.tolist():
+            self._index_terms(slot, self.contents[slot] or "")
 
     def _index_terms(self, slot: int, content: str) -> None:
         """Tokenise ``content`` into the postings and BM25 statistics of ``slot``."""
@@ -341,10 +400,7 @@ class Partition:
             self.n_docs += 1
             self.total_length += length
         for term, tf in counts.items():
-            bucket = self.postings.get(term)
-            if bucket is None:
-                bucket = self.postings[term] = _Postings()
-            bucket.add(slot, tf)
+            self.postings.bucket(term).add(slot, tf)
 
     def _fill_postings(self, stored: LoadedPostings, slots: np.ndarray, src: np.ndarray) -> None:
         """Postings arrays straight from the stored ones (grouped by term, sorted by slot)."""
@@ -359,13 +415,10 @@ class Partition:
         post_slots, terms, tf = post_slots[keep], stored.terms[keep], stored.tf[keep]
         order = np.lexsort((post_slots, terms))
         post_slots, terms, tf = post_slots[order], terms[order], tf[order]
-        bounds = np.flatnonzero(np.diff(terms)) + 1
-        starts = np.concatenate([[0], bounds]).tolist() if len(terms) else []
-        ends = np.concatenate([bounds, [len(terms)]]).tolist() if len(terms) else []
-        for a, b in zip(starts, ends, strict=True):
-            bucket = _Postings()
-            bucket.slots, bucket.tf = post_slots[a:b], tf[a:b]
-            self.postings[stored.vocab[int(terms[a])]] = bucket
+        starts = np.flatnonzero(np.diff(terms, prepend=-1)) if len(terms) else np.zeros(0, dtype=np.int64)
+        bounds = np.append(starts, len(terms))
+        vocab = stored.vocab
+        self.postings.load([vocab[t] for t in terms[starts].tolist()], bounds, post_slots, tf)
 
     def upsert(self, entry: MemoryEntry, vector: Any | None) -> None:
         """Insert or replace a committed row; ``vector`` None keeps the stored one (content unchanged)."""
@@ -632,7 +685,7 @@ class Partition:
             stale = np.setdiff1d(np.flatnonzero(saved.ids != ""), valid)
             keep = {int(s) for s in valid}
             missing = np.array([s for s, i in enumerate(self.ids) if i is not None and s not in keep], dtype=np.int64)
-            vectors = self.vectors[missing].copy()
+            vectors = self.vectors[missing]  # fancy indexing copies
         if len(missing) + len(stale) > max(1000, len(keep) // 2):
             return None
         if len(stale):
@@ -664,10 +717,12 @@ class Partition:
             built = kept | added
         else:
             kept = set()
-            with self.lock:
+            with self.lock:  # brief: searches wait for it
                 self.ann_dirty = set()
-                slots = np.array([s for s, i in enumerate(self.ids) if i is not None], dtype=np.int64)
-                vectors = self.vectors[slots].copy()
+                slots = np.flatnonzero(self.present[:len(self.ids)])
+                # a slot's vector is written once (a changed row moves to a new slot) and growing
+                # allocates a new matrix: a view of the live prefix stays valid without a copy
+                vectors = self.vectors[:len(slots)] if len(slots) == len(self.ids) else self.vectors[slots]
             index = self._new_graph(connectivity, expansion_add, expansion_search, dtype)
             if len(slots):
                 index.add(slots.astype(np.uint64), vectors, threads=1, progress=progress)
@@ -775,6 +830,9 @@ class SearchIndex:
                     self.store.discard(old)
 
     def _apply(self, change: Change) -> None:
+        if change.kind == "replace":
+            self._replace(change.tenant_id, change.partitions)
+            return
         parts = self._tenant_partitions(change.tenant_id)
         self._forget_saved(change, parts)
         if not parts:
@@ -826,6 +884,25 @@ class SearchIndex:
                 del self._partitions[key]
         if self.store is not None:
             self.store.discard_tenant(tenant_id)
+
+    def new_partition(self, key: PartitionKey, rows: LoadedRows) -> Partition:
+        """A partition filled with ``rows``, not registered (see ``Change(kind="replace")``)."""
+        part = Partition(key, self.dims)
+        part.fill(rows)
+        return part
+
+    def _replace(self, tenant_id: str, partitions: Mapping[PartitionKey, Partition]) -> None:
+        """The tenant's rows were rewritten: forget its partitions and saved graphs, take ``partitions``."""
+        self.drop_tenant(tenant_id)
+        for key, part in partitions.items():
+            if key[0] != tenant_id:
+                raise ValueError(f"partition {key} is not one of tenant {tenant_id}")
+            if self.store is not None:
+                part.on_remove = self.store.discard
+            with self._lock:
+                self._partitions[key] = part
+                self._evict()
+        self._maybe_build(list(partitions.values()))
 
     def partition(self, key: PartitionKey, load: Callable[[], LoadedRows]) -> Partition:
         """The partition; loaded with ``load()`` and registered under the write lock if missing.
