@@ -8,6 +8,7 @@ works offline.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING, Any
 
 from .base import (
     CATEGORIES,
@@ -19,8 +20,20 @@ from .base import (
     Summary,
     WriteDecision,
 )
-from .openai import OpenAIChatLLM
 from .rules import RuleBasedLLM
+
+if TYPE_CHECKING:
+    from .openai import OpenAIChatLLM
+
+
+def __getattr__(name: str) -> Any:
+    """``OpenAIChatLLM`` is imported on first use: its HTTP client (httpx) is not needed offline and
+    importing it costs ~0.1 s of every cold start."""
+    if name == "OpenAIChatLLM":
+        from .openai import OpenAIChatLLM
+
+        return OpenAIChatLLM
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def make_llm(spec: str | LLMClient | None = None) -> LLMClient:
@@ -32,6 +45,8 @@ def make_llm(spec: str | LLMClient | None = None) -> LLMClient:
     url = os.environ.get("STRATAMEM_LLM_URL")
     if choice == "rules" or (not choice and not url):
         return RuleBasedLLM()
+    from .openai import OpenAIChatLLM
+
     return OpenAIChatLLM.from_env()
 
 
