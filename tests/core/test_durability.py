@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from stratamem import ErrorCode, Memory, MemoryError, TenantContext
+from stratamem.providers.duckdb import DuckDBProvider
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 U1 = {"user_id": "u1"}
@@ -146,3 +147,54 @@ def test_feature_migrations_apply_by_version_set(db_path: Path) -> None:
         assert con.execute("SELECT count(*) FROM test_only").fetchone() == (0,)
     finally:
         con.close()
+
+
+def test_bulk_batches_in_a_large_wal_survive_kill_9(tmp_path: Path) -> None:
+    """Checkpoints wait for 128 MB of WAL (``CHECKPOINT_THRESHOLD``): several acknowledged batches of
+    1000 memories live only in the WAL when the process dies, and the next open replays them."""
+    db = tmp_path / "bulk.duckdb"
+    writer = textwrap.dedent(
+        f"""
+        from stratamem import Memory, TenantContext
+        mem = Memory.open({str(db)!r}, embedder="hashing")
+        t = TenantContext(tenant_id="acme")
+        b = 0
+        while True:
+            out = mem.bulk_add(t, [{{"content": f"batch {{b}} fact {{i}} about topic {{i % 37}}", "layer": "user",
+                                     "identifiers": {{"user_id": "u1"}}}} for i in range(1000)])
+            print(b, len(out.results), flush=True)   # acknowledged only after bulk_add() returned
+            b += 1
+        """
+    )
+    proc = subprocess.Popen([sys.executable, "-c", writer], stdout=subprocess.PIPE, text=True, env=_env())
+    acked: list[str] = []
+    assert proc.stdout is not None
+    deadline = time.monotonic() + 120
+    while len(acked) < 5 and time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        acked.append(line.strip())
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert acked[:5] == [f"{b} 1000" for b in range(5)], "writer did not start"
+    wal = db.with_name(db.name + ".wal")
+    assert wal.stat().st_size > 16 * 2**20  # beyond DuckDB's default threshold: no checkpoint ran
+    with Memory.open(db, embedder="hashing") as mem:
+        ctx = TenantContext(tenant_id="acme")
+        assert mem.stats(ctx).total >= 5000
+        hits = mem.search(ctx, "batch 4 fact 999 about topic 0", identifiers=U1, threshold=0.0, limit=1).results
+        assert hits[0].memory.content == "batch 4 fact 999 about topic 0"
+
+
+def test_checkpoint_threshold_is_applied_and_checked(tmp_path: Path) -> None:
+    provider = DuckDBProvider(tmp_path / "a.duckdb", checkpoint_threshold="64MB")
+    provider.initialize("hashing", 8)
+    try:
+        row = provider.db.conn.execute("SELECT current_setting('checkpoint_threshold')").fetchone()
+        assert row == ("61.0 MiB",)
+    finally:
+        provider.shutdown()
+    with pytest.raises(MemoryError) as err:
+        DuckDBProvider(tmp_path / "b.duckdb", checkpoint_threshold="lots").initialize("hashing", 8)
+    assert err.value.code is ErrorCode.CONFIGURATION_ERROR and "checkpoint_threshold" in err.value.message

@@ -75,6 +75,11 @@ _INSERT_COLUMNS = (
     "version, etag, importance, access_count, created_at, updated_at, expires_at, last_accessed_at, "
     "deleted_at, embedding"
 )
+#: WAL size that makes a commit checkpoint the file (DuckDB's default is 16 MB). A checkpoint
+#: rewrites every changed table's indexes: at 100k memories it takes ~3.8 s, and with 16 MB one ran
+#: every third batch of 1000 memories. 128 MB: about one per 25 batches; a crash leaves at most that
+#: much WAL to replay at the next open (26 MB replayed in 0.5 s).
+CHECKPOINT_THRESHOLD = "128MB"
 #: Partitions at least this large are built from a snapshot's files while it is imported.
 PREBUILD_MIN_ROWS = 2000
 _NO_POSTINGS = pa.table({"memory_id": pa.array([], pa.string()), "term": pa.array([], pa.string()),
@@ -155,9 +160,11 @@ class DuckDBProvider(MemoryProvider):
     version = duckdb.__version__
 
     def __init__(self, path: str | os.PathLike[str] = "stratamem.duckdb", *,
-                 max_content_length: int = MAX_CONTENT_LENGTH, read_batch: int = 512) -> None:
+                 max_content_length: int = MAX_CONTENT_LENGTH, read_batch: int = 512,
+                 checkpoint_threshold: str = CHECKPOINT_THRESHOLD) -> None:
         super().__init__()
         self.path = str(path)
+        self.checkpoint_threshold = checkpoint_threshold
         self.max_content_length = max_content_length
         self._read_batch = read_batch
         self._db: _Database | None = None
@@ -176,7 +183,14 @@ class DuckDBProvider(MemoryProvider):
                 if key != ":memory:":
                     Path(key).parent.mkdir(parents=True, exist_ok=True)
                 try:
-                    conn = duckdb.connect(key)
+                    conn = duckdb.connect(key, config={"checkpoint_threshold": self.checkpoint_threshold})
+                except (duckdb.ParserException, duckdb.InvalidInputException) as exc:
+                    raise MemoryError(
+                        ErrorCode.CONFIGURATION_ERROR,
+                        f"invalid DuckDB checkpoint_threshold {self.checkpoint_threshold!r} (a size such as "
+                        f"'128MB'): {exc}", operation="open",
+                        details={"checkpoint_threshold": self.checkpoint_threshold},
+                    ) from exc
                 except duckdb.IOException as exc:
                     msg = str(exc)
                     locked = "lock" in msg.lower()
