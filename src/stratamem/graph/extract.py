@@ -113,6 +113,8 @@ RELATION_TYPES: list[str] = [
 #: Verb phrase (lower-case, filler words removed) → (relation type, inverse?). ``inverse`` means the
 #: sentence order is target-then-source ("A causes B" ⇒ B CAUSED_BY A).
 _PHRASES: dict[str, tuple[str, bool]] = {}
+#: the first word of every phrase: a window of tokens that starts elsewhere cannot be a phrase
+_PHRASE_FIRST: set[str] = set()
 
 
 def register_relation_phrase(phrase: str, rel_type: str, *, inverse: bool = False) -> None:
@@ -122,6 +124,7 @@ def register_relation_phrase(phrase: str, rel_type: str, *, inverse: bool = Fals
     if not re.fullmatch(r"[A-Z][A-Z0-9_]{0,39}", rel):
         raise ValueError(f"relation type must be UPPER_SNAKE_CASE, got {rel_type!r}")
     _PHRASES[key] = (rel, inverse)
+    _PHRASE_FIRST.add(key.split(" ", 1)[0])
     if rel not in RELATION_TYPES:
         RELATION_TYPES.append(rel)
 
@@ -236,15 +239,12 @@ def normalize_name(name: str) -> str:
     return text.strip(_EDGE_PUNCT)
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class _Tok:
     text: str
     start: int
     end: int
-
-    @property
-    def low(self) -> str:
-        return self.text.lower()
+    low: str  # text.lower()
 
 
 @dataclass
@@ -256,7 +256,10 @@ class _Span:
     strong: bool  # capitalised/quoted/known (vs. a noun phrase around a verb)
 
 
-def _tokens(sentence: str) -> list[_Tok]:
+@lru_cache(maxsize=4096)
+def _tokens(sentence: str) -> tuple[_Tok, ...]:
+    """The sentence's tokens (cached: a write tokenises each sentence for the dictionary lookup, the
+    spans and the relations; tokens are immutable)."""
     out: list[_Tok] = []
     for m in _TOKEN_RE.finditer(sentence):
         text = m.group(0)
@@ -266,8 +269,9 @@ def _tokens(sentence: str) -> list[_Tok]:
                 text, end = text[:-2], end - 2
         text = text.rstrip(".")
         if text:
-            out.append(_Tok(text, m.start(), m.start() + len(text) if end > m.start() + len(text) else end))
-    return out
+            out.append(_Tok(text, m.start(), m.start() + len(text) if end > m.start() + len(text) else end,
+                            text.lower()))
+    return tuple(out)
 
 
 def _is_name_token(tok: str) -> bool:
@@ -400,10 +404,12 @@ class RuleBasedExtractor:
         spans.sort(key=lambda s: s.start)
         return spans
 
-    def _noun_phrases(self, toks: list[_Tok], taken: list[bool], claim: _ClaimFn) -> None:
+    def _noun_phrases(self, toks: Sequence[_Tok], taken: list[bool], claim: _ClaimFn) -> None:
         lows = [t.low for t in toks]
         n = len(toks)
         for i in range(n):
+            if lows[i] not in _PHRASE_FIRST and lows[i] not in _FILLER:
+                continue  # no phrase starts here (fillers are skipped inside a phrase)
             for width in (4, 3, 2, 1):
                 if i + width > n:
                     continue
@@ -518,10 +524,13 @@ def candidate_keys(text: str, max_words: int = 4) -> list[str]:
     out: set[str] = set()
     for sentence in _SENTENCE_RE.split(text):
         lows = [t.low for t in _tokens(sentence)]
-        for n in range(1, max_words + 1):
-            for i in range(len(lows) - n + 1):
-                if n == 1 and (lows[i] in _NP_STOP or len(lows[i]) < 2):
-                    continue
-                out.add(normalize_name(" ".join(lows[i:i + n])))
+        m = len(lows)
+        for i, word in enumerate(lows):
+            if not (word in _NP_STOP or len(word) < 2):
+                out.add(normalize_name(word))
+            key = word
+            for j in range(i + 1, min(m, i + max_words)):  # the 2..max_words-grams starting here
+                key = f"{key} {lows[j]}"
+                out.add(normalize_name(key))
     out.discard("")
     return sorted(out)
