@@ -114,3 +114,25 @@ def test_precision_on_labelled_set() -> None:
     # The offline extractor must be precise rather than exhaustive: wrong entities pollute the graph.
     assert result["entity_precision"] >= 0.85, result["errors"]
     assert result["relation_precision"] >= 0.75, result["errors"]
+
+
+def test_a_name_longer_than_an_entity_name_is_skipped_not_fatal() -> None:
+    """A 250-character capitalised token (a base64 id, say) is no entity; it used to raise a
+    ValidationError and fail the whole write."""
+    blob = "Ey" + "Q" * 250
+    out = RuleBasedExtractor().extract(f"Alice shared {blob} with Bob. Alice works on {blob} and Project A.")
+    assert {e.name for e in out.entities} == {"Alice", "Bob", "Project A"}
+    assert all(len(r.source) <= 200 and len(r.target) <= 200 for r in out.relations)
+
+
+def test_a_memory_with_a_long_token_is_stored_with_its_graph(tmp_path: Path) -> None:
+    from stratamem import Memory, TenantContext
+
+    ctx = TenantContext(tenant_id="acme")
+    with Memory.open(tmp_path / "g.duckdb", embedder="hashing") as mem:
+        blob = "Ey" + "Q" * 250
+        out = mem.add(ctx, f"Caroline posted photo {blob} from Berlin", layer="user", identifiers={"user_id": "u1"})
+        assert mem.get(ctx, out.memory.id) is not None
+        conn = mem.engine.provider.db.conn  # type: ignore[attr-defined]
+        names = {str(r[0]) for r in conn.execute("SELECT name FROM entities WHERE tenant_id = 'acme'").fetchall()}
+        assert {"Caroline", "Berlin"} <= names and not any(len(n) > 200 for n in names)

@@ -28,13 +28,16 @@ from pydantic import BaseModel, ConfigDict, Field
 
 log = logging.getLogger("stratamem.graph")
 
+#: Longest entity name kept; a longer "name" (a base64 id, a URL path) is no entity.
+MAX_NAME_CHARS = 200
+
 # ------------------------------------------------------------------------------------ model
 
 
 class ExtractedEntity(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    name: str = Field(min_length=1, max_length=200)
+    name: str = Field(min_length=1, max_length=MAX_NAME_CHARS)
     type: str = Field(default="ENTITY", min_length=1, max_length=40)
 
     @property
@@ -47,8 +50,8 @@ class ExtractedRelation(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    source: str = Field(min_length=1, max_length=200)
-    target: str = Field(min_length=1, max_length=200)
+    source: str = Field(min_length=1, max_length=MAX_NAME_CHARS)
+    target: str = Field(min_length=1, max_length=MAX_NAME_CHARS)
     type: str = Field(min_length=1, max_length=40)
 
 
@@ -239,6 +242,15 @@ def normalize_name(name: str) -> str:
     return text.strip(_EDGE_PUNCT)
 
 
+def _norm_tokens(key: str) -> str:
+    """``normalize_name`` of lowercased tokens joined by single spaces, without its general work
+    when ``key`` is ASCII: a token starts with a letter, digit or ``&`` and ends with a letter,
+    digit, ``+`` or ``#`` (``_TOKEN_RE``), so NFKC, case folding and the edge strip change nothing."""
+    if not key.isascii() or key.endswith("'s"):
+        return normalize_name(key)
+    return key[4:] if key.startswith("the ") else key
+
+
 @dataclass(frozen=True, slots=True)
 class _Tok:
     text: str
@@ -319,7 +331,7 @@ class RuleBasedExtractor:
         for sentence in _SENTENCE_RE.split(text):
             if not sentence.strip():
                 continue
-            spans = self._spans(sentence, known)
+            spans = [sp for sp in self._spans(sentence, known) if len(sp.name) <= MAX_NAME_CHARS]
             for span in spans:
                 norm = normalize_name(span.name)
                 if not norm or norm in _STOP_CAPS:
@@ -360,7 +372,7 @@ class RuleBasedExtractor:
                 for i in range(len(toks) - n + 1):
                     if any(taken[i:i + n]):
                         continue
-                    kn = known.get(normalize_name(" ".join(lows[i:i + n])))
+                    kn = known.get(_norm_tokens(" ".join(lows[i:i + n])))
                     if kn is not None:
                         claim(i, i + n, kn.name, kn.type)
         # 3. capitalised names
@@ -527,10 +539,10 @@ def candidate_keys(text: str, max_words: int = 4) -> list[str]:
         m = len(lows)
         for i, word in enumerate(lows):
             if not (word in _NP_STOP or len(word) < 2):
-                out.add(normalize_name(word))
+                out.add(_norm_tokens(word))
             key = word
             for j in range(i + 1, min(m, i + max_words)):  # the 2..max_words-grams starting here
                 key = f"{key} {lows[j]}"
-                out.add(normalize_name(key))
+                out.add(_norm_tokens(key))
     out.discard("")
     return sorted(out)
