@@ -107,6 +107,50 @@ def test_incremental_push_rewrites_only_changed_partitions(open_mem: Callable[..
     assert m is not None and sum(t.rows for t in m.tables) == updated.rows
 
 
+def test_appends_and_edits_rewrite_only_the_partitions_they_touch(
+        open_mem: Callable[..., Memory], tmp_path: Path, acme: TenantContext, s3_settings: S3Settings,
+        s3: S3Store) -> None:
+    """Every table with rows follows time: its own time column (``created_at``, the operation log's
+    ``ts``) or, for lexical postings, the time of the memory a row belongs to — so an append writes
+    the newest partition of each table, and a content edit the partitions holding that memory."""
+    mem = open_mem()
+    fill(mem, acme, 60)
+    mgr = mem.configure_snapshots(s3_settings, partition_rows=10)
+    first = mgr.push(acme)[0]
+    m = mgr.latest_manifest(acme)
+    assert m is not None
+    kinds = {t.name: (t.partitioning.kind, t.partitioning.columns, t.partitioning.parent) for t in m.tables}
+    assert kinds["lexical_postings"] == ("parent", ["memory_id"], "memories.id")
+    assert kinds["memory_events"] == ("range", ["ts"], None)
+    postings = next(t for t in m.tables if t.name == "lexical_postings")
+    memories = next(t for t in m.tables if t.name == "memories")
+    assert postings.partitioning.bounds == memories.partitioning.bounds and len(postings.partitions) == 6
+
+    def written(report_id: str) -> dict[str, int]:
+        man = mgr.latest_manifest(acme)
+        assert man is not None and man.snapshot_id == report_id
+        return {t.name: sum(p.written_by == report_id for p in t.partitions) for t in man.tables
+                if any(p.written_by == report_id for p in t.partitions)}
+
+    fill(mem, acme, 2, start=100)
+    appended = mgr.push(acme)[0]
+    new = written(appended.snapshot_id)
+    assert {"memories", "lexical_postings", "memory_events", "memory_nodes", "embedding_cache"} <= set(new)
+    assert all(n == 1 for name, n in new.items() if name != "entities"), new
+    assert appended.files_written <= len(new) + 1 < first.files_written / 3
+
+    old = next(e for e in mem.export(acme) if e.content.startswith("acme fact 7:"))
+    mem.update(acme, old.id, content="acme fact 7: the user now likes Rust")
+    edited = written(mgr.push(acme)[0].snapshot_id)
+    assert edited["memories"] == 1 and edited["lexical_postings"] == 1  # the partition of fact 7's time
+
+    dst = open_mem(tmp_path / "dst.duckdb")
+    dst.configure_snapshots(s3_settings).pull(acme)
+    assert contents(dst, acme) == contents(mem, acme)
+    hits = dst.search(acme, "Rust", identifiers={"user_id": "u1"}, threshold=0.0, limit=1).results
+    assert hits[0].memory.id == old.id
+
+
 class FailingPutStore(S3Store):
     """Fault injection over the real client: the server-facing PUT number ``fail_at`` raises."""
 

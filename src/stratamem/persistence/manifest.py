@@ -39,11 +39,14 @@ class PartitionEntry(_Model):
 
 class Partitioning(_Model):
     #: ``range``: bounds on a timestamp column (rows in insertion-time order, stable old partitions);
-    #: ``hash``: ``hash(columns) % buckets``.
-    kind: Literal["range", "hash"]
+    #: ``parent``: a row without one follows the row it belongs to — ``columns[0]`` references
+    #: ``parent`` (``table.key``), whose ``created_at`` falls in ``bounds`` (the parent's ranges), so
+    #: appends touch the newest partition only; ``hash``: ``hash(columns) % buckets``.
+    kind: Literal["range", "parent", "hash"]
     columns: list[str]
     bounds: list[str] = Field(default_factory=list)
     buckets: int = 1
+    parent: str | None = None
 
 
 class TableEntry(_Model):

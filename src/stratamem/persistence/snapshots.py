@@ -93,6 +93,14 @@ CRITICAL_TABLES = ("memories", "lexical_postings", "tenant_policies", "memory_fe
 CACHE_TABLES: set[str] = {"embedding_cache"}
 _PART_COL = "_stratamem_part"
 _ROW = "_stratamem_row"
+_PARENT_ROW = "_stratamem_parent"
+#: Time columns a table is range-partitioned on (the first one it has).
+_TIME_COLUMNS = ("created_at", "ts")
+#: A table without a time column whose rows belong to another table's rows (column -> table, key)
+#: is partitioned by that row's ``created_at`` ranges: lexical postings follow their memory.
+_PARENTS: dict[str, tuple[str, str]] = {"memory_id": ("memories", "id")}
+_PARENT_TABLES = frozenset(t for t, _ in _PARENTS.values())
+_NO_RANGE = Partitioning(kind="hash", columns=[])
 _ID_FORMAT = "%Y%m%dT%H%M%S%fZ"
 
 
@@ -273,14 +281,24 @@ class SnapshotManager:
         return sorted(found)
 
     # ============================================================================ partitions
-    def _partitioning(self, cur: Any, table: _Table, tenant_id: str, prev: TableEntry | None) -> Partitioning:
+    def _partitioning(self, cur: Any, table: _Table, tenant_id: str, prev: TableEntry | None,
+                      done: dict[str, Partitioning]) -> Partitioning:
+        """How ``table``'s rows of the tenant split into files: by time when the table has a time
+        column, else by the time of the row they belong to (``_PARENTS``, from ``done``: the
+        partitionings of this push so far), else by hash."""
         types = dict(table.columns)
         target = self.partition_rows
-        if "created_at" in types and types["created_at"].upper().startswith("TIMESTAMP"):
+        time_col = next((c for c in _TIME_COLUMNS if types.get(c, "").upper().startswith("TIMESTAMP")), None)
+        parent = next(((c, *_PARENTS[c]) for c in _PARENTS if c in types and _PARENTS[c][0] != table.name), None)
+        if time_col is None and parent is not None and done.get(parent[1], _NO_RANGE).kind == "range":
+            column, parent_table, parent_key = parent
+            return Partitioning(kind="parent", columns=[column], bounds=list(done[parent_table].bounds),
+                                parent=f"{parent_table}.{parent_key}")
+        if time_col is not None:
             bounds = list(prev.partitioning.bounds) if (
                 prev is not None and prev.partitioning.kind == "range"
-                and prev.partitioning.columns == ["created_at"]) else []
-            col, typ = _ident("created_at"), types["created_at"]
+                and prev.partitioning.columns == [time_col]) else []
+            col, typ = _ident(time_col), types[time_col]
             tail_sql = f" AND {col} >= $last::{typ}" if bounds else ""
             params: dict[str, Any] = {"tenant": tenant_id}
             if bounds:
@@ -298,7 +316,7 @@ class SnapshotManager:
                     if not bounds or b > bounds[-1]:
                         bounds.append(b)
                 # the last chunk stays in the (open-ended) tail partition
-            return Partitioning(kind="range", columns=["created_at"], bounds=bounds)
+            return Partitioning(kind="range", columns=[time_col], bounds=bounds)
         key = [c for c in table.primary_key if c != "tenant_id"] or [c for c, _ in table.columns if c != "tenant_id"]
         rows = int(cur.execute(f"SELECT count(*) FROM {_ident(table.name)} WHERE tenant_id = ?",  # noqa: S608
                                [tenant_id]).fetchone()[0])
@@ -311,19 +329,32 @@ class SnapshotManager:
         return Partitioning(kind="hash", columns=key, buckets=buckets)
 
     @staticmethod
-    def _part_expr(table: _Table, part: Partitioning) -> tuple[str, dict[str, Any]]:
+    def _part_source(table: _Table, part: Partitioning, tables: dict[str, _Table]) -> tuple[str, str, dict[str, Any]]:
+        """(FROM clause with the table aliased ``_ROW``, the partition-number expression, parameters)."""
+        source = f"{_ident(table.name)} AS {_ROW}"
         if part.kind == "range":
-            typ = dict(table.columns)["created_at"]
-            return (f"len(list_filter($bounds::{typ}[], b -> b <= {_ident('created_at')}))",
+            col = part.columns[0]
+            typ = dict(table.columns)[col]
+            return source, f"len(list_filter($bounds::{typ}[], b -> b <= {_ROW}.{_ident(col)}))", \
+                {"bounds": part.bounds}
+        if part.kind == "parent" and part.parent:
+            parent_table, parent_key = part.parent.split(".", 1)
+            typ = dict(tables[parent_table].columns)["created_at"]
+            # a row whose parent is gone (NULL time) lands in partition 0; names are quoted identifiers
+            return (f"{source} LEFT JOIN (SELECT {_ident(parent_key)} AS k, created_at AS t FROM "  # noqa: S608
+                    f"{_ident(parent_table)} WHERE tenant_id = $tenant) AS {_PARENT_ROW} "
+                    f"ON {_PARENT_ROW}.k = {_ROW}.{_ident(part.columns[0])}",
+                    f"coalesce(len(list_filter($bounds::{typ}[], b -> b <= {_PARENT_ROW}.t)), 0)",
                     {"bounds": part.bounds})
-        cols = ", ".join(_ident(c) for c in part.columns)
-        return f"CAST(hash({cols}) % $buckets AS INTEGER)", {"buckets": part.buckets}
+        cols = ", ".join(f"{_ROW}.{_ident(c)}" for c in part.columns)
+        return source, f"CAST(hash({cols}) % $buckets AS INTEGER)", {"buckets": part.buckets}
 
-    def _fingerprints(self, cur: Any, table: _Table, part: Partitioning, tenant_id: str) -> dict[int, tuple[int, str]]:
-        expr, params = self._part_expr(table, part)
+    def _fingerprints(self, cur: Any, table: _Table, part: Partitioning, tenant_id: str,
+                      tables: dict[str, _Table]) -> dict[int, tuple[int, str]]:
+        source, expr, params = self._part_source(table, part, tables)
         rows = cur.execute(
             f"SELECT {expr} AS p, count(*), bit_xor(hash({_ROW})), sum(hash({_ROW})::HUGEINT) "  # noqa: S608
-            f"FROM {_ident(table.name)} AS {_ROW} WHERE {_ROW}.tenant_id = $tenant GROUP BY p",
+            f"FROM {source} WHERE {_ROW}.tenant_id = $tenant GROUP BY p",
             {**params, "tenant": tenant_id},
         ).fetchall()
         return {int(p): (int(n), f"{n}:{x}:{s}") for p, n, x, s in rows}
@@ -351,10 +382,17 @@ class SnapshotManager:
             uploads: builtins.list[tuple[str, int, Path]] = []
             with self._snapshot_cursor() as cur:
                 versions, model, dims = self._schema_info(cur)
-                for table in self._tables(cur):
+                catalog = self._tables(cur)
+                by_name = {t.name: t for t in catalog}
+                parts: dict[str, Partitioning] = {}
+                # parents first: a table partitioned by its parent's time ranges needs them
+                for table in sorted(catalog, key=lambda t: t.name not in _PARENT_TABLES):
+                    parts[table.name] = self._partitioning(cur, table, tenant_id, prev_tables.get(table.name),
+                                                           parts)
+                for table in catalog:
                     prev_t = prev_tables.get(table.name)
-                    part = self._partitioning(cur, table, tenant_id, prev_t)
-                    prints = self._fingerprints(cur, table, part, tenant_id)
+                    part = parts[table.name]
+                    prints = self._fingerprints(cur, table, part, tenant_id, by_name)
                     # Equal fingerprints mean the same rows: the old files stay valid even when the
                     # partition's number changed (a split of the tail), so match on the fingerprint.
                     reuse: dict[int, PartitionEntry] = {}
@@ -367,9 +405,9 @@ class SnapshotManager:
                     dirty = sorted(p for p in prints if p not in reuse)
                     if dirty:
                         out_dir = workdir / table.name
-                        expr, params = self._part_expr(table, part)
+                        source, expr, params = self._part_source(table, part, by_name)
                         cur.execute(
-                            f"COPY (SELECT {_ROW}.*, {expr} AS {_PART_COL} FROM {_ident(table.name)} AS {_ROW} "  # noqa: S608
+                            f"COPY (SELECT {_ROW}.*, {expr} AS {_PART_COL} FROM {source} "  # noqa: S608
                             f"WHERE {_ROW}.tenant_id = $tenant AND {expr} IN (SELECT unnest($dirty::INTEGER[]))) "
                             f"TO {_literal(out_dir)} (FORMAT PARQUET, PARTITION_BY ({_PART_COL}), COMPRESSION ZSTD)",
                             {**params, "tenant": tenant_id, "dirty": dirty},
