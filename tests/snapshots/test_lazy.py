@@ -97,8 +97,9 @@ def test_background_load_completes_and_writes_wait_for_their_tenant(mem: Memory,
     finally:
         cold.close()
 
-    # with a generous budget the open returns with everything loaded
-    warm = Memory.open_from_snapshot("acme", settings=s3_settings, lazy=True, budget_s=60.0)
+    # with a generous budget and wait_for="loaded" the open returns with everything loaded
+    warm = Memory.open_from_snapshot("acme", settings=s3_settings, lazy=True, budget_s=60.0,
+                                     wait_for="loaded")
     try:
         report = warm.snapshots.last_reports[0]
         assert report.complete and report.state == "loaded" and report.within_budget
@@ -106,6 +107,21 @@ def test_background_load_completes_and_writes_wait_for_their_tenant(mem: Memory,
         assert contents(warm, acme) == expected
     finally:
         warm.close()
+
+    # by default it returns as soon as the tenant answers searches; the rest follows
+    served = Memory.open_from_snapshot("acme", settings=s3_settings, lazy=True, budget_s=60.0)
+    try:
+        report = served.snapshots.last_reports[0]
+        assert report.state in ("queryable", "loaded") and report.within_budget
+        assert report.partitions_loaded > 0
+        hits = served.search(acme, "acme fact 7: the user likes topic 7", identifiers=U1, threshold=0.0, limit=1)
+        assert hits.results[0].memory.content == "acme fact 7: the user likes topic 7"
+        assert served.snapshots.wait_loaded(timeout=60) and contents(served, acme) == expected
+    finally:
+        served.close()
+    with pytest.raises(MemoryError) as err:
+        Memory.open_from_snapshot("acme", settings=s3_settings, lazy=True, wait_for="everything")  # type: ignore[arg-type]
+    assert err.value.code is ErrorCode.INVALID_PARAMS
 
 
 def test_corrupt_partition_found_lazily_falls_back_to_previous(mem: Memory, acme: TenantContext,

@@ -374,7 +374,7 @@ def test_feature_tables_with_tenant_id_are_exported_generically(mem_factory: Cal
     conn = dst.engine.provider.db.conn  # type: ignore[attr-defined]
     assert conn.execute("SELECT tenant_id, count(*) FROM zz_links GROUP BY ALL").fetchall() == [("acme", 40)]
     assert conn.execute("SELECT tenant_id, count(*) FROM zz_nodes GROUP BY ALL").fetchall() == [("acme", 41)]
-    lazy = dst.snapshots.pull(acme, lazy=True, budget_s=60)
+    lazy = dst.snapshots.pull(acme, lazy=True, budget_s=60, wait_for="loaded")
     assert lazy.complete and conn.execute("SELECT count(*) FROM zz_links").fetchone() == (40,)
 
 
@@ -426,7 +426,7 @@ def test_lazy_cold_start_loads_within_budget_then_in_background(mem: Memory, acm
     finally:
         cold.close()
 
-    warm = Memory.open_from_snapshot("acme", settings=s3_settings, lazy=True, budget_s=60.0)
+    warm = Memory.open_from_snapshot("acme", settings=s3_settings, lazy=True, budget_s=60.0, wait_for="loaded")
     try:
         report = warm.snapshots.last_reports[0]
         assert report.complete and report.files_loaded == report.files_total and report.within_budget

@@ -248,17 +248,23 @@ class LazyLoader:
             state.queryable.set()
             state.done.set()
 
-    def wait_tenant(self, tenant_id: str, timeout: float | None = None) -> bool:
+    def wait_tenant(self, tenant_id: str, timeout: float | None = None, *, queryable: bool = False) -> bool:
+        """Wait until the tenant is loaded (``queryable``: until searches can run) or failed."""
         state = self._states.get(tenant_id)
-        return True if state is None else state.done.wait(timeout)
+        if state is None:
+            return True
+        return (state.queryable if queryable else state.done).wait(timeout)
 
-    def wait(self, timeout: float | None = None) -> bool:
-        """Wait until every queued tenant is loaded or failed; True when none is pending."""
+    def wait(self, timeout: float | None = None, *, queryable: bool = False) -> bool:
+        """Wait until every queued tenant is loaded (``queryable``: can answer searches) or failed;
+        True when none is left to wait for."""
         deadline = None if timeout is None else time.perf_counter() + timeout
         for state in builtins.list(self._states.values()):
             left = None if deadline is None else max(0.0, deadline - time.perf_counter())
-            if not state.done.wait(left):
+            if not (state.queryable if queryable else state.done).wait(left):
                 return False
+        if queryable:
+            return True
         for fut in builtins.list(self._deferred):
             left = None if deadline is None else max(0.0, deadline - time.perf_counter())
             try:

@@ -43,7 +43,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import duckdb
 import pyarrow.parquet as pq
@@ -648,7 +648,7 @@ class SnapshotManager:
 
     def pull(self, tenant: str | TenantContext, *, at: datetime | str | None = None, snapshot_id: str | None = None,
              fallback: bool = True, budget_s: float | None = None, lazy: bool = False,
-             background: bool = True) -> PullReport:
+             background: bool = True, wait_for: WaitFor = "queryable") -> PullReport:
         """Replace the tenant's data in this store with a snapshot: the newest one (at or before ``at``).
 
         Every file is checked against the manifest's sha256; a snapshot with a corrupt or missing file
@@ -658,10 +658,12 @@ class SnapshotManager:
 
         ``lazy=True`` (cold start): only the manifest is read now; the tenant is loaded on a
         background thread, or by its first operation (search, get, write …), whichever comes first —
-        see :mod:`stratamem.persistence.lazy`. The call waits up to ``budget_s`` (default 3 s) for the
-        load and reports what was loaded; ``status()`` and ``wait_loaded()`` follow the rest.
+        see :mod:`stratamem.persistence.lazy`. The call waits up to ``budget_s`` (default 3 s) until
+        the tenant can answer searches (``wait_for="queryable"``; ``"loaded"``: until all of it is
+        loaded) and reports what was loaded; ``status()`` and ``wait_loaded()`` follow the rest.
         ``background=False``: no background thread, the tenant loads on its first access only.
         """
+        _check_wait_for(wait_for)
         tenant_id = _tenant_id(tenant)
         started = time.perf_counter()
         self._catalog = None
@@ -672,7 +674,8 @@ class SnapshotManager:
             loader.add(self._plan(tenant_id, candidates, fallback))
             if background:
                 loader.start()
-            return self._lazy_report(tenant_id, budget, started, wait=background)
+            return self._lazy_report(tenant_id, budget, started, wait=background,
+                                     queryable=wait_for == "queryable")
         if self._loader is not None:
             self._loader.discard(tenant_id)
         return self._load_tenant(tenant_id, candidates, fallback=fallback, budget_s=budget_s, started=started)
@@ -781,11 +784,14 @@ class SnapshotManager:
                           operation="snapshot",
                           details={"tenant_id": tenant_id, "rejected": [r.model_dump() for r in rejected]})
 
-    def _lazy_report(self, tenant_id: str, budget_s: float, started: float, *, wait: bool = True) -> PullReport:
-        """Wait (at most until ``budget_s`` after ``started``) for the tenant; report where it stands."""
+    def _lazy_report(self, tenant_id: str, budget_s: float, started: float, *, wait: bool = True,
+                     queryable: bool = False) -> PullReport:
+        """Wait (at most until ``budget_s`` after ``started``) for the tenant to be loaded, or only
+        queryable; report where it stands."""
         assert self._loader is not None
         if wait:
-            self._loader.wait_tenant(tenant_id, max(0.0, budget_s - (time.perf_counter() - started)))
+            self._loader.wait_tenant(tenant_id, max(0.0, budget_s - (time.perf_counter() - started)),
+                                     queryable=queryable)
         st = self._loader.state_of(tenant_id)
         assert st is not None
         duration = time.perf_counter() - started
@@ -1067,6 +1073,16 @@ class SnapshotManager:
         return sorted(out)
 
 
+#: What a lazy pull waits for (within its budget): tenants able to answer searches, or fully loaded.
+WaitFor = Literal["queryable", "loaded"]
+
+
+def _check_wait_for(wait_for: str) -> None:
+    if wait_for not in ("queryable", "loaded"):
+        raise MemoryError(ErrorCode.INVALID_PARAMS, f"wait_for must be 'queryable' or 'loaded', not {wait_for!r}",
+                          operation="snapshot", details={"field": "wait_for"})
+
+
 def open_from_snapshot(
     tenants: str | TenantContext | builtins.list[str] | None = None,
     location: str | None = None,
@@ -1078,6 +1094,7 @@ def open_from_snapshot(
     budget_s: float = DEFAULT_COLD_START_BUDGET_S,
     lazy: bool = False,
     background: bool = True,
+    wait_for: WaitFor = "queryable",
     **memory_kwargs: Any,
 ) -> tuple[Memory, builtins.list[PullReport]]:
     """Open a store (default: an in-memory DuckDB) and hydrate it from S3 snapshots.
@@ -1085,12 +1102,16 @@ def open_from_snapshot(
     ``tenants``: one tenant, a list, or None for every tenant with a prefix in the bucket. Without
     an explicit ``embedder`` the hashing embedder is chosen when the snapshot was written with it.
     ``lazy=True``: read the manifests, then load tenants in the background; the first operation on a
-    tenant not loaded yet loads it before answering. Returns when everything is loaded or
+    tenant not loaded yet loads it before answering. Returns when every tenant can answer searches
+    (``wait_for="queryable"``, the default: its memories and lexical index are loaded; the graph and
+    the rest follow in the background) or is completely loaded (``wait_for="loaded"``), or when
     ``budget_s`` is spent, whichever is first (``budget_s=0``: right after the manifests);
     ``mem.snapshots.status()`` reports progress (see :mod:`stratamem.persistence.lazy`).
     ``background=False``: no background loading, each tenant loads on its first access only.
     """
     from ..sdk import Memory
+
+    _check_wait_for(wait_for)
 
     settings = settings or (store.settings if store is not None else S3Settings.from_env())
     s3 = store or S3Store(settings)
@@ -1117,10 +1138,12 @@ def open_from_snapshot(
             loader = mgr._lazy_loader(budget_s)
             for t in names:
                 loader.add(mgr._plan(t, mgr._candidates(t, at, None)))
+            queryable = wait_for == "queryable"
             if background:
                 loader.start()
-                loader.wait(max(0.0, budget_s - (time.perf_counter() - started)))
-            reports = [mgr._lazy_report(t, budget_s, started, wait=background) for t in names]
+                loader.wait(max(0.0, budget_s - (time.perf_counter() - started)), queryable=queryable)
+            reports = [mgr._lazy_report(t, budget_s, started, wait=background, queryable=queryable)
+                       for t in names]
             status = loader.status()
             log.info("lazy cold start: %d/%d tenants, %d partitions (%d bytes) loaded in %.2fs (budget %.2fs)%s",
                      len(status.tenants_loaded), len(names), status.partitions_loaded, status.bytes_loaded,
