@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
+import numpy as np
 from pydantic import ValidationError
 
 from .config import MemoryConfig
@@ -414,7 +415,7 @@ class MemoryEngine:
         vectors, generated = self.embeddings.embed_contents(ctx.tenant_id, [e.content for e in entries], operation,
                                                             persist=False)
         for entry, vec in zip(entries, vectors, strict=True):
-            entry.embedding = [float(x) for x in vec]
+            entry.embedding = np.asarray(vec, dtype=np.float64).tolist()  # floats, without a Python loop
         # The new vectors enter the persistent embedding cache in the same transaction as the rows.
         self._store(lambda: self.provider.add(entries, cache_model=self.embeddings.model_id), operation)
         return [
