@@ -266,6 +266,23 @@ def test_entries_returned_are_copies(open_mem: Callable[..., Memory], acme: Tena
     assert isinstance(again, MemoryEntry)
 
 
+def test_nested_metadata_and_provenance_lists_are_copies_too(open_mem: Callable[..., Memory],
+                                                             acme: TenantContext) -> None:
+    mem = open_mem()
+    meta = {"tags": ["a"], "info": {"level": 2, "path": ["x", {"deep": [1.5, None, True]}]}}
+    a = mem.add(acme, content="Alice prefers green tea", layer="user", identifiers=IDS, metadata=meta).memory
+    b = mem.add(acme, content="Bob prefers black tea", layer="user", identifiers=IDS).memory
+    merged = mem.compact(acme, [a.id, b.id], lambda entries: "Alice and Bob like tea", target_layer="user")
+    for _ in range(2):  # the second search serves the mirror again
+        hits = {h.memory.id: h.memory for h in mem.search(acme, "tea", identifiers=IDS, threshold=0.0).results}
+        assert hits[a.id].metadata == meta
+        assert hits[merged.id].provenance.compacted_from_ids == [a.id, b.id]
+        hits[a.id].metadata["info"]["path"][1]["deep"].append("mutated")
+        hits[a.id].metadata["info"]["level"] = 3
+        assert hits[merged.id].provenance.compacted_from_ids is not None
+        hits[merged.id].provenance.compacted_from_ids.append("mutated")
+
+
 def test_churn_reloads_the_partition_and_rows_stay_raw_until_needed(
         open_mem: Callable[..., Memory], acme: TenantContext, monkeypatch: pytest.MonkeyPatch) -> None:
     from stratamem.retrieval import search_index

@@ -77,12 +77,27 @@ COMPACT_MIN_DEAD = 1024
 _LEXICAL_CANDIDATES = 200
 
 
+def _json_copy(value: Any) -> Any:
+    """A deep copy of JSON data (what metadata holds: it is checked and stored as JSON), several
+    times cheaper than ``copy.deepcopy``; anything else falls back to it."""
+    if isinstance(value, dict):
+        return {k: _json_copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_json_copy(v) for v in value]
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return copy.deepcopy(value)
+
+
 def _private_copy(entry: MemoryEntry) -> MemoryEntry:
     """A copy the caller may mutate without touching the mirror: the mutable parts (metadata,
     identifiers, provenance) are copied, the rest is immutable (a third of a full deep copy)."""
-    return entry.model_copy(update={"metadata": copy.deepcopy(entry.metadata),
-                                    "identifiers": entry.identifiers.model_copy(),
-                                    "provenance": entry.provenance.model_copy(deep=True)})
+    prov = entry.provenance
+    # provenance holds strings and numbers, except a list of ids and any extra (JSON) fields
+    prov = prov.model_copy(deep=True) if prov.compacted_from_ids is not None or prov.__pydantic_extra__ \
+        else prov.model_copy()
+    return entry.model_copy(update={"metadata": _json_copy(entry.metadata),
+                                    "identifiers": entry.identifiers.model_copy(), "provenance": prov})
 
 
 def _until(stop: threading.Event) -> Callable[[int, int], bool]:
