@@ -24,6 +24,23 @@ def _env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": SRC, "STRATAMEM_EMBEDDER": "hashing"}
 
 
+def _kill_9_after(writer: str, lines: int, *, timeout: float) -> list[str]:
+    """Run ``writer`` in a subprocess, collect the lines it acknowledges until ``lines`` of them
+    (or ``timeout``), then SIGKILL it: no close, no checkpoint."""
+    proc = subprocess.Popen([sys.executable, "-c", writer], stdout=subprocess.PIPE, text=True, env=_env())
+    acked: list[str] = []
+    assert proc.stdout is not None
+    deadline = time.monotonic() + timeout
+    while len(acked) < lines and time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        acked.append(line.strip())
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    return acked
+
+
 def test_acknowledged_adds_survive_kill_9(tmp_path: Path) -> None:
     db = tmp_path / "crash.duckdb"
     writer = textwrap.dedent(
@@ -39,17 +56,7 @@ def test_acknowledged_adds_survive_kill_9(tmp_path: Path) -> None:
             i += 1
         """
     )
-    proc = subprocess.Popen([sys.executable, "-c", writer], stdout=subprocess.PIPE, text=True, env=_env())
-    acked: list[str] = []
-    assert proc.stdout is not None
-    deadline = time.monotonic() + 60
-    while len(acked) < 40 and time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if not line:
-            break
-        acked.append(line.strip())
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
+    acked = _kill_9_after(writer, 40, timeout=60)
     assert len(acked) >= 40, "writer did not start"
     with Memory.open(db, embedder="hashing") as mem:
         ctx = TenantContext(tenant_id="acme")
@@ -166,17 +173,7 @@ def test_bulk_batches_in_a_large_wal_survive_kill_9(tmp_path: Path) -> None:
             b += 1
         """
     )
-    proc = subprocess.Popen([sys.executable, "-c", writer], stdout=subprocess.PIPE, text=True, env=_env())
-    acked: list[str] = []
-    assert proc.stdout is not None
-    deadline = time.monotonic() + 120
-    while len(acked) < 5 and time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if not line:
-            break
-        acked.append(line.strip())
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
+    acked = _kill_9_after(writer, 5, timeout=120)
     assert acked[:5] == [f"{b} 1000" for b in range(5)], "writer did not start"
     wal = db.with_name(db.name + ".wal")
     assert wal.stat().st_size > 16 * 2**20  # beyond DuckDB's default threshold: no checkpoint ran

@@ -60,6 +60,10 @@ class _TenantState:
     done: threading.Event = field(default_factory=threading.Event)
     report: PullReport | None = None
 
+    def until(self, queryable: bool) -> threading.Event:
+        """The event set once searches may run (``queryable``) or once the whole tenant is loaded."""
+        return self.queryable if queryable else self.done
+
 
 def _files(manifest: Manifest | None) -> tuple[int, int, int]:
     if manifest is None:
@@ -130,7 +134,7 @@ class LazyLoader:
         if state is None:
             return
         self._claim(state, on_demand, spawn=True)
-        (state.queryable if queryable else state.done).wait()
+        state.until(queryable).wait()
         if state.status.state == "failed":
             raise self._failed_error(state)
 
@@ -251,9 +255,7 @@ class LazyLoader:
     def wait_tenant(self, tenant_id: str, timeout: float | None = None, *, queryable: bool = False) -> bool:
         """Wait until the tenant is loaded (``queryable``: until searches can run) or failed."""
         state = self._states.get(tenant_id)
-        if state is None:
-            return True
-        return (state.queryable if queryable else state.done).wait(timeout)
+        return True if state is None else state.until(queryable).wait(timeout)
 
     def wait(self, timeout: float | None = None, *, queryable: bool = False) -> bool:
         """Wait until every queued tenant is loaded (``queryable``: can answer searches) or failed;
@@ -261,7 +263,7 @@ class LazyLoader:
         deadline = None if timeout is None else time.perf_counter() + timeout
         for state in builtins.list(self._states.values()):
             left = None if deadline is None else max(0.0, deadline - time.perf_counter())
-            if not (state.queryable if queryable else state.done).wait(left):
+            if not state.until(queryable).wait(left):
                 return False
         if queryable:
             return True

@@ -912,11 +912,7 @@ class SearchIndex:
         for key, part in partitions.items():
             if key[0] != tenant_id:
                 raise ValueError(f"partition {key} is not one of tenant {tenant_id}")
-            if self.store is not None:
-                part.on_remove = self.store.discard
-            with self._lock:
-                self._partitions[key] = part
-                self._evict()
+            self._register(part)
         self._maybe_build(list(partitions.values()))
 
     def partition(self, key: PartitionKey, load: Callable[[], LoadedRows]) -> Partition:
@@ -937,18 +933,23 @@ class SearchIndex:
                 saved = self.store.load(key, self.dims)
                 if saved is None:
                     self.store.discard(key)  # absent, or unusable: never left beside a live partition
-                part.on_remove = self.store.discard
             part.fill(load(), None if saved is None else saved.ids.tolist())
             part.on_disk = saved is not None
             if saved is not None and part.n_live > self.ann_threshold:
                 part.saved = saved  # read into the HNSW index by the background build
             elif saved is not None:
                 saved.close()
-            with self._lock:
-                self._partitions[key] = part
-                self._evict()
+            self._register(part)
         self._maybe_build([part])
         return part
+
+    def _register(self, part: Partition) -> None:
+        """Make ``part`` the partition of its key (least recently used ones evicted past ``max_rows``)."""
+        if self.store is not None:
+            part.on_remove = self.store.discard
+        with self._lock:
+            self._partitions[part.key] = part
+            self._evict()
 
     def _evict(self) -> None:
         total = sum(p.n_live for p in self._partitions.values())
