@@ -10,13 +10,16 @@ Surfaces (SDK, REST, MCP, CLI) call the engine; the engine calls a provider. Ext
 from __future__ import annotations
 
 import builtins
+import contextvars
 import json
 import logging
+import os
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
@@ -58,7 +61,7 @@ from .model import (
     TenantContext,
     UpdateMemoryOutput,
 )
-from .providers.base import ListQuery, MemoryProvider, Scope, SearchPage, SearchQuery
+from .providers.base import ListQuery, MemoryProvider, PreparedAdd, Scope, SearchPage, SearchQuery
 from .retry import call_with_retry
 from .search import merge_results
 from .telemetry.audit import AuditLog
@@ -125,7 +128,22 @@ def _check_immutable(current: MemoryEntry, patch: Mapping[str, Any], operation: 
             )
 
 
+def _lower_priority() -> None:
+    """Run the calling thread at nice 10 (Linux: a thread's priority is set by its native id).
+
+    The preparing thread then takes only the cycles the model leaves idle, instead of slowing the
+    embedding it is meant to hide behind (ingest of 1000 memories: 3.29 s at nice 0, 3.17 s at 10).
+    """
+    setpriority = getattr(os, "setpriority", None)  # not on Windows
+    if setpriority is not None:
+        with suppress(OSError):
+            setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
+
+
 class MemoryEngine:
+    #: Adds of this many items or more embed on another thread while ``provider.prepare_add`` runs.
+    prepare_ahead_min: int = 32
+
     def __init__(
         self,
         provider: MemoryProvider,
@@ -168,6 +186,9 @@ class MemoryEngine:
         self.conflict_hook: Callable[[TenantContext, MemoryEntry, str | None, Mapping[str, Any] | None],
                                      str | None] | None = None
         self._pool = ThreadPoolExecutor(max_workers=self.config.search_workers, thread_name_prefix="stratamem-search")
+        #: Embeds batches of ``prepare_ahead_min``+ items while the calling thread prepares their rows.
+        self._embed_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="stratamem-prepare",
+                                              initializer=_lower_priority)
         self._closed = False
         # -- feature hooks ----------------------------------------------------------------------
         #: Filters applied to merged search results before the limit (see ``ResultFilter``).
@@ -412,16 +433,36 @@ class MemoryEngine:
                 if len(items) > 1:
                     exc.details.setdefault("index", i)
                 raise
-        vectors, generated = self.embeddings.embed_contents(ctx.tenant_id, [e.content for e in entries], operation,
-                                                            persist=False)
+        texts = [e.content for e in entries]
+        prepared: PreparedAdd | None = None
+        if len(entries) >= self.prepare_ahead_min:
+            # The model embeds on another thread while this one does the rest of the add's work that
+            # needs no vectors (graph extraction, postings, rows): it then costs (almost) no time.
+            job = self._embed_pool.submit(contextvars.copy_context().run, self._prepare_ahead, entries, operation)
+            try:
+                vectors, generated = self.embeddings.embed_contents(ctx.tenant_id, texts, operation, persist=False)
+            finally:
+                prepared = job.result()
+        else:
+            vectors, generated = self.embeddings.embed_contents(ctx.tenant_id, texts, operation, persist=False)
         for entry, vec in zip(entries, vectors, strict=True):
             entry.embedding = np.asarray(vec, dtype=np.float64).tolist()  # floats, without a Python loop
         # The new vectors enter the persistent embedding cache in the same transaction as the rows.
-        self._store(lambda: self.provider.add(entries, cache_model=self.embeddings.model_id), operation)
+        self._store(lambda: self.provider.add(entries, cache_model=self.embeddings.model_id, prepared=prepared),
+                    operation)
         return [
             AddMemoryOutput(memory=entry.model_copy(update={"embedding": None}), embedding_generated=gen)
             for entry, gen in zip(entries, generated, strict=True)
         ]
+
+    def _prepare_ahead(self, entries: Sequence[MemoryEntry], operation: str) -> PreparedAdd | None:
+        """``provider.prepare_add``; a failure only means the work is done in the transaction instead."""
+        try:
+            return self.provider.prepare_add(entries)
+        except Exception as exc:
+            log.warning("%s: preparing the add ahead of its transaction failed (%s: %s); it is done in the "
+                        "transaction instead", operation, type(exc).__name__, exc)
+            return None
 
     def add(self, ctx: Any, content: Any, layer: Any, identifiers: Any = None, metadata: Any = None, *,
             tier: str | None = None, expires_at: Any = None, importance: float | None = None,
@@ -703,6 +744,7 @@ class MemoryEngine:
             return
         self._closed = True
         self._pool.shutdown(wait=True)
+        self._embed_pool.shutdown(wait=True)
         self.hygiene.events.close()  # queued memory_events (events_write="background") are written first
         self.embeddings.embedder.close()
         self.provider.shutdown()

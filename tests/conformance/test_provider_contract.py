@@ -248,6 +248,25 @@ def test_write_hooks_share_the_transaction(store: Memory, tenant: TenantContext)
     assert hook.seen[-1] == f"deleted:{ok.id}"
 
 
+def test_bulk_adds_prepared_ahead_store_what_single_adds_store(store: Memory, tenant: TenantContext,
+                                                              other_tenant: TenantContext) -> None:
+    """A batch of ``prepare_ahead_min``+ items is prepared while it is embedded (``prepare_add``):
+    the same texts added one by one in another tenant must search identically, lexical part included."""
+    texts = [f"Ops note {i}: the {('blue', 'green', 'canary')[i % 3]} rollout of service-{i % 7} waits for "
+             f"ticket QX-{1000 + i}" for i in range(store.engine.prepare_ahead_min + 8)]
+    store.bulk_add(tenant, [{"content": t, "layer": "user", "identifiers": U1} for t in texts])
+    for t in texts:
+        store.add(other_tenant, content=t, layer="user", identifiers=U1)
+    for query in ("QX-1017", "canary rollout of service-3", "ticket"):
+        got = [store.search(ctx, query, identifiers=U1, layers=["user"], limit=5, threshold=0.0, hybrid_weight=0.5)
+               for ctx in (tenant, other_tenant)]
+        assert got[0].results, query
+        assert [(r.memory.content, round(r.score, 9)) for r in got[0].results] == \
+               [(r.memory.content, round(r.score, 9)) for r in got[1].results], query
+    assert store.search(tenant, "QX-1017", identifiers=U1, layers=["user"], limit=1,
+                        hybrid_weight=0.5).results[0].memory.content == texts[17]
+
+
 def test_reopen_keeps_data_and_model(open_store: Callable[..., Memory], tenant: TenantContext) -> None:
     first = open_store()
     mid = first.add(tenant, content="durable", layer="user", identifiers=U1).memory.id

@@ -16,6 +16,7 @@ import json
 import threading
 from collections import deque
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -33,6 +34,25 @@ GENERIC_TYPES = frozenset({"ENTITY", "CONCEPT"})
 LABEL_CHARS = 80
 
 StageListener = Callable[[str, str], None]
+
+
+@dataclass
+class _Plan:
+    """The graph rows of a batch of memories, ready to insert."""
+
+    nodes: list[dict[str, Any]] = field(default_factory=list)
+    entities: list[dict[str, Any]] = field(default_factory=list)
+    mentions: list[dict[str, Any]] = field(default_factory=list)
+    relations: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """A batch's extraction done before its transaction, and the dictionary it was done against."""
+
+    keys: list[str]
+    known: dict[str, KnownEntity]
+    plan: _Plan
 
 
 def now_naive() -> datetime:
@@ -230,7 +250,10 @@ class GraphStore:
     # -- indexing ------------------------------------------------------------------------------
     def known_entities(self, tx: Any, tenant_id: str, text: str) -> dict[str, KnownEntity]:
         """The tenant's dictionary, restricted to names that occur in ``text``."""
-        keys = candidate_keys(text)
+        return self._known(tx, tenant_id, candidate_keys(text))
+
+    def _known(self, tx: Any, tenant_id: str, keys: Sequence[str]) -> dict[str, KnownEntity]:
+        """The tenant's live entities whose normalised name is one of ``keys`` (oldest spelling wins)."""
         if not keys:
             return {}
         rows = tx.execute(  # a hash join with the keys (list_contains would scan the key list per row)
@@ -257,15 +280,46 @@ class GraphStore:
                 self.index_entries(tx, [e])
             return
         known = self.known_entities(tx, tenant, "\n".join(e.content for e in entries))
+        self._write(tx, tenant, self._plan(tenant, entries, known))
+
+    # -- PreparingWriteHook: extraction ahead of the transaction -------------------------------
+    def prepare_add(self, reader: Any, entries: Sequence[MemoryEntry]) -> _Prepared | None:
+        """Extract the graph of a one-tenant batch of active memories before its transaction, from the
+        dictionary as ``reader`` sees it (the engine does this while the batch is being embedded)."""
+        if not entries:
+            return None
+        tenant = entries[0].tenant_id
+        if any(e.tenant_id != tenant or e.status != "active" for e in entries):
+            return None
+        if self._enabled.get(tenant) is False:  # only a cached answer: reading it here could cache a stale one
+            return None
+        keys = candidate_keys("\n".join(e.content for e in entries))
+        known = self._known(reader, tenant, keys)
+        return _Prepared(keys=keys, known=known, plan=self._plan(tenant, entries, dict(known)))
+
+    def after_add_prepared(self, tx: Any, entries: Sequence[MemoryEntry], prepared: _Prepared) -> None:
+        """``after_add`` with the extraction done ahead; it is redone here if the dictionary changed
+        since (another writer added or removed one of the batch's names)."""
+        tenant = entries[0].tenant_id
+        self.generations.rows_changed(tenant, [e.id for e in entries])
+        if not self.enabled(tx, tenant):
+            return
+        known = self._known(tx, tenant, prepared.keys)
+        plan = prepared.plan if known == prepared.known else self._plan(tenant, entries, known)
+        self._write(tx, tenant, plan)
+
+    def _plan(self, tenant: str, entries: Sequence[MemoryEntry], known: dict[str, KnownEntity]) -> _Plan:
+        """The graph rows of these memories (one tenant), extracted against ``known`` (updated in place
+        with the batch's new names, so later memories of the batch see them)."""
         now = now_naive()
-        node_rows: list[dict[str, Any]] = []
+        plan = _Plan()
         entity_rows: dict[str, dict[str, Any]] = {}
         mention_rows: dict[str, dict[str, Any]] = {}
         rel_rows: dict[str, dict[str, Any]] = {}
         for entry in entries:
             result = self.extractor.extract(entry.content, known)
-            node_rows.append({"t": tenant, "id": entry.id, "m": entry.id, "layer": entry.layer.value,
-                              "label": label_of(entry.content), "ts": now})
+            plan.nodes.append({"t": tenant, "id": entry.id, "m": entry.id, "layer": entry.layer.value,
+                               "label": label_of(entry.content), "ts": now})
             ids: dict[str, str] = {}
             for ent in result.entities:
                 norm = ent.norm
@@ -289,13 +343,19 @@ class GraphStore:
                     rid = edge_id(entry.id, src, tgt, rel.type)
                     rel_rows[rid] = {"t": tenant, "id": rid, "src": src, "tgt": tgt, "rel": rel.type, "m": entry.id,
                                      "ts": now}
+        plan.entities = list(entity_rows.values())
+        plan.mentions = list(mention_rows.values())
+        plan.relations = list(rel_rows.values())
+        return plan
+
+    def _write(self, tx: Any, tenant: str, plan: _Plan) -> None:
         self._stage("node", tenant)
-        _insert(tx, INSERT_NODES, _NODE_SPEC, node_rows)
+        _insert(tx, INSERT_NODES, _NODE_SPEC, plan.nodes)
         self._stage("entities", tenant)
-        _insert(tx, UPSERT_ENTITIES, _ENTITY_SPEC, list(entity_rows.values()))
+        _insert(tx, UPSERT_ENTITIES, _ENTITY_SPEC, plan.entities)
         self._stage("edges", tenant)
-        _insert(tx, INSERT_MENTIONS, _MENTION_SPEC, list(mention_rows.values()))
-        _insert(tx, INSERT_RELATIONS, _REL_SPEC, list(rel_rows.values()))
+        _insert(tx, INSERT_MENTIONS, _MENTION_SPEC, plan.mentions)
+        _insert(tx, INSERT_RELATIONS, _REL_SPEC, plan.relations)
         self.generations.bump(tenant)
 
     # -- cascades (seed 000 "Cascading Graph Deletion") ----------------------------------------

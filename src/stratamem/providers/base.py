@@ -26,6 +26,7 @@ import json
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
@@ -137,6 +138,41 @@ class WriteHook(Protocol):
     def after_delete(self, tx: Any, tenant_id: str, ids: Sequence[str]) -> None: ...
 
 
+class PreparingWriteHook(WriteHook, Protocol):
+    """A write hook that can do the part of its add work needing neither vectors nor the write
+    transaction ahead of time, while the engine embeds the batch (see :meth:`MemoryProvider.prepare_add`).
+
+    ``prepare_add`` gets a read handle (a DuckDB cursor; None where the provider has none) and
+    returns opaque data, or None to do everything in ``after_add``. ``after_add_prepared`` then runs
+    in the transaction instead of ``after_add``, and must write exactly what ``after_add`` would
+    have written, re-checking whatever it read outside the transaction.
+    """
+
+    def prepare_add(self, reader: Any, entries: Sequence[MemoryEntry]) -> Any: ...
+
+    def after_add_prepared(self, tx: Any, entries: Sequence[MemoryEntry], prepared: Any) -> None: ...
+
+
+def _add_key(entries: Sequence[MemoryEntry]) -> tuple[tuple[str, str, str], ...]:
+    return tuple((e.tenant_id, e.id, e.content_hash) for e in entries)
+
+
+@dataclass(frozen=True)
+class PreparedAdd:
+    """Work of one :meth:`MemoryProvider.add` done ahead by :meth:`MemoryProvider.prepare_add`.
+
+    It is used only for the very entries it was made for (same tenants, ids and content, in the same
+    order); anything else is computed in the transaction as usual.
+    """
+
+    key: tuple[tuple[str, str, str], ...]
+    hooks: dict[int, Any] = field(default_factory=dict)  # id(hook) -> the hook's prepared data
+    rows: Any = None  # provider-specific row data without the vectors
+
+    def matches(self, entries: Sequence[MemoryEntry]) -> bool:
+        return self.key == _add_key(entries)
+
+
 class MemoryProvider(ABC):
     """Storage backend. Implementations: DuckDB (embedded default), in-memory, PostgreSQL."""
 
@@ -202,12 +238,52 @@ class MemoryProvider(ABC):
 
     # -- memory rows -----------------------------------------------------------------------------
     @abstractmethod
-    def add(self, entries: Sequence[MemoryEntry], *, cache_model: str | None = None) -> None:
+    def add(self, entries: Sequence[MemoryEntry], *, cache_model: str | None = None,
+            prepared: PreparedAdd | None = None) -> None:
         """Insert entries (with embeddings) atomically, running write hooks in the same transaction.
 
         With ``cache_model``, each entry's vector is also recorded in the embedding cache under that
-        model, in the same transaction (one commit per add instead of two).
+        model, in the same transaction (one commit per add instead of two). ``prepared`` is what
+        :meth:`prepare_add` returned for these entries; it only saves work, never changes the result.
         """
+
+    def prepare_add(self, entries: Sequence[MemoryEntry]) -> PreparedAdd | None:
+        """Do the work of ``add(entries)`` that needs neither the vectors nor the write transaction.
+
+        The engine calls it while the batch is being embedded (on another thread), so that work
+        overlaps with the model. The entries must then reach :meth:`add` unchanged apart from their
+        embedding. None when there is nothing to prepare.
+        """
+        hooks = [h for h in self.write_hooks if hasattr(h, "prepare_add") and hasattr(h, "after_add_prepared")]
+        rows = self._prepare_rows(entries)
+        if not hooks and rows is None:
+            return None
+        data: dict[int, Any] = {}
+        with self._prepare_reader() as reader:
+            for hook in hooks:
+                value = hook.prepare_add(reader, entries)
+                if value is not None:
+                    data[id(hook)] = value
+        return PreparedAdd(key=_add_key(entries), hooks=data, rows=rows)
+
+    def _prepare_rows(self, entries: Sequence[MemoryEntry]) -> Any:
+        """Provider row data of ``entries`` without their vectors (None: built in ``add``)."""
+        return None
+
+    @contextmanager
+    def _prepare_reader(self) -> Iterator[Any]:
+        """The read handle given to ``PreparingWriteHook.prepare_add`` (None: the provider has none)."""
+        yield None
+
+    def _run_add_hooks(self, tx: Any, entries: Sequence[MemoryEntry], prepared: PreparedAdd | None) -> None:
+        """Every write hook's add work, in the open transaction, using what was prepared for it."""
+        ready = prepared.hooks if prepared is not None and prepared.matches(entries) else {}
+        for hook in self.write_hooks:
+            data = ready.get(id(hook))
+            if data is not None:
+                hook.after_add_prepared(tx, entries, data)  # type: ignore[attr-defined]
+            else:
+                hook.after_add(tx, entries)
 
     @abstractmethod
     def get(self, tenant_id: str, memory_id: str, now: datetime, *, include_embedding: bool = False,

@@ -50,6 +50,7 @@ from .base import (
     ListPage,
     ListQuery,
     MemoryProvider,
+    PreparedAdd,
     ScoredEntry,
     SearchPage,
     SearchQuery,
@@ -579,6 +580,10 @@ class DuckDBProvider(MemoryProvider):
 
     # ------------------------------------------------------------------------------------ rows
     def _row_values(self, e: MemoryEntry) -> list[Any]:
+        return [*self._scalar_values(e), np.asarray(e.embedding, dtype=np.float32)]
+
+    def _scalar_values(self, e: MemoryEntry) -> list[Any]:
+        """A row's values in ``_INSERT_COLUMNS`` order, all but the vector."""
         from ..layers import scope_key
 
         return [
@@ -586,18 +591,24 @@ class DuckDBProvider(MemoryProvider):
             identifiers_json(e), dump_json(e.metadata), provenance_json(e), e.tier, e.status, e.version,
             e.etag, e.importance, e.access_count, to_naive_utc(e.created_at), to_naive_utc(e.updated_at),
             to_naive_utc(e.expires_at), to_naive_utc(e.last_accessed_at), to_naive_utc(e.deleted_at),
-            np.asarray(e.embedding, dtype=np.float32),
         ]
 
-    def _arrow_batch(self, rows: builtins.list[builtins.list[Any]]) -> pa.Table:
+    def _prepare_rows(self, entries: Sequence[MemoryEntry]) -> builtins.list[pa.Array]:
+        """The Arrow columns of ``entries`` but the vector (built ahead of ``add`` by ``prepare_add``)."""
+        rows = [self._scalar_values(e) for e in entries]
+        return [pa.array([r[i] for r in rows], type=t) for i, t in enumerate(_ARROW_TYPES)]
+
+    @contextmanager
+    def _prepare_reader(self) -> Iterator[Any]:
+        with self._read() as cur:
+            yield cur
+
+    def _arrow_batch(self, columns: builtins.list[pa.Array], entries: Sequence[MemoryEntry]) -> pa.Table:
         """Rows as an Arrow table: DuckDB ingests it without per-value Python conversion."""
         dims = int(self.db.dims or 0)
-        columns: builtins.list[pa.Array] = [
-            pa.array([r[i] for r in rows], type=t) for i, t in enumerate(_ARROW_TYPES)
-        ]
-        flat = np.concatenate([np.asarray(r[20], dtype=np.float32).reshape(-1) for r in rows])
-        columns.append(pa.FixedSizeListArray.from_arrays(pa.array(flat, type=pa.float32()), dims))
-        return pa.Table.from_arrays(columns, names=[c.strip() for c in _INSERT_COLUMNS.split(",")])
+        flat = np.concatenate([np.asarray(e.embedding, dtype=np.float32).reshape(-1) for e in entries])
+        vectors = pa.FixedSizeListArray.from_arrays(pa.array(flat, type=pa.float32()), dims)
+        return pa.Table.from_arrays([*columns, vectors], names=[c.strip() for c in _INSERT_COLUMNS.split(",")])
 
     def _entry(self, row: Sequence[Any], with_embedding: bool) -> MemoryEntry:
         (tenant_id, id_, layer, content, chash, idents, metadata, prov, tier, status, version, etag,
@@ -614,10 +625,13 @@ class DuckDBProvider(MemoryProvider):
     def _select(self, with_embedding: bool) -> str:
         return f"SELECT {_COLUMNS}{', embedding' if with_embedding else ''} FROM memories"
 
-    def add(self, entries: Sequence[MemoryEntry], *, cache_model: str | None = None) -> None:
+    def add(self, entries: Sequence[MemoryEntry], *, cache_model: str | None = None,
+            prepared: PreparedAdd | None = None) -> None:
         if not entries:
             return
-        batch = self._arrow_batch([self._row_values(e) for e in entries])
+        ready = prepared is not None and prepared.rows is not None and prepared.matches(entries)
+        columns = prepared.rows if ready and prepared is not None else self._prepare_rows(entries)
+        batch = self._arrow_batch(columns, entries)
         with self.transaction() as cur:
             cur.register("stratamem_batch", batch)
             try:
@@ -630,8 +644,7 @@ class DuckDBProvider(MemoryProvider):
                     )
             finally:
                 cur.unregister("stratamem_batch")
-            for hook in self.write_hooks:
-                hook.after_add(cur, entries)
+            self._run_add_hooks(cur, entries, prepared)
             for tenant_id in dict.fromkeys(e.tenant_id for e in entries):
                 self._stage(Change("upsert", tenant_id, entries=[e for e in entries if e.tenant_id == tenant_id]))
 

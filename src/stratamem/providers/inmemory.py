@@ -20,6 +20,7 @@ from .base import (
     ListPage,
     ListQuery,
     MemoryProvider,
+    PreparedAdd,
     ScoredEntry,
     SearchPage,
     SearchQuery,
@@ -90,11 +91,11 @@ class InMemoryProvider(MemoryProvider):
         vec = self._vectors[(entry.tenant_id, entry.id)]
         return entry.model_copy(update={"embedding": [float(x) for x in vec] if with_embedding else None}, deep=True)
 
-    def add(self, entries: Sequence[MemoryEntry], *, cache_model: str | None = None) -> None:
+    def add(self, entries: Sequence[MemoryEntry], *, cache_model: str | None = None,
+            prepared: PreparedAdd | None = None) -> None:
         with self._lock:
             staged = {(e.tenant_id, e.id): e for e in entries}
-            for hook in self.write_hooks:
-                hook.after_add(None, entries)
+            self._run_add_hooks(None, entries, prepared)
             for key, e in staged.items():
                 self._vectors[key] = np.asarray(e.embedding, dtype=np.float32)
                 self._rows[key] = e.model_copy(update={"embedding": None}, deep=True)

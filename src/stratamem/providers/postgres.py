@@ -48,6 +48,7 @@ from .base import (
     ListPage,
     ListQuery,
     MemoryProvider,
+    PreparedAdd,
     ScoredEntry,
     SearchPage,
     SearchQuery,
@@ -330,7 +331,8 @@ class PostgresProvider(MemoryProvider):
     def _select(with_embedding: bool) -> str:
         return f"SELECT {_COLUMNS}{', embedding' if with_embedding else ''} FROM memories"
 
-    def add(self, entries: Sequence[MemoryEntry], *, cache_model: str | None = None) -> None:
+    def add(self, entries: Sequence[MemoryEntry], *, cache_model: str | None = None,
+            prepared: PreparedAdd | None = None) -> None:
         if not entries:
             return
         rows = [self._row_values(e) for e in entries]
@@ -351,8 +353,7 @@ class PostgresProvider(MemoryProvider):
                         "ON CONFLICT DO NOTHING",
                         [cache_model, tenant_id, ids],
                     )
-            for hook in self.write_hooks:
-                hook.after_add(conn, entries)
+            self._run_add_hooks(conn, entries, prepared)
 
     def get(self, tenant_id: str, memory_id: str, now: datetime, *, include_embedding: bool = False,
             statuses: tuple[str, ...] = ACTIVE) -> MemoryEntry | None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import builtins
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -55,6 +56,11 @@ if __name__ not in duckdb_schema.FEATURE_SCHEMA_MODULES:
 
 def _insert(cur: Any, docs: Sequence[tuple[str, str, str, str, str]]) -> None:
     """Postings of (tenant_id, memory_id, layer, scope, content) documents."""
+    _write(cur, _postings(docs))
+
+
+def _postings(docs: Sequence[tuple[str, str, str, str, str]]) -> pa.Table | None:
+    """The ``lexical_postings`` rows of these documents as an Arrow table (None: no terms)."""
     cols: dict[str, builtins.list[Any]] = {k: [] for k in
                                            ("tenant_id", "layer", "scope", "term", "memory_id", "tf", "length")}
     for tenant_id, memory_id, layer, scope, content in docs:
@@ -69,9 +75,14 @@ def _insert(cur: Any, docs: Sequence[tuple[str, str, str, str, str]]) -> None:
             cols["tf"].append(tf)
             cols["length"].append(length)
     if not cols["term"]:
+        return None
+    return pa.table({k: pa.array(v, type=pa.int32() if k in ("tf", "length") else pa.string())
+                     for k, v in cols.items()})
+
+
+def _write(cur: Any, table: pa.Table | None) -> None:
+    if table is None:
         return
-    table = pa.table({k: pa.array(v, type=pa.int32() if k in ("tf", "length") else pa.string())
-                      for k, v in cols.items()})
     cur.register("stratamem_postings", table)
     try:
         cur.execute("INSERT INTO lexical_postings SELECT tenant_id, layer, scope, term, memory_id, tf, length "
@@ -85,12 +96,27 @@ def _remove(cur: Any, tenant_id: str, ids: Sequence[str]) -> None:
                 [tenant_id, json.dumps(list(ids))])
 
 
+def _docs(entries: Sequence[MemoryEntry]) -> builtins.list[tuple[str, str, str, str, str]]:
+    return [(e.tenant_id, e.id, e.layer.value, scope_key(e.layer, e.identifiers), e.content) for e in entries]
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    table: pa.Table | None
+
+
 class DuckDBLexicalIndex:
     """``WriteHook`` keeping ``lexical_postings`` in step with ``memories`` (same transaction)."""
 
     def after_add(self, tx: Any, entries: Sequence[MemoryEntry]) -> None:
-        _insert(tx, [(e.tenant_id, e.id, e.layer.value, scope_key(e.layer, e.identifiers), e.content)
-                     for e in entries])
+        _insert(tx, _docs(entries))
+
+    def prepare_add(self, reader: Any, entries: Sequence[MemoryEntry]) -> _Prepared:
+        """Tokenise ahead of the transaction (``PreparingWriteHook``): the postings need no vectors."""
+        return _Prepared(_postings(_docs(entries)))
+
+    def after_add_prepared(self, tx: Any, entries: Sequence[MemoryEntry], prepared: _Prepared) -> None:
+        _write(tx, prepared.table)
 
     def after_update(self, tx: Any, entry: MemoryEntry, previous: MemoryEntry) -> None:
         same_scope = (entry.layer == previous.layer

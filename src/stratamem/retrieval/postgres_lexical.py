@@ -19,6 +19,7 @@ memories, so stores created before this feature get their index on open.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ..layers import scope_key
@@ -64,11 +65,19 @@ if not any(m.version == SCHEMA_VERSION for m in postgres_schema.MIGRATIONS):
 
 def _insert(conn: Any, docs: Sequence[tuple[str, str, str, str, str]]) -> None:
     """Postings of (tenant_id, memory_id, layer, scope, content) documents (binary COPY)."""
+    _copy(conn, _rows(docs))
+
+
+def _rows(docs: Sequence[tuple[str, str, str, str, str]]) -> list[tuple[str, str, str, str, str, int, int]]:
     rows: list[tuple[str, str, str, str, str, int, int]] = []
     for tenant_id, memory_id, layer, scope, content in docs:
         counts = term_counts(content)
         length = sum(counts.values())
         rows += [(tenant_id, layer, scope, term, memory_id, tf, length) for term, tf in counts.items()]
+    return rows
+
+
+def _copy(conn: Any, rows: Sequence[tuple[str, str, str, str, str, int, int]]) -> None:
     if not rows:
         return
     with conn.cursor() as cur, cur.copy(
@@ -77,6 +86,15 @@ def _insert(conn: Any, docs: Sequence[tuple[str, str, str, str, str]]) -> None:
         cp.set_types(["text", "text", "text", "text", "text", "int4", "int4"])
         for row in rows:
             cp.write_row(row)
+
+
+def _docs(entries: Sequence[MemoryEntry]) -> list[tuple[str, str, str, str, str]]:
+    return [(e.tenant_id, e.id, e.layer.value, scope_key(e.layer, e.identifiers), e.content) for e in entries]
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    rows: list[tuple[str, str, str, str, str, int, int]]
 
 
 def _remove(conn: Any, tenant_id: str, ids: Sequence[str]) -> None:
@@ -88,8 +106,14 @@ class PostgresLexicalIndex:
     """``WriteHook`` keeping ``lexical_postings`` in step with ``memories`` (same transaction)."""
 
     def after_add(self, tx: Any, entries: Sequence[MemoryEntry]) -> None:
-        _insert(tx, [(e.tenant_id, e.id, e.layer.value, scope_key(e.layer, e.identifiers), e.content)
-                     for e in entries])
+        _insert(tx, _docs(entries))
+
+    def prepare_add(self, reader: Any, entries: Sequence[MemoryEntry]) -> _Prepared:
+        """Tokenise ahead of the transaction (``PreparingWriteHook``): the postings need no vectors."""
+        return _Prepared(_rows(_docs(entries)))
+
+    def after_add_prepared(self, tx: Any, entries: Sequence[MemoryEntry], prepared: _Prepared) -> None:
+        _copy(tx, prepared.rows)
 
     def after_update(self, tx: Any, entry: MemoryEntry, previous: MemoryEntry) -> None:
         same_scope = (entry.layer == previous.layer
