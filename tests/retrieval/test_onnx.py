@@ -69,6 +69,22 @@ def test_worker_threads_do_not_spin_unless_asked(onnx_dir: Path) -> None:
     assert float(np.abs(quiet.embed(TEXTS[:2]) - spinning.embed(TEXTS[:2])).max()) < 1e-6
 
 
+def test_single_texts_run_on_a_session_that_spins_only_during_its_run(onnx_dir: Path) -> None:
+    embedder = OnnxEmbedder(onnx_dir)
+    batch = embedder.embed(TEXTS[:3])
+    assert embedder._query_session is None  # created by the first single text only
+    single = np.vstack([embedder.embed([t]) for t in TEXTS[:3]])
+    assert float(np.abs(single - batch).max()) < 1e-6
+    options = embedder._query_session.get_session_options()
+    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "1"
+    assert options.get_session_config_entry("session.force_spinning_stop") == "1"
+    batch_options = embedder._load()[0].get_session_options()
+    assert batch_options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+    plain = OnnxEmbedder(onnx_dir, fast_queries=False)
+    assert float(np.abs(plain.embed(TEXTS[:1]) - single[:1]).max()) < 1e-6
+    assert plain._query_session is None
+
+
 def test_runtime_does_not_import_torch(onnx_dir: Path) -> None:
     code = (
         "import sys\n"

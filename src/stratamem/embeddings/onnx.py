@@ -99,16 +99,23 @@ class OnnxEmbedder(Embedder):
     """all-MiniLM-L6-v2 on ONNX Runtime. Loads lazily; thread-safe; length-sorted batches."""
 
     def __init__(self, model_dir: str | Path | None = None, *, batch_size: int = 64,
-                 threads: int | None = None, spinning: bool = False) -> None:
+                 threads: int | None = None, spinning: bool = False, fast_queries: bool = True) -> None:
         self._dir = Path(model_dir) if model_dir else default_onnx_dir()
         self._batch_size = batch_size
         self._threads = threads
         #: ONNX Runtime's worker threads busy-wait after each run unless told not to; on a small
         #: machine they then take the cores the search and the store need right after the query
         #: embedding (measured on 2 cores: a search's store work and index search ~2.5x slower).
+        #: Not spinning also lets the engine prepare a batch's rows on the idle cycles of its embedding.
         self._spinning = spinning
+        #: Single texts (queries) run on a second session whose workers spin during the run and stop
+        #: when it returns (``session.force_spinning_stop``): no thread wake-ups between operators.
+        #: Measured on 2 cores: a query embedding 3.1 -> 2.1 ms alone, 4.6 -> 3.6 ms inside a search;
+        #: the cost is a second copy of the model in memory (~90 MB) once a single text was embedded.
+        self._fast_queries = fast_queries
         self._lock = threading.Lock()
         self._session: Any = None
+        self._query_session: Any = None
         self._tokenizer: Any = None
         manifest = self._manifest()
         self.model_id = str(manifest["model_id"])
@@ -141,17 +148,31 @@ class OnnxEmbedder(Embedder):
                 tokenizer = Tokenizer.from_file(str(self._dir / "tokenizer.json"))
                 tokenizer.enable_truncation(max_length=self._max_len)
                 tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
-                options = ort.SessionOptions()
-                if self._threads:
-                    options.intra_op_num_threads = self._threads
-                options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-                if not self._spinning:
-                    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-                    options.add_session_config_entry("session.inter_op.allow_spinning", "0")
-                self._session = ort.InferenceSession(str(self._dir / "model.onnx"), options,
-                                                     providers=["CPUExecutionProvider"])
+                config = {} if self._spinning else {"session.intra_op.allow_spinning": "0",
+                                                    "session.inter_op.allow_spinning": "0"}
+                self._session = self._new_session(ort, config)
                 self._tokenizer = tokenizer
             return self._session, self._tokenizer
+
+    def _load_query_session(self) -> Any:
+        """The single-text session (``fast_queries``), created on first use."""
+        self._load()
+        with self._lock:
+            if self._query_session is None:
+                import onnxruntime as ort
+
+                self._query_session = self._new_session(
+                    ort, {"session.intra_op.allow_spinning": "1", "session.force_spinning_stop": "1"})
+            return self._query_session
+
+    def _new_session(self, ort: Any, config: dict[str, str]) -> Any:
+        options = ort.SessionOptions()
+        if self._threads:
+            options.intra_op_num_threads = self._threads
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        for key, value in config.items():
+            options.add_session_config_entry(key, value)
+        return ort.InferenceSession(str(self._dir / "model.onnx"), options, providers=["CPUExecutionProvider"])
 
     def _run(self, session: Any, tokenizer: Any, texts: list[str]) -> Matrix:
         encodings = tokenizer.encode_batch(texts)
@@ -169,6 +190,8 @@ class OnnxEmbedder(Embedder):
         items = list(texts)
         if not items:
             return np.zeros((0, self.dimensions), dtype=np.float32)
+        if len(items) == 1 and self._fast_queries:
+            return self._run(self._load_query_session(), tokenizer, items)
         # Sort by length so each batch pads to similar lengths (as sentence-transformers does).
         order = sorted(range(len(items)), key=lambda i: -len(items[i]))
         out = np.zeros((len(items), self.dimensions), dtype=np.float32)
