@@ -238,7 +238,14 @@ class MemoryEngine:
 
     @contextmanager
     def operation(self, name: str, ctx: Any) -> Iterator[tuple[TenantContext, dict[str, Any]]]:
-        """Validate the context, time the operation, normalise errors, notify observers."""
+        """Validate the context, time the operation, normalise errors, notify observers.
+
+        The operation's bookkeeping appends (access statistics, its ``memory_events`` row) are
+        written together when it ends (``provider.grouped_appends``): one commit instead of two."""
+        with self.provider.grouped_appends():
+            yield from self._operation(name, ctx)
+
+    def _operation(self, name: str, ctx: Any) -> Iterator[tuple[TenantContext, dict[str, Any]]]:
         start = time.perf_counter()
         extra: dict[str, Any] = {}
         tenant_id = getattr(ctx, "tenant_id", None)

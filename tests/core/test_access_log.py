@@ -162,3 +162,71 @@ def test_the_fold_tells_row_caches_which_rows_changed(tmp_path: Path) -> None:
         assert notices == [("acme", sorted([a, b]))]  # the append
         assert p.get("acme", a, T0) is not None
         assert notices[1:] == [("acme", sorted([a, b]))]  # the fold
+
+
+def _count_transactions(provider: DuckDBProvider) -> list[int]:
+    """Instrument (not replace) the provider's write transactions."""
+    calls: list[int] = []
+    real = provider.transaction
+
+    def counted(*args: object, **kwargs: object) -> object:
+        calls.append(1)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    provider.transaction = counted  # type: ignore[method-assign]
+    return calls
+
+
+def _events(provider: DuckDBProvider, event: str) -> int:
+    row = provider._cursor().execute("SELECT count(*) FROM memory_events WHERE tenant_id = 'acme' AND event = ?",
+                                     [event]).fetchone()
+    return int(row[0]) if row else -1
+
+
+def test_a_search_writes_its_access_and_its_event_in_one_transaction(tmp_path: Path) -> None:
+    with Memory.open(tmp_path / "m.duckdb", embedder="hashing") as mem:
+        a, b = _two(mem)
+        p = _provider(mem)
+        mem.search(ACME, "warm up", identifiers=IDS, layers=["user"])  # loads the partition into the index
+        before_log, before_events = _log_rows(p), _events(p, "search")
+        calls = _count_transactions(p)
+        hits = mem.search(ACME, "dark mode", identifiers=IDS, layers=["user"], threshold=0.0).results
+        assert len(calls) == 1  # was two: one commit (and one WAL sync) per search
+        # both rows are stored before the search returns (sync bookkeeping, the default)
+        assert _log_rows(p) == before_log + len(hits) and _events(p, "search") == before_events + 1
+        assert {h.memory.id for h in hits} == {a, b}
+
+
+def test_grouped_appends_are_seen_by_reads_and_writes_of_the_same_thread(tmp_path: Path) -> None:
+    with Memory.open(tmp_path / "m.duckdb", embedder="hashing") as mem:
+        a, _ = _two(mem)
+        p = _provider(mem)
+        with p.grouped_appends():
+            p.record_access("acme", {a: 0.5}, T0)
+            with p.grouped_appends():  # nested: joins the outer group
+                p.record_access("acme", {a: 0.6}, T0 + timedelta(minutes=1))
+            assert _log_rows(p) == 0  # queued, not written yet
+            got = p.get("acme", a, T0 + timedelta(hours=1))  # a read writes the queue first
+            assert got is not None and got.access_count == 2 and got.importance == 0.6
+            p.record_access("acme", {a: 0.7}, T0 + timedelta(minutes=2))
+            p.set_status("acme", [a], "archived", T0)  # so does a write transaction
+            assert _log_rows(p) == 0 and _raw(p, "acme", a)[0] == 3
+        assert _log_rows(p) == 0
+
+
+def test_a_failed_grouped_append_is_logged_and_never_fails_the_operation(tmp_path: Path, caplog: object) -> None:
+    import logging
+
+    import pytest
+
+    assert isinstance(caplog, pytest.LogCaptureFixture)
+    with Memory.open(tmp_path / "m.duckdb", embedder="hashing") as mem:
+        a, _ = _two(mem)
+        p = _provider(mem)
+        with caplog.at_level(logging.WARNING, logger="stratamem.duckdb"), p.grouped_appends():
+            p.append_memory_events([{"tenant_id": "acme", "id": "e1", "ts": T0, "event": "search"}])
+            p.append_memory_events([{"tenant_id": "acme", "id": "e1", "ts": T0, "event": "search"}])  # same key
+        assert any("bookkeeping appends" in r.getMessage() for r in caplog.records)
+        assert _events(p, "search") == 0  # the group is one transaction: all or nothing
+        p.record_access("acme", {a: 0.5}, T0)  # the provider is still usable
+        assert _log_rows(p) == 1

@@ -271,6 +271,14 @@ class MemoryProvider(ABC):
         return None
 
     @contextmanager
+    def grouped_appends(self) -> Iterator[None]:
+        """Within this block (on this thread), the small bookkeeping appends of one operation (access
+        statistics, ``memory_events`` rows) may be written together, in one transaction, when it
+        ends, instead of one transaction each; they are still stored before it ends. Nested blocks
+        join the outermost. A provider without such appends ignores it."""
+        yield
+
+    @contextmanager
     def _prepare_reader(self) -> Iterator[Any]:
         """The read handle given to ``PreparingWriteHook.prepare_add`` (None: the provider has none)."""
         yield None

@@ -16,7 +16,7 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -174,6 +174,7 @@ class DuckDBProvider(MemoryProvider):
         self.use_search_index = True
         self._index_settings: dict[str, int] = {}
         self.write_hooks.append(DuckDBLexicalIndex())  # hybrid search: postings in the write transaction
+        self._groups = threading.local()  # per thread: appends queued by ``grouped_appends``
 
     # ------------------------------------------------------------------------------- connection
     def _open_database(self) -> _Database:
@@ -227,8 +228,56 @@ class DuckDBProvider(MemoryProvider):
                 db.cursors.append(cur)
         return cur
 
+    # ----------------------------------------------------------------------- grouped appends
+    @contextmanager
+    def grouped_appends(self) -> Iterator[None]:
+        """One transaction (one commit, one WAL sync) for an operation's access and event appends.
+
+        A search writes two append-only rows (its access statistics and its ``memory_events`` row).
+        Each commit syncs the WAL, and on a VM the sync slows the next few milliseconds of compute
+        (measured: a query embedding right after a commit 5.0 ms, 1.9 ms otherwise). Inside this
+        block the appends of this thread are queued and written together when it ends, or earlier
+        when this thread opens a transaction or reads (so it always reads its own appends).
+        """
+        state = self._groups
+        depth = getattr(state, "depth", 0)
+        if depth == 0:
+            state.pending = []
+        state.depth = depth + 1
+        try:
+            yield
+        finally:
+            state.depth = depth
+            if depth == 0:
+                self._flush_appends()
+
+    def _append(self, write: Callable[[Any], None]) -> None:
+        """Run an append-only write (no fold of the access log) now, or queue it in the thread's group."""
+        state = self._groups
+        if getattr(state, "depth", 0) > 0:
+            state.pending.append(write)
+            return
+        with self.transaction(settle=False) as cur:
+            write(cur)
+
+    def _flush_appends(self) -> None:
+        """Write this thread's queued appends in one transaction; a failure is logged (bookkeeping
+        never fails the operation it belongs to, as when each append ran on its own)."""
+        pending = getattr(self._groups, "pending", None)
+        if not pending:
+            return
+        self._groups.pending = []
+        try:
+            with self.transaction(settle=False) as cur:
+                for write in pending:
+                    write(cur)
+        except Exception:
+            log.warning("%d bookkeeping appends (access statistics, memory_events) could not be written",
+                        len(pending), exc_info=True)
+
     @contextmanager
     def _read(self) -> Iterator[Any]:
+        self._flush_appends()
         self.settle_access()
         try:
             yield self._cursor()
@@ -243,6 +292,7 @@ class DuckDBProvider(MemoryProvider):
         append itself and for appends to tables that are not ``memories``), so every write and every
         read sees the access statistics complete."""
         db = self.db
+        self._flush_appends()  # this thread's queued appends first: its transactions see them
         with db.write_lock:
             cur = self._cursor()
             index = db.search_index
@@ -889,22 +939,26 @@ class DuckDBProvider(MemoryProvider):
         if not importance:
             return 0
         steps = {i: 1 if counts is None else int(counts.get(i, 1)) for i in importance}
-        # Appended to the access log (no scan of ``memories``); folded by the next transaction or read.
-        with self.transaction(settle=False) as cur:
+        accessed = to_utc(now)
+        imp = dict(importance)
+        params = [tenant_id, _text_list(list(imp)), json.dumps(list(steps.values())), to_naive_utc(now),
+                  json.dumps([float(v) for v in imp.values()])]
+
+        def write(cur: Any) -> None:
+            # Appended to the access log (no scan of ``memories``); folded by the next transaction or read.
             cur.execute(
                 f"INSERT INTO {duckdb_schema.ACCESS_LOG_TABLE} (tenant_id, memory_id, n, accessed_at, importance) "
                 "SELECT $1, unnest($2::JSON::VARCHAR[]), unnest($3::JSON::INTEGER[]), $4, unnest($5::JSON::DOUBLE[])",
-                [tenant_id, _text_list(list(importance)), json.dumps(list(steps.values())), to_naive_utc(now),
-                 json.dumps([float(v) for v in importance.values()])],
+                params,
             )
             self.db.access_pending = True
-            self._rows_changed(tenant_id, list(importance))
-            accessed = to_utc(now)
-            imp = dict(importance)
+            self._rows_changed(tenant_id, list(imp))
             self._stage(Change("patch", tenant_id, ids=list(imp), patch=lambda e: e.model_copy(update={
                 "access_count": e.access_count + steps[e.id], "last_accessed_at": accessed,
                 "importance": float(imp[e.id])})))
-        return len(importance)
+
+        self._append(write)
+        return len(imp)
 
     def set_status(self, tenant_id: str, ids: Sequence[str], status: str, now: datetime) -> builtins.list[str]:
         if not ids:
@@ -1054,7 +1108,7 @@ class DuckDBProvider(MemoryProvider):
              e.get("principal"), e.get("code"), e.get("outcome") or "ok", dump_json(e.get("details") or {})]
             for e in events
         ]
-        with self.transaction(settle=False) as cur:  # its own table: no fold on the search path
+        def write(cur: Any) -> None:  # its own table: no fold on the search path
             if len(rows) == 1:
                 cur.execute("INSERT INTO memory_events VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows[0])
                 return
@@ -1070,6 +1124,8 @@ class DuckDBProvider(MemoryProvider):
                 cur.execute("INSERT INTO memory_events SELECT * FROM stratamem_events")
             finally:
                 cur.unregister("stratamem_events")
+
+        self._append(write)
 
     def count_memory_events(self, tenant_id: str, since: datetime | None = None) -> dict[str, int]:
         with self._read() as cur:
