@@ -141,7 +141,7 @@ def _lower_priority() -> None:
 
 
 class MemoryEngine:
-    #: Adds of this many items or more embed on another thread while ``provider.prepare_add`` runs.
+    #: Adds of this many items or more run ``provider.prepare_add`` on another thread while embedding.
     prepare_ahead_min: int = 32
 
     def __init__(
@@ -186,9 +186,10 @@ class MemoryEngine:
         self.conflict_hook: Callable[[TenantContext, MemoryEntry, str | None, Mapping[str, Any] | None],
                                      str | None] | None = None
         self._pool = ThreadPoolExecutor(max_workers=self.config.search_workers, thread_name_prefix="stratamem-search")
-        #: Embeds batches of ``prepare_ahead_min``+ items while the calling thread prepares their rows.
-        self._embed_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="stratamem-prepare",
-                                              initializer=_lower_priority)
+        #: Prepares adds of ``prepare_ahead_min``+ items (``provider.prepare_add``, at nice 10) while the
+        #: calling thread embeds them.
+        self._prepare_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="stratamem-prepare",
+                                                initializer=_lower_priority)
         self._closed = False
         # -- feature hooks ----------------------------------------------------------------------
         #: Filters applied to merged search results before the limit (see ``ResultFilter``).
@@ -443,9 +444,9 @@ class MemoryEngine:
         texts = [e.content for e in entries]
         prepared: PreparedAdd | None = None
         if len(entries) >= self.prepare_ahead_min:
-            # The model embeds on another thread while this one does the rest of the add's work that
-            # needs no vectors (graph extraction, postings, rows): it then costs (almost) no time.
-            job = self._embed_pool.submit(contextvars.copy_context().run, self._prepare_ahead, entries, operation)
+            # While this thread embeds, a low-priority one does the add's work that needs no vectors
+            # (graph extraction, postings, rows) on the cycles the model leaves idle.
+            job = self._prepare_pool.submit(contextvars.copy_context().run, self._prepare_ahead, entries, operation)
             try:
                 vectors, generated = self.embeddings.embed_contents(ctx.tenant_id, texts, operation, persist=False)
             finally:
@@ -751,7 +752,7 @@ class MemoryEngine:
             return
         self._closed = True
         self._pool.shutdown(wait=True)
-        self._embed_pool.shutdown(wait=True)
+        self._prepare_pool.shutdown(wait=True)
         self.hygiene.events.close()  # queued memory_events (events_write="background") are written first
         self.embeddings.embedder.close()
         self.provider.shutdown()
