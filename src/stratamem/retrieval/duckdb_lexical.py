@@ -26,7 +26,7 @@ import pyarrow as pa
 from ..layers import scope_key
 from ..model import MemoryEntry
 from ..providers import duckdb_schema
-from .lexical import BM25_B, BM25_K1, term_counts
+from .lexical import BM25_B, BM25_K1, posting_docs, term_counts
 
 SCHEMA_VERSION = 6
 
@@ -96,10 +96,6 @@ def _remove(cur: Any, tenant_id: str, ids: Sequence[str]) -> None:
                 [tenant_id, json.dumps(list(ids))])
 
 
-def _docs(entries: Sequence[MemoryEntry]) -> builtins.list[tuple[str, str, str, str, str]]:
-    return [(e.tenant_id, e.id, e.layer.value, scope_key(e.layer, e.identifiers), e.content) for e in entries]
-
-
 @dataclass(frozen=True)
 class _Prepared:
     table: pa.Table | None
@@ -109,11 +105,11 @@ class DuckDBLexicalIndex:
     """``WriteHook`` keeping ``lexical_postings`` in step with ``memories`` (same transaction)."""
 
     def after_add(self, tx: Any, entries: Sequence[MemoryEntry]) -> None:
-        _insert(tx, _docs(entries))
+        _insert(tx, posting_docs(entries))
 
     def prepare_add(self, reader: Any, entries: Sequence[MemoryEntry]) -> _Prepared:
         """Tokenise ahead of the transaction (``PreparingWriteHook``): the postings need no vectors."""
-        return _Prepared(_postings(_docs(entries)))
+        return _Prepared(_postings(posting_docs(entries)))
 
     def after_add_prepared(self, tx: Any, entries: Sequence[MemoryEntry], prepared: _Prepared) -> None:
         _write(tx, prepared.table)

@@ -20,10 +20,13 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 
 import snowballstemmer
+
+from ..layers import scope_key
+from ..model import MemoryEntry
 
 BM25_K1 = 1.2
 BM25_B = 0.75
@@ -61,6 +64,15 @@ def _stem(word: str) -> str:
 def tokenize(text: str) -> list[str]:
     """Index terms of ``text`` in order (stop words removed, stemmed)."""
     return [_stem(tok) for tok in _TOKEN.findall(text.lower()) if tok not in STOPWORDS]
+
+
+#: A document of the postings tables: (tenant_id, memory_id, layer, scope, content).
+PostingDoc = tuple[str, str, str, str, str]
+
+
+def posting_docs(entries: Sequence[MemoryEntry]) -> list[PostingDoc]:
+    """The documents the postings tables (DuckDB and PostgreSQL) index for these memories."""
+    return [(e.tenant_id, e.id, e.layer.value, scope_key(e.layer, e.identifiers), e.content) for e in entries]
 
 
 def term_counts(text: str) -> Counter[str]:

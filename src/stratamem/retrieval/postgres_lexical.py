@@ -25,7 +25,7 @@ from typing import Any
 from ..layers import scope_key
 from ..model import MemoryEntry
 from ..providers import postgres_schema
-from .lexical import BM25_B, BM25_K1, term_counts
+from .lexical import BM25_B, BM25_K1, posting_docs, term_counts
 
 SCHEMA_VERSION = 6
 _DESCRIPTION = "lexical index (hybrid search)"
@@ -88,10 +88,6 @@ def _copy(conn: Any, rows: Sequence[tuple[str, str, str, str, str, int, int]]) -
             cp.write_row(row)
 
 
-def _docs(entries: Sequence[MemoryEntry]) -> list[tuple[str, str, str, str, str]]:
-    return [(e.tenant_id, e.id, e.layer.value, scope_key(e.layer, e.identifiers), e.content) for e in entries]
-
-
 @dataclass(frozen=True)
 class _Prepared:
     rows: list[tuple[str, str, str, str, str, int, int]]
@@ -106,11 +102,11 @@ class PostgresLexicalIndex:
     """``WriteHook`` keeping ``lexical_postings`` in step with ``memories`` (same transaction)."""
 
     def after_add(self, tx: Any, entries: Sequence[MemoryEntry]) -> None:
-        _insert(tx, _docs(entries))
+        _insert(tx, posting_docs(entries))
 
     def prepare_add(self, reader: Any, entries: Sequence[MemoryEntry]) -> _Prepared:
         """Tokenise ahead of the transaction (``PreparingWriteHook``): the postings need no vectors."""
-        return _Prepared(_rows(_docs(entries)))
+        return _Prepared(_rows(posting_docs(entries)))
 
     def after_add_prepared(self, tx: Any, entries: Sequence[MemoryEntry], prepared: _Prepared) -> None:
         _copy(tx, prepared.rows)
