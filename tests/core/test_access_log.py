@@ -14,6 +14,7 @@ from pathlib import Path
 import duckdb
 
 from stratamem import Memory, TenantContext
+from stratamem.model import MemoryEntry
 from stratamem.providers.duckdb import DuckDBProvider
 from stratamem.providers.duckdb_schema import ACCESS_LOG_TABLE
 
@@ -84,6 +85,7 @@ def test_search_statistics_match_without_the_log_and_searches_do_not_fold(tmp_pa
         for _ in range(3):
             res = mem.search(ACME, "dark mode", identifiers=IDS, limit=1, threshold=0.0)
             assert res.results[0].memory.id == a
+        p.flush_appends()  # the last search's appends are written by a worker right after it
         assert _log_rows(p) == 3  # searches answer from the index: no scan of memories per search
         assert res.results[0].memory.access_count == 2  # the index saw the first two accesses
         got = mem.get(ACME, a)
@@ -188,13 +190,87 @@ def test_a_search_writes_its_access_and_its_event_in_one_transaction(tmp_path: P
         a, b = _two(mem)
         p = _provider(mem)
         mem.search(ACME, "warm up", identifiers=IDS, layers=["user"])  # loads the partition into the index
+        p.flush_appends()
         before_log, before_events = _log_rows(p), _events(p, "search")
         calls = _count_transactions(p)
         hits = mem.search(ACME, "dark mode", identifiers=IDS, layers=["user"], threshold=0.0).results
+        p.flush_appends()  # written by the store's worker right after the search (or now)
         assert len(calls) == 1  # was two: one commit (and one WAL sync) per search
-        # both rows are stored before the search returns (sync bookkeeping, the default)
         assert _log_rows(p) == before_log + len(hits) and _events(p, "search") == before_events + 1
         assert {h.memory.id for h in hits} == {a, b}
+
+
+def test_with_defer_appends_off_a_search_writes_its_bookkeeping_before_it_returns(tmp_path: Path) -> None:
+    provider = DuckDBProvider(tmp_path / "m.duckdb", defer_appends=False)
+    with Memory.open(provider, embedder="hashing") as mem:
+        _two(mem)
+        mem.search(ACME, "warm up", identifiers=IDS, layers=["user"])
+        before_log, before_events = _log_rows(provider), _events(provider, "search")
+        calls = _count_transactions(provider)
+        hits = mem.search(ACME, "dark mode", identifiers=IDS, layers=["user"], threshold=0.0).results
+        assert len(calls) == 1  # no flush needed: stored before the search returned
+        assert _log_rows(provider) == before_log + len(hits) and _events(provider, "search") == before_events + 1
+
+
+def test_deferred_bookkeeping_is_seen_by_every_reader_and_survives_close(tmp_path: Path) -> None:
+    """The appends a search leaves behind are written by a worker, but no read can miss them: reads,
+    writes and searches of any thread write the queue first, and close writes what is left."""
+    path = tmp_path / "m.duckdb"
+    with Memory.open(path, embedder="hashing") as mem:
+        a, _ = _two(mem)
+        p = _provider(mem)
+        for n in range(1, 4):
+            mem.search(ACME, "dark mode", identifiers=IDS, layers=["user"], limit=1, threshold=0.0)
+            seen: list[MemoryEntry | None] = []
+            reader = threading.Thread(target=lambda out=seen: out.append(p.get("acme", a, T0 + timedelta(days=1))))
+            reader.start()
+            reader.join()
+            assert [e.access_count for e in seen if e] == [n]  # another thread's read, right after the search
+        hits = mem.search(ACME, "dark mode", identifiers=IDS, layers=["user"], limit=1, threshold=0.0).results
+        assert hits[0].memory.access_count == 3  # a search's hits include the searches before it
+        mem.search(ACME, "dark mode", identifiers=IDS, layers=["user"], limit=1, threshold=0.0)
+    con = duckdb.connect(str(path))  # closed right after a search: its appends were written
+    try:
+        assert con.execute("SELECT access_count FROM memories WHERE id = ?", [a]).fetchone() == (5,)
+        assert con.execute("SELECT count(*) FROM memory_events WHERE event = 'search'").fetchone() == (5,)
+    finally:
+        con.close()
+
+
+def test_deferred_appends_under_concurrent_searches_partition_loads_and_writes(tmp_path: Path) -> None:
+    """Searches that load new partitions (the write lock held while the worker writes the queue),
+    reads and writes from several threads: nothing waits forever, every access is counted."""
+    with Memory.open(tmp_path / "m.duckdb", embedder="hashing") as mem:
+        users = [f"u{i}" for i in range(6)]
+        ids = {u: mem.add(ACME, f"{u} prefers dark mode", "user", {"user_id": u}).memory.id for u in users}
+        errors: list[BaseException] = []
+
+        def search(user: str) -> None:
+            try:
+                for _ in range(15):
+                    mem.search(ACME, "dark mode", identifiers={"user_id": user}, layers=["user"], limit=1,
+                               threshold=0.0)
+            except BaseException as exc:  # pragma: no cover - reported below
+                errors.append(exc)
+
+        def write() -> None:
+            try:
+                for i in range(10):
+                    mem.add(ACME, f"note {i}", "user", {"user_id": "writer"})
+                    mem.list(ACME, layer="user", identifiers={"user_id": "writer"})
+            except BaseException as exc:  # pragma: no cover - reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=search, args=(u,)) for u in users] + [threading.Thread(target=write)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=120)
+        assert not any(t.is_alive() for t in threads), "a thread is stuck"
+        assert errors == []
+        for user, memory_id in ids.items():
+            got = _provider(mem).get("acme", memory_id, T0 + timedelta(days=1))
+            assert got is not None and got.access_count == 15, user
 
 
 def test_grouped_appends_are_seen_by_reads_and_writes_of_the_same_thread(tmp_path: Path) -> None:
@@ -226,6 +302,8 @@ def test_a_failed_grouped_append_is_logged_and_never_fails_the_operation(tmp_pat
         with caplog.at_level(logging.WARNING, logger="stratamem.duckdb"), p.grouped_appends():
             p.append_memory_events([{"tenant_id": "acme", "id": "e1", "ts": T0, "event": "search"}])
             p.append_memory_events([{"tenant_id": "acme", "id": "e1", "ts": T0, "event": "search"}])  # same key
+        with caplog.at_level(logging.WARNING, logger="stratamem.duckdb"):
+            p.flush_appends()  # the group went to the store's worker when it ended
         assert any("bookkeeping appends" in r.getMessage() for r in caplog.records)
         assert _events(p, "search") == 0  # the group is one transaction: all or nothing
         p.record_access("acme", {a: 0.5}, T0)  # the provider is still usable

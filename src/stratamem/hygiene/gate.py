@@ -70,8 +70,10 @@ class HygieneConfig(BaseModel):
     forget_semantic_only: float = Field(0.9, ge=0.0, le=1.0)
     #: Most memories one forget deletes.
     forget_limit: int = Field(100, ge=1, le=1000)
-    #: memory_events rows: ``"sync"`` (written before the operation returns) or ``"background"``
-    #: (queued, written in batches on one worker thread: a search skips one write transaction).
+    #: memory_events rows: ``"sync"`` (handed to the store before the operation returns: every later read
+    #: counts them; the embedded store writes them on its append worker right after, with the search's
+    #: access statistics, see ``providers/append_queue.py``) or ``"background"`` (queued in the engine and
+    #: written in batches by one worker thread; counted a few milliseconds later).
     events_write: Literal["sync", "background"] = "sync"
     prompts: PromptTemplates = Field(default_factory=PromptTemplates)
 

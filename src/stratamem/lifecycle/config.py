@@ -121,6 +121,8 @@ class LifecycleConfig(_Cfg):
     pruning: PruningConfig = PruningConfig()
     #: Track access_count/last_accessed_at/importance on get and search hits.
     track_access: bool = True
-    #: ``"sync"``: the batched access write runs before the read returns (exact counts right away);
-    #: ``"background"``: it runs on one worker thread, off the request path (``Lifecycle.flush()`` waits).
+    #: ``"sync"``: the batched access write is handed to the store before the read returns, so every later
+    #: read sees exact counts (the embedded store writes it on its append worker right after the
+    #: operation, ``providers/append_queue.py``); ``"background"``: it is queued in the engine and written
+    #: by one worker thread (``Lifecycle.flush()`` waits), coalescing bursts of searches.
     access_write: Literal["sync", "background"] = "sync"

@@ -45,6 +45,7 @@ from ..retrieval.search_index import (
     SearchIndex,
 )
 from . import duckdb_schema
+from .append_queue import AppendQueue
 from .base import (
     ACTIVE,
     ListPage,
@@ -112,6 +113,11 @@ class _Database:
     imports: int = 0
     threads_before: int | None = None
     imports_lock: threading.Lock = field(default_factory=threading.Lock)
+    #: Bookkeeping appends of finished operations, written by a worker right after them.
+    appends: AppendQueue = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.appends = AppendQueue("stratamem-duckdb-appends", outer=self.write_lock)
 
 
 _REGISTRY: dict[str, _Database] = {}
@@ -162,9 +168,12 @@ class DuckDBProvider(MemoryProvider):
 
     def __init__(self, path: str | os.PathLike[str] = "stratamem.duckdb", *,
                  max_content_length: int = MAX_CONTENT_LENGTH, read_batch: int = 512,
-                 checkpoint_threshold: str = CHECKPOINT_THRESHOLD) -> None:
+                 checkpoint_threshold: str = CHECKPOINT_THRESHOLD, defer_appends: bool = True) -> None:
         super().__init__()
         self.path = str(path)
+        #: An operation's bookkeeping appends are written by a worker right after it returns (True) or
+        #: before it returns (False); either way every read and write of the store sees them.
+        self.defer_appends = defer_appends
         self.checkpoint_threshold = checkpoint_threshold
         self.max_content_length = max_content_length
         self._read_batch = read_batch
@@ -231,13 +240,14 @@ class DuckDBProvider(MemoryProvider):
     # ----------------------------------------------------------------------- grouped appends
     @contextmanager
     def grouped_appends(self) -> Iterator[None]:
-        """One transaction (one commit, one WAL sync) for an operation's access and event appends.
+        """One transaction (one commit, one WAL sync) for an operation's access and event appends,
+        written after the operation (``providers/append_queue.py`` says why).
 
         A search writes two append-only rows (its access statistics and its ``memory_events`` row).
-        Each commit syncs the WAL, and on a VM the sync slows the next few milliseconds of compute
-        (measured: a query embedding right after a commit 5.0 ms, 1.9 ms otherwise). Inside this
-        block the appends of this thread are queued and written together when it ends, or earlier
-        when this thread opens a transaction or reads (so it always reads its own appends).
+        Inside this block the appends of this thread are queued. When it ends they go to the store's
+        :class:`AppendQueue`, whose worker writes them together right away (``defer_appends=False``:
+        this thread writes them before leaving the block). Every read and every write transaction of
+        the store writes the queue first, so the appends are visible to all of them.
         """
         state = self._groups
         depth = getattr(state, "depth", 0)
@@ -249,7 +259,12 @@ class DuckDBProvider(MemoryProvider):
         finally:
             state.depth = depth
             if depth == 0:
-                self._flush_appends()
+                pending, state.pending = state.pending, []
+                if self._db is not None and self.defer_appends and self._db.appends.put(self._write_appends,
+                                                                                         pending):
+                    pending = []
+                if pending:
+                    self._write_appends(pending)
 
     def _append(self, write: Callable[[Any], None]) -> None:
         """Run an append-only write (no fold of the access log) now, or queue it in the thread's group."""
@@ -260,20 +275,39 @@ class DuckDBProvider(MemoryProvider):
         with self.transaction(settle=False) as cur:
             write(cur)
 
-    def _flush_appends(self) -> None:
-        """Write this thread's queued appends in one transaction; a failure is logged (bookkeeping
-        never fails the operation it belongs to, as when each append ran on its own)."""
-        pending = getattr(self._groups, "pending", None)
-        if not pending:
+    def _write_appends(self, writes: Sequence[Callable[[Any], None]]) -> None:
+        """Write appends in one transaction; a failure is logged (bookkeeping never fails the
+        operation it belongs to, as when each append ran on its own)."""
+        if not writes:
             return
-        self._groups.pending = []
         try:
-            with self.transaction(settle=False) as cur:
-                for write in pending:
+            with self.transaction(settle=False, flush=False) as cur:
+                for write in writes:
                     write(cur)
         except Exception:
             log.warning("%d bookkeeping appends (access statistics, memory_events) could not be written",
-                        len(pending), exc_info=True)
+                        len(writes), exc_info=True)
+
+    def _flush_appends(self) -> None:
+        """Before a read or a transaction: write this thread's queued appends and the store's queue.
+
+        Skipped inside a transaction of this thread: the queue is written in a transaction of its own."""
+        db = self._db
+        if db is None:
+            return
+        if int(getattr(db.local, "tx_depth", 0)) > 0:
+            return
+        pending = getattr(self._groups, "pending", None)
+        if pending:
+            self._groups.pending = []
+            if not db.appends.put(self._write_appends, pending):
+                self._write_appends(pending)
+                return
+        db.appends.drain()
+
+    def flush_appends(self) -> None:
+        """Write every queued bookkeeping append now (reads and transactions do this themselves)."""
+        self._flush_appends()
 
     @contextmanager
     def _read(self) -> Iterator[Any]:
@@ -285,19 +319,21 @@ class DuckDBProvider(MemoryProvider):
             raise self._translate(exc, "read") from exc
 
     @contextmanager
-    def transaction(self, *, settle: bool = True) -> Iterator[Any]:
+    def transaction(self, *, settle: bool = True, flush: bool = True) -> Iterator[Any]:
         """Serialised write transaction; commit on success, roll back on any error.
 
         It first folds pending access-log rows into ``memories`` (``settle=False`` only for the
         append itself and for appends to tables that are not ``memories``), so every write and every
         read sees the access statistics complete."""
         db = self.db
-        self._flush_appends()  # this thread's queued appends first: its transactions see them
+        if flush:
+            self._flush_appends()  # queued appends first: every transaction sees them
         with db.write_lock:
             cur = self._cursor()
             index = db.search_index
             cur.execute("BEGIN TRANSACTION")
             folded = False
+            db.local.tx_depth = getattr(db.local, "tx_depth", 0) + 1
             try:
                 if settle and db.access_pending:
                     for tenant_id, ids in _fold_access_log(cur).items():
@@ -315,6 +351,8 @@ class DuckDBProvider(MemoryProvider):
                 if isinstance(exc, duckdb.Error):
                     raise self._translate(exc, "write") from exc
                 raise
+            finally:
+                db.local.tx_depth -= 1
             if index is not None:  # the committed write's effect on the in-process index
                 index.commit()
 
@@ -442,6 +480,8 @@ class DuckDBProvider(MemoryProvider):
                 ) from exc
 
     def shutdown(self) -> None:
+        if self._db is not None:  # this provider's queued appends (and any other's: one queue per file)
+            self._flush_appends()
         if self._db is not None and self._db.access_pending:
             try:
                 self.settle_access()
@@ -456,6 +496,7 @@ class DuckDBProvider(MemoryProvider):
                 return
             _REGISTRY.pop(db.path, None)
             cursors, db.cursors = db.cursors, []
+        db.appends.close()  # the last provider on the file: nothing can queue any more
         if db.search_index is not None:  # graphs built or grown since they were saved
             db.search_index.close()
         with db.write_lock:
@@ -824,6 +865,7 @@ class DuckDBProvider(MemoryProvider):
                      query.scope.layer.value, query.scope.key]
 
     def search(self, query: SearchQuery) -> SearchPage:
+        self._flush_appends()  # the previous operations' access statistics, in the hits too
         index = self.search_index
         if index is not None:
             tenant_id, layer, scope = query.tenant_id, query.scope.layer.value, query.scope.key
