@@ -83,6 +83,7 @@ def test_search_statistics_match_without_the_log_and_searches_do_not_fold(tmp_pa
         a, _ = _two(mem)
         p = _provider(mem)
         for _ in range(3):
+            p.flush_appends()  # a search does not wait for the previous one's appends (in flight)
             res = mem.search(ACME, "dark mode", identifiers=IDS, limit=1, threshold=0.0)
             assert res.results[0].memory.id == a
         p.flush_appends()  # the last search's appends are written by a worker right after it
@@ -213,8 +214,8 @@ def test_with_defer_appends_off_a_search_writes_its_bookkeeping_before_it_return
 
 
 def test_deferred_bookkeeping_is_seen_by_every_reader_and_survives_close(tmp_path: Path) -> None:
-    """The appends a search leaves behind are written by a worker, but no read can miss them: reads,
-    writes and searches of any thread write the queue first, and close writes what is left."""
+    """The appends a search leaves behind are written by a worker, but no read can miss them: reads and
+    writes of any thread write the queue first, and close writes what is left."""
     path = tmp_path / "m.duckdb"
     with Memory.open(path, embedder="hashing") as mem:
         a, _ = _two(mem)
@@ -226,8 +227,9 @@ def test_deferred_bookkeeping_is_seen_by_every_reader_and_survives_close(tmp_pat
             reader.start()
             reader.join()
             assert [e.access_count for e in seen if e] == [n]  # another thread's read, right after the search
+        p.flush_appends()  # a search never waits for bookkeeping: the previous one's may be in flight
         hits = mem.search(ACME, "dark mode", identifiers=IDS, layers=["user"], limit=1, threshold=0.0).results
-        assert hits[0].memory.access_count == 3  # a search's hits include the searches before it
+        assert hits[0].memory.access_count == 3  # once written, a search's hits include the searches before it
         mem.search(ACME, "dark mode", identifiers=IDS, layers=["user"], limit=1, threshold=0.0)
     con = duckdb.connect(str(path))  # closed right after a search: its appends were written
     try:

@@ -7,11 +7,14 @@ sync slows the next few milliseconds of compute: a query embedding right after a
 in the search, 9.0 ms with it on a worker thread).
 
 :class:`AppendQueue` takes those writes when the operation ends and one worker thread writes them,
-everything queued so far in one transaction. Nothing reads past it: every read and every write
-transaction of the store first calls :meth:`AppendQueue.drain`, which writes what is queued (or waits
-for the batch being written), so access counts and events are exact for every reader as soon as the
-operation has returned. Only a crash of the process within those milliseconds loses them, and they are
-statistics, never memory content.
+everything queued so far in one transaction. Every read of stored rows and every write transaction
+of the store first calls :meth:`AppendQueue.drain`, which writes what is queued (or waits for the
+batch being written), so access counts and events are exact for those readers as soon as the
+operation has returned. A search served from the in-process index does not wait: its hits carry the
+statistics written so far. Measured on 10k memories (``mem.search`` p50, 200 searches per mode):
+end to end 13.2 ms with the write inside the search, 9.7 ms with it here; with the query vector
+cached, 4.6 ms when searches waited for the queue, 1.3 ms without. Only a crash of the process
+within those milliseconds loses queued appends, and they are statistics, never memory content.
 """
 
 from __future__ import annotations

@@ -246,8 +246,9 @@ class DuckDBProvider(MemoryProvider):
         A search writes two append-only rows (its access statistics and its ``memory_events`` row).
         Inside this block the appends of this thread are queued. When it ends they go to the store's
         :class:`AppendQueue`, whose worker writes them together right away (``defer_appends=False``:
-        this thread writes them before leaving the block). Every read and every write transaction of
-        the store writes the queue first, so the appends are visible to all of them.
+        this thread writes them before leaving the block). Every read of stored rows and every write
+        transaction writes the queue first, so the appends are visible to all of them; a search from
+        the in-process index does not wait for them.
         """
         state = self._groups
         depth = getattr(state, "depth", 0)
@@ -865,7 +866,6 @@ class DuckDBProvider(MemoryProvider):
                      query.scope.layer.value, query.scope.key]
 
     def search(self, query: SearchQuery) -> SearchPage:
-        self._flush_appends()  # the previous operations' access statistics, in the hits too
         index = self.search_index
         if index is not None:
             tenant_id, layer, scope = query.tenant_id, query.scope.layer.value, query.scope.key
