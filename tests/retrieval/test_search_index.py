@@ -20,6 +20,7 @@ from stratamem.layers import Layer, parse_identifiers, scope_key
 from stratamem.model import MemoryEntry
 from stratamem.providers.base import Scope, SearchQuery
 from stratamem.providers.duckdb import DuckDBProvider
+from stratamem.retrieval.search_index import search_expansion
 
 IDS = {"user_id": "u1"}
 SUBJECTS = ["Alice", "Bob", "Carol", "the team", "our customer", "the backend", "Dmitri", "Priya", "the intern"]
@@ -55,6 +56,7 @@ def same_page(mem: Memory, q: SearchQuery) -> None:
     differ by ~1e-8 may swap places: positions are compared by score, ids wherever scores differ.
     """
     p = provider(mem)
+    p.flush_appends()  # the last search's access statistics: the SQL read would write them first
     got, want = p.search(q), p._search_sql(q)
     assert got.total == want.total
     assert [h.score for h in got.hits] == pytest.approx([h.score for h in want.hits], abs=1e-6)
@@ -190,6 +192,40 @@ def test_hnsw_recall_and_writes_after_the_build(open_mem: Callable[..., Memory],
     pred = compile_filter(parse_filter({"rare": True}, "search"))
     page = p.search(query(mem, "acme", "Alice", predicate=pred))
     assert page.total == 5 and len(page.hits) == 5
+
+
+def test_search_expansion_grows_with_the_partition() -> None:
+    assert [search_expansion(192, n) for n in (0, 20_000, 100_000)] == [192, 192, 192]
+    grown = [search_expansion(192, n) for n in (150_000, 300_000, 1_000_000, 2_000_000)]
+    assert grown == sorted(grown) and grown[0] > 192 and all(g % 32 == 0 for g in grown)
+    assert 768 <= search_expansion(192, 1_000_000) <= 1024  # 0.96-0.97 recall measured at 1M (docstring)
+    assert search_expansion(192, 10**9) == 4096  # bounded
+    assert search_expansion(64, 4_000, reference=1_000) == 160  # 64 · 4 ** 0.65 = 157.6, up to a multiple of 32
+
+
+def test_a_partition_past_the_reference_size_searches_its_graph_wider(open_mem: Callable[..., Memory],
+                                                                      acme: TenantContext) -> None:
+    mem = open_mem(config=MemoryConfig(ann_threshold=300))
+    p = provider(mem)
+    p.search(query(mem, "acme", "warm up"))  # creates the index
+    index = p.search_index
+    assert index is not None
+    index.expansion_reference_rows = 400  # as a 100k partition would, at test size
+    rng = random.Random(17)
+    texts = list(dict.fromkeys(sentence(rng) for _ in range(700)))[:600]
+    mem.bulk_add(acme, [{"content": t, "layer": "user", "identifiers": IDS} for t in texts[:350]])
+    p.search(query(mem, "acme", "warm up"))
+    assert index.wait_ready(120)
+    part = index.stats()["ann_partitions"][0]
+    assert part["ready"] and part["expansion_search"] == index.expansion_search  # 350 rows: the base
+    mem.bulk_add(acme, [{"content": t, "layer": "user", "identifiers": IDS} for t in texts[350:]])
+    page = p.search(query(mem, "acme", texts[500]))
+    assert page.hits[0].entry.content == texts[500]
+    want = search_expansion(index.expansion_search, 600, 400)
+    assert want > index.expansion_search
+    assert index.stats()["ann_partitions"][0]["expansion_search"] == want
+    graph = index._partitions[("acme", "user", scope_key(Layer.USER, parse_identifiers(IDS)))].ann
+    assert graph.expansion_search == want  # the usearch graph itself searches wider
 
 
 def test_index_is_rebuilt_from_the_database_on_reopen(db_path: Path, acme: TenantContext) -> None:
