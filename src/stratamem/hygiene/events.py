@@ -24,7 +24,8 @@ REJECTION_CODES = frozenset({ErrorCode.UNSAFE_CONTENT.value, ErrorCode.POLICY_VI
 
 
 class EventLog:
-    """Appends memory_events rows: inline (``sync``, the default: counted before the call returns) or,
+    """Appends memory_events rows: inline (``sync``, the default: handed to the store before the call
+    returns, so every later count sees them; see ``providers/append_queue.py`` for the embedded store) or,
     with ``background = True`` (``HygieneConfig.events_write = "background"``), queued and written in
     batches by one worker thread, off the request path (``flush()`` waits; ``Memory.close`` flushes)."""
 

@@ -274,8 +274,9 @@ class MemoryProvider(ABC):
     def grouped_appends(self) -> Iterator[None]:
         """Within this block (on this thread), the small bookkeeping appends of one operation (access
         statistics, ``memory_events`` rows) may be written together, in one transaction, when it
-        ends, instead of one transaction each; they are still stored before it ends. Nested blocks
-        join the outermost. A provider without such appends ignores it."""
+        ends or right after (DuckDB: by its append worker), instead of one transaction each; every
+        later read or write of stored rows sees them. Nested blocks join the outermost. A provider
+        without such appends ignores it."""
         yield
 
     @contextmanager
