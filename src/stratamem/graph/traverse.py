@@ -331,6 +331,9 @@ class GraphQueries:
         no writer holds the lock, and unchanged when a result is stored, guarantees the result was
         computed from committed data of that generation.
         """
+        # bookkeeping appends queued by finished operations (providers/append_queue.py) are written
+        # first: their writer holds the lock, and would make a result computed now uncacheable
+        self.provider.flush_appends()
         lock = self.provider.db.write_lock
         if not lock.acquire(blocking=False):
             return None
