@@ -85,11 +85,11 @@ def search_expansion(base: int, rows: int, reference: int = EXPANSION_REFERENCE_
     """HNSW search expansion for a partition of ``rows``: ``base`` up to ``reference`` rows (100k),
     then ``base · (rows / reference) ** 0.65`` (rounded up to a multiple of 32).
 
-    Measured on all-MiniLM-L6-v2 embeddings of ``benchmarks/sentences.py`` (i8 graph, connectivity 32,
-    expansion 128 on add; dense recall@10 of 64 re-scored candidates against the exact scan, 600
-    queries): at 100k expansion 192 gives 0.978 (HNSW 0.42 ms); at 300k 192 gives 0.943, 384 0.978
-    (1.1 ms); at 1M 192 gives 0.878, 512 0.944, 768 0.962, 896 0.972 (3.7 ms). The rule gives 192,
-    416 and 864 for those sizes."""
+    Measured by ``benchmarks/ann_sweep.py`` on all-MiniLM-L6-v2 embeddings of ``benchmarks/sentences.py``
+    (i8 graph, connectivity 32, expansion 128 on add; dense recall@10 of 64 re-scored candidates
+    against the exact scan, 600 queries): at 100k expansion 192 gives 0.975 (HNSW 0.42 ms); at 300k
+    192 gives 0.946, 416 0.977 (1.3 ms); at 1M 192 gives 0.880, 512 0.949, 768 0.963, 864 0.970
+    (3.4 ms). The rule gives 192, 416 and 864 for those sizes."""
     if rows <= reference:
         return base
     grown = base * (rows / reference) ** EXPANSION_GROWTH
