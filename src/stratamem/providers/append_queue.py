@@ -20,6 +20,7 @@ within those milliseconds loses queued appends, and they are statistics, never m
 from __future__ import annotations
 
 import atexit
+import itertools
 import logging
 import threading
 import weakref
@@ -92,15 +93,8 @@ class AppendQueue:
                 items, self._items = self._items, []
                 self._in_flight = bool(items)
             try:
-                # consecutive items of one runner share a transaction
-                i = 0
-                while i < len(items):
-                    runner, batch = items[i][0], list(items[i][1])
-                    i += 1
-                    while i < len(items) and items[i][0] == runner:
-                        batch.extend(items[i][1])
-                        i += 1
-                    runner(batch)
+                for runner, group in itertools.groupby(items, key=lambda item: item[0]):
+                    runner([w for _, writes in group for w in writes])  # one runner's run: one transaction
             finally:
                 self._in_flight = False
 

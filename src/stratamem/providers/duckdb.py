@@ -261,10 +261,9 @@ class DuckDBProvider(MemoryProvider):
             state.depth = depth
             if depth == 0:
                 pending, state.pending = state.pending, []
-                if self._db is not None and self.defer_appends and self._db.appends.put(self._write_appends,
-                                                                                         pending):
-                    pending = []
-                if pending:
+                if self.defer_appends:
+                    self._queue_appends(pending)
+                else:
                     self._write_appends(pending)
 
     def _append(self, write: Callable[[Any], None]) -> None:
@@ -301,10 +300,13 @@ class DuckDBProvider(MemoryProvider):
         pending = getattr(self._groups, "pending", None)
         if pending:
             self._groups.pending = []
-            if not db.appends.put(self._write_appends, pending):
-                self._write_appends(pending)
-                return
+            self._queue_appends(pending)
         db.appends.drain()
+
+    def _queue_appends(self, writes: Sequence[Callable[[Any], None]]) -> None:
+        """Hand appends to the store's worker; written here when the store is closed or closing."""
+        if self._db is None or not self._db.appends.put(self._write_appends, writes):
+            self._write_appends(writes)
 
     def flush_appends(self) -> None:
         """Write every queued bookkeeping append now (reads and transactions do this themselves)."""
