@@ -137,6 +137,30 @@ def test_a_name_that_enters_the_dictionary_after_preparing_is_still_recognised(s
     assert _mentioned_names(mem, entries[0].id) == {"Zorblax"}  # extracted again, against the new dictionary
 
 
+def test_the_dictionary_is_read_once_when_nothing_was_committed_since(
+        stores: tuple[Memory, Memory], monkeypatch: pytest.MonkeyPatch) -> None:
+    mem, _ = stores
+    provider = mem.engine.provider
+    mem.add(T, "Zorblax is built by Acme Corp.", "user", U)
+    entries = _entries(mem, ["we deployed zorblax to production today"])
+    reads = _count_calls(monkeypatch, mem.graph.store, "_known")
+    prepared = provider.prepare_add(entries)
+    assert prepared is not None and reads == [1]
+    # a search between the two only appends bookkeeping rows (access statistics, its event)
+    assert mem.search(T, "zorblax", identifiers=U, layers=["user"], threshold=0.0).results
+    provider.flush_appends()  # type: ignore[attr-defined]
+    provider.add(entries, prepared=prepared)
+    assert reads == [1]  # the dictionary read ahead still held: not read again in the transaction
+    assert _mentioned_names(mem, entries[0].id) == {"Zorblax"}
+    later = _entries(mem, ["zorblax runs on Nomad now"])
+    prepared = provider.prepare_add(later)
+    mem.add(T, "Nomad is part of the platform.", "user", U)  # a commit in between: read again
+    reads.clear()
+    provider.add(later, prepared=prepared)
+    assert reads == [1]
+    assert _mentioned_names(mem, later[0].id) == {"Zorblax", "Nomad"}
+
+
 def test_preparation_made_for_other_entries_is_not_used(stores: tuple[Memory, Memory]) -> None:
     mem, _ = stores
     provider = mem.engine.provider
@@ -157,7 +181,8 @@ class _BrokenPreparation:
     def prepare_add(self, reader: Any, entries: Sequence[MemoryEntry]) -> Any:
         raise RuntimeError("cannot prepare")
 
-    def after_add_prepared(self, tx: Any, entries: Sequence[MemoryEntry], prepared: Any) -> None:
+    def after_add_prepared(self, tx: Any, entries: Sequence[MemoryEntry], prepared: Any, *,
+                           unchanged: bool = False) -> None:
         raise AssertionError("nothing was prepared")
 
     def after_add(self, tx: Any, entries: Sequence[MemoryEntry]) -> None:

@@ -7,8 +7,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from stratamem.graph.extract import (
+    _NP_STOP,
+    _SENTENCE_RE,
     RELATION_TYPES,
     ExtractedEntity,
     ExtractedRelation,
@@ -17,6 +21,9 @@ from stratamem.graph.extract import (
     LLMBackedExtractor,
     LLMGraphExtractor,
     RuleBasedExtractor,
+    _ngrams,
+    _tokens,
+    candidate_keys,
     normalize_name,
     register_relation_phrase,
 )
@@ -136,3 +143,27 @@ def test_a_memory_with_a_long_token_is_stored_with_its_graph(tmp_path: Path) -> 
         conn = mem.engine.provider.db.conn  # type: ignore[attr-defined]
         names = {str(r[0]) for r in conn.execute("SELECT name FROM entities WHERE tenant_id = 'acme'").fetchall()}
         assert {"Caroline", "Berlin"} <= names and not any(len(n) > 200 for n in names)
+
+
+_WORDS = ["the", "The", "THE", "Acme", "acme's", "x's's", "U.S.'s", "Café", "Zoë's", "Straße", "&", "a", "of",
+          "works", "on", "Project", "k8s", "Bob\u2019s", "\u00c9lise", "ﬁle", "and", "memory", "leak", "I"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(_WORDS), min_size=1, max_size=9), min_size=1, max_size=4),
+       st.integers(min_value=1, max_value=5))
+def test_dictionary_keys_are_the_normalised_ngrams(sentences: list[list[str]], max_words: int) -> None:
+    """The n-gram keys (built without a call per n-gram where that is safe) are exactly
+    ``normalize_name`` of every run of 1..max_words tokens, for the batch lookup and the spans."""
+    text = ". ".join(" ".join(words) for words in sentences)
+    want: set[str] = set()
+    for sentence in _SENTENCE_RE.split(text):
+        lows = [t.low for t in _tokens(sentence)]
+        grams = _ngrams(lows, sentence.isascii(), max_words)
+        for n in range(1, max_words + 1):
+            got = grams[n - 1] if n <= len(grams) else []
+            expected = [normalize_name(" ".join(lows[i:i + n])) for i in range(len(lows) - n + 1)]
+            assert got == expected
+            want.update(k for i, k in enumerate(expected) if n > 1 or not (lows[i] in _NP_STOP or len(lows[i]) < 2))
+    want.discard("")
+    assert candidate_keys(text, max_words) == sorted(want)

@@ -22,7 +22,7 @@ import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Protocol, runtime_checkable
+from typing import NamedTuple, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -227,6 +227,7 @@ _SENTENCE_RE = re.compile(r"(?<=[.!?;])\s+|\n+")
 _TOKEN_RE = re.compile("[A-Za-z0-9][A-Za-z0-9+#_'\u2019.-]*[A-Za-z0-9+#]|[A-Za-z0-9]|&")
 _QUOTED_RE = re.compile("\"([^\"\n]{2,80})\"|\u201c([^\u201d\n]{2,80})\u201d|(?<![\\w])'([^'\n]{2,80})'(?![\\w])")
 _SPACE_RE = re.compile(r"\s+")
+_POSSESSIVE = ("'s", "\u2019s")
 _EDGE_PUNCT = " \t\"'\u201c\u201d\u2018\u2019`.,;:!?()[]{}<>"
 
 
@@ -251,8 +252,25 @@ def _norm_tokens(key: str) -> str:
     return key[4:] if key.startswith("the ") else key
 
 
-@dataclass(frozen=True, slots=True)
-class _Tok:
+def _ngrams(lows: Sequence[str], ascii_text: bool, max_words: int) -> list[list[str]]:
+    """``grams[n - 1][i]``: ``_norm_tokens`` of the ``n`` tokens from ``i`` (n = 1..max_words).
+
+    When the sentence is ASCII and no token ends in ``'s`` (``_tokens`` strips one; "x's's" keeps
+    the other), a key is the joined tokens less a leading ``"the "``: built with list comprehensions,
+    without a call per n-gram."""
+    grams = [list(lows)]
+    for n in range(2, max_words + 1):
+        if len(grams[-1]) < 2:
+            break
+        grams.append([f"{a} {b}" for a, b in zip(grams[-1], lows[n - 1:], strict=False)])
+    if not ascii_text or any(w.endswith("'s") for w in lows):
+        return [[_norm_tokens(k) for k in g] for g in grams]
+    if "the" in lows:
+        return [[k[4:] if k.startswith("the ") else k for k in g] for g in grams]
+    return grams
+
+
+class _Tok(NamedTuple):  # a tuple: the cheapest immutable record to create, one per token
     text: str
     start: int
     end: int
@@ -275,14 +293,15 @@ def _tokens(sentence: str) -> tuple[_Tok, ...]:
     out: list[_Tok] = []
     for m in _TOKEN_RE.finditer(sentence):
         text = m.group(0)
-        end = m.end()
-        for suffix in ("'s", "\u2019s"):
-            if text.endswith(suffix) and len(text) > 2:
-                text, end = text[:-2], end - 2
-        text = text.rstrip(".")
-        if text:
-            out.append(_Tok(text, m.start(), m.start() + len(text) if end > m.start() + len(text) else end,
-                            text.lower()))
+        if text.endswith(_POSSESSIVE):  # "Acme's" → "Acme" ("U.S.'s" → "U.S"); a token never ends in "."
+            for suffix in _POSSESSIVE:
+                if text.endswith(suffix) and len(text) > 2:
+                    text = text[:-2]
+            text = text.rstrip(".")
+            if not text:
+                continue
+        start = m.start()
+        out.append(_Tok(text, start, start + len(text), text.lower()))
     return tuple(out)
 
 
@@ -365,14 +384,12 @@ class RuleBasedExtractor:
             if idx:
                 kn = known.get(normalize_name(inner))
                 claim(idx[0], idx[-1] + 1, kn.name if kn else inner, kn.type if kn else "CONCEPT")
-        # 2. the tenant's dictionary (longest match first)
+        # 2. the tenant's dictionary (longest match first, then leftmost)
         if known:
-            lows = [t.low for t in toks]
-            for n in (4, 3, 2, 1):
-                for i in range(len(toks) - n + 1):
-                    if any(taken[i:i + n]):
-                        continue
-                    kn = known.get(_norm_tokens(" ".join(lows[i:i + n])))
+            grams = _ngrams([t.low for t in toks], sentence.isascii(), 4)
+            for n in range(len(grams), 0, -1):
+                for i, key in enumerate(grams[n - 1]):
+                    kn = known.get(key)
                     if kn is not None:
                         claim(i, i + n, kn.name, kn.type)
         # 3. capitalised names
@@ -536,13 +553,9 @@ def candidate_keys(text: str, max_words: int = 4) -> list[str]:
     out: set[str] = set()
     for sentence in _SENTENCE_RE.split(text):
         lows = [t.low for t in _tokens(sentence)]
-        m = len(lows)
-        for i, word in enumerate(lows):
-            if not (word in _NP_STOP or len(word) < 2):
-                out.add(_norm_tokens(word))
-            key = word
-            for j in range(i + 1, min(m, i + max_words)):  # the 2..max_words-grams starting here
-                key = f"{key} {lows[j]}"
-                out.add(_norm_tokens(key))
+        grams = _ngrams(lows, sentence.isascii(), max_words)
+        out.update(key for word, key in zip(lows, grams[0], strict=True) if not (word in _NP_STOP or len(word) < 2))
+        for longer in grams[1:]:
+            out.update(longer)
     out.discard("")
     return sorted(out)

@@ -145,12 +145,14 @@ class PreparingWriteHook(WriteHook, Protocol):
     ``prepare_add`` gets a read handle (a DuckDB cursor; None where the provider has none) and
     returns opaque data, or None to do everything in ``after_add``. ``after_add_prepared`` then runs
     in the transaction instead of ``after_add``, and must write exactly what ``after_add`` would
-    have written, re-checking whatever it read outside the transaction.
+    have written, re-checking whatever it read outside the transaction, unless ``unchanged``: no
+    write was committed to the store since before those reads, so they still hold.
     """
 
     def prepare_add(self, reader: Any, entries: Sequence[MemoryEntry]) -> Any: ...
 
-    def after_add_prepared(self, tx: Any, entries: Sequence[MemoryEntry], prepared: Any) -> None: ...
+    def after_add_prepared(self, tx: Any, entries: Sequence[MemoryEntry], prepared: Any, *,
+                           unchanged: bool = False) -> None: ...
 
 
 def _add_key(entries: Sequence[MemoryEntry]) -> tuple[tuple[str, str, str], ...]:
@@ -168,6 +170,8 @@ class PreparedAdd:
     key: tuple[tuple[str, str, str], ...]
     hooks: dict[int, Any] = field(default_factory=dict)  # id(hook) -> the hook's prepared data
     rows: Any = None  # provider-specific row data without the vectors
+    #: the provider's write generation before the hooks read (None: the provider keeps none)
+    generation: int | None = None
 
     def matches(self, entries: Sequence[MemoryEntry]) -> bool:
         return self.key == _add_key(entries)
@@ -259,12 +263,19 @@ class MemoryProvider(ABC):
         if not hooks and rows is None:
             return None
         data: dict[int, Any] = {}
+        generation = self._write_generation()  # before the reads: a commit after it shows as a change
         with self._prepare_reader() as reader:
             for hook in hooks:
                 value = hook.prepare_add(reader, entries)
                 if value is not None:
                     data[id(hook)] = value
-        return PreparedAdd(key=_add_key(entries), hooks=data, rows=rows)
+        return PreparedAdd(key=_add_key(entries), hooks=data, rows=rows, generation=generation)
+
+    def _write_generation(self) -> int | None:
+        """A counter of the committed writes of the store (all but bookkeeping appends), where the
+        provider sees every one of them (an embedded store); None otherwise. Equal values before a
+        read and in a later transaction mean the read still holds."""
+        return None
 
     def _prepare_rows(self, entries: Sequence[MemoryEntry]) -> Any:
         """Provider row data of ``entries`` without their vectors (None: built in ``add``)."""
@@ -287,10 +298,12 @@ class MemoryProvider(ABC):
     def _run_add_hooks(self, tx: Any, entries: Sequence[MemoryEntry], prepared: PreparedAdd | None) -> None:
         """Every write hook's add work, in the open transaction, using what was prepared for it."""
         ready = prepared.hooks if prepared is not None and prepared.matches(entries) else {}
+        unchanged = (prepared is not None and prepared.generation is not None
+                     and prepared.generation == self._write_generation())
         for hook in self.write_hooks:
             data = ready.get(id(hook))
             if data is not None:
-                hook.after_add_prepared(tx, entries, data)  # type: ignore[attr-defined]
+                hook.after_add_prepared(tx, entries, data, unchanged=unchanged)  # type: ignore[attr-defined]
             else:
                 hook.after_add(tx, entries)
 

@@ -115,6 +115,10 @@ class _Database:
     imports_lock: threading.Lock = field(default_factory=threading.Lock)
     #: Bookkeeping appends of finished operations, written by a worker right after them.
     appends: AppendQueue = field(init=False)
+    #: Committed write transactions other than bookkeeping appends (changed under write_lock, after
+    #: the commit): equal before a read and at a later write means nothing that read saw has changed.
+    #: The file has one writing process (DuckDB locks it), so this counter sees every such commit.
+    generation: int = 0
 
     def __post_init__(self) -> None:
         self.appends = AppendQueue("stratamem-duckdb-appends", outer=self.write_lock)
@@ -272,7 +276,7 @@ class DuckDBProvider(MemoryProvider):
         if getattr(state, "depth", 0) > 0:
             state.pending.append(write)
             return
-        with self.transaction(settle=False) as cur:
+        with self.transaction(settle=False, bookkeeping=True) as cur:
             write(cur)
 
     def _write_appends(self, writes: Sequence[Callable[[Any], None]]) -> None:
@@ -281,7 +285,7 @@ class DuckDBProvider(MemoryProvider):
         if not writes:
             return
         try:
-            with self.transaction(settle=False, flush=False) as cur:
+            with self.transaction(settle=False, flush=False, bookkeeping=True) as cur:
                 for write in writes:
                     write(cur)
         except Exception:
@@ -322,12 +326,13 @@ class DuckDBProvider(MemoryProvider):
             raise self._translate(exc, "read") from exc
 
     @contextmanager
-    def transaction(self, *, settle: bool = True, flush: bool = True) -> Iterator[Any]:
+    def transaction(self, *, settle: bool = True, flush: bool = True, bookkeeping: bool = False) -> Iterator[Any]:
         """Serialised write transaction; commit on success, roll back on any error.
 
         It first folds pending access-log rows into ``memories`` (``settle=False`` only for the
         append itself and for appends to tables that are not ``memories``), so every write and every
-        read sees the access statistics complete."""
+        read sees the access statistics complete. ``bookkeeping``: the transaction only appends
+        access statistics and ``memory_events`` rows, so its commit leaves ``generation`` as it is."""
         db = self.db
         if flush:
             self._flush_appends()  # queued appends first: every transaction sees them
@@ -344,6 +349,8 @@ class DuckDBProvider(MemoryProvider):
                     folded = True
                 yield cur
                 cur.execute("COMMIT")
+                if not bookkeeping:
+                    db.generation += 1
                 if folded:
                     db.access_pending = False
             except BaseException as exc:
@@ -696,6 +703,9 @@ class DuckDBProvider(MemoryProvider):
     def _prepare_reader(self) -> Iterator[Any]:
         with self._read() as cur:
             yield cur
+
+    def _write_generation(self) -> int | None:
+        return self.db.generation
 
     def _arrow_batch(self, columns: builtins.list[pa.Array], entries: Sequence[MemoryEntry]) -> pa.Table:
         """Rows as an Arrow table: DuckDB ingests it without per-value Python conversion."""

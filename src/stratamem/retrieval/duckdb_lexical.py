@@ -111,8 +111,9 @@ class DuckDBLexicalIndex:
         """Tokenise ahead of the transaction (``PreparingWriteHook``): the postings need no vectors."""
         return _Prepared(_postings(posting_docs(entries)))
 
-    def after_add_prepared(self, tx: Any, entries: Sequence[MemoryEntry], prepared: _Prepared) -> None:
-        _write(tx, prepared.table)
+    def after_add_prepared(self, tx: Any, entries: Sequence[MemoryEntry], prepared: _Prepared, *,
+                           unchanged: bool = False) -> None:
+        _write(tx, prepared.table)  # the postings depend on the entries alone
 
     def after_update(self, tx: Any, entry: MemoryEntry, previous: MemoryEntry) -> None:
         same_scope = (entry.layer == previous.layer

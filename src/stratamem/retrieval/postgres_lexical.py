@@ -108,8 +108,9 @@ class PostgresLexicalIndex:
         """Tokenise ahead of the transaction (``PreparingWriteHook``): the postings need no vectors."""
         return _Prepared(_rows(posting_docs(entries)))
 
-    def after_add_prepared(self, tx: Any, entries: Sequence[MemoryEntry], prepared: _Prepared) -> None:
-        _copy(tx, prepared.rows)
+    def after_add_prepared(self, tx: Any, entries: Sequence[MemoryEntry], prepared: _Prepared, *,
+                           unchanged: bool = False) -> None:
+        _copy(tx, prepared.rows)  # the postings depend on the entries alone
 
     def after_update(self, tx: Any, entry: MemoryEntry, previous: MemoryEntry) -> None:
         same_scope = (entry.layer == previous.layer
