@@ -18,7 +18,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -445,12 +445,18 @@ class MemoryEngine:
         prepared: PreparedAdd | None = None
         if len(entries) >= self.prepare_ahead_min:
             # While this thread embeds, a low-priority one does the add's work that needs no vectors
-            # (graph extraction, postings, rows) on the cycles the model leaves idle.
-            job = self._prepare_pool.submit(contextvars.copy_context().run, self._prepare_ahead, entries, operation)
+            # (graph extraction, postings, rows) on the cycles the model leaves idle. It starts once
+            # the embedding caches are read (its dictionary query would slow that lookup down).
+            jobs: list[Future[PreparedAdd | None]] = []
+
+            def start() -> None:
+                jobs.append(self._prepare_pool.submit(contextvars.copy_context().run, self._prepare_ahead,
+                                                      entries, operation))
             try:
-                vectors, generated = self.embeddings.embed_contents(ctx.tenant_id, texts, operation, persist=False)
+                vectors, generated = self.embeddings.embed_contents(ctx.tenant_id, texts, operation, persist=False,
+                                                                    before_model=start)
             finally:
-                prepared = job.result()
+                prepared = jobs[0].result() if jobs else None
         else:
             vectors, generated = self.embeddings.embed_contents(ctx.tenant_id, texts, operation, persist=False)
         for entry, vec in zip(entries, vectors, strict=True):

@@ -200,6 +200,14 @@ def test_embedding_cache_is_per_tenant_and_model(store: Memory, tenant: TenantCo
     assert provider.cache_get(tenant.tenant_id, "model-b", ["sha256:x"]) == {}
     provider.cache_put(tenant.tenant_id, "model-a", {"sha256:x": vec * 0})  # first write wins
     assert np.allclose(provider.cache_get(tenant.tenant_id, "model-a", ["sha256:x"])["sha256:x"], vec)
+    # a batch lookup (DuckDB: the present hashes first, then their vectors) returns exactly the
+    # tenant's own vectors, and nothing when none is present
+    provider.cache_put(tenant.tenant_id, "model-a", {"sha256:y": vec * 2})
+    provider.cache_put(other_tenant.tenant_id, "model-a", {"sha256:z": vec * 3, "sha256:y": vec * 4})
+    got = provider.cache_get(tenant.tenant_id, "model-a", ["sha256:missing", "sha256:y", "sha256:z", "sha256:x"])
+    assert sorted(got) == ["sha256:x", "sha256:y"]
+    assert np.allclose(got["sha256:x"], vec) and np.allclose(got["sha256:y"], vec * 2)
+    assert provider.cache_get(tenant.tenant_id, "model-a", ["sha256:z", "sha256:missing"]) == {}
 
 
 def test_same_content_embeds_once_and_cache_follows_deletes(store: Memory, tenant: TenantContext) -> None:

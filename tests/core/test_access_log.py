@@ -310,3 +310,45 @@ def test_a_failed_grouped_append_is_logged_and_never_fails_the_operation(tmp_pat
         assert _events(p, "search") == 0  # the group is one transaction: all or nothing
         p.record_access("acme", {a: 0.5}, T0)  # the provider is still usable
         assert _log_rows(p) == 1
+
+
+def test_adds_read_the_embedding_cache_and_the_graph_dictionary_without_waiting_for_bookkeeping(
+        tmp_path: Path) -> None:
+    """The append worker's commit holds nothing a bulk add reads before embedding: the embedding
+    cache lookup and the graph's prepared dictionary read go ahead while a batch is being written
+    (they used to wait for its commit, ~50 ms, before the model could start)."""
+    mem = Memory.open(tmp_path / "s.duckdb", embedder="hashing")
+    provider = _provider(mem)
+    first = mem.add(ACME, "Acme Corp builds the billing service", "user", IDS)
+    entries = [mem.engine._prepare(ACME, mem.engine._coerce_input(
+        {"content": f"Acme Corp ships release {i}", "layer": "user", "identifiers": IDS}, "bulk_add"), "bulk_add")
+        for i in range(3)]
+    writing, release = threading.Event(), threading.Event()
+
+    def slow_runner(writes: object) -> None:
+        writing.set()
+        assert release.wait(10)
+
+    assert provider.db.appends.put(slow_runner, [lambda _cur: None])
+    assert writing.wait(5)  # the worker is inside its batch
+    try:
+        done: dict[str, object] = {}
+
+        def reads() -> None:
+            done["cache"] = provider.cache_get(ACME.tenant_id, mem.engine.embeddings.model_id,
+                                               [first.memory.content_hash, "sha256:none"])
+            done["prepared"] = provider.prepare_add(entries)
+
+        reader = threading.Thread(target=reads)
+        reader.start()
+        reader.join(5)
+        assert not reader.is_alive(), "the reads waited for the bookkeeping batch"
+        assert list(done["cache"]) == [first.memory.content_hash]  # type: ignore[call-overload]
+        prepared = done["prepared"]
+        assert prepared is not None
+        graph_known = prepared.hooks[id(mem.graph.store)].known  # type: ignore[attr-defined, union-attr]
+        assert "acme corp" in graph_known
+    finally:
+        release.set()
+    provider.flush_appends()
+    mem.close()

@@ -7,8 +7,11 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from stratamem import Memory, MemoryError, TenantContext
+from stratamem.hygiene import secrets
 from stratamem.hygiene.pii import find_pii, redact_pii
 from stratamem.hygiene.sanitize import sanitize
 from stratamem.hygiene.secrets import find_secrets
@@ -146,3 +149,22 @@ def test_guards_apply_to_the_inmemory_provider(open_mem: Callable[..., Memory], 
     with pytest.raises(MemoryError) as err:
         mem.add(acme, "User likes coffee", "user", U1)
     assert err.value.code.value == "QUOTA_EXCEEDED"
+
+
+_SECRET_PARTS = [
+    "my api key is ", "API_KEY=", "Password: ", "PIN is ", "secret key -> ", "token for prod is ", "credentials: ",
+    "sk-", "sk_live_", "pk_test_", "AKIA", "ghp_", "github_pat_", "xoxb-", "AIza", "eyJ", ".eyJ", "Bearer ",
+    "https://", "user:pw@host/", "-----BEGIN RSA PRIVATE KEY-----", "4111 1111 1111 1111", "abcdefghijklmnop",
+    "0123456789ABCDEF", "QWERTYUIOPASDFGHJKLZXCVB", "_-", " ", ".", "\u212a", "\u017f", "caf\u00e9 ",
+]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_SECRET_PARTS), min_size=1, max_size=10))
+def test_the_prefilter_never_hides_a_secret(parts: list[str]) -> None:
+    """``find_secrets`` runs only the patterns whose literal occurs: exactly what a full scan finds."""
+    text = "".join(parts)
+    full = [secrets.SecretMatch(kind, m.start(), m.end()) for kind, pattern in secrets._PATTERNS
+            for m in pattern.finditer(text)]
+    full += [secrets.SecretMatch("credit_card", p.start, p.end) for p in secrets.find_pii(text, ["credit_card"])]
+    assert secrets.find_secrets(text) == sorted(full, key=lambda s: s.start)

@@ -101,11 +101,15 @@ class EmbeddingService:
         return matrix
 
     def embed_contents(self, tenant_id: str, texts: Sequence[str], operation: str = "add", *,
-                       persist: bool = True) -> tuple[Matrix, list[bool]]:
+                       persist: bool = True, before_model: Callable[[], object] | None = None,
+                       ) -> tuple[Matrix, list[bool]]:
         """Vectors for ``texts`` and, per text, whether the model had to be called.
 
         ``persist=False`` leaves writing new vectors to the persistent store to the caller (the add
-        path records them in the same transaction as the memory rows).
+        path records them in the same transaction as the memory rows). ``before_model`` is called
+        once the caches have been read, right before the model runs (or before returning, when
+        every vector was cached): the add path starts the work it overlaps with the model there, so
+        that work does not compete with the cache lookups.
         """
         model = self.model_id
         hashes = [content_hash(t) for t in texts]
@@ -137,6 +141,8 @@ class EmbeddingService:
             if h not in found and h not in to_embed:
                 to_embed[h] = text
         generated_hashes: set[str] = set()
+        if before_model is not None:
+            before_model()
         if to_embed:
             matrix = self._embed(list(to_embed.values()), operation)
             new = {h: matrix[i] for i, h in enumerate(to_embed)}

@@ -270,6 +270,17 @@ def _ngrams(lows: Sequence[str], ascii_text: bool, max_words: int) -> list[list[
     return grams
 
 
+#: Longest run of tokens looked up in the tenant's dictionary.
+DICTIONARY_WORDS = 4
+
+
+@lru_cache(maxsize=4096)
+def _sentence_keys(sentence: str) -> Sequence[Sequence[str]]:
+    """``_ngrams`` of a sentence up to ``DICTIONARY_WORDS`` (cached like ``_tokens``: the batch's
+    dictionary lookup and the extraction of each memory both need them; never modified)."""
+    return _ngrams([t.low for t in _tokens(sentence)], sentence.isascii(), DICTIONARY_WORDS)
+
+
 class _Tok(NamedTuple):  # a tuple: the cheapest immutable record to create, one per token
     text: str
     start: int
@@ -310,7 +321,7 @@ def _is_name_token(tok: str) -> bool:
         return False
     if tok[0].isupper():
         return True
-    return any(c.isupper() for c in tok[1:])  # camelCase / iPhone / gRPC
+    return any(map(str.isupper, tok[1:]))  # camelCase / iPhone / gRPC
 
 
 def _type_of(words: list[str], next_low: str | None, prev_low: str | None) -> str:
@@ -386,7 +397,7 @@ class RuleBasedExtractor:
                 claim(idx[0], idx[-1] + 1, kn.name if kn else inner, kn.type if kn else "CONCEPT")
         # 2. the tenant's dictionary (longest match first, then leftmost)
         if known:
-            grams = _ngrams([t.low for t in toks], sentence.isascii(), 4)
+            grams = _sentence_keys(sentence)
             for n in range(len(grams), 0, -1):
                 for i, key in enumerate(grams[n - 1]):
                     kn = known.get(key)
@@ -548,12 +559,13 @@ class LLMBackedExtractor:
             return self.fallback.extract(text, known)
 
 
-def candidate_keys(text: str, max_words: int = 4) -> list[str]:
+def candidate_keys(text: str, max_words: int = DICTIONARY_WORDS) -> list[str]:
     """Normalised 1..``max_words``-grams of ``text``: the keys to look up in the tenant dictionary."""
     out: set[str] = set()
     for sentence in _SENTENCE_RE.split(text):
         lows = [t.low for t in _tokens(sentence)]
-        grams = _ngrams(lows, sentence.isascii(), max_words)
+        grams: Sequence[Sequence[str]] = (_sentence_keys(sentence) if max_words == DICTIONARY_WORDS
+                                          else _ngrams(lows, sentence.isascii(), max_words))
         out.update(key for word, key in zip(lows, grams[0], strict=True) if not (word in _NP_STOP or len(word) < 2))
         for longer in grams[1:]:
             out.update(longer)

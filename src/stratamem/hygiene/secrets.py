@@ -47,9 +47,39 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
 SECRET_KINDS: tuple[str, ...] = (*(kind for kind, _ in _PATTERNS), "credit_card")
 
 
+#: Substrings one of which every match of a pattern contains (for ``_ANY_CASE`` kinds: in the
+#: lowercased text). In ASCII text a pattern only runs where one occurs: a write is scanned for
+#: twelve shapes, and most memories contain none of these (30 → 9 µs a memory).
+_NEEDS: dict[str, tuple[str, ...]] = {
+    "private_key": ("-----BEGIN ",),
+    "openai_key": ("sk-",),
+    "aws_access_key": ("AKIA", "ASIA", "AGPA", "AIDA", "AROA"),
+    "github_token": ("gh", "github_pat_"),
+    "slack_token": ("xox",),
+    "google_api_key": ("AIza",),
+    "stripe_key": ("_live_", "_test_"),
+    "jwt": ("eyJ",),
+    "bearer_token": ("Bearer",),
+    "url_credentials": ("://",),
+    "credential": ("key", "secret", "token", "passw", "pwd", "passphrase", "passcode", "pin", "credential"),
+}
+_ANY_CASE = frozenset({"url_credentials", "credential"})  # the case-insensitive patterns
+
+
+def _patterns_for(text: str) -> list[tuple[str, re.Pattern[str]]]:
+    """The patterns that can match ``text`` (all of them unless it is ASCII: the case-insensitive
+    ones also match non-ASCII letters such as the Kelvin sign for "k")."""
+    if not text.isascii():
+        return _PATTERNS
+    low = text.lower()
+    return [(kind, pattern) for kind, pattern in _PATTERNS
+            if any(needle in (low if kind in _ANY_CASE else text) for needle in _NEEDS[kind])]
+
+
 def find_secrets(text: str) -> list[SecretMatch]:
     """Every secret-looking span in ``text``, in text order."""
-    found = [SecretMatch(kind, m.start(), m.end()) for kind, pattern in _PATTERNS for m in pattern.finditer(text)]
+    found = [SecretMatch(kind, m.start(), m.end()) for kind, pattern in _patterns_for(text)
+             for m in pattern.finditer(text)]
     found += [SecretMatch("credit_card", p.start, p.end) for p in find_pii(text, ["credit_card"])]
     return sorted(found, key=lambda s: s.start)
 

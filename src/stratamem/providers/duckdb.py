@@ -317,9 +317,14 @@ class DuckDBProvider(MemoryProvider):
         self._flush_appends()
 
     @contextmanager
-    def _read(self) -> Iterator[Any]:
-        self._flush_appends()
-        self.settle_access()
+    def _read(self, *, appends: bool = True) -> Iterator[Any]:
+        """A cursor for reads. It first writes the queued bookkeeping appends and folds the access
+        log into ``memories``, so the read sees them; ``appends=False`` skips that for reads of
+        tables those never touch (``embedding_cache``, the graph's ``entities``), which then need
+        not wait for the append worker's commit."""
+        if appends:
+            self._flush_appends()
+            self.settle_access()
         try:
             yield self._cursor()
         except duckdb.Error as exc:
@@ -701,7 +706,7 @@ class DuckDBProvider(MemoryProvider):
 
     @contextmanager
     def _prepare_reader(self) -> Iterator[Any]:
-        with self._read() as cur:
+        with self._read(appends=False) as cur:  # hooks read their own tables (the graph: entities)
             yield cur
 
     def _write_generation(self) -> int | None:
@@ -954,16 +959,21 @@ class DuckDBProvider(MemoryProvider):
     def cache_get(self, tenant_id: str, model_id: str, hashes: Sequence[str]) -> dict[str, Vector]:
         if not hashes:
             return {}
-        with self._read() as cur:
+        with self._read(appends=False) as cur:
             sql = "SELECT content_hash, embedding FROM embedding_cache WHERE tenant_id = ? AND model = ? AND "
             if len(hashes) == 1:  # primary-key lookup
                 rows = cur.execute(sql + "content_hash = ?", [tenant_id, model_id, hashes[0]]).fetchall()
-            else:  # a hash join with the wanted hashes (list_contains per row scans the list per row)
-                rows = cur.execute(
-                    "SELECT c.content_hash, c.embedding FROM embedding_cache c "
-                    "JOIN (SELECT DISTINCT unnest(?::JSON::VARCHAR[]) AS h) q ON c.content_hash = q.h "
-                    "WHERE c.tenant_id = ? AND c.model = ?",
-                    [_text_list(hashes), tenant_id, model_id]).fetchall()
+            else:
+                # A hash join with the wanted hashes (list_contains scans the list per row). It reads
+                # every row of the tenant's cache, so it first finds the hashes present reading only
+                # that column, and the vectors (1.5 kB a row) only when some are: 1000 new texts
+                # against 100k cached vectors, 7 ms against 99 ms in one step.
+                join = ("FROM embedding_cache c JOIN (SELECT DISTINCT unnest(?::JSON::VARCHAR[]) AS h) q "
+                        "ON c.content_hash = q.h WHERE c.tenant_id = ? AND c.model = ?")
+                present = [r[0] for r in cur.execute(f"SELECT c.content_hash {join}",
+                                                     [_text_list(hashes), tenant_id, model_id]).fetchall()]
+                rows = cur.execute(f"SELECT c.content_hash, c.embedding {join}",
+                                   [_text_list(present), tenant_id, model_id]).fetchall() if present else []
         return {r[0]: np.asarray(r[1], dtype=np.float32) for r in rows}
 
     def cache_put(self, tenant_id: str, model_id: str, items: dict[str, Vector]) -> None:
