@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
-import numpy as np
 from pydantic import ValidationError
 
 from .config import MemoryConfig
@@ -459,8 +458,8 @@ class MemoryEngine:
                 prepared = jobs[0].result() if jobs else None
         else:
             vectors, generated = self.embeddings.embed_contents(ctx.tenant_id, texts, operation, persist=False)
-        for entry, vec in zip(entries, vectors, strict=True):
-            entry.embedding = np.asarray(vec, dtype=np.float64).tolist()  # floats, without a Python loop
+        for entry, vec in zip(entries, vectors.tolist(), strict=True):  # one call for the whole matrix
+            entry.embedding = vec
         # The new vectors enter the persistent embedding cache in the same transaction as the rows.
         self._store(lambda: self.provider.add(entries, cache_model=self.embeddings.model_id, prepared=prepared),
                     operation)

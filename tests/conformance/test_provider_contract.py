@@ -329,3 +329,21 @@ def test_generate_embedding_matches_the_engine(store: Memory, provider_name: str
     bare = PROVIDER_FACTORIES[provider_name](tmp_path / "bare")
     with pytest.raises(RuntimeError):
         bare.generate_embedding("no embedder attached")
+
+
+def test_a_batch_repeating_a_content_stores_each_memory_and_one_cached_vector(
+        store: Memory, tenant: TenantContext) -> None:
+    store.add(tenant, content="cached before the batch", layer="user", identifiers=U1)
+    items = [{"content": text, "layer": "user", "identifiers": U1}
+             for text in ("repeated in the batch", "cached before the batch", "repeated in the batch", "new")]
+    out = store.bulk_add(tenant, items)
+    assert [r.embedding_generated for r in out.results] == [True, False, False, True]
+    assert len({r.memory.id for r in out.results}) == 4
+    provider, model = store.engine.provider, store.engine.embeddings.model_id
+    hashes = [r.memory.content_hash for r in out.results]
+    assert set(provider.cache_get(tenant.tenant_id, model, hashes)) == set(hashes)
+    a, b = out.results[0].memory, out.results[2].memory
+    store.delete(tenant, a.id)
+    assert a.content_hash in provider.cache_get(tenant.tenant_id, model, [a.content_hash])  # b still holds it
+    store.delete(tenant, b.id)
+    assert provider.cache_get(tenant.tenant_id, model, [a.content_hash]) == {}
