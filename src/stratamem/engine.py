@@ -105,7 +105,8 @@ class WriteGuard(Protocol):
 
 
 def _etag(memory_id: str, version: int, chash: str, metadata: Mapping[str, Any]) -> str:
-    raw = f"{memory_id}:{version}:{chash}:{json.dumps(metadata, sort_keys=True, default=str)}"
+    meta = json.dumps(metadata, sort_keys=True, default=str) if metadata else "{}"  # most memories: none
+    raw = f"{memory_id}:{version}:{chash}:{meta}"
     return content_hash(raw)[7:27]
 
 
@@ -325,6 +326,8 @@ class MemoryEngine:
         if not isinstance(metadata, Mapping):
             raise MemoryError(ErrorCode.INVALID_PARAMS, "metadata must be an object", operation=operation,
                               details={"field": "metadata"})
+        if not metadata:
+            return {}
         try:
             encoded = json.dumps(metadata, allow_nan=False)
         except (TypeError, ValueError) as exc:

@@ -26,8 +26,27 @@ _INJECTION = re.compile(
 )
 
 
+#: Every marker match contains one of these characters, every injection phrase one of these words.
+_MARKER_CHARS = ("<", "[", ":")
+_INJECTION_WORDS = ("ignore", "disregard", "forget", "override", "you")
+
+
+def _plain(text: str) -> bool:
+    """True when ``sanitize`` can only trim ``text``: printable ASCII on one line (no control
+    character, nothing for NFC to change), no double space, and none of the characters or words
+    every marker or injection phrase contains. Most memories are; they skip the five passes."""
+    if not (text.isascii() and text.isprintable()) or "  " in text or any(c in text for c in _MARKER_CHARS):
+        return False
+    low = text.lower()
+    return not any(word in low for word in _INJECTION_WORDS)
+
+
 def sanitize(text: str) -> str:
     """``text`` without control characters or injection markers, whitespace tidied."""
+    return text.strip() if _plain(text) else _sanitize(text)
+
+
+def _sanitize(text: str) -> str:
     text = unicodedata.normalize("NFC", text).replace("\r\n", "\n").replace("\r", "\n")
     text = _CONTROL.sub("", text)
     for _ in range(3):  # removing one marker can expose another ("<|im_start|>system: …")

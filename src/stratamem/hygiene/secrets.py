@@ -64,6 +64,8 @@ _NEEDS: dict[str, tuple[str, ...]] = {
     "credential": ("key", "secret", "token", "passw", "pwd", "passphrase", "passcode", "pin", "credential"),
 }
 _ANY_CASE = frozenset({"url_credentials", "credential"})  # the case-insensitive patterns
+_SOME_NEEDLE = re.compile("|".join(re.escape(n) for k, ns in _NEEDS.items() if k not in _ANY_CASE for n in ns))
+_SOME_NEEDLE_ANY_CASE = re.compile("|".join(re.escape(n) for k, ns in _NEEDS.items() if k in _ANY_CASE for n in ns))
 
 
 def _patterns_for(text: str) -> list[tuple[str, re.Pattern[str]]]:
@@ -72,6 +74,8 @@ def _patterns_for(text: str) -> list[tuple[str, re.Pattern[str]]]:
     if not text.isascii():
         return _PATTERNS
     low = text.lower()
+    if _SOME_NEEDLE.search(text) is None and _SOME_NEEDLE_ANY_CASE.search(low) is None:
+        return []  # one scan each instead of a test per needle (9 of 10 memories end here)
     return [(kind, pattern) for kind, pattern in _PATTERNS
             if any(needle in (low if kind in _ANY_CASE else text) for needle in _NEEDS[kind])]
 
