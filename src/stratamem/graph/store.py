@@ -101,6 +101,7 @@ _REL_KEYS = ("t", "id", "src", "tgt", "rel", "m", "ts")
 ARROW_MIN_ROWS = 256
 _JSON_ROWS = "(SELECT unnest(from_json(?, ?), recursive := true))"
 _ARROW_ROWS = "stratamem_graph_rows"
+_KEYS = "stratamem_graph_keys"  # the name _known's SQL reads
 INSERT_NODES = (
     "INSERT INTO memory_nodes SELECT r.t, r.id, r.m, r.layer, r.label, r.ts::TIMESTAMP, r.ts::TIMESTAMP, NULL "
     "FROM {rows} r"
@@ -273,12 +274,19 @@ class GraphStore:
         """The tenant's live entities whose normalised name is one of ``keys`` (oldest spelling wins)."""
         if not keys:
             return {}
-        rows = tx.execute(  # a hash join with the keys (list_contains would scan the key list per row)
-            "SELECT e.norm_name, e.name, e.type FROM entities e "
-            "JOIN (SELECT DISTINCT unnest(?::JSON::VARCHAR[]) AS k) q ON e.norm_name = q.k "
-            "WHERE e.tenant_id = ? AND e.deleted_at IS NULL ORDER BY e.created_at",
-            [json_list(keys), tenant_id],
-        ).fetchall()
+        # A hash join with the keys (list_contains would scan the key list per row), handed over as
+        # an Arrow table: a batch of 1000 memories has ~23k keys, and parsing them from one JSON
+        # parameter took twice as long (20 against 10 ms).
+        tx.register(_KEYS, pa.table({"k": pa.array(keys, pa.string())}))
+        try:
+            rows = tx.execute(
+                "SELECT e.norm_name, e.name, e.type FROM entities e "
+                "JOIN (SELECT DISTINCT k FROM stratamem_graph_keys) q ON e.norm_name = q.k "
+                "WHERE e.tenant_id = ? AND e.deleted_at IS NULL ORDER BY e.created_at",
+                [tenant_id],
+            ).fetchall()
+        finally:
+            tx.unregister(_KEYS)
         known: dict[str, KnownEntity] = {}
         for norm, name, type_ in rows:
             known.setdefault(norm, KnownEntity(name=name, type=type_))
