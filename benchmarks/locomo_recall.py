@@ -84,7 +84,7 @@ def ingest(mem: Memory, data: list[dict[str, Any]], batch: int = 500) -> tuple[f
     return time.perf_counter() - start, count
 
 
-def evaluate(mem: Memory, data: list[dict[str, Any]]) -> dict[str, Any]:
+def evaluate(mem: Memory, data: list[dict[str, Any]], **search_kwargs: Any) -> dict[str, Any]:
     per_cat: dict[int, dict[str, list[float]]] = {c: {f"{m}@{k}": [] for m in ("recall", "hit") for k in KS}
                                                   for c in CATEGORIES}
     latencies: list[float] = []
@@ -97,7 +97,8 @@ def evaluate(mem: Memory, data: list[dict[str, Any]]) -> dict[str, Any]:
             if cat not in CATEGORIES or not evidence:
                 continue
             t0 = time.perf_counter()
-            res = mem.search(ctx, qa["question"], identifiers=ids, layers=["user"], limit=max(KS), threshold=0.0)
+            res = mem.search(ctx, qa["question"], identifiers=ids, layers=["user"], limit=max(KS), threshold=0.0,
+                             **search_kwargs)
             latencies.append((time.perf_counter() - t0) * 1000)
             ranked = [r.memory.metadata.get("dia_id") for r in res.results]
             for k in KS:

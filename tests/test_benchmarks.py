@@ -24,3 +24,20 @@ def test_ingest_ratio_runs_and_writes_its_json(tmp_path: Path) -> None:
     for r in data["results"]:
         assert r["ratio"] > 0 and r["ingest_per_s"] > 0 and r["embed_per_s"] > 0
     assert data["rounds"] == 2 and data["batch"] == 40
+
+
+def test_boosts_benchmark_runs_and_writes_its_json(tmp_path: Path) -> None:
+    """Without LoCoMo data (a path that does not exist) only the superseded-facts workload runs."""
+    out = tmp_path / "boosts.json"
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    run = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "boosts.py"), "--embedder", "hashing",
+                          "--distractors", "50", "--recency", "0.1", "--importance", "0.3",
+                          "--data", str(tmp_path / "absent.json"), "--out", str(out)],
+                         capture_output=True, text=True, env=env, timeout=300, check=False)
+    assert run.returncode == 0, run.stderr
+    assert "LoCoMo skipped" in run.stderr and "recency 0.1" in run.stdout
+    rows = json.loads(out.read_text())["rows"]
+    assert list(rows) == ["off (default)", "recency 0.1", "importance 0.3"]
+    # a recency boost puts the newer of two conflicting facts above the older one
+    assert rows["recency 0.1"]["newer_above_older"] > max(0.9, rows["off (default)"]["newer_above_older"])
+    assert all("locomo_recall@10" not in row for row in rows.values())

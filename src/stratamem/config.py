@@ -27,6 +27,13 @@ class MemoryConfig(BaseModel):
     #: Weight of lexical (BM25) matching fused into search scores; 0 = dense similarity only.
     #: ``score = dense + w · lex · (1 - dense)`` (see README "Scores"); tuned on LoCoMo.
     hybrid_weight: float = Field(1.0, ge=0.0, le=1.0)
+    #: Query-time boosts, off by default (0): a hit's score is multiplied by
+    #: ``1 - recency_boost · (1 - 0.5 ** (age_days / recency_half_life_days))`` and by
+    #: ``1 - importance_boost · (1 - importance)``; the threshold applies to the relevance before
+    #: them (README "Scores", ``retrieval/boosts.py``). Measured by ``benchmarks/boosts.py``.
+    recency_boost: float = Field(0.0, ge=0.0, le=1.0)
+    importance_boost: float = Field(0.0, ge=0.0, le=1.0)
+    recency_half_life_days: float = Field(30.0, gt=0.0)
     #: Embedded store: serve searches from the in-process index (exact numpy + BM25 while a
     #: tenant/layer/scope partition is small, HNSW above ``ann_threshold`` rows); False = SQL scan.
     search_index: bool = True

@@ -61,6 +61,7 @@ from .model import (
     UpdateMemoryOutput,
 )
 from .providers.base import ListQuery, MemoryProvider, PreparedAdd, Scope, SearchPage, SearchQuery
+from .retrieval.boosts import Boosts, boosted_page
 from .retry import call_with_retry
 from .search import merge_results
 from .telemetry.audit import AuditLog
@@ -138,6 +139,14 @@ def _lower_priority() -> None:
     if setpriority is not None:
         with suppress(OSError):
             setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
+
+
+def _weight(value: Any, field_name: str, operation: str) -> float:
+    """A search weight in [0, 1] (``hybrid_weight``, the boosts), or INVALID_PARAMS naming the field."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
+        raise MemoryError(ErrorCode.INVALID_PARAMS, f"{field_name} must be a number from 0 to 1",
+                          operation=operation, details={"field": field_name})
+    return float(value)
 
 
 class MemoryEngine:
@@ -526,7 +535,8 @@ class MemoryEngine:
     def search(self, ctx: Any, query: Any, identifiers: Any = None, layers: Any = None, limit: Any = None,
                threshold: Any = None, filter: Any = None, *, include_embedding: bool = False,
                expand_graph: bool = False,
-               hybrid_weight: float | None = None) -> SearchMemoryOutput:
+               hybrid_weight: float | None = None, recency_boost: float | None = None,
+               importance_boost: float | None = None) -> SearchMemoryOutput:
         with self.operation("search", ctx) as (tctx, extra):
             op = "search"
             if not isinstance(query, str) or not query.strip():
@@ -547,22 +557,29 @@ class MemoryEngine:
             target = self.resolve_layers(ids, layers, op)
             predicate = compile_filter(parse_filter(filter, op))
             # Lexical weight of the fused score (README "Scores"); 0 = dense similarity only.
-            lexical_weight = self.config.hybrid_weight if hybrid_weight is None else hybrid_weight
-            if isinstance(lexical_weight, bool) or not isinstance(lexical_weight, int | float) \
-                    or not 0.0 <= lexical_weight <= 1.0:
-                raise MemoryError(ErrorCode.INVALID_PARAMS, "hybrid_weight must be a number from 0 to 1",
-                                  operation=op, details={"field": "hybrid_weight"})
+            lexical_weight = _weight(self.config.hybrid_weight if hybrid_weight is None else hybrid_weight,
+                                     "hybrid_weight", op)
+            # Optional query-time boosts (retrieval/boosts.py), off unless configured or asked for.
+            boosts = Boosts(
+                recency=_weight(self.config.recency_boost if recency_boost is None else recency_boost,
+                                "recency_boost", op),
+                importance=_weight(self.config.importance_boost if importance_boost is None else importance_boost,
+                                   "importance_boost", op),
+                half_life_days=self.config.recency_half_life_days,
+            )
             vector = self.embeddings.embed_query(query, op)
             now = self.now()
 
             def one(layer: Layer) -> SearchPage:
-                q = SearchQuery(
-                    tenant_id=tctx.tenant_id, scope=Scope(layer, scope_key(layer, ids)), vector=vector, text=query,
-                    limit=limit, min_score=float(threshold), now=now, predicate=predicate, include_embedding=True,
-                    lexical_weight=float(lexical_weight),
-                )
-                page: SearchPage = self._store(lambda: self.provider.search(q), op)
-                return page
+                def fetch(n: int) -> SearchPage:
+                    q = SearchQuery(
+                        tenant_id=tctx.tenant_id, scope=Scope(layer, scope_key(layer, ids)), vector=vector,
+                        text=query, limit=n, min_score=float(threshold), now=now, predicate=predicate,
+                        include_embedding=True, lexical_weight=lexical_weight,
+                    )
+                    page: SearchPage = self._store(lambda: self.provider.search(q), op)
+                    return page
+                return boosted_page(fetch, limit, boosts, now) if boosts.active else fetch(limit)
 
             # seed 000 "Concurrent Layer Search": all layers in flight at once, merged after all finish
             pages = [one(target[0])] if len(target) == 1 else builtins.list(self._pool.map(one, target))

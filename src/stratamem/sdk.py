@@ -104,9 +104,11 @@ class Memory:
     def search(self, ctx: TenantContext | None = None, query: str | None = None, identifiers: Any = None,
                layers: Sequence[str | Layer] | None = None, limit: int | None = None,
                threshold: float | None = None, filter: Any = None, *,
-               expand_graph: bool = False, hybrid_weight: float | None = None) -> SearchMemoryOutput:
+               expand_graph: bool = False, hybrid_weight: float | None = None,
+               recency_boost: float | None = None, importance_boost: float | None = None) -> SearchMemoryOutput:
         return self.engine.search(ctx, query, identifiers, layers, limit, threshold, filter,
-                                  expand_graph=expand_graph, hybrid_weight=hybrid_weight)
+                                  expand_graph=expand_graph, hybrid_weight=hybrid_weight,
+                                  recency_boost=recency_boost, importance_boost=importance_boost)
 
     def get(self, ctx: TenantContext | None = None, memory_id: str | None = None) -> MemoryEntry | None:
         return self.engine.get(ctx, memory_id)
@@ -289,9 +291,12 @@ class AsyncMemory:
     async def search(self, ctx: TenantContext | None = None, query: str | None = None, identifiers: Any = None,
                      layers: Sequence[str | Layer] | None = None, limit: int | None = None,
                      threshold: float | None = None, filter: Any = None, *,
-                     expand_graph: bool = False, hybrid_weight: float | None = None) -> SearchMemoryOutput:
+                     expand_graph: bool = False, hybrid_weight: float | None = None,
+                     recency_boost: float | None = None,
+                     importance_boost: float | None = None) -> SearchMemoryOutput:
         return await asyncio.to_thread(self.sync.search, ctx, query, identifiers, layers, limit, threshold, filter,
-                                       expand_graph=expand_graph, hybrid_weight=hybrid_weight)
+                                       expand_graph=expand_graph, hybrid_weight=hybrid_weight,
+                                       recency_boost=recency_boost, importance_boost=importance_boost)
 
     async def get(self, ctx: TenantContext | None = None, memory_id: str | None = None) -> MemoryEntry | None:
         return await asyncio.to_thread(self.sync.get, ctx, memory_id)

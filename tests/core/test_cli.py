@@ -31,6 +31,12 @@ def test_add_search_get_list_delete_stats(tmp_path: Path) -> None:
     assert found["results"][0]["memory"]["id"] == mid and found["searchedLayers"] == ["user"]
     assert "User prefers dark mode" in run("search", "dark mode", "--db", db, "-t", "acme", "--user-id", "u1",
                                            "--threshold", "0").stdout
+    boosted = json.loads(run("search", "user prefers dark mode", "--db", db, "-t", "acme", "--user-id", "u1",
+                             "--threshold", "0.5", "--importance-boost", "0.5", "--recency-boost", "0.2",
+                             "--json").stdout)
+    # importance below 1 (a few accesses so far): the score is discounted, the match kept
+    assert boosted["results"][0]["memory"]["id"] == mid
+    assert boosted["results"][0]["score"] < found["results"][0]["score"]
     assert json.loads(run("get", mid, "--db", db, "-t", "acme", "--json").stdout)["content"] == (
         "User prefers dark mode"
     )

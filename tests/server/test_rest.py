@@ -131,7 +131,10 @@ def test_search_validation(client: TestClient, make_key: Callable[..., str]) -> 
                        ({"query": "q", "identifiers": ALICE, "threshold": 3}, "INVALID_PARAMS"),
                        ({"query": "q", "identifiers": ALICE, "limit": 0}, "INVALID_PARAMS"),
                        ({"query": "q" * 5000, "identifiers": ALICE}, "QUERY_TOO_LONG"),
-                       ({"query": "q", "identifiers": ALICE, "layers": ["nope"]}, "INVALID_LAYER")]:
+                       ({"query": "q", "identifiers": ALICE, "layers": ["nope"]}, "INVALID_LAYER"),
+                       ({"query": "q", "identifiers": ALICE, "recencyBoost": 1.5}, "INVALID_PARAMS"),
+                       ({"query": "q", "identifiers": ALICE, "importanceBoost": -1}, "INVALID_PARAMS"),
+                       ({"query": "q", "identifiers": ALICE, "hybridWeight": 2}, "INVALID_PARAMS")]:
         r = client.post("/v1/memories/search", headers=h(key), json=body)
         assert r.status_code == 400 and r.json()["code"] == code, (body, r.text)
 
@@ -213,3 +216,26 @@ def test_health_ready(client: TestClient) -> None:
     assert health.status_code == 200 and health.json()["status"] == "healthy" and "latencyMs" in health.json()
     ready = client.get("/ready")
     assert ready.status_code == 200 and ready.json()["schemaVersion"] >= 2
+
+
+def test_search_weights_and_boosts(client: TestClient, make_key: Callable[..., str]) -> None:
+    """hybridWeight, recencyBoost and importanceBoost reach the engine (README "Scores")."""
+    key = make_key()
+    for content, importance in [("Deploys happen on Tuesdays", 0.0), ("Deploys freeze in December", 1.0)]:
+        r = client.post("/v1/memories", headers=h(key), json={
+            "content": content, "layer": "user", "identifiers": ALICE, "importance": importance})
+        assert r.status_code == 201, r.text
+
+    def scores(**extra: float) -> dict[str, float]:
+        r = client.post("/v1/memories/search", headers=h(key),
+                        json={"query": "when do deploys happen", "identifiers": ALICE, "threshold": 0, **extra})
+        assert r.status_code == 200, r.text
+        return {x["memory"]["content"]: x["score"] for x in r.json()["results"]}
+
+    plain = scores()
+    dense = scores(hybridWeight=0)
+    assert all(dense[c] <= plain[c] for c in plain) and dense != plain
+    boosted = scores(importanceBoost=0.5)
+    assert boosted["Deploys freeze in December"] == pytest.approx(plain["Deploys freeze in December"], abs=2e-6)
+    assert boosted["Deploys happen on Tuesdays"] < plain["Deploys happen on Tuesdays"]
+    assert scores(recencyBoost=1.0) == pytest.approx(plain, abs=2e-6)  # written just now: nothing to discount

@@ -77,6 +77,10 @@ def register(app: typer.Typer) -> None:
             float | None, typer.Option("--threshold", help="Minimum score 0..1 (default 0.7).")
         ] = None,
         filter_json: Annotated[str | None, typer.Option("--filter", help="Metadata filter as JSON.")] = None,
+        recency_boost: Annotated[float | None, typer.Option(
+            "--recency-boost", help="0..1: discount older memories (README \"Scores\"); default off.")] = None,
+        importance_boost: Annotated[float | None, typer.Option(
+            "--importance-boost", help="0..1: discount less important memories; default off.")] = None,
         agent_id: AgentOpt = None, user_id: UserOpt = None, session_id: SessionOpt = None,
         project_id: ProjectOpt = None, team_id: TeamOpt = None, org_id: OrgOpt = None,
         company_id: CompanyOpt = None, object_type: ObjectTypeOpt = None, object_id: ObjectIdOpt = None,
@@ -88,7 +92,8 @@ def register(app: typer.Typer) -> None:
         flt = parse_json_option(filter_json, "--filter")
         with open_store(db, embedder) as mem:
             res = mem.search(tenant(tenant_id), query, identifiers=ids, layers=layers or None, limit=limit,
-                             threshold=threshold, filter=flt)
+                             threshold=threshold, filter=flt, recency_boost=recency_boost,
+                             importance_boost=importance_boost)
         if as_json:
             emit_json(res.to_json_dict())
             return

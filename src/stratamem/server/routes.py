@@ -60,6 +60,10 @@ class SearchRequest(_Body):
     limit: int | None = None
     threshold: float | None = None
     filter: MetadataFilter | None = None
+    #: Per-search overrides of MemoryConfig.hybrid_weight / recency_boost / importance_boost (0..1).
+    hybrid_weight: float | None = None
+    recency_boost: float | None = None
+    importance_boost: float | None = None
 
 
 class UpdateMemoryRequest(_Body):
@@ -130,7 +134,9 @@ def build_router() -> APIRouter:
     @r.post("/memories/search", response_model=SearchMemoryOutput, responses=responses(*COMMON), name="search")
     def search(body: SearchRequest, request: Request, memory: MemoryDep, ctx: ReaderDep) -> SearchMemoryOutput:
         check_body_tenant(request, memory, ctx, body.tenant_id, "search")
-        return memory.search(ctx, body.query, body.identifiers, body.layers, body.limit, body.threshold, body.filter)
+        return memory.search(ctx, body.query, body.identifiers, body.layers, body.limit, body.threshold, body.filter,
+                             hybrid_weight=body.hybrid_weight, recency_boost=body.recency_boost,
+                             importance_boost=body.importance_boost)
 
     @r.get("/memories", response_model=ListMemoriesOutput, responses=responses(*COMMON), name="list")
     def list_memories(
