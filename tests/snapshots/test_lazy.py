@@ -28,6 +28,9 @@ def test_query_loads_an_unloaded_tenant_on_demand(mem: Memory, acme: TenantConte
                                                   s3_settings: S3Settings, s3: S3Store) -> None:
     fill(mem, acme, 30)
     fill(mem, globex, 25)
+    # vectors embedded but not stored (the write gate's candidates) are the embedding cache's rows
+    mem.engine.embeddings.embed_contents("globex", [f"globex draft {i}" for i in range(12)], persist=True)
+    assert _cache_rows(mem, "globex") == 12
     mem.configure_snapshots(s3_settings, partition_rows=5).push()
     expected = {"acme": contents(mem, acme), "globex": contents(mem, globex)}
     query = "globex fact 7: the user likes topic 7"

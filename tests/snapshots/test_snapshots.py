@@ -78,6 +78,8 @@ def test_incremental_push_rewrites_only_changed_partitions(open_mem: Callable[..
     assert unchanged.bytes_written == 0
 
     fill(mem, acme, 2, start=100)  # appends land in the tail partition of each table
+    # adds keep their vectors in ``memories`` only; the cache holds what was embedded but not stored
+    mem.engine.embeddings.embed_contents(acme.tenant_id, ["a draft the write gate embedded"], persist=True)
     appended = mgr.push(acme)[0]
 
     def written_now(report_id: str) -> dict[str, int]:
@@ -133,6 +135,7 @@ def test_appends_and_edits_rewrite_only_the_partitions_they_touch(
                 if any(p.written_by == report_id for p in t.partitions)}
 
     fill(mem, acme, 2, start=100)
+    mem.engine.embeddings.embed_contents(acme.tenant_id, ["a draft the write gate embedded"], persist=True)
     appended = mgr.push(acme)[0]
     new = written(appended.snapshot_id)
     assert {"memories", "lexical_postings", "memory_events", "memory_nodes", "embedding_cache"} <= set(new)
