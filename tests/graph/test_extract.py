@@ -7,11 +7,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from stratamem.graph.extract import (
+    _FILLER,
     _NP_STOP,
+    _PHRASE_FIRST,
+    _PHRASES,
     _SENTENCE_RE,
     RELATION_TYPES,
     ExtractedEntity,
@@ -22,6 +25,7 @@ from stratamem.graph.extract import (
     LLMGraphExtractor,
     RuleBasedExtractor,
     _ngrams,
+    _Tok,
     _tokens,
     candidate_keys,
     normalize_name,
@@ -167,3 +171,77 @@ def test_dictionary_keys_are_the_normalised_ngrams(sentences: list[list[str]], m
             want.update(k for i, k in enumerate(expected) if n > 1 or not (lows[i] in _NP_STOP or len(lows[i]) < 2))
     want.discard("")
     assert candidate_keys(text, max_words) == sorted(want)
+
+
+def _noun_phrases_reference(toks: Sequence[_Tok], taken: list[bool]) -> list[tuple[int, int, str]]:
+    """The noun-phrase pass as first written (every window joined, fillers dropped): the oracle."""
+    claims: list[tuple[int, int, str]] = []
+
+    def claim(start: int, end: int, name: str) -> None:
+        if start >= end or any(taken[start:end]):
+            return
+        for i in range(start, end):
+            taken[i] = True
+        claims.append((start, end, name))
+
+    np_word = RuleBasedExtractor._np_word
+    lows = [t.low for t in toks]
+    n = len(toks)
+    for i in range(n):
+        if lows[i] not in _PHRASE_FIRST and lows[i] not in _FILLER:
+            continue
+        for width in (4, 3, 2, 1):
+            if i + width > n:
+                continue
+            phrase = " ".join(w for w in lows[i:i + width] if w not in _FILLER)
+            if phrase not in _PHRASES or any(taken[i:i + width]):
+                continue
+            j = i + width
+            while j < n and lows[j] in _FILLER and not taken[j]:
+                j += 1
+            k = j
+            while k < n and k - j < 3 and not taken[k] and np_word(toks[k].text):
+                k += 1
+            if k > j and (k == n or taken[k] or not np_word(toks[k].text)):
+                claim(j, k, " ".join(t.text for t in toks[j:k]).lower())
+            e = i
+            while e > 0 and lows[e - 1] in _FILLER and not taken[e - 1]:
+                e -= 1
+            s = e
+            while s > 0 and e - s < 3 and not taken[s - 1] and np_word(toks[s - 1].text):
+                s -= 1
+            if s < e:
+                claim(s, e, " ".join(t.text for t in toks[s:e]).lower())
+            break
+    return claims
+
+
+_NP_WORDS = ["the", "a", "is", "was", "now", "caused", "by", "due", "to", "part", "of", "works", "on", "memory",
+             "leak", "disk", "pressure", "Acme", "uses", "written", "in", "rust", "and", "built", "with", "led",
+             "stores", "data", "based", "complained", "about", "contributes", "depends"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_NP_WORDS), min_size=1, max_size=14),
+       st.lists(st.booleans(), min_size=14, max_size=14))
+@example("memory leak due the to disk pressure".split(), [False] * 14)  # a filler inside the phrase
+@example("the a disk pressure is caused by a memory leak".split(), [False] * 14)  # fillers before it
+@example("disk is part of the data stores".split(), [False, True] + [False] * 12)
+def test_noun_phrase_pass_matches_the_reference(words: list[str], pre_taken: list[bool]) -> None:
+    """The noun-phrase pass skips windows that cannot start a phrase and joins filler-free windows
+    directly; what it claims is exactly what joining every window claimed."""
+    toks = _tokens(" ".join(words))
+    taken = pre_taken[:len(toks)]
+    want = _noun_phrases_reference(toks, list(taken))
+    got: list[tuple[int, int, str]] = []
+    mine = list(taken)
+
+    def claim(start: int, end: int, name: str, typ: str, strong: bool = True) -> None:
+        if start >= end or any(mine[start:end]):
+            return
+        for i in range(start, end):
+            mine[i] = True
+        got.append((start, end, name))
+
+    RuleBasedExtractor()._noun_phrases(toks, mine, claim)
+    assert got == want
