@@ -246,8 +246,10 @@ class MemoryProvider(ABC):
             prepared: PreparedAdd | None = None) -> None:
         """Insert entries (with embeddings) atomically, running write hooks in the same transaction.
 
-        With ``cache_model``, each entry's vector is also recorded in the embedding cache under that
-        model, in the same transaction (one commit per add instead of two). ``prepared`` is what
+        With ``cache_model``, each entry's vector becomes findable by :meth:`cache_get` under that
+        model from the same transaction on (one commit per add instead of two): recorded in the
+        embedding cache, or, where the provider's ``cache_get`` reads stored memories' vectors for
+        the store's own model (DuckDB), kept once in the memory row. ``prepared`` is what
         :meth:`prepare_add` returned for these entries; it only saves work, never changes the result.
         """
 
