@@ -216,6 +216,10 @@ def _noun_phrases_reference(toks: Sequence[_Tok], taken: list[bool]) -> list[tup
     return claims
 
 
+def _split(text: str) -> list[str]:
+    return text.split()
+
+
 _NP_WORDS = ["the", "a", "is", "was", "now", "caused", "by", "due", "to", "part", "of", "works", "on", "memory",
              "leak", "disk", "pressure", "Acme", "uses", "written", "in", "rust", "and", "built", "with", "led",
              "stores", "data", "based", "complained", "about", "contributes", "depends"]
@@ -224,9 +228,9 @@ _NP_WORDS = ["the", "a", "is", "was", "now", "caused", "by", "due", "to", "part"
 @settings(max_examples=400, deadline=None)
 @given(st.lists(st.sampled_from(_NP_WORDS), min_size=1, max_size=14),
        st.lists(st.booleans(), min_size=14, max_size=14))
-@example("memory leak due the to disk pressure".split(), [False] * 14)  # a filler inside the phrase
-@example("the a disk pressure is caused by a memory leak".split(), [False] * 14)  # fillers before it
-@example("disk is part of the data stores".split(), [False, True] + [False] * 12)
+@example(_split("memory leak due the to disk pressure"), [False] * 14)  # a filler inside the phrase
+@example(_split("the a disk pressure is caused by a memory leak"), [False] * 14)  # fillers before it
+@example(_split("disk is part of the data stores"), [False, True] + [False] * 12)
 def test_noun_phrase_pass_matches_the_reference(words: list[str], pre_taken: list[bool]) -> None:
     """The noun-phrase pass skips windows that cannot start a phrase and joins filler-free windows
     directly; what it claims is exactly what joining every window claimed."""
