@@ -173,15 +173,16 @@ def test_bulk_batches_in_a_large_wal_survive_kill_9(tmp_path: Path) -> None:
             b += 1
         """
     )
-    acked = _kill_9_after(writer, 5, timeout=120)
-    assert acked[:5] == [f"{b} 1000" for b in range(5)], "writer did not start"
+    # ~2.4 MB of WAL a batch (each vector is written once): 9 batches pass DuckDB's default 16 MB
+    acked = _kill_9_after(writer, 9, timeout=120)
+    assert acked[:9] == [f"{b} 1000" for b in range(9)], "writer did not start"
     wal = db.with_name(db.name + ".wal")
     assert wal.stat().st_size > 16 * 2**20  # beyond DuckDB's default threshold: no checkpoint ran
     with Memory.open(db, embedder="hashing") as mem:
         ctx = TenantContext(tenant_id="acme")
-        assert mem.stats(ctx).total >= 5000
-        hits = mem.search(ctx, "batch 4 fact 999 about topic 0", identifiers=U1, threshold=0.0, limit=1).results
-        assert hits[0].memory.content == "batch 4 fact 999 about topic 0"
+        assert mem.stats(ctx).total >= 9000
+        hits = mem.search(ctx, "batch 8 fact 999 about topic 0", identifiers=U1, threshold=0.0, limit=1).results
+        assert hits[0].memory.content == "batch 8 fact 999 about topic 0"
 
 
 def test_checkpoint_threshold_is_applied_and_checked(tmp_path: Path) -> None:
