@@ -311,14 +311,17 @@ class MemoryEngine:
         return call_with_retry(fn, operation, self.config.retry)
 
     # ------------------------------------------------------------------------------ validation
-    def _check_content(self, content: Any, operation: str) -> str:
+    def _check_content(self, content: Any, operation: str, limit: int | None = None) -> str:
+        """The content, or INVALID_PARAMS / CONTENT_TOO_LONG; ``limit`` is ``max_content_length``
+        when the caller already has it (a batch asks the provider once, not per item)."""
         if not isinstance(content, str):
             raise MemoryError(ErrorCode.INVALID_PARAMS, "content must be a string", operation=operation,
                               details={"field": "content"})
         if not content.strip():
             raise MemoryError(ErrorCode.INVALID_PARAMS, "content must not be empty", operation=operation,
                               details={"field": "content"})
-        limit = self.max_content_length
+        if limit is None:
+            limit = self.max_content_length
         if len(content) > limit:
             raise MemoryError(
                 ErrorCode.CONTENT_TOO_LONG,
@@ -382,10 +385,11 @@ class MemoryEngine:
         return content
 
     # ------------------------------------------------------------------------------ add
-    def _prepare(self, ctx: TenantContext, item: AddMemoryInput, operation: str) -> MemoryEntry:
+    def _prepare(self, ctx: TenantContext, item: AddMemoryInput, operation: str,
+                 content_limit: int | None = None) -> MemoryEntry:
         layer = parse_layer(item.layer, operation)
         require_identifiers(layer, item.identifiers, operation)
-        content = self._check_content(item.content, operation)
+        content = self._check_content(item.content, operation, content_limit)
         metadata = self._check_metadata(item.metadata, operation)
         content = self._guard(ctx, operation, content, layer, metadata)
         now = self.now()
@@ -445,9 +449,10 @@ class MemoryEngine:
 
     def add_many(self, ctx: TenantContext, items: Sequence[Any], operation: str) -> list[AddMemoryOutput]:
         entries: list[MemoryEntry] = []
+        content_limit = self.max_content_length
         for i, raw in enumerate(items):
             try:
-                entries.append(self._prepare(ctx, self._coerce_input(raw, operation, i), operation))
+                entries.append(self._prepare(ctx, self._coerce_input(raw, operation, i), operation, content_limit))
             except MemoryError as exc:
                 if len(items) > 1:
                     exc.details.setdefault("index", i)

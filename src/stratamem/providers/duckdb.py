@@ -692,20 +692,30 @@ class DuckDBProvider(MemoryProvider):
     def _row_values(self, e: MemoryEntry) -> list[Any]:
         return [*self._scalar_values(e), np.asarray(e.embedding, dtype=np.float32)]
 
-    def _scalar_values(self, e: MemoryEntry) -> list[Any]:
-        """A row's values in ``_INSERT_COLUMNS`` order, all but the vector."""
+    def _scalar_values(self, e: MemoryEntry, scopes: dict[tuple[Any, ...], tuple[str, str]] | None = None
+                       ) -> list[Any]:
+        """A row's values in ``_INSERT_COLUMNS`` order, all but the vector. ``scopes`` memoises the
+        scope key and identifiers JSON of a batch's (layer, identifiers), mostly one for a whole batch."""
         from ..layers import scope_key
 
+        key = (e.layer, *e.identifiers.__dict__.values())
+        scoped = scopes.get(key) if scopes is not None else None
+        if scoped is None:
+            scoped = (scope_key(e.layer, e.identifiers), identifiers_json(e))
+            if scopes is not None:
+                scopes[key] = scoped
         return [
-            e.tenant_id, e.id, e.layer.value, scope_key(e.layer, e.identifiers), e.content, e.content_hash,
-            identifiers_json(e), dump_json(e.metadata), provenance_json(e), e.tier, e.status, e.version,
-            e.etag, e.importance, e.access_count, to_naive_utc(e.created_at), to_naive_utc(e.updated_at),
-            to_naive_utc(e.expires_at), to_naive_utc(e.last_accessed_at), to_naive_utc(e.deleted_at),
+            e.tenant_id, e.id, e.layer.value, scoped[0], e.content, e.content_hash,
+            scoped[1], dump_json(e.metadata) if e.metadata else "{}", provenance_json(e), e.tier, e.status,
+            e.version, e.etag, e.importance, e.access_count, to_naive_utc(e.created_at),
+            to_naive_utc(e.updated_at), to_naive_utc(e.expires_at), to_naive_utc(e.last_accessed_at),
+            to_naive_utc(e.deleted_at),
         ]
 
     def _prepare_rows(self, entries: Sequence[MemoryEntry]) -> builtins.list[pa.Array]:
         """The Arrow columns of ``entries`` but the vector (built ahead of ``add`` by ``prepare_add``)."""
-        rows = [self._scalar_values(e) for e in entries]
+        scopes: dict[tuple[Any, ...], tuple[str, str]] = {}
+        rows = [self._scalar_values(e, scopes) for e in entries]
         return [pa.array([r[i] for r in rows], type=t) for i, t in enumerate(_ARROW_TYPES)]
 
     @contextmanager
