@@ -33,7 +33,7 @@ from ..errors import ErrorCode, MemoryError, TransientProviderError
 from ..model import MemoryEntry, ProviderCapabilities
 from ..retrieval.ann_store import AnnStore
 from ..retrieval.duckdb_lexical import DuckDBLexicalIndex, lexical_scores_sql
-from ..retrieval.lexical import query_terms
+from ..retrieval.lexical import gate_sql, query_terms
 from ..retrieval.search_index import (
     DEFAULT_ANN_THRESHOLD,
     DEFAULT_MAX_ROWS,
@@ -896,7 +896,7 @@ class DuckDBProvider(MemoryProvider):
         terms = query_terms(query.text) if query.lexical_weight > 0 else []
         if not terms:
             return f"SELECT *, {dense_sql} AS score FROM memories WHERE {where}", params
-        sql = (f"SELECT m.*, m.dense + ? * coalesce(l.lex, 0) * (1 - m.dense) AS score FROM "
+        sql = (f"SELECT m.*, m.dense + ? * coalesce(l.lex, 0) * (1 - m.dense) * {gate_sql('m.dense')} AS score FROM "
                f"(SELECT *, {dense_sql} AS dense FROM memories WHERE {where}) m "
                f"LEFT JOIN {lexical_scores_sql()} l ON m.id = l.id")
         return sql, [float(query.lexical_weight), *params, _text_list(terms), query.tenant_id,

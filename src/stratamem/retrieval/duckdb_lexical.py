@@ -144,7 +144,9 @@ def lexical_scores_sql() -> str:
         hits AS (SELECT s.* FROM scoped s SEMI JOIN qt ON s.term = qt.term),
         w AS (SELECT term, ln(1 + (stats.n - count(*) + 0.5) / (count(*) + 0.5)) AS idf
               FROM hits, stats GROUP BY term, stats.n),
-        best AS (SELECT sum(idf) * {k1 + 1.0} AS best FROM w)
+        best AS (SELECT (coalesce(sum(idf), 0)
+                         + ((SELECT count(*) FROM qt) - count(*)) * ln(1 + (any_value(stats.n) + 0.5) / 0.5))
+                        * {k1 + 1.0} AS best FROM w, stats)
         SELECT hits.memory_id AS id,
                sqrt(least(1.0, sum(w.idf * hits.tf * {k1 + 1.0}
                    / (hits.tf + {k1} * (1 - {b} + {b} * hits.length / stats.avgdl))) / any_value(best.best))) AS lex

@@ -6,13 +6,17 @@ The contract every provider follows (documented in ``providers.base``):
   (Porter 2) stems; numbers are kept as written;
 * ``lex = sqrt(BM25 / BM25_max)``: BM25 (k1 = 1.2, b = 0.75, Lucene idf
   ``ln(1 + (N - df + 0.5) / (df + 0.5))``) of a memory for the distinct query terms, divided by the
-  best BM25 any document could reach for the query terms present in the scope
-  (``Σ idf · (k1 + 1)``), so the ratio is "how much of the query's rare-word mass this memory
-  contains"; the square root lets partial matches of rare words (a name, a number) count (tuned on
-  LoCoMo: recall@10 0.633 without it, 0.664 with it). ``lex`` ∈ [0, 1). N, df and the average length
-  are taken over the searched scope (tenant + layer + scope key) in the lexical index;
-* ``score = dense + w · lex · (1 - dense)``: never below the dense score (a paraphrase keeps its
-  score and the 0.7 threshold keeps its meaning), never above 1, and 1 only for a perfect dense match.
+  best BM25 a document could reach for *all* the query's terms (``Σ idf · (k1 + 1)``). A query term
+  that no memory of the scope contains counts with the idf of a term of document frequency 0 (the
+  rarest possible), so the ratio is "how much of the query's word mass this memory contains": when
+  the informative words of a question are missing from the scope, a shared common word (a name that
+  appears in most memories, "user", "project") no longer gets the whole lexical weight. The square
+  root lets partial matches of rare words (a name, a number) count. ``lex`` ∈ [0, 1). N, df and the
+  average length are taken over the searched scope (tenant + layer + scope key) in the lexical index;
+* ``score = dense + w · lex · (1 - dense) · gate(dense)``: never below the dense score, never above 1,
+  and 1 only for a perfect dense match. ``gate`` is 0 while the cosine similarity (``2·dense - 1``) is
+  at most ``GATE_LOW`` and grows linearly to 1 at ``GATE_HIGH``: shared words cannot lift a memory
+  whose meaning the embedding finds unrelated to the question.
 """
 
 from __future__ import annotations
@@ -30,6 +34,9 @@ from ..model import MemoryEntry
 
 BM25_K1 = 1.2
 BM25_B = 0.75
+#: Cosine similarity below which lexical matches add nothing, and above which they count fully.
+GATE_LOW = 0.1
+GATE_HIGH = 0.3
 
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
 
@@ -89,6 +96,20 @@ def idf(n_docs: float, df: float) -> float:
     return math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
 
 
+def best_bm25(present_idfs: Iterable[float], n_terms: int, n_docs: float) -> float:
+    """The normaliser of ``lex``: ``Σ idf · (k1 + 1)`` over all ``n_terms`` distinct query terms, the
+    terms absent from the scope counted with the idf of document frequency 0."""
+    weights = list(present_idfs)
+    absent = max(0, n_terms - len(weights))
+    return (sum(weights) + absent * idf(n_docs, 0.0)) * (BM25_K1 + 1.0)
+
+
+def lexical_gate(dense: float) -> float:
+    """The share of the lexical score a memory of this dense score may receive (see module doc)."""
+    cosine = 2.0 * dense - 1.0
+    return min(1.0, max(0.0, (cosine - GATE_LOW) / (GATE_HIGH - GATE_LOW)))
+
+
 def bm25_normalized(
     terms: Iterable[str],
     docs: Mapping[str, tuple[Mapping[str, int], int]],
@@ -104,7 +125,7 @@ def bm25_normalized(
     avgdl = max(1e-9, sum(length for _, length in docs.values()) / n)
     df = {t: sum(1 for counts, _ in docs.values() if t in counts) for t in terms}
     weights = {t: idf(n, d) for t, d in df.items() if d > 0}
-    best = sum(weights.values()) * (BM25_K1 + 1.0)
+    best = best_bm25(weights.values(), len(terms), n)
     if best <= 0:
         return {}
     out: dict[str, float] = {}
@@ -120,7 +141,13 @@ def bm25_normalized(
 
 
 def fuse_scores(dense: float, lexical: float, weight: float) -> float:
-    """``dense + weight · lexical · (1 - dense)``, clamped to [0, 1]."""
+    """``dense + weight · lexical · (1 - dense) · gate(dense)``, clamped to [0, 1]."""
     dense = min(1.0, max(0.0, dense))
     lexical = min(1.0, max(0.0, lexical))
-    return min(1.0, max(0.0, dense + weight * lexical * (1.0 - dense)))
+    return min(1.0, max(0.0, dense + weight * lexical * (1.0 - dense) * lexical_gate(dense)))
+
+
+def gate_sql(dense: str) -> str:
+    """SQL of :func:`lexical_gate` for a dense-score expression (module constants only)."""
+    low, span = float(GATE_LOW), float(GATE_HIGH - GATE_LOW)
+    return f"least(1.0, greatest(0.0, (2.0 * ({dense}) - 1.0 - {low}) / {span}))"

@@ -25,7 +25,7 @@ from typing import Any
 from ..layers import scope_key
 from ..model import MemoryEntry
 from ..providers import postgres_schema
-from .lexical import BM25_B, BM25_K1, posting_docs, term_counts
+from .lexical import BM25_B, BM25_K1, gate_sql, posting_docs, term_counts
 
 SCHEMA_VERSION = 6
 _DESCRIPTION = "lexical index (hybrid search)"
@@ -140,7 +140,9 @@ def lexical_scores_sql() -> str:
         hits AS (SELECT s.* FROM scoped s WHERE s.term IN (SELECT term FROM qt)),
         w AS (SELECT term, ln(1::float8 + (stats.n - count(*) + 0.5::float8) / (count(*) + 0.5::float8)) AS idf
               FROM hits, stats GROUP BY term, stats.n),
-        best AS (SELECT sum(idf) * {k1 + 1.0}::float8 AS best FROM w)
+        best AS (SELECT (coalesce(sum(idf), 0::float8) + ((SELECT count(*) FROM qt) - count(*))::float8
+                                * ln(1::float8 + (max(stats.n) + 0.5::float8) / 0.5::float8))
+                        * {k1 + 1.0}::float8 AS best FROM w, stats)
         SELECT hits.memory_id AS id,
                sqrt(least(1::float8, sum(w.idf * hits.tf * {k1 + 1.0}::float8
                    / (hits.tf + {k1}::float8 * (1::float8 - {b}::float8 + {b}::float8 * hits.length / stats.avgdl)))
@@ -155,5 +157,6 @@ def fused_scope_sql(dense_sql: str) -> str:
 
     Parameters, in order: the lexical weight, then ``dense_sql``'s, then :func:`lexical_scores_sql`'s.
     """
-    return (f"SELECT m.*, m.dense + %s * coalesce(l.lex, 0::float8) * (1::float8 - m.dense) AS score "
+    gate = gate_sql("m.dense")
+    return (f"SELECT m.*, m.dense + %s * coalesce(l.lex, 0::float8) * (1::float8 - m.dense) * {gate} AS score "
             f"FROM ({dense_sql}) m LEFT JOIN {lexical_scores_sql()} l ON m.id = l.id")

@@ -60,7 +60,7 @@ import numpy as np
 from ..model import MemoryEntry
 from ..providers.base import ScoredEntry, SearchPage, SearchQuery
 from .ann_store import AnnStore, SavedGraph, vector_hashes
-from .lexical import BM25_B, BM25_K1, query_terms, term_counts
+from .lexical import BM25_B, BM25_K1, GATE_HIGH, GATE_LOW, best_bm25, idf, query_terms, term_counts
 
 log = logging.getLogger(__name__)
 
@@ -537,8 +537,8 @@ class Partition:
         if not arrays or self.n_docs == 0:
             return None
         n = float(self.n_docs)
-        weights = [math.log(1.0 + (n - len(slots) + 0.5) / (len(slots) + 0.5)) for slots, _ in arrays]
-        best = sum(weights) * (BM25_K1 + 1.0)
+        weights = [idf(n, len(slots)) for slots, _ in arrays]
+        best = best_bm25(weights, len(dict.fromkeys(terms)), n)
         if best <= 0:
             return None
         return _Bm25(arrays, weights, best, max(1e-9, self.total_length / n))
@@ -654,10 +654,12 @@ class Partition:
 
     @staticmethod
     def _fuse(dense: np.ndarray, lex: np.ndarray | None, w: float) -> np.ndarray:
-        """``dense + w · lex · (1 - dense)`` element-wise (``lex`` aligned with ``dense``)."""
+        """``dense + w · lex · (1 - dense) · gate(dense)`` element-wise (``lex`` aligned with ``dense``;
+        ``retrieval/lexical.py``)."""
         if lex is None or w <= 0:
             return dense
-        return np.asarray(np.clip(dense + w * lex * (1.0 - dense), 0.0, 1.0))
+        gate = np.clip((2.0 * dense - 1.0 - GATE_LOW) / (GATE_HIGH - GATE_LOW), 0.0, 1.0)
+        return np.asarray(np.clip(dense + w * lex * (1.0 - dense) * gate, 0.0, 1.0))
 
     def _exact(self, query: SearchQuery, q: np.ndarray, qnorm: float, now: float, lex: np.ndarray | None,
                w: float, n: int) -> SearchPage:

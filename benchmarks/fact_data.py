@@ -1,0 +1,310 @@
+"""Hand-written agent memories and questions for ``fact_ranking.py``.
+
+Each :class:`Scenario` is one scope (a user, a project, a team) with the memories an agent wrote
+there, in the order it wrote them (one day apart), and questions a model would ask later. A
+question names the memories that answer it; an empty list means the scope holds no answer
+(the question should return nothing above the default threshold). A memory may name the older
+memory it makes out of date (``supersedes``): the question about it must get the newer one first.
+
+The scenarios are split in two halves before any measurement: ``dev`` (used while choosing the
+ranking's constants) and ``holdout`` (only reported). Both halves mix the same kinds of question:
+paraphrases, lexical distractors (a memory sharing a common word with the question but not its
+meaning), changed facts, two-fact questions and unanswerable questions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class M:
+    key: str
+    content: str
+    supersedes: str | None = None
+
+
+@dataclass(frozen=True)
+class Q:
+    text: str
+    answers: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    split: str
+    layer: str
+    identifiers: dict[str, str]
+    memories: list[M]
+    questions: list[Q] = field(default_factory=list)
+
+
+def q(text: str, *answers: str) -> Q:
+    return Q(text, tuple(answers))
+
+
+SCENARIOS: list[Scenario] = [
+    Scenario(
+        "dana", "dev", "user", {"user_id": "dana"},
+        [
+            M("name", "User's name is Dana"),
+            M("diet_old", "Dana is a vegetarian"),
+            M("city_old", "Dana lives in Hamburg"),
+            M("theme", "Dana prefers dark mode in every app"),
+            M("daughter", "Dana's daughter Emma starts school in September"),
+            M("answers", "Keep answers short, as bullet points"),
+            M("job", "Dana works as a product designer at Figma"),
+            M("allergy", "Dana is allergic to peanuts"),
+            M("lang", "Dana is learning Portuguese on Duolingo"),
+            M("trip", "Dana is planning a trip to Lisbon in October"),
+            M("coffee", "Dana drinks her coffee black, no sugar"),
+            M("gym", "Dana goes to the gym on Monday and Thursday mornings"),
+            M("city", "Dana moved to Berlin last month", supersedes="city_old"),
+            M("car", "Dana sold her car and now uses a bike to commute"),
+            M("phone", "Dana uses an iPhone 15 and a MacBook Air"),
+            M("birthday", "Dana's birthday is on 14 March"),
+            M("diet", "Dana is not vegetarian anymore, she eats fish now", supersedes="diet_old"),
+            M("music", "Dana listens to jazz while working"),
+            M("partner", "Dana's partner Lukas is a nurse"),
+            M("meeting", "Dana has no meetings on Friday afternoons"),
+        ],
+        [
+            q("which city does the user live in?", "city"),
+            q("where is Dana based these days", "city"),
+            q("what does Dana eat?", "diet"),
+            q("is the user a vegetarian", "diet"),
+            q("what theme does Dana like in apps", "theme"),
+            q("how should I format my replies to Dana", "answers"),
+            q("when does Emma start school", "daughter"),
+            q("what is Dana's profession", "job"),
+            q("any food allergies I should know about", "allergy"),
+            q("which language is Dana studying", "lang"),
+            q("where is Dana travelling this autumn", "trip"),
+            q("how does she take her coffee", "coffee"),
+            q("how does Dana get to work", "car"),
+            q("what laptop does Dana use", "phone"),
+            q("when is Dana's birthday", "birthday"),
+            q("who is Lukas", "partner"),
+            q("what kind of music does Dana enjoy", "music"),
+            q("when can I schedule a meeting with Dana on Friday", "meeting"),
+            q("what devices and what music does Dana use at work", "phone", "music"),
+            q("what is Dana's favourite football team", ),
+            q("does Dana have a dog", ),
+            q("what is Dana's salary", ),
+            q("which bank does the user use", ),
+        ],
+    ),
+    Scenario(
+        "marco", "dev", "user", {"user_id": "marco"},
+        [
+            M("lang", "Marco writes mostly Python and some Go"),
+            M("editor_old", "Marco uses VS Code as his editor"),
+            M("tests", "Marco wants tests written with pytest, not unittest"),
+            M("style", "Marco formats Python with ruff and a line length of 100"),
+            M("os", "Marco develops on Fedora Linux"),
+            M("shell", "Marco's shell is zsh with oh-my-zsh"),
+            M("tz", "Marco is in the Europe/Rome time zone"),
+            M("commits", "Marco prefers conventional commit messages"),
+            M("review", "Marco asks for code review comments to be blunt and specific"),
+            M("types", "Marco wants type hints on every function"),
+            M("editor", "Marco switched from VS Code to Neovim", supersedes="editor_old"),
+            M("manager_old", "Marco's manager is Giulia Rossi"),
+            M("deadline", "The data pipeline rewrite is due on 30 June"),
+            M("docker", "Marco runs services locally with Docker Compose"),
+            M("coffee", "Marco takes a walk after lunch every day"),
+            M("manager", "Marco now reports to Bob Chen after the reorg", supersedes="manager_old"),
+            M("db", "Marco's side project stores data in SQLite"),
+            M("kb", "Marco types on a split ergonomic keyboard"),
+        ],
+        [
+            q("which editor does Marco use", "editor"),
+            q("who is Marco's manager", "manager"),
+            q("which test framework should I use for Marco's code", "tests"),
+            q("what line length does Marco format with", "style"),
+            q("what operating system does Marco develop on", "os"),
+            q("which shell does Marco use", "shell"),
+            q("what time zone is Marco in", "tz"),
+            q("how should commit messages look", "commits"),
+            q("how does Marco like code review feedback", "review"),
+            q("should functions have type annotations", "types"),
+            q("when is the pipeline rewrite due", "deadline"),
+            q("how does Marco run services on his machine", "docker"),
+            q("what database does the side project use", "db"),
+            q("which programming languages does Marco know", "lang"),
+            q("what keyboard does Marco type on", "kb"),
+            q("who does Marco report to and when is his deadline", "manager", "deadline"),
+            q("what is Marco's favourite restaurant", ),
+            q("does Marco use Windows at home", ),
+            q("which cloud provider does Marco deploy to", ),
+        ],
+    ),
+    Scenario(
+        "atlas", "dev", "project", {"project_id": "atlas"},
+        [
+            M("db", "The backend of this project runs on PostgreSQL 16"),
+            M("indent", "This project uses tabs for indentation"),
+            M("ci_old", "CI runs on Jenkins"),
+            M("deploy", "Deployments go to Kubernetes on AWS EKS in eu-west-1"),
+            M("owner", "The atlas service is owned by the platform team"),
+            M("api", "The public API is REST with JSON, versioned under /v2"),
+            M("queue", "Background jobs run on Celery with Redis as the broker"),
+            M("lang", "The backend is written in Python 3.12 with FastAPI"),
+            M("frontend", "The frontend is a React app built with Vite"),
+            M("ci", "We moved CI from Jenkins to GitHub Actions", supersedes="ci_old"),
+            M("release", "Releases are cut every second Tuesday"),
+            M("oncall", "On-call rotation changes every Monday at 10:00"),
+            M("auth", "Users sign in with Okta through OpenID Connect"),
+            M("logs", "Logs are shipped to Grafana Loki"),
+            M("flags", "Feature flags are managed in LaunchDarkly"),
+            M("cache_old", "Sessions are cached in Memcached"),
+            M("cache", "Session caching moved from Memcached to Redis", supersedes="cache_old"),
+            M("tests", "Integration tests need a running PostgreSQL container"),
+            M("license", "The code is licensed under Apache 2.0"),
+        ],
+        [
+            q("which database do we use", "db"),
+            q("tabs or spaces for indentation?", "indent"),
+            q("what CI system does the project use", "ci"),
+            q("where is the service deployed", "deploy"),
+            q("who owns atlas", "owner"),
+            q("how is the API versioned", "api"),
+            q("what runs our background jobs", "queue"),
+            q("which web framework is the backend built with", "lang"),
+            q("what is the frontend built with", "frontend"),
+            q("how often do we release", "release"),
+            q("when does on-call hand over", "oncall"),
+            q("how do users log in", "auth"),
+            q("where can I find the logs", "logs"),
+            q("where are sessions cached", "cache"),
+            q("what do I need to run the integration tests", "tests"),
+            q("which license does the code use", "license"),
+            q("what database and which cache does the backend use", "db", "cache"),
+            q("what is the budget for this project", ),
+            q("which mobile platforms do we support", ),
+            q("who designed the company logo", ),
+        ],
+    ),
+    Scenario(
+        "priya", "holdout", "user", {"user_id": "priya"},
+        [
+            M("name", "The user's name is Priya Natarajan"),
+            M("job_old", "Priya is a data analyst at a bank"),
+            M("pet", "Priya has a cat called Miso"),
+            M("run", "Priya is training for the Amsterdam half marathon"),
+            M("diet", "Priya doesn't eat beef"),
+            M("units", "Priya prefers metric units"),
+            M("tone", "Please be concise and skip the pleasantries with Priya"),
+            M("son", "Priya's son Arjun plays the violin"),
+            M("city_old", "Priya lives in Leeds"),
+            M("reading", "Priya is reading The Three-Body Problem"),
+            M("job", "Priya started a new job as a machine learning engineer at Spotify", supersedes="job_old"),
+            M("sleep", "Priya goes to bed around 11 pm"),
+            M("car", "Priya drives an electric Kia Niro"),
+            M("city", "Priya relocated from Leeds to Stockholm", supersedes="city_old"),
+            M("allergy", "Priya is lactose intolerant"),
+            M("lang", "Priya speaks English, Tamil and some Swedish"),
+            M("anniv", "Priya's wedding anniversary is on 2 August"),
+            M("plants", "Priya keeps a small balcony garden with tomatoes and basil"),
+        ],
+        [
+            q("where does Priya live now", "city"),
+            q("what does Priya do for a living", "job"),
+            q("what is the name of her pet", "pet"),
+            q("which race is Priya preparing for", "run"),
+            q("is there any meat Priya avoids", "diet"),
+            q("should I use miles or kilometres", "units"),
+            q("how should I talk to Priya", "tone"),
+            q("what instrument does her son play", "son"),
+            q("what book is Priya reading at the moment", "reading"),
+            q("when does Priya usually sleep", "sleep"),
+            q("what car does Priya drive", "car"),
+            q("can Priya have milk", "allergy"),
+            q("which languages does the user speak", "lang"),
+            q("when is her anniversary", "anniv"),
+            q("what does Priya grow on her balcony", "plants"),
+            q("where does Priya work and where does she live", "job", "city"),
+            q("what is Priya's blood type", ),
+            q("which football club does Priya support", ),
+            q("how many siblings does the user have", ),
+        ],
+    ),
+    Scenario(
+        "payments", "holdout", "team", {"team_id": "payments"},
+        [
+            M("lead_old", "The payments team is led by Sara Okafor"),
+            M("standup", "Standup is at 9:30 every weekday"),
+            M("provider", "Card payments are processed through Stripe"),
+            M("review", "Every pull request needs two approvals before merging"),
+            M("slack", "The team channel is #payments-eng on Slack"),
+            M("sla", "Refund requests must be handled within 48 hours"),
+            M("lang", "Payment services are written in Kotlin"),
+            M("lead", "Tom Becker took over as payments team lead from Sara", supersedes="lead_old"),
+            M("pci", "Card numbers are never logged; PCI scope is limited to the vault service"),
+            M("retro", "Retrospectives happen every other Thursday"),
+            M("db", "The ledger lives in a CockroachDB cluster"),
+            M("freeze", "There is a deploy freeze during the last week of December"),
+            M("alerts_old", "Alerts page the on-call engineer through Opsgenie"),
+            M("alerts", "Alerting switched from Opsgenie to PagerDuty", supersedes="alerts_old"),
+            M("currency", "Amounts are stored as integer minor units, never floats"),
+            M("fraud", "Fraud scoring is done by Sift before capture"),
+        ],
+        [
+            q("who leads the payments team", "lead"),
+            q("when is the daily standup", "standup"),
+            q("which payment processor do we use for cards", "provider"),
+            q("how many approvals does a PR need", "review"),
+            q("where does the team chat", "slack"),
+            q("how fast must refunds be handled", "sla"),
+            q("what language are the payment services in", "lang"),
+            q("can we log card numbers", "pci"),
+            q("how often are retros", "retro"),
+            q("what database holds the ledger", "db"),
+            q("when can't we deploy", "freeze"),
+            q("which tool pages the on-call engineer", "alerts"),
+            q("how should money amounts be stored", "currency"),
+            q("how is fraud checked", "fraud"),
+            q("who is the lead and which database holds the ledger", "lead", "db"),
+            q("what is the team's hiring plan", ),
+            q("which office does the team sit in", ),
+        ],
+    ),
+    Scenario(
+        "sam", "holdout", "user", {"user_id": "sam"},
+        [
+            M("plan_old", "Sam is on the Basic plan"),
+            M("company", "Sam works at Northwind Traders as IT admin"),
+            M("seats", "Sam's account has 25 seats"),
+            M("contact", "Sam prefers to be contacted by email, not phone"),
+            M("issue", "Sam reported that SSO logins fail for users with an apostrophe in their name"),
+            M("tz", "Sam is based in Chicago"),
+            M("billing", "Sam's invoices go to the finance team at Northwind"),
+            M("plan", "Sam upgraded from Basic to the Business plan", supersedes="plan_old"),
+            M("renewal", "Sam's contract renews on 1 February"),
+            M("integr", "Sam uses the Jira and Slack integrations"),
+            M("lang", "Sam wants support answers in English"),
+            M("mood", "Sam was frustrated by slow response times last quarter"),
+            M("admin_old", "The second admin on Sam's account is Kim"),
+            M("admin", "Kim left Northwind; Alex Moreno is now the second admin", supersedes="admin_old"),
+            M("export", "Sam asked for a CSV export of all audit logs every month"),
+        ],
+        [
+            q("which plan is Sam on", "plan"),
+            q("where does Sam work", "company"),
+            q("how many licences does the account have", "seats"),
+            q("how should we reach Sam", "contact"),
+            q("what bug did Sam report", "issue"),
+            q("what time zone is Sam in", "tz"),
+            q("who receives Sam's invoices", "billing"),
+            q("when does the contract renew", "renewal"),
+            q("which integrations are enabled", "integr"),
+            q("who is the other administrator on the account", "admin"),
+            q("what does Sam need every month", "export"),
+            q("why was Sam unhappy", "mood"),
+            q("what plan is Sam on and when does it renew", "plan", "renewal"),
+            q("what is Sam's home address", ),
+            q("does Sam use the Salesforce integration", ),
+            q("what is Sam's favourite colour", ),
+        ],
+    ),
+]

@@ -1,0 +1,168 @@
+"""Does the agent get the right, current fact first? Hand-written scenarios (``fact_data.py``).
+
+    python benchmarks/fact_ranking.py [--embedder onnx] [--split dev holdout] [--dump] [--out PATH]
+                                      [--hybrid-weight W] [--threshold T]
+
+Every scenario's memories are written through the public SDK (``Memory.add``, the default write
+path), one day apart on the engine's clock, into a fresh DuckDB file; every question is then asked
+with ``Memory.search`` and the default settings (or the overrides given). Reported per split
+(``dev`` is what the ranking constants were chosen on, ``holdout`` was only measured) and overall:
+
+* ``p@1``: the first result answers the question (answerable questions; no result counts as wrong);
+* ``MRR``: mean reciprocal rank of the first answering memory (0 when it is not returned);
+* ``pair@3``: for two-fact questions, both facts in the first three results;
+* ``stale>cur``: for questions whose answer made an older memory out of date, the older one is
+  returned above the current one (or returned while the current one is not);
+* ``miss``: answerable questions that return nothing at the threshold;
+* ``unans FP``: unanswerable questions that return anything at the threshold;
+* ``top1 ans / unans``: the mean top-1 score (threshold 0) of answerable and unanswerable questions,
+  the measurement the default threshold is chosen from.
+
+Prints a table and writes ``benchmarks/results/fact_ranking.json``; ``--dump`` prints every question
+with its first three results.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import tempfile
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from fact_data import SCENARIOS, Scenario
+from stratamem import Memory, MemoryConfig, TenantContext
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results"
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.at = T0
+
+    def __call__(self) -> datetime:
+        return self.at
+
+
+@dataclass
+class Tally:
+    p1: list[float] = field(default_factory=list)
+    rr: list[float] = field(default_factory=list)
+    pair: list[float] = field(default_factory=list)
+    stale: list[float] = field(default_factory=list)
+    miss: list[float] = field(default_factory=list)
+    unans_fp: list[float] = field(default_factory=list)
+    top_ans: list[float] = field(default_factory=list)
+    top_unans: list[float] = field(default_factory=list)
+
+    def summary(self) -> dict[str, float]:
+        def mean(v: list[float]) -> float:
+            return statistics.fmean(v) if v else 0.0
+
+        return {"p@1": mean(self.p1), "MRR": mean(self.rr), "pair@3": mean(self.pair),
+                "stale>cur": mean(self.stale), "miss": mean(self.miss), "unans FP": mean(self.unans_fp),
+                "top1 ans": mean(self.top_ans), "top1 unans": mean(self.top_unans),
+                "questions": len(self.p1) + len(self.unans_fp)}
+
+
+def ingest(mem: Memory, clock: Clock, scenario: Scenario) -> dict[str, str]:
+    """Write the scenario's memories in order, one day apart; returns key -> memory id."""
+    ctx = TenantContext(tenant_id=f"facts-{scenario.name}", principal="bench")
+    ids: dict[str, str] = {}
+    for day, m in enumerate(scenario.memories):
+        clock.at = T0 + timedelta(days=day)
+        out = mem.add(ctx, content=m.content, layer=scenario.layer, identifiers=scenario.identifiers,
+                      metadata={"key": m.key})
+        ids[m.key] = out.memory.id
+    clock.at = T0 + timedelta(days=len(scenario.memories) + 1)
+    return ids
+
+
+def evaluate(mem: Memory, scenario: Scenario, tally: Tally, dump: bool, **search: Any) -> None:
+    ctx = TenantContext(tenant_id=f"facts-{scenario.name}", principal="bench")
+    older = {m.key: m.supersedes for m in scenario.memories if m.supersedes}
+    for question in scenario.questions:
+        res = mem.search(ctx, question.text, identifiers=scenario.identifiers, limit=10, **search)
+        ranked = [str(r.memory.metadata.get("key")) for r in res.results]
+        scored = mem.search(ctx, question.text, identifiers=scenario.identifiers, limit=1, threshold=0.0,
+                            **{k: v for k, v in search.items() if k != "threshold"})
+        top = scored.results[0].score if scored.results else 0.0
+        if dump:
+            shown = ", ".join(f"{r.memory.metadata.get('key')} {r.score:.3f}" for r in res.results[:3])
+            print(f"  [{scenario.name}] {question.text!r} -> {list(question.answers)}: {shown}")
+        if not question.answers:
+            tally.unans_fp.append(1.0 if ranked else 0.0)
+            tally.top_unans.append(top)
+            continue
+        tally.top_ans.append(top)
+        answers = set(question.answers)
+        tally.p1.append(1.0 if ranked and ranked[0] in answers else 0.0)
+        first = next((i for i, key in enumerate(ranked) if key in answers), None)
+        tally.rr.append(0.0 if first is None else 1.0 / (first + 1))
+        tally.miss.append(0.0 if ranked else 1.0)
+        if len(answers) > 1:
+            tally.pair.append(1.0 if answers <= set(ranked[:3]) else 0.0)
+        for key in question.answers:
+            old = older.get(key)
+            if old is None:
+                continue
+            pos_new = ranked.index(key) if key in ranked else None
+            pos_old = ranked.index(old) if old in ranked else None
+            stale = pos_old is not None and (pos_new is None or pos_old < pos_new)
+            tally.stale.append(1.0 if stale else 0.0)
+
+
+def run(embedder: str, splits: list[str], dump: bool, config: MemoryConfig | None = None,
+        **search: Any) -> dict[str, dict[str, float]]:
+    tallies = {split: Tally() for split in splits}
+    with tempfile.TemporaryDirectory(prefix="stratamem-facts-") as tmp:
+        clock = Clock()
+        with Memory.open(Path(tmp) / "facts.duckdb", embedder=embedder, config=config, clock=clock) as mem:
+            for scenario in SCENARIOS:
+                if scenario.split not in tallies:
+                    continue
+                ingest(mem, clock, scenario)
+                evaluate(mem, scenario, tallies[scenario.split], dump, **search)
+    everything = Tally()
+    for t in tallies.values():
+        for name in vars(everything):
+            getattr(everything, name).extend(getattr(t, name))
+    rows = {split: t.summary() for split, t in tallies.items()}
+    rows["all"] = everything.summary()
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--embedder", default=None, help="embedder name (default: the store's default)")
+    parser.add_argument("--split", nargs="+", default=["dev", "holdout"])
+    parser.add_argument("--dump", action="store_true")
+    parser.add_argument("--hybrid-weight", type=float, default=None)
+    parser.add_argument("--threshold", type=float, default=None)
+    parser.add_argument("--out", type=Path, default=RESULTS / "fact_ranking.json")
+    args = parser.parse_args(argv)
+    search: dict[str, Any] = {}
+    if args.hybrid_weight is not None:
+        search["hybrid_weight"] = args.hybrid_weight
+    if args.threshold is not None:
+        search["threshold"] = args.threshold
+    rows = run(args.embedder, args.split, args.dump, **search)
+    cols = ["p@1", "MRR", "pair@3", "stale>cur", "miss", "unans FP", "top1 ans", "top1 unans"]
+    print(f"{'split':<8} {'n':>4} " + " ".join(f"{c:>10}" for c in cols))
+    for split, row in rows.items():
+        print(f"{split:<8} {int(row['questions']):>4} " + " ".join(f"{row[c]:>10.3f}" for c in cols))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps({"benchmark": "fact_ranking", "embedder": args.embedder, "search": search,
+                                    "machine": platform.platform(), "results": rows}, indent=2))
+    print(f"wrote {args.out.relative_to(ROOT) if args.out.is_relative_to(ROOT) else args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
