@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from ..providers import duckdb_schema
+from ..providers.duckdb import schema as duckdb_schema
 
 
 @dataclass(frozen=True)
