@@ -8,9 +8,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from ..base import (
-    to_naive_utc,
-)
+from ...keys_model import ApiKeyRecord
+from ..base import to_naive_utc
 from .connection import DuckDBConnection
 
 
@@ -18,7 +17,7 @@ class KeysMixin(DuckDBConnection):
     """API key records and the cross-tenant id check."""
 
     # ------------------------------------------------------------------------- server: API keys
-    def api_key_put(self, record: Any) -> None:
+    def api_key_put(self, record: ApiKeyRecord) -> None:
         with self.transaction() as cur:
             cur.execute(
                 "INSERT INTO api_keys (key_id, tenant_id, name, roles, salt, key_hash, identifiers, created_at, "
@@ -37,9 +36,7 @@ class KeysMixin(DuckDBConnection):
             )
 
     @staticmethod
-    def _api_key(row: Sequence[Any]) -> Any:
-        from ...server.schema import ApiKeyRecord
-
+    def _api_key(row: Sequence[Any]) -> ApiKeyRecord:
         return ApiKeyRecord(
             key_id=row[0],
             tenant_id=row[1],
@@ -54,12 +51,12 @@ class KeysMixin(DuckDBConnection):
 
     _KEY_COLUMNS = "key_id, tenant_id, name, roles, salt, key_hash, identifiers, created_at, revoked_at"
 
-    def api_key_get(self, key_id: str) -> Any:
+    def api_key_get(self, key_id: str) -> ApiKeyRecord | None:
         with self._read() as cur:
             row = cur.execute(f"SELECT {self._KEY_COLUMNS} FROM api_keys WHERE key_id = ?", [key_id]).fetchone()
         return self._api_key(row) if row else None
 
-    def api_key_list(self, tenant_id: str) -> builtins.list[Any]:
+    def api_key_list(self, tenant_id: str) -> builtins.list[ApiKeyRecord]:
         with self._read() as cur:
             rows = cur.execute(
                 f"SELECT {self._KEY_COLUMNS} FROM api_keys WHERE tenant_id = ? ORDER BY created_at", [tenant_id]

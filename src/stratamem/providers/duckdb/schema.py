@@ -91,6 +91,31 @@ def _v8_access_log(cur: Any, dims: int) -> None:
     )
 
 
+def _v2_api_keys(cur: Any, dims: int) -> None:
+    # The key store's table (the server reads and writes it through the provider).
+    cur.execute(
+        """
+        CREATE TABLE api_keys (
+            key_id      VARCHAR   PRIMARY KEY,
+            tenant_id   VARCHAR   NOT NULL,
+            name        VARCHAR   NOT NULL,
+            roles       VARCHAR   NOT NULL,
+            salt        VARCHAR   NOT NULL,
+            key_hash    VARCHAR   NOT NULL,
+            identifiers VARCHAR   NOT NULL,
+            created_at  TIMESTAMP NOT NULL,
+            revoked_at  TIMESTAMP
+        )
+        """
+    )
+    cur.execute("CREATE INDEX idx_api_keys_tenant ON api_keys (tenant_id)")
+
+
+#: The API keys table: part of the store (``providers/duckdb/keys.py``); version 2 keeps the number
+#: the server feature reserved for it, so stores created before it moved here stay as they are.
+API_KEYS_MIGRATION = Migration(2, "server: api keys", _v2_api_keys)
+
+
 #: Version numbers are reserved per feature so that features can land in any order:
 #: 1 core · 2 server (api keys, audit) · 3 hygiene · 4 lifecycle · 5 graph · 6 retrieval · 7 snapshots
 #: · 8 core (access log).
@@ -99,12 +124,12 @@ def _v8_access_log(cur: Any, dims: int) -> None:
 #: yet recorded in ``schema_version``, in version order.
 MIGRATIONS: list[Migration] = [
     Migration(1, "memories, embedding cache", _v1_core),
+    API_KEYS_MIGRATION,
     Migration(8, "access log", _v8_access_log),
 ]
 
 #: Modules (absolute names) that register feature migrations; imported before migrating.
 FEATURE_SCHEMA_MODULES: list[str] = [
-    "stratamem.server.schema",
     "stratamem.graph.schema",
     "stratamem.lifecycle.schema",
     "stratamem.retrieval.duckdb_lexical",
