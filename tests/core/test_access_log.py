@@ -16,7 +16,7 @@ import duckdb
 from stratamem import Memory, TenantContext
 from stratamem.model import MemoryEntry
 from stratamem.providers.duckdb import DuckDBProvider
-from stratamem.providers.duckdb_schema import ACCESS_LOG_TABLE
+from stratamem.providers.duckdb.schema import ACCESS_LOG_TABLE
 
 ACME = TenantContext(tenant_id="acme")
 IDS = {"user_id": "u1"}

@@ -136,7 +136,7 @@ def test_feature_migrations_apply_by_version_set(db_path: Path) -> None:
     import duckdb
 
     from stratamem.embeddings import HashingEmbedder
-    from stratamem.providers import duckdb_schema
+    from stratamem.providers.duckdb import schema as duckdb_schema
 
     Memory.open(db_path, embedder=HashingEmbedder()).close()
     extra = duckdb_schema.Migration(

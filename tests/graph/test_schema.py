@@ -9,8 +9,8 @@ import pytest
 
 from stratamem import Memory, MemoryError
 from stratamem.graph.schema import GRAPH_INDEXES, GRAPH_SCHEMA_VERSION, GRAPH_TABLES
-from stratamem.providers import duckdb_schema
-from stratamem.providers.duckdb_schema import Migration
+from stratamem.providers.duckdb import schema as duckdb_schema
+from stratamem.providers.duckdb.schema import Migration
 
 from .conftest import rows
 

@@ -14,8 +14,8 @@ import pytest
 
 from stratamem import Memory, TenantContext
 from stratamem.persistence import S3Settings, S3Store
-from stratamem.providers import duckdb as duckdb_provider
 from stratamem.providers.duckdb import DuckDBProvider
+from stratamem.providers.duckdb import index as duckdb_provider
 from stratamem.retrieval.lexical import term_counts
 from stratamem.retrieval.search_index import Partition
 

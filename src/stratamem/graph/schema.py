@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..providers.duckdb_schema import MIGRATIONS, Migration
+from ..providers.duckdb.schema import MIGRATIONS, Migration
 
 GRAPH_SCHEMA_VERSION = 5
 

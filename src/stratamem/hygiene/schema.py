@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..providers import duckdb_schema
-from ..providers.duckdb_schema import Migration
+from ..providers.duckdb import schema as duckdb_schema
+from ..providers.duckdb.schema import Migration
 
 
 def _v3_hygiene(cur: Any, dims: int) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..providers import duckdb_schema
+from ..providers.duckdb import schema as duckdb_schema
 
 
 def _v4_lifecycle(cur: Any, dims: int) -> None:

@@ -51,8 +51,8 @@ from pydantic import ValidationError
 
 from ..errors import ErrorCode, MemoryError
 from ..model import _TENANT_RE, TenantContext
-from ..providers import duckdb_schema
 from ..providers.duckdb import DuckDBProvider
+from ..providers.duckdb import schema as duckdb_schema
 from .lazy import QUERY_TABLES, LazyLoader, TenantPlan
 from .manifest import (
     FORMAT_VERSION,

@@ -29,11 +29,12 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from ..embeddings.base import Vector
 from ..errors import ErrorCode, MemoryError
 from ..filters import Predicate
+from ..keys_model import ApiKeyRecord
 from ..model import (
     HealthCheckResult,
     Layer,
@@ -42,9 +43,6 @@ from ..model import (
     Provenance,
     ProviderCapabilities,
 )
-
-if TYPE_CHECKING:
-    from ..server.schema import ApiKeyRecord
 
 ACTIVE: tuple[str, ...] = ("active",)
 

@@ -39,6 +39,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ..embeddings.base import Vector
 from ..errors import ErrorCode, MemoryError, TransientProviderError
+from ..keys_model import ApiKeyRecord
 from ..model import MemoryEntry, ProviderCapabilities
 from ..retrieval.lexical import query_terms
 from ..retrieval.postgres_lexical import PostgresLexicalIndex, fused_scope_sql
@@ -712,9 +713,7 @@ class PostgresProvider(MemoryProvider):
             )
 
     @staticmethod
-    def _api_key(row: Sequence[Any]) -> Any:
-        from ..server.schema import ApiKeyRecord
-
+    def _api_key(row: Sequence[Any]) -> ApiKeyRecord:
         return ApiKeyRecord(key_id=row[0], tenant_id=row[1], name=row[2], roles=tuple(row[3]), salt=row[4],
                             key_hash=row[5], identifiers=dict(row[6]), created_at=row[7], revoked_at=row[8])
 

@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from ..errors import ErrorCode, MemoryError
+from ..keys_model import ApiKeyRecord
 from ..layers import parse_identifiers
 from ..model import TenantContext
 from ..providers.base import MemoryProvider
-from .schema import ApiKeyRecord
 
 PREFIX = "smk"
 ROLES = ("reader", "writer", "admin")

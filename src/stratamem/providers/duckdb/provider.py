@@ -1,0 +1,52 @@
+"""The DuckDB provider: the parts of ``providers/duckdb/`` assembled into one class."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import duckdb
+
+from ...retrieval.duckdb_lexical import DuckDBLexicalIndex
+from ..base import (
+    StoreInfo,
+)
+from .cache import EmbeddingCacheMixin
+from .database import CHECKPOINT_THRESHOLD, _Database
+from .governance import GovernanceMixin
+from .keys import KeysMixin
+from .lifecycle import LifecycleMixin
+from .memories import MemoriesMixin
+from .store import StoreMixin
+
+MAX_CONTENT_LENGTH = 32_000
+
+
+class DuckDBProvider(StoreMixin, MemoriesMixin, LifecycleMixin, EmbeddingCacheMixin, KeysMixin, GovernanceMixin):
+    name = "duckdb"
+    version = duckdb.__version__
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] = "stratamem.duckdb",
+        *,
+        max_content_length: int = MAX_CONTENT_LENGTH,
+        read_batch: int = 512,
+        checkpoint_threshold: str = CHECKPOINT_THRESHOLD,
+        defer_appends: bool = True,
+    ) -> None:
+        super().__init__()
+        self.path = str(path)
+        #: An operation's bookkeeping appends are written by a worker right after it returns (True) or
+        #: before it returns (False); either way every read and write of the store sees them.
+        self.defer_appends = defer_appends
+        self.checkpoint_threshold = checkpoint_threshold
+        self.max_content_length = max_content_length
+        self._read_batch = read_batch
+        self._db: _Database | None = None
+        self._info: StoreInfo | None = None
+        #: Serve searches from the in-process index (retrieval/search_index.py); False = SQL scan.
+        self.use_search_index = True
+        self._index_settings: dict[str, int] = {}
+        self.write_hooks.append(DuckDBLexicalIndex())  # hybrid search: postings in the write transaction
+        self._groups = threading.local()  # per thread: appends queued by ``grouped_appends``

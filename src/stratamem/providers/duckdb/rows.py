@@ -1,0 +1,183 @@
+"""How a memory maps to a row of the ``memories`` table and back (columns, Arrow batches)."""
+
+from __future__ import annotations
+
+import builtins
+import logging
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from ...model import MemoryEntry
+from ..base import (
+    dump_json,
+    entry_from_parts,
+    identifiers_json,
+    provenance_json,
+    to_naive_utc,
+)
+from .connection import DuckDBConnection
+from .database import _text_list
+
+_COLUMNS = (
+    "tenant_id, id, layer, content, content_hash, identifiers, metadata, provenance, tier, status, "
+    "version, etag, importance, access_count, created_at, updated_at, expires_at, last_accessed_at, "
+    "deleted_at"
+)
+_N_COLS = 19
+_INSERT_COLUMNS = (
+    "tenant_id, id, layer, scope, content, content_hash, identifiers, metadata, provenance, tier, status, "
+    "version, etag, importance, access_count, created_at, updated_at, expires_at, last_accessed_at, "
+    "deleted_at, embedding"
+)
+_ARROW_TYPES = [
+    pa.string(),
+    pa.string(),
+    pa.string(),
+    pa.string(),
+    pa.string(),
+    pa.string(),
+    pa.string(),
+    pa.string(),
+    pa.string(),
+    pa.string(),
+    pa.string(),
+    pa.int32(),
+    pa.string(),
+    pa.float64(),
+    pa.int64(),
+    pa.timestamp("us"),
+    pa.timestamp("us"),
+    pa.timestamp("us"),
+    pa.timestamp("us"),
+    pa.timestamp("us"),
+]
+
+
+log = logging.getLogger("stratamem.duckdb")
+
+
+class RowsMixin(DuckDBConnection):
+    """Row encoding and decoding of ``memories``."""
+
+    # ------------------------------------------------------------------------------------ rows
+    def _row_values(self, e: MemoryEntry) -> list[Any]:
+        return [*self._scalar_values(e), np.asarray(e.embedding, dtype=np.float32)]
+
+    def _scalar_values(self, e: MemoryEntry, scopes: dict[tuple[Any, ...], tuple[str, str]] | None = None) -> list[Any]:
+        """A row's values in ``_INSERT_COLUMNS`` order, all but the vector. ``scopes`` memoises the
+        scope key and identifiers JSON of a batch's (layer, identifiers), mostly one for a whole batch."""
+        from ...layers import scope_key
+
+        key = (e.layer, *e.identifiers.__dict__.values())
+        scoped = scopes.get(key) if scopes is not None else None
+        if scoped is None:
+            scoped = (scope_key(e.layer, e.identifiers), identifiers_json(e))
+            if scopes is not None:
+                scopes[key] = scoped
+        return [
+            e.tenant_id,
+            e.id,
+            e.layer.value,
+            scoped[0],
+            e.content,
+            e.content_hash,
+            scoped[1],
+            dump_json(e.metadata) if e.metadata else "{}",
+            provenance_json(e),
+            e.tier,
+            e.status,
+            e.version,
+            e.etag,
+            e.importance,
+            e.access_count,
+            to_naive_utc(e.created_at),
+            to_naive_utc(e.updated_at),
+            to_naive_utc(e.expires_at),
+            to_naive_utc(e.last_accessed_at),
+            to_naive_utc(e.deleted_at),
+        ]
+
+    def _prepare_rows(self, entries: Sequence[MemoryEntry]) -> builtins.list[pa.Array]:
+        """The Arrow columns of ``entries`` but the vector (built ahead of ``add`` by ``prepare_add``)."""
+        scopes: dict[tuple[Any, ...], tuple[str, str]] = {}
+        rows = [self._scalar_values(e, scopes) for e in entries]
+        return [pa.array([r[i] for r in rows], type=t) for i, t in enumerate(_ARROW_TYPES)]
+
+    @contextmanager
+    def _prepare_reader(self) -> Iterator[Any]:
+        with self._read(appends=False) as cur:  # hooks read their own tables (the graph: entities)
+            yield cur
+
+    def _write_generation(self) -> int | None:
+        return self.db.generation
+
+    def _arrow_batch(self, columns: builtins.list[pa.Array], entries: Sequence[MemoryEntry]) -> pa.Table:
+        """Rows as an Arrow table: DuckDB ingests it without per-value Python conversion."""
+        dims = int(self.db.dims or 0)
+        flat = np.asarray([e.embedding for e in entries], dtype=np.float32).reshape(-1)  # one conversion
+        vectors = pa.FixedSizeListArray.from_arrays(pa.array(flat, type=pa.float32()), dims)
+        return pa.Table.from_arrays([*columns, vectors], names=[c.strip() for c in _INSERT_COLUMNS.split(",")])
+
+    def _entry(self, row: Sequence[Any], with_embedding: bool) -> MemoryEntry:
+        (
+            tenant_id,
+            id_,
+            layer,
+            content,
+            chash,
+            idents,
+            metadata,
+            prov,
+            tier,
+            status,
+            version,
+            etag,
+            importance,
+            access_count,
+            created_at,
+            updated_at,
+            expires_at,
+            last_accessed_at,
+            deleted_at,
+        ) = row[:_N_COLS]
+        return entry_from_parts(
+            id=id_,
+            tenant_id=tenant_id,
+            layer=layer,
+            content=content,
+            content_hash=chash,
+            identifiers=idents,
+            metadata=metadata,
+            provenance=prov,
+            tier=tier,
+            status=status,
+            version=version,
+            etag=etag,
+            importance=importance,
+            access_count=access_count,
+            created_at=created_at,
+            updated_at=updated_at,
+            expires_at=expires_at,
+            last_accessed_at=last_accessed_at,
+            deleted_at=deleted_at,
+            embedding=row[_N_COLS] if with_embedding else None,
+        )
+
+    def _select(self, with_embedding: bool) -> str:
+        return f"SELECT {_COLUMNS}{', embedding' if with_embedding else ''} FROM memories"
+
+    def _fetch_ids(
+        self, cur: Any, tenant_id: str, ids: Sequence[str], with_embedding: bool
+    ) -> builtins.list[MemoryEntry]:
+        if not ids:
+            return []
+        rows = cur.execute(
+            f"{self._select(with_embedding)} WHERE tenant_id = ? AND list_contains(?::JSON::VARCHAR[], id)",
+            [tenant_id, _text_list(ids)],
+        ).fetchall()
+        by_id = {r[1]: self._entry(r, with_embedding) for r in rows}
+        return [by_id[i] for i in ids if i in by_id]
