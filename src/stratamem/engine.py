@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
+import numpy as np
 from pydantic import ValidationError
 
 from .config import MemoryConfig
@@ -41,6 +42,7 @@ from .layers import (
     scope_key,
     scoped_identifiers,
 )
+from .lifecycle import supersession
 from .model import (
     AddMemoryInput,
     AddMemoryOutput,
@@ -139,6 +141,42 @@ def _lower_priority() -> None:
     if setpriority is not None:
         with suppress(OSError):
             setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
+
+
+#: What ``get`` returns and history searches reach: current memories and the ones a newer one replaced.
+CURRENT_AND_HISTORY: tuple[str, ...] = ("active", "superseded")
+
+
+def parse_as_of(value: Any, operation: str) -> datetime | None:
+    """``as_of`` of a history query: a datetime or an ISO 8601 string (UTC when no offset is given)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise MemoryError(ErrorCode.INVALID_PARAMS, "as_of must be an ISO 8601 date-time",
+                              operation=operation, details={"field": "as_of"}) from None
+    if not isinstance(value, datetime):
+        raise MemoryError(ErrorCode.INVALID_PARAMS, "as_of must be a date-time", operation=operation,
+                          details={"field": "as_of"})
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def valid_at(entry: MemoryEntry, at: datetime) -> bool:
+    """The memory existed at ``at`` and had not been superseded yet."""
+    valid_to = entry.provenance.valid_to
+    if valid_to is not None and valid_to.tzinfo is None:
+        valid_to = valid_to.replace(tzinfo=UTC)
+    created = entry.created_at if entry.created_at.tzinfo else entry.created_at.replace(tzinfo=UTC)
+    return created <= at and (valid_to is None or valid_to > at)
+
+
+def _statuses(include_superseded: Any, at: datetime | None, operation: str) -> tuple[str, ...]:
+    if not isinstance(include_superseded, bool):
+        raise MemoryError(ErrorCode.INVALID_PARAMS, "include_superseded must be true or false",
+                          operation=operation, details={"field": "include_superseded"})
+    return CURRENT_AND_HISTORY if include_superseded or at is not None else ("active",)
 
 
 def _weight(value: Any, field_name: str, operation: str) -> float:
@@ -449,10 +487,14 @@ class MemoryEngine:
 
     def add_many(self, ctx: TenantContext, items: Sequence[Any], operation: str) -> list[AddMemoryOutput]:
         entries: list[MemoryEntry] = []
+        explicit: dict[str, list[str]] = {}
         content_limit = self.max_content_length
         for i, raw in enumerate(items):
             try:
-                entries.append(self._prepare(ctx, self._coerce_input(raw, operation, i), operation, content_limit))
+                item = self._coerce_input(raw, operation, i)
+                entries.append(self._prepare(ctx, item, operation, content_limit))
+                if item.supersedes:
+                    explicit[entries[-1].id] = [self._check_id(x, operation) for x in item.supersedes]
             except MemoryError as exc:
                 if len(items) > 1:
                     exc.details.setdefault("index", i)
@@ -480,10 +522,53 @@ class MemoryEngine:
         # The new vectors enter the persistent embedding cache in the same transaction as the rows.
         self._store(lambda: self.provider.add(entries, cache_model=self.embeddings.model_id, prepared=prepared),
                     operation)
+        replaced = self._supersede(ctx, entries, explicit, operation)
         return [
-            AddMemoryOutput(memory=entry.model_copy(update={"embedding": None}), embedding_generated=gen)
+            AddMemoryOutput(memory=entry.model_copy(update={"embedding": None}), embedding_generated=gen,
+                            superseded=replaced.get(entry.id, []))
             for entry, gen in zip(entries, generated, strict=True)
         ]
+
+    def _supersede(self, ctx: TenantContext, entries: Sequence[MemoryEntry], explicit: Mapping[str, Sequence[str]],
+                   operation: str) -> dict[str, list[str]]:
+        """Mark the older memories the new ``entries`` replace (explicit ids, and the rule-based
+        detection of ``lifecycle/supersession.py`` when configured); returns new id -> replaced ids."""
+        out: dict[str, list[str]] = {}
+        now = self.now()
+        later = {e.id: i for i, e in enumerate(entries)}
+        for i, entry in enumerate(entries):
+            olds: dict[str, MemoryEntry] = {}
+            for old_id in explicit.get(entry.id, ()):
+                old = self._store(lambda o=old_id: self.provider.get(ctx.tenant_id, o, now), operation)  # type: ignore[misc]
+                if old is None:
+                    raise MemoryError(ErrorCode.MEMORY_NOT_FOUND, f"no memory with id {old_id!r} to supersede",
+                                      operation=operation, details={"id": old_id, "field": "supersedes"})
+                olds[old.id] = old
+            if self.config.detect_supersession and supersession.may_supersede(entry.content) and entry.embedding:
+                query = SearchQuery(tenant_id=ctx.tenant_id, scope=Scope(entry.layer, scope_key(entry.layer,
+                                                                                                entry.identifiers)),
+                                    vector=np.asarray(entry.embedding, dtype=np.float32), text=entry.content,
+                                    limit=supersession.CANDIDATES,
+                                    min_score=(1.0 + supersession.MIN_COSINE_FROM_TO) / 2.0, now=now)
+                page: SearchPage = self._store(lambda q=query: self.provider.search(q), operation)  # type: ignore[misc]
+                candidates = [supersession.Candidate(hit.entry, 2.0 * hit.score - 1.0) for hit in page.hits
+                              if hit.entry.id != entry.id and later.get(hit.entry.id, -1) < i]
+                for old in supersession.superseded(entry.content, candidates):
+                    olds.setdefault(old.id, old)
+            for old in olds.values():
+                if old.id == entry.id or old.status != "active":
+                    continue
+                version = old.version + 1
+                prov = old.provenance.model_copy(update={"superseded_by": entry.id, "valid_to": entry.created_at})
+                updated = old.model_copy(update={
+                    "status": "superseded", "provenance": prov, "version": version,
+                    "updated_at": max(now, old.updated_at), "etag": _etag(old.id, version, old.content_hash,
+                                                                         old.metadata),
+                    "embedding": None,
+                })
+                if self._store(lambda u=updated, c=old: self.provider.update(u, c), operation):  # type: ignore[misc]
+                    out.setdefault(entry.id, []).append(old.id)
+        return out
 
     def _prepare_ahead(self, entries: Sequence[MemoryEntry], operation: str) -> PreparedAdd | None:
         """``provider.prepare_add``; a failure only means the work is done in the transaction instead."""
@@ -496,11 +581,13 @@ class MemoryEngine:
 
     def add(self, ctx: Any, content: Any, layer: Any, identifiers: Any = None, metadata: Any = None, *,
             tier: str | None = None, expires_at: Any = None, importance: float | None = None,
-            provenance: Provenance | Mapping[str, Any] | None = None) -> AddMemoryOutput:
+            provenance: Provenance | Mapping[str, Any] | None = None,
+            supersedes: Sequence[str] | None = None) -> AddMemoryOutput:
         with self.operation("add", ctx) as (tctx, extra):
             item = {
                 "content": content, "layer": layer, "identifiers": identifiers, "metadata": metadata or {},
                 "tier": tier, "expires_at": expires_at, "importance": importance, "provenance": provenance,
+                "supersedes": None if supersedes is None else builtins.list(supersedes),
             }
             out = self.add_many(tctx, [item], "add")[0]
             extra.update(layer=out.memory.layer.value, memory_id=out.memory.id)
@@ -541,7 +628,8 @@ class MemoryEngine:
                threshold: Any = None, filter: Any = None, *, include_embedding: bool = False,
                expand_graph: bool = False,
                hybrid_weight: float | None = None, recency_boost: float | None = None,
-               importance_boost: float | None = None) -> SearchMemoryOutput:
+               importance_boost: float | None = None, include_superseded: bool = False,
+               as_of: Any = None) -> SearchMemoryOutput:
         with self.operation("search", ctx) as (tctx, extra):
             op = "search"
             if not isinstance(query, str) or not query.strip():
@@ -572,6 +660,8 @@ class MemoryEngine:
                                    "importance_boost", op),
                 half_life_days=self.config.recency_half_life_days,
             )
+            at = parse_as_of(as_of, op)
+            statuses = _statuses(include_superseded, at, op)
             vector = self.embeddings.embed_query(query, op)
             now = self.now()
 
@@ -579,10 +669,14 @@ class MemoryEngine:
                 def fetch(n: int) -> SearchPage:
                     q = SearchQuery(
                         tenant_id=tctx.tenant_id, scope=Scope(layer, scope_key(layer, ids)), vector=vector,
-                        text=query, limit=n, min_score=float(threshold), now=now, predicate=predicate,
-                        include_embedding=True, lexical_weight=lexical_weight,
+                        text=query, limit=n if at is None else max(4 * n, 40), min_score=float(threshold), now=now,
+                        predicate=predicate, include_embedding=True, lexical_weight=lexical_weight,
+                        statuses=statuses,
                     )
                     page: SearchPage = self._store(lambda: self.provider.search(q), op)
+                    if at is not None:  # history: the memories that were current at ``at``
+                        valid = [h for h in page.hits if valid_at(h.entry, at)]
+                        page = SearchPage(hits=valid[:n], total=len(valid))
                     return page
                 return boosted_page(fetch, limit, boosts, now) if boosts.active else fetch(limit)
 
@@ -626,7 +720,8 @@ class MemoryEngine:
             mid = self._check_id(memory_id, "get")
             extra["memory_id"] = mid
             entry: MemoryEntry | None = self._store(
-                lambda: self.provider.get(tctx.tenant_id, mid, self.now(), include_embedding=include_embedding), "get"
+                lambda: self.provider.get(tctx.tenant_id, mid, self.now(), include_embedding=include_embedding,
+                                          statuses=CURRENT_AND_HISTORY), "get"
             )
             extra["found"] = entry is not None
             if entry is not None:
@@ -735,7 +830,8 @@ class MemoryEngine:
 
     # ------------------------------------------------------------------------------ list
     def list(self, ctx: Any, layer: Any = None, identifiers: Any = None, cursor: str | None = None,
-             limit: Any = None, filter: Any = None) -> ListMemoriesOutput:
+             limit: Any = None, filter: Any = None, *, include_superseded: bool = False,
+             as_of: Any = None) -> ListMemoriesOutput:
         with self.operation("list", ctx) as (tctx, extra):
             op = "list"
             ids = parse_identifiers(identifiers, op)
@@ -749,9 +845,12 @@ class MemoryEngine:
             fp = fingerprint(tctx.tenant_id, scope.layer.value if scope else None, scope.key if scope else None,
                              flt.model_dump() if flt else None)
             after = decode_cursor(cursor, fp, op) if cursor is not None else None
+            at = parse_as_of(as_of, op)
             query = ListQuery(tenant_id=tctx.tenant_id, now=self.now(), scope=scope, predicate=compile_filter(flt),
-                              after=after, limit=limit)
+                              after=after, limit=limit, statuses=_statuses(include_superseded, at, op))
             page = self._store(lambda: self.provider.list(query), op)
+            if at is not None:  # history: a page keeps the memories current at ``at`` (it may be shorter)
+                page.entries = [e for e in page.entries if valid_at(e, at)]
             next_cursor = None
             if page.has_more and page.entries:
                 last = page.entries[-1]

@@ -112,7 +112,9 @@ class TenantContext(_Model):
         return role in self.roles
 
 
-MemoryStatus = Literal["active", "archived", "deleted"]
+#: ``superseded``: a newer memory of the same scope replaced this one (kept as history; see
+#: ``Provenance.superseded_by`` / ``valid_to``); it leaves default search and list like ``archived``.
+MemoryStatus = Literal["active", "archived", "deleted", "superseded"]
 
 
 class Provenance(_Model):
@@ -128,6 +130,9 @@ class Provenance(_Model):
     created_in_session_id: str | None = None
     conflict_of: str | None = None
     conflict: bool = False
+    #: The newer memory that replaced this one, and when this one stopped being current.
+    superseded_by: str | None = None
+    valid_to: datetime | None = None
 
 
 class MemoryEntry(_Model):
@@ -190,11 +195,15 @@ class AddMemoryInput(_Model):
     expires_at: datetime | None = None
     importance: float | None = None
     provenance: Provenance | None = None
+    #: Ids of older memories of the same tenant that this one replaces (marked ``superseded``).
+    supersedes: list[str] | None = None
 
 
 class AddMemoryOutput(_Model):
     memory: MemoryEntry
     embedding_generated: bool
+    #: Ids of the older memories this one made out of date (now ``status == "superseded"``).
+    superseded: list[str] = Field(default_factory=list)
 
 
 class SearchResult(_Model):

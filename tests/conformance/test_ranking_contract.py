@@ -7,19 +7,9 @@ question's words present in the scope only. Every provider must rank these the s
 
 from __future__ import annotations
 
-import os
-import uuid
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
 from stratamem import Memory, TenantContext
-from stratamem.embeddings import Embedder
-from stratamem.providers import MemoryProvider
-
-from ..conftest import require_service
-from .conftest import PROVIDER_FACTORIES
 
 pytestmark = pytest.mark.model
 
@@ -43,34 +33,6 @@ CASES = [
         "Alice prefers dark mode",
     ),
 ]
-
-
-@pytest.fixture()
-def model_store(provider_name: str, tmp_path: Path, minilm: Embedder) -> Iterator[Memory]:
-    """A store of this provider with the real embedder. The shared PostgreSQL test database is bound
-    to the hashing embedder's vectors, so PostgreSQL gets a database of its own, dropped afterwards."""
-    if provider_name != "postgres":
-        with Memory.open(PROVIDER_FACTORIES[provider_name](tmp_path), embedder=minilm) as mem:
-            yield mem
-        return
-    url = os.environ.get("STRATAMEM_TEST_PG_URL")
-    require_service("PostgreSQL", bool(url), "STRATAMEM_TEST_PG_URL is not set (run `make services`)")
-    assert url is not None
-    import psycopg
-
-    from stratamem.providers.postgres import PostgresProvider
-
-    name = f"stratamem_rank_{uuid.uuid4().hex[:12]}"
-    base, _, _ = url.rpartition("/")
-    with psycopg.connect(url, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        provider: MemoryProvider = PostgresProvider(f"{base}/{name}")
-        with Memory.open(provider, embedder=minilm) as mem:
-            yield mem
-    finally:
-        with psycopg.connect(url, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 @pytest.mark.parametrize("case", range(len(CASES)))

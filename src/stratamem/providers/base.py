@@ -79,6 +79,8 @@ class SearchQuery:
     lexical_weight: float = 0.0
     #: Force an exact scan where the provider would use an approximate (ANN) index.
     exact: bool = False
+    #: Statuses a hit may have: current memories only by default; ``("active", "superseded")`` for history.
+    statuses: tuple[str, ...] = ACTIVE
 
 
 @dataclass

@@ -171,7 +171,7 @@ class InMemoryProvider(MemoryProvider):
         with self._lock:
             rows = [
                 e for e in self._scoped(query.tenant_id, query.scope.layer.value, query.scope.key)
-                if self._live(e, query.now)
+                if self._live(e, query.now, query.statuses)
             ]
             if not rows:
                 return SearchPage(hits=[], total=0)

@@ -461,12 +461,12 @@ class PostgresProvider(MemoryProvider):
         by_id = {r[1]: self._entry(r, with_embedding) for r in rows}
         return [by_id[i] for i in ids if i in by_id]
 
-    _SCOPE_WHERE = ("tenant_id = %s AND layer = %s AND scope = %s AND status = 'active' "
+    _SCOPE_WHERE = ("tenant_id = %s AND layer = %s AND scope = %s AND status = ANY(%s) "
                     "AND (expires_at IS NULL OR expires_at > %s)")
 
     def search(self, query: SearchQuery) -> SearchPage:
         vector = np.asarray(query.vector, dtype=np.float32)
-        scope = [query.tenant_id, query.scope.layer.value, query.scope.key, query.now]
+        scope = [query.tenant_id, query.scope.layer.value, query.scope.key, list(query.statuses), query.now]
         emb = ", embedding" if query.include_embedding else ""
         width = _N_COLS + (1 if query.include_embedding else 0)
         scored, scored_params = self._scored_sql(query, vector, scope)
@@ -547,7 +547,8 @@ class PostgresProvider(MemoryProvider):
                 "ts_rank_cd(content_tsv, q) / (ts_rank_cd(content_tsv, q) + 1) AS score "
                 "FROM memories, websearch_to_tsquery('simple', %s) q "
                 f"WHERE content_tsv @@ q AND {self._SCOPE_WHERE}) s ORDER BY score DESC, id",
-                [query.text, query.tenant_id, query.scope.layer.value, query.scope.key, query.now],
+                [query.text, query.tenant_id, query.scope.layer.value, query.scope.key, list(query.statuses),
+                 query.now],
             ).fetchall()
         hits: builtins.list[ScoredEntry] = []
         total = 0

@@ -173,13 +173,15 @@ class MemoriesMixin(SearchIndexMixin):
         dims = int(self.db.dims or 0)
         dense_sql = f"least(1.0, greatest(0.0, (1 + array_cosine_similarity(embedding, ?::FLOAT[{dims}])) / 2))"
         where = (
-            "tenant_id = ? AND layer = ? AND scope = ? AND status = 'active' AND (expires_at IS NULL OR expires_at > ?)"
+            "tenant_id = ? AND layer = ? AND scope = ? AND list_contains(?::JSON::VARCHAR[], status) "
+            "AND (expires_at IS NULL OR expires_at > ?)"
         )
         params: builtins.list[Any] = [
             _vector_literal(query.vector),
             query.tenant_id,
             query.scope.layer.value,
             query.scope.key,
+            _text_list(query.statuses),
             to_naive_utc(query.now),
         ]
         terms = query_terms(query.text) if query.lexical_weight > 0 else []
@@ -201,7 +203,7 @@ class MemoriesMixin(SearchIndexMixin):
 
     def search(self, query: SearchQuery) -> SearchPage:
         index = self.search_index
-        if index is not None:
+        if index is not None and query.statuses == ACTIVE:  # the index mirrors current memories only
             tenant_id, layer, scope = query.tenant_id, query.scope.layer.value, query.scope.key
             return index.search((tenant_id, layer, scope), lambda: self._load_partition(tenant_id, layer, scope), query)
         return self._search_sql(query)

@@ -1,0 +1,111 @@
+"""Which older memories a new memory makes out of date (rule-based, offline).
+
+A memory that states a change ("moved to Berlin", "switched from VS Code to Neovim", "not vegetarian
+anymore", "now reports to Bob") supersedes the older memory of the same scope about the same
+attribute. The older memory is kept as history (``status == "superseded"``, ``provenance.valid_to``
+and ``provenance.superseded_by``) and leaves default search and list; see ``engine.supersede``.
+
+Two rules, both on candidates the embedder found similar in the same scope:
+
+* **from … to …**: the new memory names what it replaces ("from Jenkins to GitHub Actions", "took
+  over as lead from Sara"); every informative word of the replaced phrase occurs in the candidate.
+* **change of an attribute**: the new memory carries a change marker (now, no longer, anymore,
+  moved, switched, started a new …) and shares an attribute class (residence, employment, manager,
+  diet, plan, relationship, role) with the candidate; of the candidates of one class only the most
+  similar one is superseded (a new fact replaces one old fact per attribute).
+
+The rules are deliberately narrow: a missed change leaves both facts current (the newer one still
+ranks by relevance), while a wrong supersession would hide a true fact from default search.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..model import MemoryEntry
+from ..retrieval.lexical import tokenize
+
+#: Cosine similarity a candidate needs for each rule (the embedder must agree that the two
+#: memories are about the same thing).
+MIN_COSINE_FROM_TO = 0.25
+MIN_COSINE_ATTRIBUTE = 0.35
+#: The most similar memories of the scope that are checked.
+CANDIDATES = 8
+
+_CHANGE = re.compile(
+    r"\b(now|no longer|any ?more|switched|switching|moved|moving|relocated|relocating|changed|took over|"
+    r"upgraded|downgraded|started a new|new job|left|quit|became|instead|replaced|stopped|"
+    r"is no|are no|not any)\b",
+    re.IGNORECASE,
+)
+_FROM = re.compile(r"\bfrom\s+(?P<old>[^,.;]+?)(?=\s+to\b|[,.;]|$)", re.IGNORECASE)
+
+_CLASSES: dict[str, tuple[str, ...]] = {
+    "residence": ("live", "lives", "living", "moved", "relocated", "based", "resides", "reside", "home",
+                  "address", "apartment", "flat"),
+    "employment": ("work", "works", "working", "job", "employer", "employed", "career", "profession",
+                   "engineer", "analyst", "designer", "developer", "hired", "joined", "consultant"),
+    "manager": ("manager", "reports", "boss", "supervisor", "led", "lead", "leads"),
+    "diet": ("vegetarian", "vegan", "pescatarian", "eat", "eats", "eating", "diet", "meat", "fish"),
+    "plan": ("plan", "subscription", "tier", "upgraded", "downgraded"),
+    "relationship": ("married", "partner", "girlfriend", "boyfriend", "husband", "wife", "divorced",
+                     "engaged", "dating"),
+    "role": ("admin", "administrator", "owner", "contact", "maintainer", "lead"),
+}
+_CLASS_STEMS: dict[str, frozenset[str]] = {name: frozenset(tokenize(" ".join(words)))
+                                           for name, words in _CLASSES.items()}
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """An active memory of the new memory's scope and its cosine similarity to it."""
+
+    entry: MemoryEntry
+    cosine: float
+
+
+def has_change_marker(content: str) -> bool:
+    return _CHANGE.search(content) is not None
+
+
+def may_supersede(content: str) -> bool:
+    """Cheap pre-check: only a memory stating a change or naming what it replaces is compared."""
+    return has_change_marker(content) or _FROM.search(content) is not None
+
+
+def _classes(stems: set[str]) -> set[str]:
+    return {name for name, words in _CLASS_STEMS.items() if stems & words}
+
+
+def replaced_phrases(content: str) -> list[set[str]]:
+    """The informative words of each "from X" phrase of ``content``."""
+    return [words for m in _FROM.finditer(content) if (words := set(tokenize(m.group("old"))))]
+
+
+def superseded(content: str, candidates: Sequence[Candidate]) -> list[MemoryEntry]:
+    """The candidates that the memory ``content`` makes out of date (see module doc)."""
+    phrases = replaced_phrases(content)
+    marker = has_change_marker(content)
+    if not phrases and not marker:
+        return []
+    out: dict[str, MemoryEntry] = {}
+    for cand in candidates:
+        if cand.cosine < MIN_COSINE_FROM_TO:
+            continue
+        stems = set(tokenize(cand.entry.content))
+        if any(words <= stems for words in phrases):
+            out[cand.entry.id] = cand.entry
+    if marker:
+        new_classes = _classes(set(tokenize(content)))
+        best: dict[str, Candidate] = {}
+        for cand in candidates:
+            if cand.cosine < MIN_COSINE_ATTRIBUTE:
+                continue
+            for name in new_classes & _classes(set(tokenize(cand.entry.content))):
+                if name not in best or cand.cosine > best[name].cosine:
+                    best[name] = cand
+        for cand in best.values():
+            out.setdefault(cand.entry.id, cand.entry)
+    return list(out.values())

@@ -1,0 +1,141 @@
+"""Current facts win, history is kept: superseded memories on every provider.
+
+A memory that replaces an older one (explicitly with ``supersedes=[id]``, or detected from its words:
+"moved to Berlin", "switched from X to Y") marks the older one ``superseded`` with
+``provenance.superseded_by`` / ``valid_to``. Default search and list return current memories only;
+``include_superseded=True`` and ``as_of=<time>`` return history; ``get`` still reads a superseded id.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from stratamem import Memory, MemoryError, TenantContext
+
+U = {"user_id": "dana"}
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.at = datetime(2026, 1, 1, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        return self.at
+
+
+def contents(res: object) -> list[str]:
+    return [r.memory.content for r in res.results]  # type: ignore[attr-defined]
+
+
+def test_explicit_supersedes_marks_history(open_store: Callable[..., Memory], tenant: TenantContext) -> None:
+    clock = Clock()
+    mem = open_store(clock=clock)
+    old = mem.add(tenant, content="Dana lives in Hamburg", layer="user", identifiers=U).memory
+    clock.at += timedelta(days=30)
+    new = mem.add(tenant, content="Dana lives in Berlin", layer="user", identifiers=U, supersedes=[old.id])
+    assert new.superseded == [old.id]
+
+    current = mem.search(tenant, "Dana lives in Hamburg", identifiers=U, threshold=0.0)
+    assert contents(current) == ["Dana lives in Berlin"]
+    history = mem.search(tenant, "Dana lives in Hamburg", identifiers=U, threshold=0.0, include_superseded=True)
+    assert set(contents(history)) == {"Dana lives in Hamburg", "Dana lives in Berlin"}
+
+    got = mem.get(tenant, old.id)
+    assert got is not None and got.status == "superseded"
+    assert got.provenance.superseded_by == new.memory.id
+    assert got.provenance.valid_to == new.memory.created_at
+
+    assert [m.content for m in mem.list(tenant, layer="user", identifiers=U).memories] == ["Dana lives in Berlin"]
+    listed = mem.list(tenant, layer="user", identifiers=U, include_superseded=True).memories
+    assert {m.content for m in listed} == {"Dana lives in Hamburg", "Dana lives in Berlin"}
+
+
+def test_as_of_returns_what_was_current_then(open_store: Callable[..., Memory], tenant: TenantContext) -> None:
+    clock = Clock()
+    mem = open_store(clock=clock)
+    t0 = clock.at
+    old = mem.add(tenant, content="Dana lives in Hamburg", layer="user", identifiers=U).memory
+    clock.at = t0 + timedelta(days=30)
+    mem.add(tenant, content="Dana lives in Berlin", layer="user", identifiers=U, supersedes=[old.id])
+    clock.at = t0 + timedelta(days=60)
+    q = "where does Dana live"
+    assert contents(mem.search(tenant, q, identifiers=U, threshold=0.0, as_of=t0 + timedelta(days=10))) == [
+        "Dana lives in Hamburg"]
+    assert contents(mem.search(tenant, q, identifiers=U, threshold=0.0,
+                               as_of=(t0 + timedelta(days=40)).isoformat())) == ["Dana lives in Berlin"]
+    assert contents(mem.search(tenant, q, identifiers=U, threshold=0.0, as_of=t0 - timedelta(days=1))) == []
+    listed = mem.list(tenant, layer="user", identifiers=U, as_of=t0 + timedelta(days=10)).memories
+    assert [m.content for m in listed] == ["Dana lives in Hamburg"]
+
+
+def test_bad_history_parameters_are_invalid_params(open_store: Callable[..., Memory], tenant: TenantContext) -> None:
+    mem = open_store()
+    with pytest.raises(MemoryError) as err:
+        mem.search(tenant, "x", identifiers=U, as_of="last tuesday")
+    assert err.value.code == "INVALID_PARAMS" and err.value.details["field"] == "as_of"
+    with pytest.raises(MemoryError) as err:
+        mem.add(tenant, content="x", layer="user", identifiers=U, supersedes=["no-such-id"])
+    assert err.value.code == "MEMORY_NOT_FOUND"
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(plan=st.lists(st.tuples(st.sampled_from(["city", "diet", "job", "pet", "car"]),
+                               st.integers(min_value=0, max_value=9999)), min_size=1, max_size=12))
+def test_a_superseded_memory_is_never_returned_by_default(open_store: Callable[..., Memory],
+                                                          plan: list[tuple[str, int]]) -> None:
+    """Random histories: each write of an attribute replaces that attribute's previous memory."""
+    mem = open_store(config=None)
+    ctx = TenantContext(tenant_id=f"prop-{uuid.uuid4().hex[:10]}", principal="u1")
+    latest: dict[str, str] = {}
+    written: dict[str, str] = {}  # id -> content
+    for attribute, value in plan:
+        previous = [latest[attribute]] if attribute in latest else None
+        content = f"Dana's {attribute} is number {value} ({len(written)})"
+        out = mem.add(ctx, content=content, layer="user", identifiers=U, supersedes=previous)
+        latest[attribute] = out.memory.id
+        written[out.memory.id] = content
+    current = set(latest.values())
+    for memory_id, content in written.items():
+        res = mem.search(ctx, content, identifiers=U, threshold=0.0, limit=100)
+        assert {r.memory.id for r in res.results} <= current
+        history = mem.search(ctx, content, identifiers=U, threshold=0.0, limit=100, include_superseded=True)
+        assert history.results[0].memory.id == memory_id
+    assert {m.id for m in mem.list(ctx, layer="user", identifiers=U, limit=100).memories} == current
+    everything = mem.list(ctx, layer="user", identifiers=U, limit=100, include_superseded=True).memories
+    assert {m.id for m in everything} == set(written)
+
+
+@pytest.mark.model
+@pytest.mark.parametrize(("old", "new"), [
+    ("Dana lives in Hamburg", "Dana moved to Berlin last month"),
+    ("Dana is a vegetarian", "Dana is not vegetarian anymore, she eats fish now"),
+    ("CI runs on Jenkins", "We moved CI from Jenkins to GitHub Actions"),
+    ("Marco's manager is Giulia Rossi", "Marco now reports to Bob Chen after the reorg"),
+    ("Marco uses VS Code as his editor", "Marco switched from VS Code to Neovim"),
+])
+def test_a_stated_change_supersedes_the_old_fact(model_store: Memory, tenant: TenantContext, old: str,
+                                                 new: str) -> None:
+    mem = model_store
+    kept = mem.add(tenant, content="Dana's birthday is on 14 March", layer="user", identifiers=U).memory
+    first = mem.add(tenant, content=old, layer="user", identifiers=U).memory
+    out = mem.add(tenant, content=new, layer="user", identifiers=U)
+    assert out.superseded == [first.id]
+    ids = {m.id for m in mem.list(tenant, layer="user", identifiers=U).memories}
+    assert ids == {kept.id, out.memory.id}
+
+
+@pytest.mark.model
+def test_unrelated_facts_are_not_superseded(model_store: Memory, tenant: TenantContext) -> None:
+    mem = model_store
+    for content in ["Dana is planning a trip to Lisbon in October", "Dana works as a product designer at Figma",
+                    "Dana is allergic to peanuts"]:
+        mem.add(tenant, content=content, layer="user", identifiers=U)
+    out = mem.add(tenant, content="Dana sold her car and now uses a bike to commute", layer="user", identifiers=U)
+    assert out.superseded == []
+    assert mem.list(tenant, layer="user", identifiers=U).total_count == 4
