@@ -84,58 +84,64 @@ def ingest(mem: Memory, clock: Clock, scenario: Scenario) -> dict[str, str]:
     return ids
 
 
-def evaluate(mem: Memory, scenario: Scenario, tally: Tally, dump: bool, **search: Any) -> None:
+def evaluate(mem: Memory, scenario: Scenario, tallies: dict[float, Tally], dump: bool, **search: Any) -> None:
+    """Ask every question once (threshold 0) and score it at each threshold of ``tallies``: a result
+    set at threshold t is the threshold-0 ranking cut at score t."""
     ctx = TenantContext(tenant_id=f"facts-{scenario.name}", principal="bench")
     older = {m.key: m.supersedes for m in scenario.memories if m.supersedes}
     for question in scenario.questions:
-        res = mem.search(ctx, question.text, identifiers=scenario.identifiers, limit=10, **search)
-        ranked = [str(r.memory.metadata.get("key")) for r in res.results]
-        scored = mem.search(ctx, question.text, identifiers=scenario.identifiers, limit=1, threshold=0.0,
-                            **{k: v for k, v in search.items() if k != "threshold"})
-        top = scored.results[0].score if scored.results else 0.0
+        res = mem.search(ctx, question.text, identifiers=scenario.identifiers, limit=10, threshold=0.0, **search)
+        scored = [(str(r.memory.metadata.get("key")), r.score) for r in res.results]
+        top = scored[0][1] if scored else 0.0
         if dump:
-            shown = ", ".join(f"{r.memory.metadata.get('key')} {r.score:.3f}" for r in res.results[:3])
+            shown = ", ".join(f"{key} {score:.3f}" for key, score in scored[:3])
             print(f"  [{scenario.name}] {question.text!r} -> {list(question.answers)}: {shown}")
-        if not question.answers:
-            tally.unans_fp.append(1.0 if ranked else 0.0)
-            tally.top_unans.append(top)
-            continue
-        tally.top_ans.append(top)
-        answers = set(question.answers)
-        tally.p1.append(1.0 if ranked and ranked[0] in answers else 0.0)
-        first = next((i for i, key in enumerate(ranked) if key in answers), None)
-        tally.rr.append(0.0 if first is None else 1.0 / (first + 1))
-        tally.miss.append(0.0 if ranked else 1.0)
-        if len(answers) > 1:
-            tally.pair.append(1.0 if answers <= set(ranked[:3]) else 0.0)
-        for key in question.answers:
-            old = older.get(key)
-            if old is None:
+        for threshold, tally in tallies.items():
+            ranked = [key for key, score in scored if score >= threshold]
+            if not question.answers:
+                tally.unans_fp.append(1.0 if ranked else 0.0)
+                tally.top_unans.append(top)
                 continue
-            pos_new = ranked.index(key) if key in ranked else None
-            pos_old = ranked.index(old) if old in ranked else None
-            stale = pos_old is not None and (pos_new is None or pos_old < pos_new)
-            tally.stale.append(1.0 if stale else 0.0)
+            tally.top_ans.append(top)
+            answers = set(question.answers)
+            tally.p1.append(1.0 if ranked and ranked[0] in answers else 0.0)
+            first = next((i for i, key in enumerate(ranked) if key in answers), None)
+            tally.rr.append(0.0 if first is None else 1.0 / (first + 1))
+            tally.miss.append(0.0 if ranked else 1.0)
+            if len(answers) > 1:
+                tally.pair.append(1.0 if answers <= set(ranked[:3]) else 0.0)
+            for key in question.answers:
+                old = older.get(key)
+                if old is None:
+                    continue
+                pos_new = ranked.index(key) if key in ranked else None
+                pos_old = ranked.index(old) if old in ranked else None
+                stale = pos_old is not None and (pos_new is None or pos_old < pos_new)
+                tally.stale.append(1.0 if stale else 0.0)
 
 
-def run(embedder: str, splits: list[str], dump: bool, config: MemoryConfig | None = None,
-        **search: Any) -> dict[str, dict[str, float]]:
-    tallies = {split: Tally() for split in splits}
+def run(embedder: str | None, splits: list[str], dump: bool, thresholds: list[float],
+        **search: Any) -> dict[float, dict[str, dict[str, float]]]:
+    """Metrics per threshold, per split (and ``all``)."""
+    tallies = {t: {split: Tally() for split in splits} for t in thresholds}
     with tempfile.TemporaryDirectory(prefix="stratamem-facts-") as tmp:
         clock = Clock()
-        with Memory.open(Path(tmp) / "facts.duckdb", embedder=embedder, config=config, clock=clock) as mem:
+        with Memory.open(Path(tmp) / "facts.duckdb", embedder=embedder, clock=clock) as mem:
             for scenario in SCENARIOS:
-                if scenario.split not in tallies:
+                if scenario.split not in splits:
                     continue
                 ingest(mem, clock, scenario)
-                evaluate(mem, scenario, tallies[scenario.split], dump, **search)
-    everything = Tally()
-    for t in tallies.values():
-        for name in vars(everything):
-            getattr(everything, name).extend(getattr(t, name))
-    rows = {split: t.summary() for split, t in tallies.items()}
-    rows["all"] = everything.summary()
-    return rows
+                evaluate(mem, scenario, {t: by_split[scenario.split] for t, by_split in tallies.items()}, dump,
+                         **search)
+    out: dict[float, dict[str, dict[str, float]]] = {}
+    for t, by_split in tallies.items():
+        everything = Tally()
+        for tally in by_split.values():
+            for name in vars(everything):
+                getattr(everything, name).extend(getattr(tally, name))
+        out[t] = {split: tally.summary() for split, tally in by_split.items()}
+        out[t]["all"] = everything.summary()
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -144,22 +150,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--split", nargs="+", default=["dev", "holdout"])
     parser.add_argument("--dump", action="store_true")
     parser.add_argument("--hybrid-weight", type=float, default=None)
-    parser.add_argument("--threshold", type=float, default=None)
+    parser.add_argument("--threshold", type=float, default=None,
+                        help="the threshold of the main table (default: MemoryConfig.default_threshold)")
+    parser.add_argument("--sweep", type=float, nargs="*", default=[],
+                        help="more thresholds to report (e.g. --sweep 0.7 0.75 0.8)")
     parser.add_argument("--out", type=Path, default=RESULTS / "fact_ranking.json")
     args = parser.parse_args(argv)
     search: dict[str, Any] = {}
     if args.hybrid_weight is not None:
         search["hybrid_weight"] = args.hybrid_weight
-    if args.threshold is not None:
-        search["threshold"] = args.threshold
-    rows = run(args.embedder, args.split, args.dump, **search)
+    default = MemoryConfig().default_threshold if args.threshold is None else args.threshold
+    thresholds = list(dict.fromkeys([default, *args.sweep]))
+    results = run(args.embedder, args.split, args.dump, thresholds, **search)
     cols = ["p@1", "MRR", "pair@3", "stale>cur", "miss", "unans FP", "top1 ans", "top1 unans"]
-    print(f"{'split':<8} {'n':>4} " + " ".join(f"{c:>10}" for c in cols))
-    for split, row in rows.items():
-        print(f"{split:<8} {int(row['questions']):>4} " + " ".join(f"{row[c]:>10.3f}" for c in cols))
+    print(f"{'threshold':<10}{'split':<8} {'n':>4} " + " ".join(f"{c:>10}" for c in cols))
+    for t, rows in results.items():
+        for split, row in rows.items():
+            print(f"{t:<10.3f}{split:<8} {int(row['questions']):>4} " + " ".join(f"{row[c]:>10.3f}" for c in cols))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"benchmark": "fact_ranking", "embedder": args.embedder, "search": search,
-                                    "machine": platform.platform(), "results": rows}, indent=2))
+                                    "default_threshold": default, "machine": platform.platform(),
+                                    "results": {f"{t:g}": rows for t, rows in results.items()}}, indent=2))
     print(f"wrote {args.out.relative_to(ROOT) if args.out.is_relative_to(ROOT) else args.out}")
     return 0
 

@@ -186,3 +186,24 @@ def test_rule_engine_decisions(text: str, action: str) -> None:
 def test_rule_engine_formats_third_person(text: str, formatted: str, category: str) -> None:
     out = RuleBasedLLM().format(text)
     assert (out.content, out.category) == (formatted, category)
+
+
+def test_an_llm_update_decision_supersedes_the_memory_it_names(chat: ChatServer, open_mem: Callable[..., Memory],
+                                                               acme: TenantContext) -> None:
+    """The LLM's ``update`` with ``existing_memory_id`` replaces that memory; the old one stays as history."""
+    mem = open_mem()
+    u = {"user_id": "u1"}
+    old = mem.add(acme, "User lives in Hamburg", "user", u).memory
+
+    def respond(body: dict[str, Any]) -> tuple[int, Any]:
+        if "Judge whether" in body["messages"][0]["content"]:
+            return 200, {"action": "update", "reason": "moved", "existing_memory_id": old.id}
+        return 200, {"content": "User lives in Berlin", "category": "fact"}
+
+    chat.respond = respond
+    mem.hygiene.configure(llm=OpenAIChatLLM(chat.url, "m"))
+    res = mem.process(acme, "I live in Berlin now", identifiers=u)
+    assert res.action == "created" and res.superseded == [old.id]
+    assert [m.content for m in mem.list(acme, "user", u).memories] == ["User lives in Berlin"]
+    history = mem.get(acme, old.id)
+    assert history is not None and history.status == "superseded" and history.provenance.superseded_by == res.memory_id

@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import ErrorCode, MemoryError
 from ..layers import get_accessible_layers, parse_identifiers, parse_layer, require_identifiers, scope_key
-from ..llm.base import Category, DecisionContext, LLMClient
+from ..llm.base import Category, DecisionContext, LLMClient, WriteDecision
 from ..llm.rules import RuleBasedLLM, strip_forget, to_third_person
 from ..model import Layer, LayerIdentifiers, TenantContext
 from ..providers.base import Scope, ScoredEntry, SearchQuery
@@ -89,6 +89,8 @@ class ProcessResult(BaseModel):
     category: Category | None = None
     source: Literal["inferred", "explicit"] | None = None
     memory_ids: list[str] = Field(default_factory=list)
+    #: Ids of older memories the created one replaced (kept as history, ``status == "superseded"``).
+    superseded: list[str] = Field(default_factory=list)
 
 
 class WriteGate:
@@ -119,17 +121,25 @@ class WriteGate:
     def find_duplicates(self, tctx: TenantContext, layer: Layer, ids: LayerIdentifiers,
                         content: str) -> list[ScoredEntry]:
         """Seed 003 §4.3: semantic candidates (score ≥ threshold) that also share key terms."""
+        return [h for h, _ in self._matches(tctx, layer, ids, content)]
+
+    def _matches(self, tctx: TenantContext, layer: Layer, ids: LayerIdentifiers,
+                 content: str) -> list[tuple[ScoredEntry, Literal["same", "changed"]]]:
+        """Stored memories about the same fact: ``same`` (the same statement in other words: the new
+        wording updates it) or ``changed`` (the same single-valued attribute with another value: the
+        new memory supersedes it, and the old one is kept as history)."""
         cfg = self.hygiene.config
         terms = key_terms(content)
         slot = fact_slot(content)
         floor = min(cfg.duplicate_threshold, cfg.same_terms_threshold, cfg.slot_threshold)
-        out: list[ScoredEntry] = []
+        out: list[tuple[ScoredEntry, Literal["same", "changed"]]] = []
         for h in self._search(tctx, layer, ids, content, 10, floor):
             overlap = jaccard(terms, key_terms(h.entry.content))
             if ((h.score >= cfg.duplicate_threshold and (overlap >= cfg.term_overlap or h.score >= cfg.near_identical))
-                    or (h.score >= cfg.same_terms_threshold and overlap >= 0.999 and len(terms) >= 2)
-                    or (slot is not None and h.score >= cfg.slot_threshold and fact_slot(h.entry.content) == slot)):
-                out.append(h)
+                    or (h.score >= cfg.same_terms_threshold and overlap >= 0.999 and len(terms) >= 2)):
+                out.append((h, "same"))
+            elif slot is not None and h.score >= cfg.slot_threshold and fact_slot(h.entry.content) == slot:
+                out.append((h, "changed"))
         return out
 
     # ------------------------------------------------------------------ process
@@ -182,9 +192,19 @@ class WriteGate:
             return self._ignore(tctx, "formatted memory failed validation", layer)
         source: Literal["inferred", "explicit"] = "explicit" if intent == "remember" else "inferred"
         reason = decision.reason or ("explicitly requested" if intent == "remember" else "")
-        duplicates = self.find_duplicates(tctx, layer, ids, content)
+        metadata = {"category": formatted.category, "source": {"type": source, "reference": "process"}}
+        replaced = self._replaced_by_llm(tctx, decision)
+        duplicates = [] if replaced else self._matches(tctx, layer, ids, content)
+        if duplicates and duplicates[0][1] == "changed":
+            replaced = [duplicates[0][0].entry.id]
+        if replaced:  # a changed fact: the new memory supersedes the old one, which stays as history
+            added = self.engine.add(tctx, content, layer.value, ids.model_dump(exclude_none=True), metadata,
+                                    supersedes=replaced)
+            return ProcessResult(action="created", memory_id=added.memory.id,
+                                 reason="replaces an older memory about the same fact", content=added.memory.content,
+                                 category=formatted.category, source=source, superseded=added.superseded)
         if duplicates:
-            existing = duplicates[0].entry
+            existing = duplicates[0][0].entry
             old_src = existing.metadata.get("source")
             if source == "inferred" and isinstance(old_src, dict) and old_src.get("type") == "explicit":
                 source = "explicit"
@@ -192,14 +212,20 @@ class WriteGate:
                                      metadata={"category": formatted.category,
                                                "source": {"type": source, "reference": "process"}})
             self.hygiene.events.record(tctx.tenant_id, "dedupe", memory_id=existing.id, layer=layer.value,
-                                       principal=tctx.principal, details={"score": round(duplicates[0].score, 4)})
+                                       principal=tctx.principal, details={"score": round(duplicates[0][0].score, 4)})
             return ProcessResult(action="updated", memory_id=out.memory.id, reason="updated an existing memory "
                                  "about the same fact", content=out.memory.content, category=formatted.category,
                                  source=source)
-        added = self.engine.add(tctx, content, layer.value, ids.model_dump(exclude_none=True),
-                                {"category": formatted.category, "source": {"type": source, "reference": "process"}})
+        added = self.engine.add(tctx, content, layer.value, ids.model_dump(exclude_none=True), metadata)
         return ProcessResult(action="created", memory_id=added.memory.id, reason=reason, content=added.memory.content,
-                             category=formatted.category, source=source)
+                             category=formatted.category, source=source, superseded=added.superseded)
+
+    def _replaced_by_llm(self, tctx: TenantContext, decision: WriteDecision) -> list[str]:
+        """The memory an LLM's ``update`` decision names, when it exists in this tenant (else none)."""
+        if decision.action != "update" or not decision.existing_memory_id:
+            return []
+        existing = self.engine.provider.get(tctx.tenant_id, decision.existing_memory_id, self.engine.now())
+        return [existing.id] if existing is not None else []
 
     def _forget(self, tctx: TenantContext, clean: str, layer: Layer, ids: LayerIdentifiers) -> ProcessResult:
         cfg = self.hygiene.config

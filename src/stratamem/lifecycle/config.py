@@ -64,6 +64,9 @@ class SessionCleanupConfig(_Cfg):
     retention_period: OptDuration = timedelta(days=7)
     promote_important: bool = True
     promotion_threshold: float = Field(0.8, ge=0.0, le=1.0)
+    #: Also promote a session memory that states something durable (a preference, instruction, fact,
+    #: relationship or dated plan: ``llm.rules.worth_keeping``) even when it was never accessed.
+    promote_durable: bool = True
     #: Layer that receives promotions when close_session gets no project_id (seed 000: user).
     default_target: Layer = Layer.USER
     #: Project that receives promotions when close_session gets none (seed 000: project layer).

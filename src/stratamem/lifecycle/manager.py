@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field
 
 from ..errors import ErrorCode, MemoryError
 from ..layers import parse_identifiers, scope_key
+from ..llm.rules import worth_keeping
 from ..model import Layer, LayerIdentifiers, ListMemoriesOutput, MemoryEntry, TenantContext
 from ..providers.base import ListQuery, Scope
 from . import metrics
@@ -166,7 +167,8 @@ class Lifecycle:
             done = self._already_promoted(tctx, target, target_ids, [e.id for e in entries], now)
             for entry in entries:
                 imp = importance_at(self._config.importance, entry, now)
-                if not cfg.promote_important or imp < cfg.promotion_threshold or entry.id in done:
+                important = imp >= cfg.promotion_threshold or (cfg.promote_durable and worth_keeping(entry.content))
+                if not cfg.promote_important or not important or entry.id in done:
                     continue
                 reason = sensitivity(entry.metadata)
                 if reason is not None:

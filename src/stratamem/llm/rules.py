@@ -98,6 +98,31 @@ _CONTEXT = re.compile(
     r"service|library|product|startup|game|website|tool)\b|\bi (?:work|am working) on (?:a |an |the |our )?"
     r"(?:project|app|service|library|product|team)\b", _I)
 
+#: Standing instructions about the assistant's answers ("Please keep your answers short, bullet points").
+_STYLE = re.compile(
+    r"^(?:please\s+)?(?:keep|make) (?:your |the |all |my )?(?:answers?|responses?|replies|explanations?|"
+    r"summaries|messages|it|them|things)\b"
+    r"|\b(?:answers?|responses?|replies|explanations?)\b.*\b(?:short|brief|concise|bullet|formal|informal|"
+    r"detailed|casual|in (?:english|german|french|spanish|portuguese|markdown))\b"
+    r"|^(?:please\s+)?(?:use|answer (?:in|with)|reply (?:in|with)|respond (?:in|with)|write in|format (?:as|with|in)) "
+    r"(?:bullet points|bullets|markdown|plain text|british english|american english|metric units|imperial units|"
+    r"the metric system)\b", _I)
+#: People and pets of the user: facts about them are kept ("My daughter Emma starts school in September").
+_RELATION = re.compile(
+    r"\bmy (?:wife|husband|partner|spouse|son|daughter|sons|daughters|kids?|children|child|baby|mother|mom|mum|"
+    r"father|dad|brother|sister|siblings?|parents?|grandma|grandmother|grandpa|grandfather|aunt|uncle|cousin|"
+    r"niece|nephew|boss|manager|colleague|coworker|co-worker|team ?lead|mentor|friend|best friend|roommate|"
+    r"neighbou?r|dog|cat|pet|puppy|kitten|girlfriend|boyfriend|fianc[ée]e?)\b", _I)
+#: A plan or event with a date ("in September", "on 14 March", "next month"): kept, unlike "today".
+_DATED = re.compile(
+    r"\b(?:in|on|by|from|until|since|before|after|next|this coming|every) (?:the )?(?:\d{1,2}(?:st|nd|rd|th)? )?"
+    r"(?:january|february|march|april|may|june|july|august|september|october|november|december|monday|tuesday|"
+    r"wednesday|thursday|friday|saturday|sunday|spring|summer|autumn|fall|winter|year|month|\d{4})\b", _I)
+#: A change of a stored fact ("not vegetarian anymore", "switched to", "no longer"): kept, and the
+#: store marks the older fact superseded.
+_CHANGE = re.compile(r"\b(?:any ?more|no longer|switched (?:to|from)|moved to|not \w+ any ?more|now (?:live|work|"
+                     r"use|eat|prefer|drive|own|have)s?)\b", _I)
+
 _REPORTED = re.compile(
     r"^(?:the )?user (?:said|says|told me|tells me|mentioned|mentions|stated|noted|explained|shared)"
     r"(?: that)?(?: (?:they|he|she)(?P<be>'re| are| is|'s)?)? ", _I)
@@ -178,6 +203,8 @@ def to_third_person(text: str) -> str:
     # the rest of the sentence
     s = re.sub(r"\bI'm\b", "the user is", s)
     s = re.sub(r"\bI've\b", "the user has", s)
+    s = re.sub(r"\bI\s+((?:(?:" + "|".join(_ADVERBS) + r")\s+)*)([a-z][\w'-]*)",
+               lambda m: f"the user {m.group(1)}{_third_person(m.group(2))}", s)
     s = re.sub(r"\bI\b", "the user", s)
     s = re.sub(r"\bmy\b", "the user's", s, flags=_I)
     s = re.sub(r"\bmine\b", "theirs", s, flags=_I)
@@ -190,10 +217,35 @@ def to_third_person(text: str) -> str:
     return s[:1].upper() + s[1:] if s else s
 
 
+#: A statement about someone or something: a subject, then a verb ("Dana is planning a trip to Lisbon").
+_STATEMENT = re.compile(
+    r"^(?:[\w'\u2019-]+ ){1,4}(?:is|are|was|were|has|have|had|will|lives|works|prefers|likes|loves|hates|uses|"
+    r"owns|drives|plans|is planning|starts|started|moved|switched|wants|needs|speaks|studies|runs|leads|manages|"
+    r"reports|eats|drinks|goes|visits|joined|left|became|celebrates|teaches|writes|builds|chose|decided)\b", _I)
+
+
+def worth_keeping(text: str) -> bool:
+    """Whether a stored memory states something durable, in the write gate's terms: a preference,
+    instruction, fact, relationship or dated plan, not small talk, a question, a guess, a feeling or a
+    transient state. Works on first-person text and on stored third-person facts alike."""
+    low = clean(text).lower().replace("\u2019", "'")
+    if not low or _SMALL_TALK.match(low) or low.endswith("?") or _QUESTION_START.match(low):
+        return False
+    if _GUESS.search(low) or _EMOTION.search(low):
+        return False
+    if _TRANSIENT.search(low) and not _INSTRUCTION.search(low):
+        return False
+    if RuleBasedLLM().decide(text, DecisionContext(recent_messages=[], user_intent="none")).action == "store":
+        return True
+    return bool(_STATEMENT.match(low)) or bool(_RELATION.search(low)) or bool(_DATED.search(low) and
+                                                                             _STATEMENT.match(low))
+
+
 def categorize(text: str) -> Category:
     """preference | fact | context | instruction, by keyword (seed 003 ``categorizeMemory``)."""
     low = text.lower().replace("\u2019", "'")
-    if _INSTRUCTION.search(low) or re.search(r"\buser wants (?:the assistant|to be called|answers|responses)\b", low):
+    if (_INSTRUCTION.search(low) or _STYLE.search(low)
+            or re.search(r"\buser wants (?:the assistant|to be called|answers|responses)\b", low)):
         return "instruction"
     if _PREFERENCE.search(low) or re.search(
             r"\buser (?:\w+ )?(?:prefers|likes|loves|enjoys|hates|dislikes|adores|avoids|uses|drinks|eats)\b|"
@@ -219,6 +271,8 @@ class RuleBasedLLM:
             return WriteDecision(action="ignore", reason="empty after cleaning")
         if _SMALL_TALK.match(low):
             return WriteDecision(action="ignore", reason="small talk")
+        if _STYLE.search(low) and not low.endswith("?"):
+            return WriteDecision(action="store", reason="standing instruction")
         if low.endswith("?") or _QUESTION_START.match(low):
             return WriteDecision(action="ignore", reason="one-off question or request")
         if _GUESS.search(low):
@@ -228,16 +282,22 @@ class RuleBasedLLM:
         stable_instruction = _INSTRUCTION.search(low)
         if _TRANSIENT.search(low) and not stable_instruction:
             return WriteDecision(action="ignore", reason="transient state or goal")
-        if _GOAL.match(low) and not stable_instruction:
+        if _GOAL.match(low) and not stable_instruction and not _DATED.search(low):
             return WriteDecision(action="ignore", reason="transient goal")
         if stable_instruction:
             return WriteDecision(action="store", reason="standing instruction")
+        if _CHANGE.search(low):
+            return WriteDecision(action="store", reason="a changed fact about the user")
+        if _RELATION.search(low):
+            return WriteDecision(action="store", reason="a fact about someone in the user's life")
         if _PREFERENCE.search(low):
             return WriteDecision(action="store", reason="stable preference")
         if _CONTEXT.search(low):
             return WriteDecision(action="store", reason="durable project or work context")
         if _FACT.search(body):
             return WriteDecision(action="store", reason="durable fact about the user")
+        if _DATED.search(low) and re.match(r"^(?:i|i'm|i am|we|we're|we are|my|our)\b", low):
+            return WriteDecision(action="store", reason="a dated plan or event")
         return WriteDecision(action="ignore", reason="not a stable fact about the user")
 
     def format(self, text: str, *, system: str | None = None) -> FormattedMemory:
