@@ -44,7 +44,8 @@ def test_migration_backfills_postings_of_an_old_store(open_pg: Callable[..., Mem
     fused = _scores(mem, query, 1.0)
     assert fused[DOCS[0]] > dense[DOCS[0]]
     for content, score in fused.items():
-        assert score == pytest.approx(fuse_scores(dense[content], lex.get(content, 0.0), 1.0), abs=1e-5 + 1e-9)  # the lexical gate amplifies the 6-decimal rounding (see the conformance test)
+        # the lexical gate amplifies the 6-decimal rounding of the dense score (see the conformance test)
+        assert score == pytest.approx(fuse_scores(dense[content], lex.get(content, 0.0), 1.0), abs=1e-5 + 1e-9)
 
 
 def test_rolled_back_add_leaves_no_postings(pg_mem: Memory, pg_url: str, pg_schema: str) -> None:
