@@ -64,6 +64,7 @@ from .model import (
 )
 from .providers.base import ListQuery, MemoryProvider, PreparedAdd, Scope, SearchPage, SearchQuery
 from .retrieval.boosts import Boosts, boosted_page
+from .retrieval.context import context_page
 from .retry import call_with_retry
 from .search import merge_results
 from .telemetry.audit import AuditLog
@@ -544,7 +545,10 @@ class MemoryEngine:
                     raise MemoryError(ErrorCode.MEMORY_NOT_FOUND, f"no memory with id {old_id!r} to supersede",
                                       operation=operation, details={"id": old_id, "field": "supersedes"})
                 olds[old.id] = old
-            if self.config.detect_supersession and supersession.may_supersede(entry.content) and entry.embedding:
+            # A conversation turn (it has a position in a thread) records what was said, not the current
+            # state of a fact: only explicit ids supersede through it.
+            if (self.config.detect_supersession and entry.provenance.position is None and entry.embedding
+                    and supersession.may_supersede(entry.content)):
                 query = SearchQuery(tenant_id=ctx.tenant_id, scope=Scope(entry.layer, scope_key(entry.layer,
                                                                                                 entry.identifiers)),
                                     vector=np.asarray(entry.embedding, dtype=np.float32), text=entry.content,
@@ -678,7 +682,9 @@ class MemoryEngine:
                         valid = [h for h in page.hits if valid_at(h.entry, at)]
                         page = SearchPage(hits=valid[:n], total=len(valid))
                     return page
-                return boosted_page(fetch, limit, boosts, now) if boosts.active else fetch(limit)
+                if boosts.active:
+                    return boosted_page(fetch, limit, boosts, now)
+                return context_page(fetch, limit, self.config.context_weight)
 
             # seed 000 "Concurrent Layer Search": all layers in flight at once, merged after all finish
             pages = [one(target[0])] if len(target) == 1 else builtins.list(self._pool.map(one, target))

@@ -130,6 +130,10 @@ class Provenance(_Model):
     created_in_session_id: str | None = None
     conflict_of: str | None = None
     conflict: bool = False
+    #: The memory's place in a conversation: the thread (conversation, session) and the turn's order in
+    #: it. Search ranks a turn higher when its neighbours are relevant too (``retrieval/context.py``).
+    thread_id: str | None = None
+    position: int | None = None
     #: The newer memory that replaced this one, and when this one stopped being current.
     superseded_by: str | None = None
     valid_to: datetime | None = None
