@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import os
+import re
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from types import TracebackType
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, Self, TypeVar
 from .config import MemoryConfig
 from .embeddings import Embedder, make_embedder
 from .engine import Clock, MemoryEngine
+from .errors import ErrorCode, MemoryError
 from .graph.service import AsyncGraph, GraphService, GraphUnavailable
 from .layers import get_accessible_layers
 from .model import (
@@ -45,7 +47,25 @@ if TYPE_CHECKING:
 P = ParamSpec("P")
 R = TypeVar("R")
 
-DEFAULT_STORE = "stratamem.duckdb"
+#: The default store of ``Memory.open()`` and of every CLI command (``STRATAMEM_DB`` overrides it).
+DEFAULT_STORE = "data/stratamem.duckdb"
+
+
+def _lock_error(exc: MemoryError) -> MemoryError:
+    """A DuckDB file held by another process: not retryable (the holder keeps it until it exits), and
+    the message names the holder when DuckDB reports it and says what to do."""
+    holder = re.search(r"held in (.+?) \(PID (\d+)\)", str(exc.__cause__ or ""))
+    path = exc.details.get("path", "")
+    who = f"process {holder.group(2)} ({holder.group(1)})" if holder else "another process"
+    return MemoryError(
+        ErrorCode.PROVIDER_ERROR,
+        f"DuckDB file {path} is locked by {who}; one process owns an embedded store at a time: stop that "
+        "process, or go through it (a running `stratamem serve`: use its REST API, e.g. `stratamem keys "
+        "create --server URL --admin-key KEY`)",
+        operation=exc.operation or "open",
+        details={**exc.details, **({"pid": int(holder.group(2))} if holder else {})},
+        retryable=False,
+    )
 
 
 class Memory:
@@ -75,7 +95,7 @@ class Memory:
     ) -> Self:
         """Open (or create) a store.
 
-        ``location``: a DuckDB file path (default ``./stratamem.duckdb``), ``memory://``,
+        ``location``: a DuckDB file path (default ``data/stratamem.duckdb``, or ``STRATAMEM_DB``), ``memory://``,
         ``duckdb:///:memory:``, ``postgresql://…`` or a provider instance. ``embedder``: ``"local"``
         (default, offline all-MiniLM-L6-v2), ``"hashing"``, ``"openai"`` or an :class:`Embedder`;
         ``STRATAMEM_EMBEDDER`` sets the default. ``STRATAMEM_REDIS_URL`` / ``STRATAMEM_REDIS_PREFIX`` set
@@ -83,14 +103,19 @@ class Memory:
         unless the config sets them.
         """
         if location is None:
-            location = os.environ.get("STRATAMEM_STORE") or DEFAULT_STORE
+            location = os.environ.get("STRATAMEM_DB") or os.environ.get("STRATAMEM_STORE") or DEFAULT_STORE
         env = {f: os.environ.get(f"STRATAMEM_{f.upper()}") for f in ("redis_url", "redis_prefix")}
         update = {f: v for f, v in env.items() if v and (config is None or f not in config.model_fields_set)}
         if update:
             config = MemoryConfig.model_validate({**(config or MemoryConfig()).model_dump(exclude_unset=True),
                                                   **update})
         provider = open_provider(location)
-        engine = MemoryEngine(provider, make_embedder(embedder), config, clock=clock)
+        try:
+            engine = MemoryEngine(provider, make_embedder(embedder), config, clock=clock)
+        except MemoryError as exc:
+            if exc.details.get("reason") == "locked":
+                raise _lock_error(exc) from exc.__cause__
+            raise
         return cls(engine)
 
     # -- operations --------------------------------------------------------------------------
