@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import functools
+import itertools
 import os
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, ParamSpec, Self, TypeVar
@@ -293,10 +295,32 @@ class Memory:
 
 
 def _to_thread(fn: Callable[P, R]) -> Callable[P, Any]:
+    @functools.wraps(fn)
     async def run(*args: P.args, **kwargs: P.kwargs) -> R:
         return await asyncio.to_thread(fn, *args, **kwargs)
 
     return run
+
+
+#: Entries one worker-thread call of ``AsyncMemory.export`` fetches.
+_EXPORT_BATCH = 500
+
+
+class AsyncProxy:
+    """An object's public methods as coroutines run in worker threads; other attributes (read and
+    assigned) are the object's own. Used for ``AsyncMemory.lifecycle``, ``.policies``, ``.hygiene``."""
+
+    def __init__(self, target: Any) -> None:
+        object.__setattr__(self, "_target", target)
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._target, name)
+        if callable(value) and not name.startswith("_") and not isinstance(value, type):
+            return _to_thread(value)
+        return value
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self._target, name, value)
 
 
 class AsyncMemory:
@@ -306,12 +330,26 @@ class AsyncMemory:
         self.sync = memory
 
     @classmethod
-    async def open(cls, location: str | os.PathLike[str] | MemoryProvider | None = None, **kwargs: Any) -> Self:
-        return cls(await asyncio.to_thread(Memory.open, location, **kwargs))
+    async def open(
+        cls,
+        location: str | os.PathLike[str] | MemoryProvider | None = None,
+        *,
+        embedder: str | Embedder | None = None,
+        config: MemoryConfig | None = None,
+        clock: Clock | None = None,
+    ) -> Self:
+        return cls(await asyncio.to_thread(Memory.open, location, embedder=embedder, config=config, clock=clock))
+
+    @property
+    def engine(self) -> MemoryEngine:
+        return self.sync.engine
 
     async def add(self, ctx: TenantContext | None = None, content: str | None = None, layer: str | Layer | None = None,
-                  identifiers: Any = None, metadata: dict[str, Any] | None = None, **kwargs: Any) -> AddMemoryOutput:
-        return await asyncio.to_thread(self.sync.add, ctx, content, layer, identifiers, metadata, **kwargs)
+                  identifiers: Any = None, metadata: dict[str, Any] | None = None, *, tier: str | None = None,
+                  expires_at: datetime | str | None = None, importance: float | None = None,
+                  provenance: Any = None) -> AddMemoryOutput:
+        return await asyncio.to_thread(self.sync.add, ctx, content, layer, identifiers, metadata, tier=tier,
+                                       expires_at=expires_at, importance=importance, provenance=provenance)
 
     async def search(self, ctx: TenantContext | None = None, query: str | None = None, identifiers: Any = None,
                      layers: Sequence[str | Layer] | None = None, limit: int | None = None,
@@ -327,9 +365,10 @@ class AsyncMemory:
         return await asyncio.to_thread(self.sync.get, ctx, memory_id)
 
     async def update(self, ctx: TenantContext | None = None, memory_id: str | None = None, content: str | None = None,
-                     metadata: dict[str, Any] | None = None, if_match: str | None = None,
-                     **kwargs: Any) -> UpdateMemoryOutput:
-        return await asyncio.to_thread(self.sync.update, ctx, memory_id, content, metadata, if_match, **kwargs)
+                     metadata: dict[str, Any] | None = None, if_match: str | None = None, *,
+                     expires_at: datetime | str | None = None, tier: str | None = None) -> UpdateMemoryOutput:
+        return await asyncio.to_thread(self.sync.update, ctx, memory_id, content, metadata, if_match,
+                                       expires_at=expires_at, tier=tier)
 
     async def delete(self, ctx: TenantContext | None = None, memory_id: str | None = None,
                      if_match: str | None = None) -> DeleteMemoryOutput:
@@ -349,8 +388,29 @@ class AsyncMemory:
     async def stats(self, ctx: TenantContext | None = None) -> StoreStats:
         return await asyncio.to_thread(self.sync.stats, ctx)
 
+    async def export(self, ctx: TenantContext | None = None, *,
+                     include_embeddings: bool = False) -> AsyncIterator[MemoryEntry]:
+        """The tenant's memories, oldest first, fetched in batches off the event loop."""
+        entries = await asyncio.to_thread(self.sync.export, ctx, include_embeddings=include_embeddings)
+        while True:
+            batch = await asyncio.to_thread(builtins.list, itertools.islice(entries, _EXPORT_BATCH))
+            for entry in batch:
+                yield entry
+            if len(batch) < _EXPORT_BATCH:
+                return
+
+    async def generate_embedding(self, text: str) -> builtins.list[float]:
+        return await asyncio.to_thread(self.sync.generate_embedding, text)
+
+    @staticmethod
+    def get_accessible_layers(identifiers: Any) -> builtins.list[Layer]:
+        return get_accessible_layers(identifiers)
+
     async def health_check(self) -> HealthCheckResult:
         return await asyncio.to_thread(self.sync.health_check)
+
+    async def capabilities(self) -> ProviderCapabilities:
+        return await asyncio.to_thread(self.sync.capabilities)
 
     @property
     def graph(self) -> AsyncGraph:
@@ -364,17 +424,48 @@ class AsyncMemory:
 
         return AsyncSnapshotManager(self.sync.snapshots)
 
+    async def configure_snapshots(self, settings: Any = None, **kwargs: Any) -> AsyncSnapshotManager:
+        """``Memory.configure_snapshots``; returns the manager with coroutine methods."""
+        from .persistence.snapshots import AsyncSnapshotManager
+
+        return AsyncSnapshotManager(await asyncio.to_thread(self.sync.configure_snapshots, settings, **kwargs))
+
+    @classmethod
+    async def open_from_snapshot(cls, tenants: Any = None, location: str | None = None,
+                                 **kwargs: Any) -> AsyncMemory:
+        return cls(await asyncio.to_thread(Memory.open_from_snapshot, tenants, location, **kwargs))
+
+    @property
+    def lifecycle(self) -> Any:
+        """``Memory.lifecycle`` with coroutine methods (attributes such as ``config`` read and set as is)."""
+        return AsyncProxy(self.sync.lifecycle)
+
+    @property
+    def policies(self) -> Any:
+        """``Memory.policies`` with coroutine methods: ``await mem.policies.set(t, deny_patterns=[...])``."""
+        return AsyncProxy(self.sync.policies)
+
+    @property
+    def hygiene(self) -> Any:
+        """``Memory.hygiene`` with coroutine methods."""
+        return AsyncProxy(self.sync.hygiene)
+
     async def close_session(self, ctx: TenantContext | None, user_id: str, session_id: str,
                             project_id: str | None = None) -> Any:
         return await asyncio.to_thread(self.sync.close_session, ctx, user_id, session_id, project_id)
 
     async def promote(self, ctx: TenantContext | None, source_id: str, target_layer: str | Layer,
-                      identifiers: Any = None, **kwargs: Any) -> MemoryEntry:
-        return await asyncio.to_thread(self.sync.promote, ctx, source_id, target_layer, identifiers, **kwargs)
+                      identifiers: Any = None, delete_original: bool = False, content: str | None = None,
+                      tags: builtins.list[str] | None = None) -> MemoryEntry:
+        return await asyncio.to_thread(self.sync.promote, ctx, source_id, target_layer, identifiers,
+                                       delete_original, content, tags)
 
     async def compact(self, ctx: TenantContext | None, source_ids: Sequence[str], callback: Callable[..., Any],
-                      delete_sources: bool = False, **kwargs: Any) -> MemoryEntry:
-        return await asyncio.to_thread(self.sync.compact, ctx, source_ids, callback, delete_sources, **kwargs)
+                      delete_sources: bool = False, *, target_layer: str | Layer | None = None,
+                      tags: builtins.list[str] | None = None,
+                      metadata: dict[str, Any] | None = None) -> MemoryEntry:
+        return await asyncio.to_thread(self.sync.compact, ctx, source_ids, callback, delete_sources,
+                                       target_layer=target_layer, tags=tags, metadata=metadata)
 
     async def delete_by_scope(self, ctx: TenantContext | None, layer: str | Layer, identifiers: Any) -> int:
         return await asyncio.to_thread(self.sync.delete_by_scope, ctx, layer, identifiers)
