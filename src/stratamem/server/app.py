@@ -28,6 +28,7 @@ from . import docs, http_errors, openapi
 from .deps import get_memory, get_tenant
 from .graph_routes import graph_router
 from .keys_routes import build_keys_router
+from .operations_routes import build_operations_router
 from .ratelimit import build_limiter
 from .routes import build_router
 from .settings import ServerSettings
@@ -209,6 +210,7 @@ def create_app(memory: Memory, settings: ServerSettings | None = None, *,
     })
     app.include_router(build_router())
     app.include_router(build_keys_router())
+    app.include_router(build_operations_router())
     app.include_router(graph_router(get_memory, get_tenant))
     for router in extra_routers:
         app.include_router(router)
