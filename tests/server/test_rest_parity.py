@@ -19,7 +19,6 @@ EXCLUDED = {
     "engine": "the in-process engine object, not an operation",
     "close": "closes the server's store: the server's own lifecycle",
     "open_from_snapshot": "starts a new in-process store from S3 snapshots",
-    "snapshots": "admin snapshot routes are not built yet; `stratamem snapshot` and `serve`'s schedule",
     "configure_snapshots": "server-wide S3 settings come from the server's environment",
     "graph": "its operations are the /v1/graph/* routes (graph_routes.py)",
     "lifecycle": "an accessor: its operations have the routes of the Memory methods",

@@ -32,6 +32,7 @@ from .operations_routes import build_operations_router
 from .ratelimit import build_limiter
 from .routes import build_router
 from .settings import ServerSettings
+from .snapshot_routes import build_snapshot_router
 
 if TYPE_CHECKING:
     from ..lifecycle.runner import Job, ScheduleRunner
@@ -211,6 +212,7 @@ def create_app(memory: Memory, settings: ServerSettings | None = None, *,
     app.include_router(build_router())
     app.include_router(build_keys_router())
     app.include_router(build_operations_router())
+    app.include_router(build_snapshot_router())
     app.include_router(graph_router(get_memory, get_tenant))
     for router in extra_routers:
         app.include_router(router)
