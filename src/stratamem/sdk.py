@@ -58,7 +58,7 @@ def _lock_error(exc: MemoryError) -> MemoryError:
     the message names the holder when DuckDB reports it and says what to do."""
     holder = re.search(r"held in (.+?) \(PID (\d+)\)", str(exc.__cause__ or ""))
     path = exc.details.get("path", "")
-    who = f"process {holder.group(2)} ({holder.group(1)})" if holder else "another process"
+    who = f"another process (process {holder.group(2)}, {holder.group(1)})" if holder else "another process"
     return MemoryError(
         ErrorCode.PROVIDER_ERROR,
         f"DuckDB file {path} is locked by {who}; one process owns an embedded store at a time: stop that "

@@ -178,7 +178,7 @@ def test_a_locked_store_names_the_holder_and_is_not_retryable(tmp_path: Path) ->
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
         line = one_error_line(run("stats", "--db", str(db), "-t", "acme", cwd=tmp_path), "PROVIDER_ERROR")
-        assert f"locked by process {holder.pid}" in line and "--server" in line
+        assert f"locked by another process (process {holder.pid}," in line and "--server" in line
         probe = run_python(
             "import json; from stratamem import Memory, MemoryError\n"
             f"try:\n    Memory.open({str(db)!r}, embedder='hashing')\n"

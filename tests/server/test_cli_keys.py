@@ -19,7 +19,7 @@ def test_keys_are_managed_through_a_running_server(live_db: Path, live_server: C
     locked = run_cli("keys", "create", "--db", str(live_db), "-t", "acme")
     lines = [line for line in locked.stderr.splitlines() if line.strip()]
     assert locked.returncode == 2 and len(lines) == 1 and lines[0].startswith("error PROVIDER_ERROR: ")
-    assert "locked by process" in lines[0] and "--server" in lines[0]
+    assert "locked by another process" in lines[0] and "--server" in lines[0]
 
     created = run_cli(
         "keys",

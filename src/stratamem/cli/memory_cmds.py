@@ -113,7 +113,7 @@ def register(app: typer.Typer) -> None:
         tenant_id: TenantOpt = None,
         embedder: EmbedderOpt = None, as_json: JsonOpt = False,
     ) -> None:
-        """Show one memory (exit 1 when it does not exist)."""
+        """Show one memory (MEMORY_NOT_FOUND, exit 2, when it does not exist)."""
         with open_store(db, embedder, must_exist=True) as mem:
             entry = mem.get(tenant(tenant_id), memory_id)
         if entry is None:
