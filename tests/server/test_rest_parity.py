@@ -6,12 +6,16 @@ from __future__ import annotations
 import inspect
 import json
 from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
+import httpx
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 
 from stratamem import Memory, MemoryError, TenantContext
+
+from .conftest import LiveServer, cli_key
 
 #: Public ``Memory`` members without a route of their own, and why.
 EXCLUDED = {
@@ -189,3 +193,23 @@ def test_store_routes_and_ndjson_export(client: TestClient, make_key: Callable[.
     assert emb["dimensions"] == 384 == len(emb["embedding"])
     crud = client.post("/v1/crud", headers=h(key), json={"action": "list", "scope": "agent", "user_id": "alice"})
     assert crud.status_code == 200 and set(crud.json()) == {"items", "next_cursor", "has_more", "errors"}
+
+
+def test_export_streams_ndjson_over_real_http(live_db: Path, live_server: Callable[[], LiveServer]) -> None:
+    key = cli_key(live_db, "acme", "writer")
+    srv = live_server()
+    items = [{"content": f"streamed fact {i}", "layer": "user", "identifiers": ALICE} for i in range(250)]
+    for start in range(0, len(items), 100):
+        r = httpx.post(
+            srv.url + "/v1/memories/bulk", headers=h(key), json={"items": items[start : start + 100]}, timeout=60
+        )
+        assert r.status_code == 201, r.text
+    with httpx.stream("GET", srv.url + "/v1/export", headers=h(key), timeout=60) as resp:
+        assert resp.status_code == 200 and resp.headers["content-type"].startswith("application/x-ndjson")
+        assert "content-length" not in resp.headers  # streamed (chunked), not buffered
+        rows = [json.loads(line) for line in resp.iter_lines() if line]
+    assert sorted(r["content"] for r in rows) == sorted(i["content"] for i in items)
+    stamps = [r["createdAt"] for r in rows]
+    assert stamps == sorted(stamps)  # oldest first
+    unauth = httpx.get(srv.url + "/v1/export", timeout=30)
+    assert unauth.status_code == 401 and unauth.json()["code"] == "MISSING_TENANT_CONTEXT"
