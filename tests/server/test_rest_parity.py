@@ -198,7 +198,9 @@ def test_store_routes_and_ndjson_export(client: TestClient, make_key: Callable[.
 def test_export_streams_ndjson_over_real_http(live_db: Path, live_server: Callable[[], LiveServer]) -> None:
     key = cli_key(live_db, "acme", "writer")
     srv = live_server()
-    items = [{"content": f"streamed fact {i}", "layer": "user", "identifiers": ALICE} for i in range(250)]
+    items: list[dict[str, Any]] = [
+        {"content": f"streamed fact {i}", "layer": "user", "identifiers": ALICE} for i in range(250)
+    ]
     for start in range(0, len(items), 100):
         r = httpx.post(
             srv.url + "/v1/memories/bulk", headers=h(key), json={"items": items[start : start + 100]}, timeout=60
