@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import functools
+import itertools
 import os
-from collections.abc import Callable, Iterator, Sequence
+import re
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, ParamSpec, Self, TypeVar
@@ -16,6 +19,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, Self, TypeVar
 from .config import MemoryConfig
 from .embeddings import Embedder, make_embedder
 from .engine import Clock, MemoryEngine
+from .errors import ErrorCode, MemoryError
 from .graph.service import AsyncGraph, GraphService, GraphUnavailable
 from .layers import get_accessible_layers
 from .model import (
@@ -45,7 +49,25 @@ if TYPE_CHECKING:
 P = ParamSpec("P")
 R = TypeVar("R")
 
-DEFAULT_STORE = "stratamem.duckdb"
+#: The default store of ``Memory.open()`` and of every CLI command (``STRATAMEM_DB`` overrides it).
+DEFAULT_STORE = "data/stratamem.duckdb"
+
+
+def _lock_error(exc: MemoryError) -> MemoryError:
+    """A DuckDB file held by another process: not retryable (the holder keeps it until it exits), and
+    the message names the holder when DuckDB reports it and says what to do."""
+    holder = re.search(r"held in (.+?) \(PID (\d+)\)", str(exc.__cause__ or ""))
+    path = exc.details.get("path", "")
+    who = f"another process (process {holder.group(2)}, {holder.group(1)})" if holder else "another process"
+    return MemoryError(
+        ErrorCode.PROVIDER_ERROR,
+        f"DuckDB file {path} is locked by {who}; one process owns an embedded store at a time: stop that "
+        "process, or go through it (a running `stratamem serve`: use its REST API, e.g. `stratamem keys "
+        "create --server URL --admin-key KEY`)",
+        operation=exc.operation or "open",
+        details={**exc.details, **({"pid": int(holder.group(2))} if holder else {})},
+        retryable=False,
+    )
 
 
 class Memory:
@@ -75,7 +97,7 @@ class Memory:
     ) -> Self:
         """Open (or create) a store.
 
-        ``location``: a DuckDB file path (default ``./stratamem.duckdb``), ``memory://``,
+        ``location``: a DuckDB file path (default ``data/stratamem.duckdb``, or ``STRATAMEM_DB``), ``memory://``,
         ``duckdb:///:memory:``, ``postgresql://…`` or a provider instance. ``embedder``: ``"local"``
         (default, offline all-MiniLM-L6-v2), ``"hashing"``, ``"openai"`` or an :class:`Embedder`;
         ``STRATAMEM_EMBEDDER`` sets the default. ``STRATAMEM_REDIS_URL`` / ``STRATAMEM_REDIS_PREFIX`` set
@@ -83,14 +105,19 @@ class Memory:
         unless the config sets them.
         """
         if location is None:
-            location = os.environ.get("STRATAMEM_STORE") or DEFAULT_STORE
+            location = os.environ.get("STRATAMEM_DB") or os.environ.get("STRATAMEM_STORE") or DEFAULT_STORE
         env = {f: os.environ.get(f"STRATAMEM_{f.upper()}") for f in ("redis_url", "redis_prefix")}
         update = {f: v for f, v in env.items() if v and (config is None or f not in config.model_fields_set)}
         if update:
             config = MemoryConfig.model_validate({**(config or MemoryConfig()).model_dump(exclude_unset=True),
                                                   **update})
         provider = open_provider(location)
-        engine = MemoryEngine(provider, make_embedder(embedder), config, clock=clock)
+        try:
+            engine = MemoryEngine(provider, make_embedder(embedder), config, clock=clock)
+        except MemoryError as exc:
+            if exc.details.get("reason") == "locked":
+                raise _lock_error(exc) from exc.__cause__
+            raise
         return cls(engine)
 
     # -- operations --------------------------------------------------------------------------
@@ -272,10 +299,32 @@ class Memory:
 
 
 def _to_thread(fn: Callable[P, R]) -> Callable[P, Any]:
+    @functools.wraps(fn)
     async def run(*args: P.args, **kwargs: P.kwargs) -> R:
         return await asyncio.to_thread(fn, *args, **kwargs)
 
     return run
+
+
+#: Entries one worker-thread call of ``AsyncMemory.export`` fetches.
+_EXPORT_BATCH = 500
+
+
+class AsyncProxy:
+    """An object's public methods as coroutines run in worker threads; other attributes (read and
+    assigned) are the object's own. Used for ``AsyncMemory.lifecycle``, ``.policies``, ``.hygiene``."""
+
+    def __init__(self, target: Any) -> None:
+        object.__setattr__(self, "_target", target)
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._target, name)
+        if callable(value) and not name.startswith("_") and not isinstance(value, type):
+            return _to_thread(value)
+        return value
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self._target, name, value)
 
 
 class AsyncMemory:
@@ -285,12 +334,26 @@ class AsyncMemory:
         self.sync = memory
 
     @classmethod
-    async def open(cls, location: str | os.PathLike[str] | MemoryProvider | None = None, **kwargs: Any) -> Self:
-        return cls(await asyncio.to_thread(Memory.open, location, **kwargs))
+    async def open(
+        cls,
+        location: str | os.PathLike[str] | MemoryProvider | None = None,
+        *,
+        embedder: str | Embedder | None = None,
+        config: MemoryConfig | None = None,
+        clock: Clock | None = None,
+    ) -> Self:
+        return cls(await asyncio.to_thread(Memory.open, location, embedder=embedder, config=config, clock=clock))
+
+    @property
+    def engine(self) -> MemoryEngine:
+        return self.sync.engine
 
     async def add(self, ctx: TenantContext | None = None, content: str | None = None, layer: str | Layer | None = None,
-                  identifiers: Any = None, metadata: dict[str, Any] | None = None, **kwargs: Any) -> AddMemoryOutput:
-        return await asyncio.to_thread(self.sync.add, ctx, content, layer, identifiers, metadata, **kwargs)
+                  identifiers: Any = None, metadata: dict[str, Any] | None = None, *, tier: str | None = None,
+                  expires_at: datetime | str | None = None, importance: float | None = None,
+                  provenance: Any = None) -> AddMemoryOutput:
+        return await asyncio.to_thread(self.sync.add, ctx, content, layer, identifiers, metadata, tier=tier,
+                                       expires_at=expires_at, importance=importance, provenance=provenance)
 
     async def search(self, ctx: TenantContext | None = None, query: str | None = None, identifiers: Any = None,
                      layers: Sequence[str | Layer] | None = None, limit: int | None = None,
@@ -306,9 +369,10 @@ class AsyncMemory:
         return await asyncio.to_thread(self.sync.get, ctx, memory_id)
 
     async def update(self, ctx: TenantContext | None = None, memory_id: str | None = None, content: str | None = None,
-                     metadata: dict[str, Any] | None = None, if_match: str | None = None,
-                     **kwargs: Any) -> UpdateMemoryOutput:
-        return await asyncio.to_thread(self.sync.update, ctx, memory_id, content, metadata, if_match, **kwargs)
+                     metadata: dict[str, Any] | None = None, if_match: str | None = None, *,
+                     expires_at: datetime | str | None = None, tier: str | None = None) -> UpdateMemoryOutput:
+        return await asyncio.to_thread(self.sync.update, ctx, memory_id, content, metadata, if_match,
+                                       expires_at=expires_at, tier=tier)
 
     async def delete(self, ctx: TenantContext | None = None, memory_id: str | None = None,
                      if_match: str | None = None) -> DeleteMemoryOutput:
@@ -328,8 +392,29 @@ class AsyncMemory:
     async def stats(self, ctx: TenantContext | None = None) -> StoreStats:
         return await asyncio.to_thread(self.sync.stats, ctx)
 
+    async def export(self, ctx: TenantContext | None = None, *,
+                     include_embeddings: bool = False) -> AsyncIterator[MemoryEntry]:
+        """The tenant's memories, oldest first, fetched in batches off the event loop."""
+        entries = await asyncio.to_thread(self.sync.export, ctx, include_embeddings=include_embeddings)
+        while True:
+            batch = await asyncio.to_thread(builtins.list, itertools.islice(entries, _EXPORT_BATCH))
+            for entry in batch:
+                yield entry
+            if len(batch) < _EXPORT_BATCH:
+                return
+
+    async def generate_embedding(self, text: str) -> builtins.list[float]:
+        return await asyncio.to_thread(self.sync.generate_embedding, text)
+
+    @staticmethod
+    def get_accessible_layers(identifiers: Any) -> builtins.list[Layer]:
+        return get_accessible_layers(identifiers)
+
     async def health_check(self) -> HealthCheckResult:
         return await asyncio.to_thread(self.sync.health_check)
+
+    async def capabilities(self) -> ProviderCapabilities:
+        return await asyncio.to_thread(self.sync.capabilities)
 
     @property
     def graph(self) -> AsyncGraph:
@@ -343,17 +428,48 @@ class AsyncMemory:
 
         return AsyncSnapshotManager(self.sync.snapshots)
 
+    async def configure_snapshots(self, settings: Any = None, **kwargs: Any) -> AsyncSnapshotManager:
+        """``Memory.configure_snapshots``; returns the manager with coroutine methods."""
+        from .persistence.snapshots import AsyncSnapshotManager
+
+        return AsyncSnapshotManager(await asyncio.to_thread(self.sync.configure_snapshots, settings, **kwargs))
+
+    @classmethod
+    async def open_from_snapshot(cls, tenants: Any = None, location: str | None = None,
+                                 **kwargs: Any) -> AsyncMemory:
+        return cls(await asyncio.to_thread(Memory.open_from_snapshot, tenants, location, **kwargs))
+
+    @property
+    def lifecycle(self) -> Any:
+        """``Memory.lifecycle`` with coroutine methods (attributes such as ``config`` read and set as is)."""
+        return AsyncProxy(self.sync.lifecycle)
+
+    @property
+    def policies(self) -> Any:
+        """``Memory.policies`` with coroutine methods: ``await mem.policies.set(t, deny_patterns=[...])``."""
+        return AsyncProxy(self.sync.policies)
+
+    @property
+    def hygiene(self) -> Any:
+        """``Memory.hygiene`` with coroutine methods."""
+        return AsyncProxy(self.sync.hygiene)
+
     async def close_session(self, ctx: TenantContext | None, user_id: str, session_id: str,
                             project_id: str | None = None) -> Any:
         return await asyncio.to_thread(self.sync.close_session, ctx, user_id, session_id, project_id)
 
     async def promote(self, ctx: TenantContext | None, source_id: str, target_layer: str | Layer,
-                      identifiers: Any = None, **kwargs: Any) -> MemoryEntry:
-        return await asyncio.to_thread(self.sync.promote, ctx, source_id, target_layer, identifiers, **kwargs)
+                      identifiers: Any = None, delete_original: bool = False, content: str | None = None,
+                      tags: builtins.list[str] | None = None) -> MemoryEntry:
+        return await asyncio.to_thread(self.sync.promote, ctx, source_id, target_layer, identifiers,
+                                       delete_original, content, tags)
 
     async def compact(self, ctx: TenantContext | None, source_ids: Sequence[str], callback: Callable[..., Any],
-                      delete_sources: bool = False, **kwargs: Any) -> MemoryEntry:
-        return await asyncio.to_thread(self.sync.compact, ctx, source_ids, callback, delete_sources, **kwargs)
+                      delete_sources: bool = False, *, target_layer: str | Layer | None = None,
+                      tags: builtins.list[str] | None = None,
+                      metadata: dict[str, Any] | None = None) -> MemoryEntry:
+        return await asyncio.to_thread(self.sync.compact, ctx, source_ids, callback, delete_sources,
+                                       target_layer=target_layer, tags=tags, metadata=metadata)
 
     async def delete_by_scope(self, ctx: TenantContext | None, layer: str | Layer, identifiers: Any) -> int:
         return await asyncio.to_thread(self.sync.delete_by_scope, ctx, layer, identifiers)

@@ -58,12 +58,12 @@ def test_other_tenant_sees_nothing(tmp_path: Path) -> None:
 def test_bad_input_exits_nonzero_with_one_coded_line(tmp_path: Path) -> None:
     db = str(tmp_path / "cli.duckdb")
     cases = [
-        (("add", "x", "--db", db, "--layer", "bogus"), "INVALID_LAYER"),
-        (("add", "x", "--db", db, "--layer", "session", "--user-id", "u1"), "MISSING_IDENTIFIER"),
-        (("search", "q", "--db", db), "MISSING_IDENTIFIER"),
-        (("add", "x", "--db", db, "--user-id", "u", "--metadata", "{nope"), "INVALID_PARAMS"),
-        (("list", "--db", db, "--cursor", "garbage"), "INVALID_PARAMS"),
-        (("import", str(tmp_path / "missing.jsonl"), "--db", db), "INVALID_PARAMS"),
+        (("add", "x", "--db", db, "-t", "acme", "--layer", "bogus"), "INVALID_LAYER"),
+        (("add", "x", "--db", db, "-t", "acme", "--layer", "session", "--user-id", "u1"), "MISSING_IDENTIFIER"),
+        (("search", "q", "--db", db, "-t", "acme"), "MISSING_IDENTIFIER"),
+        (("add", "x", "--db", db, "-t", "acme", "--user-id", "u", "--metadata", "{nope"), "INVALID_PARAMS"),
+        (("list", "--db", db, "-t", "acme", "--cursor", "garbage"), "INVALID_PARAMS"),
+        (("import", str(tmp_path / "missing.jsonl"), "--db", db, "-t", "acme"), "INVALID_PARAMS"),
     ]
     for args, code in cases:
         out = run(*args, check=False)
@@ -94,5 +94,5 @@ def test_import_reports_bad_line(tmp_path: Path) -> None:
     db = str(tmp_path / "c.duckdb")
     (tmp_path / "bad.jsonl").write_text('{"content": "ok", "layer": "user", "identifiers": {"userId": "u"}}\n'
                                         '{"content": "no layer"}\n', encoding="utf-8")
-    out = run("import", str(tmp_path / "bad.jsonl"), "--db", db, check=False)
+    out = run("import", str(tmp_path / "bad.jsonl"), "--db", db, "-t", "acme", check=False)
     assert out.returncode != 0 and "error INVALID_" in out.stderr

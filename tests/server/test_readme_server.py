@@ -53,7 +53,8 @@ def test_readme_rest_curl_examples(tmp_path: Path) -> None:
         "SERVER=$!",
         "trap 'kill $SERVER' EXIT",
         f"for i in $(seq 1 300); do curl -sf http://127.0.0.1:{port}/ready >/dev/null && break; sleep 0.2; done",
-        *[f'echo "$({line.split("   #")[0]})"' for line in curl_block.strip().splitlines()],
+        *[line if line.startswith("KEY=") else f'echo "$({line.split("   #")[0]})"'
+          for line in curl_block.strip().splitlines()],
     ]).replace("127.0.0.1:8080", f"127.0.0.1:{port}")
     out = subprocess.run(["bash", "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr + (tmp_path / "server.log").read_text()

@@ -5,13 +5,20 @@ Each feature registers its commands from its own module; this file only assemble
 
 from __future__ import annotations
 
+import importlib
+import sys
+from types import ModuleType
+from typing import Annotated
+
 import typer
 
+from .. import __version__
 from . import (
     coordination_cmds,
     demo_cmd,
     graph_cmds,
     hygiene_cmds,
+    keys_cmds,
     lifecycle_cmds,
     memory_cmds,
     models_cmds,
@@ -27,9 +34,28 @@ app = typer.Typer(
     add_completion=False,
 )
 
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        typer.echo(f"stratamem {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_show_version, is_eager=True, help="Print the version and exit."),
+    ] = False,
+) -> None:
+    """Layered, multi-tenant semantic memory for AI agents."""
+
+
 memory_cmds.register(app)
 demo_cmd.register(app)
 server_cmds.register(app)
+keys_cmds.register(app)
 graph_cmds.register(app)
 coordination_cmds.register(app)
 snapshot_cmds.register(app)
@@ -38,5 +64,28 @@ models_cmds.register(app)
 hygiene_cmds.register(app)
 
 
+def _click_exceptions() -> ModuleType:
+    """The click exceptions typer raises (recent typer vendors click as ``typer._click``)."""
+    try:
+        return importlib.import_module("typer._click.exceptions")
+    except ImportError:
+        return importlib.import_module("click.exceptions")
+
+
 def main() -> None:
-    app()
+    """Run the CLI; a usage error (unknown option, missing argument, bad value) is one line
+    ``error INVALID_PARAMS: message`` and exit status 2, like every other bad input."""
+    cx = _click_exceptions()
+    try:
+        code = app(standalone_mode=False)
+    except cx.NoArgsIsHelpError as exc:
+        typer.echo(exc.ctx.get_help() if exc.ctx is not None else str(exc))
+        sys.exit(2)
+    except cx.UsageError as exc:
+        where = f"{exc.ctx.command_path}: " if exc.ctx is not None else ""
+        typer.echo(f"error INVALID_PARAMS: {where}{exc.format_message()}", err=True)
+        sys.exit(2)
+    except typer.Abort:
+        typer.echo("aborted", err=True)
+        sys.exit(1)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -7,14 +7,15 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
 
-from ..errors import MemoryError
+from ..errors import ErrorCode, MemoryError
 from ..model import TenantContext
-from ..sdk import Memory
+from ..sdk import DEFAULT_STORE, Memory
 
 console = Console()
 err_console = Console(stderr=True)
@@ -23,10 +24,23 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 DbOpt = Annotated[
     str,
-    typer.Option("--db", "--store", envvar="STRATAMEM_STORE",
-                 help="DuckDB file, memory://, or postgresql:// URL."),
+    typer.Option("--db", "--store", envvar=["STRATAMEM_DB", "STRATAMEM_STORE"],
+                 help="DuckDB file, memory://, or postgresql:// URL (default data/stratamem.duckdb)."),
 ]
-TenantOpt = Annotated[str, typer.Option("--tenant", "-t", envvar="STRATAMEM_TENANT", help="Tenant id.")]
+
+
+def _tenant_given(value: str | None) -> str | None:
+    """Checked while the command line is parsed, so a command without a tenant touches no store."""
+    require_tenant(value)
+    return value
+
+
+#: The tenant: required (``-t`` or ``STRATAMEM_TENANT``); there is no silent default tenant.
+TenantOpt = Annotated[
+    str | None,
+    typer.Option("--tenant", "-t", envvar="STRATAMEM_TENANT", show_default=False, callback=_tenant_given,
+                 help="Tenant id (required unless STRATAMEM_TENANT is set)."),
+]
 EmbedderOpt = Annotated[
     str | None,
     typer.Option("--embedder", envvar="STRATAMEM_EMBEDDER", help="local (default), hashing, or openai."),
@@ -42,7 +56,8 @@ CompanyOpt = Annotated[str | None, typer.Option("--company-id", help="companyId 
 ObjectTypeOpt = Annotated[str | None, typer.Option("--object-type", help="objectType identifier.")]
 ObjectIdOpt = Annotated[str | None, typer.Option("--object-id", help="objectId identifier.")]
 
-DEFAULT_DB = "stratamem.duckdb"
+#: The one default store of every command (and of ``Memory.open()``); ``STRATAMEM_DB`` overrides it.
+DEFAULT_DB = DEFAULT_STORE
 
 
 def identifiers(agent_id: str | None = None, user_id: str | None = None, session_id: str | None = None,
@@ -57,8 +72,16 @@ def identifiers(agent_id: str | None = None, user_id: str | None = None, session
     return {k: v for k, v in values.items() if v is not None}
 
 
-def tenant(tenant_id: str) -> TenantContext:
-    return TenantContext(tenant_id=tenant_id, principal=os.environ.get("USER") or "cli", roles=("cli",))
+def require_tenant(tenant_id: str | None) -> str:
+    """The given tenant id, or exit 2: a command never falls back to a tenant nobody named."""
+    if tenant_id is None or not tenant_id.strip():
+        raise fail(ErrorCode.MISSING_TENANT_CONTEXT.value, "no tenant given: pass --tenant/-t or set STRATAMEM_TENANT")
+    return tenant_id
+
+
+def tenant(tenant_id: str | None) -> TenantContext:
+    return TenantContext(tenant_id=require_tenant(tenant_id), principal=os.environ.get("USER") or "cli",
+                         roles=("cli",))
 
 
 def fail(code: str, message: str) -> typer.Exit:
@@ -77,8 +100,24 @@ def coded_errors() -> Iterator[None]:
         raise fail("INVALID_PARAMS", str(exc)) from None
 
 
+def store_file(db: str) -> Path | None:
+    """The DuckDB file a store location names, or None for ``memory://``, in-memory and server URLs."""
+    if db.startswith("duckdb://"):
+        db = db.removeprefix("duckdb://")
+        if db in ("", ":memory:", "/:memory:"):
+            return None
+    elif "://" in db:
+        return None
+    return Path(db)
+
+
 @contextmanager
-def open_store(db: str, embedder: str | None) -> Iterator[Memory]:
+def open_store(db: str, embedder: str | None, *, must_exist: bool = False) -> Iterator[Memory]:
+    """Open the store; ``must_exist`` (read commands): a missing DuckDB file is an error, never created."""
+    path = store_file(db)
+    if must_exist and path is not None and not path.exists():
+        raise fail(ErrorCode.CONFIGURATION_ERROR.value,
+                   f"no store at {path.resolve()} (read commands never create one; check --db or STRATAMEM_DB)")
     with coded_errors():
         mem = Memory.open(db, embedder=embedder)
     try:

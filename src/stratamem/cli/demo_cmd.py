@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from .common import DbOpt, EmbedderOpt, console, open_store, tenant
+from .common import DEFAULT_DB, DbOpt, EmbedderOpt, console, open_store, tenant
 
 _SEED = [
     ("company", "Use spaces for indentation in all repositories"),
@@ -23,7 +23,7 @@ _QUERIES = ["what color theme does the user like", "tabs or spaces for indentati
 
 def register(app: typer.Typer) -> None:
     @app.command()
-    def demo(db: DbOpt = "data/stratamem.duckdb", tenant_id: Annotated[str, typer.Option("--tenant")] = "demo",
+    def demo(db: DbOpt = DEFAULT_DB, tenant_id: Annotated[str, typer.Option("--tenant")] = "demo",
              embedder: EmbedderOpt = None) -> None:
         """Seed example memories (once) and run layered searches against them."""
         ctx = tenant(tenant_id)

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from .common import DbOpt, EmbedderOpt, JsonOpt, TenantOpt, console, emit_json, open_store, tenant
+from .common import DEFAULT_DB, DbOpt, EmbedderOpt, JsonOpt, TenantOpt, console, emit_json, open_store, tenant
 
 
 def register(app: typer.Typer) -> None:
@@ -16,13 +16,13 @@ def register(app: typer.Typer) -> None:
 
     @graph_app.command("check")
     def check(
-        db: DbOpt = "stratamem.duckdb",
+        db: DbOpt = DEFAULT_DB,
         repair: Annotated[bool, typer.Option("--repair", help="Delete the orphans found.")] = False,
         only_tenant: Annotated[str | None, typer.Option("--tenant", "-t", help="Scan one tenant only.")] = None,
         embedder: EmbedderOpt = None, as_json: JsonOpt = False,
     ) -> None:
         """Integrity scan: orphaned edges, nodes and entities (reported to the audit log)."""
-        with open_store(db, embedder) as mem:
+        with open_store(db, embedder, must_exist=True) as mem:
             report = mem.graph.check(repair=repair, tenant_id=only_tenant, principal="cli")
         if as_json:
             emit_json({"ok": report.ok, "repaired": report.repaired, "total_orphans": report.total_orphans,
@@ -41,14 +41,14 @@ def register(app: typer.Typer) -> None:
     @graph_app.command("related")
     def related(
         node: Annotated[str, typer.Argument(help="Memory id or entity name.")],
-        db: DbOpt = "stratamem.duckdb", tenant_id: TenantOpt = "default",
+        db: DbOpt = DEFAULT_DB, tenant_id: TenantOpt = None,
         hops: Annotated[int, typer.Option("--hops", "-n", help="Maximum hop distance (1-6).")] = 2,
         limit: Annotated[int, typer.Option("--limit", "-k")] = 20,
         entities: Annotated[bool, typer.Option("--entities", help="Include entities, not only memories.")] = False,
         embedder: EmbedderOpt = None, as_json: JsonOpt = False,
     ) -> None:
         """Memories related to a memory or entity within N hops, nearest first."""
-        with open_store(db, embedder) as mem:
+        with open_store(db, embedder, must_exist=True) as mem:
             out = mem.graph.related(tenant(tenant_id), node, hops, limit=limit, include_entities=entities)
         if as_json:
             emit_json(out.model_dump(mode="json"))
@@ -62,11 +62,11 @@ def register(app: typer.Typer) -> None:
     def path(
         a: Annotated[str, typer.Argument(help="Memory id or entity name.")],
         b: Annotated[str, typer.Argument(help="Memory id or entity name.")],
-        db: DbOpt = "stratamem.duckdb", tenant_id: TenantOpt = "default",
+        db: DbOpt = DEFAULT_DB, tenant_id: TenantOpt = None,
         embedder: EmbedderOpt = None, as_json: JsonOpt = False,
     ) -> None:
         """Shortest path between two memories or entities, as a reasoning path."""
-        with open_store(db, embedder) as mem:
+        with open_store(db, embedder, must_exist=True) as mem:
             out = mem.graph.path(tenant(tenant_id), a, b)
         if as_json:
             emit_json(out.model_dump(mode="json"))

@@ -9,9 +9,11 @@ from rich.table import Table
 
 from ..hygiene.gate import ProcessResult
 from .common import (
+    DEFAULT_DB,
     DbOpt,
     EmbedderOpt,
     JsonOpt,
+    TenantOpt,
     UserOpt,
     console,
     emit_json,
@@ -22,7 +24,6 @@ from .common import (
 LayerOpt = Annotated[str | None, typer.Option("--layer", "-l", help="Layer to write (default: user).")]
 SessionIdOpt = Annotated[str | None, typer.Option("--session-id", help="sessionId identifier.")]
 AgentIdOpt = Annotated[str | None, typer.Option("--agent-id", help="agentId identifier.")]
-TenantIdOpt = Annotated[str, typer.Option("--tenant", "-t", envvar="STRATAMEM_TENANT", help="Tenant id.")]
 
 
 def _ids(user_id: str | None, session_id: str | None, agent_id: str | None) -> dict[str, str]:
@@ -51,10 +52,10 @@ def register(app: typer.Typer) -> None:
     app.add_typer(policy_app, name="policy")
 
     @policy_app.command("show")
-    def policy_show(db: DbOpt = "stratamem.duckdb", tenant_id: TenantIdOpt = "default",
+    def policy_show(db: DbOpt = DEFAULT_DB, tenant_id: TenantOpt = None,
                     embedder: EmbedderOpt = None, as_json: JsonOpt = False) -> None:
         """Show the tenant's policy."""
-        with open_store(db, embedder) as mem:
+        with open_store(db, embedder, must_exist=True) as mem:
             policy = mem.policies.get(tenant(tenant_id))
         if as_json:
             emit_json(policy.model_dump(mode="json"))
@@ -68,8 +69,8 @@ def register(app: typer.Typer) -> None:
 
     @policy_app.command("set")
     def policy_set(
-        db: DbOpt = "stratamem.duckdb",
-        tenant_id: TenantIdOpt = "default",
+        db: DbOpt = DEFAULT_DB,
+        tenant_id: TenantOpt = None,
         deny: Annotated[list[str] | None, typer.Option("--deny", help="Deny pattern, a regex (repeatable).")] = None,
         category: Annotated[list[str] | None, typer.Option(
             "--category", help="Allowed category (repeatable): preference, fact, context, instruction.")] = None,
@@ -99,7 +100,7 @@ def register(app: typer.Typer) -> None:
                           highlight=False)
 
     @policy_app.command("reset")
-    def policy_reset(db: DbOpt = "stratamem.duckdb", tenant_id: TenantIdOpt = "default",
+    def policy_reset(db: DbOpt = DEFAULT_DB, tenant_id: TenantOpt = None,
                      embedder: EmbedderOpt = None) -> None:
         """Back to the default policy (PII allowed, no patterns, no quota)."""
         with open_store(db, embedder) as mem:
@@ -107,10 +108,10 @@ def register(app: typer.Typer) -> None:
         console.print(f"policy of tenant {tenant_id} reset")
 
     @app.command()
-    def health(db: DbOpt = "stratamem.duckdb", tenant_id: TenantIdOpt = "default",
+    def health(db: DbOpt = DEFAULT_DB, tenant_id: TenantOpt = None,
                embedder: EmbedderOpt = None, as_json: JsonOpt = False) -> None:
         """Memory health report: totals, age, duplicate / write-rejection / search-hit rates."""
-        with open_store(db, embedder) as mem:
+        with open_store(db, embedder, must_exist=True) as mem:
             report = mem.health(tenant(tenant_id))
         if as_json:
             emit_json(report.model_dump(mode="json"))
@@ -129,7 +130,7 @@ def register(app: typer.Typer) -> None:
         table.add_row("search-hit rate", f"{report.search_hit_rate:.1%}")
         console.print(table)
 
-    def _gate(intent: str, text: str, db: str, tenant_id: str, user_id: str | None, session_id: str | None,
+    def _gate(intent: str, text: str, db: str, tenant_id: str | None, user_id: str | None, session_id: str | None,
               agent_id: str | None, layer: str | None, embedder: str | None, as_json: bool) -> None:
         with open_store(db, embedder) as mem:
             res = mem.process(tenant(tenant_id), text, intent, _ids(user_id, session_id, agent_id), layer=layer)
@@ -137,7 +138,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def process(text: Annotated[str, typer.Argument(help="A message from the conversation.")],
-                db: DbOpt = "stratamem.duckdb", tenant_id: TenantIdOpt = "default", user_id: UserOpt = None,
+                db: DbOpt = DEFAULT_DB, tenant_id: TenantOpt = None, user_id: UserOpt = None,
                 session_id: SessionIdOpt = None, agent_id: AgentIdOpt = None, layer: LayerOpt = None,
                 embedder: EmbedderOpt = None, as_json: JsonOpt = False) -> None:
         """Write gate: store, update, or ignore (with the reason)."""
@@ -145,7 +146,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def remember(text: Annotated[str, typer.Argument(help="What to remember.")],
-                 db: DbOpt = "stratamem.duckdb", tenant_id: TenantIdOpt = "default", user_id: UserOpt = None,
+                 db: DbOpt = DEFAULT_DB, tenant_id: TenantOpt = None, user_id: UserOpt = None,
                  session_id: SessionIdOpt = None, agent_id: AgentIdOpt = None, layer: LayerOpt = None,
                  embedder: EmbedderOpt = None, as_json: JsonOpt = False) -> None:
         """Store explicitly (unless unsafe)."""
@@ -153,7 +154,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def forget(text: Annotated[str, typer.Argument(help="What to forget.")],
-               db: DbOpt = "stratamem.duckdb", tenant_id: TenantIdOpt = "default", user_id: UserOpt = None,
+               db: DbOpt = DEFAULT_DB, tenant_id: TenantOpt = None, user_id: UserOpt = None,
                session_id: SessionIdOpt = None, agent_id: AgentIdOpt = None, layer: LayerOpt = None,
                embedder: EmbedderOpt = None, as_json: JsonOpt = False) -> None:
         """Delete every matching memory."""

@@ -8,14 +8,14 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from .common import DbOpt, EmbedderOpt, JsonOpt, TenantOpt, console, emit_json, open_store, tenant
+from .common import DEFAULT_DB, DbOpt, EmbedderOpt, JsonOpt, TenantOpt, console, emit_json, open_store, tenant
 
 
 def register(app: typer.Typer) -> None:
     @app.command()
     def prune(
-        db: DbOpt = "stratamem.duckdb",
-        tenant_id: TenantOpt = "default",
+        db: DbOpt = DEFAULT_DB,
+        tenant_id: TenantOpt = None,
         dry_run: Annotated[bool, typer.Option("--dry-run", help="Only list the candidates.")] = False,
         embedder: EmbedderOpt = None, as_json: JsonOpt = False,
     ) -> None:
@@ -35,7 +35,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def maintain(
-        db: DbOpt = "stratamem.duckdb",
+        db: DbOpt = DEFAULT_DB,
         tenants: Annotated[list[str] | None, typer.Option("--tenant", "-t", help="Tenant (repeatable; default all).")]
         = None,
         embedder: EmbedderOpt = None, as_json: JsonOpt = False,
@@ -60,8 +60,8 @@ def register(app: typer.Typer) -> None:
         user_id: Annotated[str, typer.Option("--user-id", help="userId of the session.")],
         session_id: Annotated[str, typer.Option("--session-id", help="sessionId to close.")],
         project_id: Annotated[str | None, typer.Option("--project-id", help="Promote into this project.")] = None,
-        db: DbOpt = "stratamem.duckdb",
-        tenant_id: TenantOpt = "default",
+        db: DbOpt = DEFAULT_DB,
+        tenant_id: TenantOpt = None,
         embedder: EmbedderOpt = None,
     ) -> None:
         """Promote the session's important memories (PII-redacted) and apply session retention."""

@@ -12,6 +12,7 @@ from rich.table import Table
 
 from ..errors import ErrorCode, MemoryError
 from .common import (
+    DEFAULT_DB,
     AgentOpt,
     CompanyOpt,
     DbOpt,
@@ -41,8 +42,8 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def add(
         content: Annotated[str, typer.Argument(help="Memory text.")],
-        db: DbOpt = "stratamem.duckdb",
-        tenant_id: TenantOpt = "default",
+        db: DbOpt = DEFAULT_DB,
+        tenant_id: TenantOpt = None,
         layer: Annotated[str, typer.Option("--layer", "-l", help="Target layer.")] = "user",
         tags: Annotated[list[str] | None, typer.Option("--tag", help="Tag (repeatable).")] = None,
         metadata: Annotated[str | None, typer.Option("--metadata", help="Metadata as a JSON object.")] = None,
@@ -67,8 +68,8 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def search(
         query: Annotated[str, typer.Argument(help="Natural-language query.")],
-        db: DbOpt = "stratamem.duckdb",
-        tenant_id: TenantOpt = "default",
+        db: DbOpt = DEFAULT_DB,
+        tenant_id: TenantOpt = None,
         layers: Annotated[
             list[str] | None, typer.Option("--layer", "-l", help="Layer to search (repeatable).")
         ] = None,
@@ -90,7 +91,7 @@ def register(app: typer.Typer) -> None:
         ids = identifiers(agent_id, user_id, session_id, project_id, team_id, org_id, company_id, object_type,
                           object_id)
         flt = parse_json_option(filter_json, "--filter")
-        with open_store(db, embedder) as mem:
+        with open_store(db, embedder, must_exist=True) as mem:
             res = mem.search(tenant(tenant_id), query, identifiers=ids, layers=layers or None, limit=limit,
                              threshold=threshold, filter=flt, recency_boost=recency_boost,
                              importance_boost=importance_boost)
@@ -108,12 +109,12 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def get(
         memory_id: Annotated[str, typer.Argument(help="Memory id.")],
-        db: DbOpt = "stratamem.duckdb",
-        tenant_id: TenantOpt = "default",
+        db: DbOpt = DEFAULT_DB,
+        tenant_id: TenantOpt = None,
         embedder: EmbedderOpt = None, as_json: JsonOpt = False,
     ) -> None:
-        """Show one memory (exit 1 when it does not exist)."""
-        with open_store(db, embedder) as mem:
+        """Show one memory (MEMORY_NOT_FOUND, exit 2, when it does not exist)."""
+        with open_store(db, embedder, must_exist=True) as mem:
             entry = mem.get(tenant(tenant_id), memory_id)
         if entry is None:
             raise fail(ErrorCode.MEMORY_NOT_FOUND.value, f"no memory with id {memory_id!r}")
@@ -124,8 +125,8 @@ def register(app: typer.Typer) -> None:
 
     @app.command("list")
     def list_(
-        db: DbOpt = "stratamem.duckdb",
-        tenant_id: TenantOpt = "default",
+        db: DbOpt = DEFAULT_DB,
+        tenant_id: TenantOpt = None,
         layer: Annotated[str | None, typer.Option("--layer", "-l", help="Layer (omit for all layers).")] = None,
         limit: Annotated[int, typer.Option("--limit", "-n")] = 50,
         cursor: Annotated[str | None, typer.Option("--cursor", help="Cursor from a previous page.")] = None,
@@ -138,7 +139,7 @@ def register(app: typer.Typer) -> None:
         """List memories, oldest first, one page at a time."""
         ids = identifiers(agent_id, user_id, session_id, project_id, team_id, org_id, company_id, object_type,
                           object_id)
-        with open_store(db, embedder) as mem:
+        with open_store(db, embedder, must_exist=True) as mem:
             page = mem.list(tenant(tenant_id), layer=layer, identifiers=ids, cursor=cursor, limit=limit,
                             filter=parse_json_option(filter_json, "--filter"))
         if as_json:
@@ -156,8 +157,8 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def delete(
         memory_ids: Annotated[list[str], typer.Argument(help="Memory id(s).")],
-        db: DbOpt = "stratamem.duckdb",
-        tenant_id: TenantOpt = "default",
+        db: DbOpt = DEFAULT_DB,
+        tenant_id: TenantOpt = None,
         embedder: EmbedderOpt = None, as_json: JsonOpt = False,
     ) -> None:
         """Delete memories (idempotent)."""
@@ -170,12 +171,12 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def stats(
-        db: DbOpt = "stratamem.duckdb",
-        tenant_id: TenantOpt = "default",
+        db: DbOpt = DEFAULT_DB,
+        tenant_id: TenantOpt = None,
         embedder: EmbedderOpt = None, as_json: JsonOpt = False,
     ) -> None:
         """Memory counts per layer for a tenant."""
-        with open_store(db, embedder) as mem:
+        with open_store(db, embedder, must_exist=True) as mem:
             st = mem.stats(tenant(tenant_id))
         if as_json:
             emit_json(st.to_json_dict())
@@ -190,16 +191,21 @@ def register(app: typer.Typer) -> None:
     @app.command("import")
     def import_(
         file: Annotated[Path, typer.Argument(help="JSONL file: one {content, layer, identifiers, metadata} per line.")],
-        db: DbOpt = "stratamem.duckdb",
-        tenant_id: TenantOpt = "default",
+        db: DbOpt = DEFAULT_DB,
+        tenant_id: TenantOpt = None,
         embedder: EmbedderOpt = None, as_json: JsonOpt = False,
     ) -> None:
         """Import memories from JSONL (as written by `export`), in batches, with a progress bar."""
         if not file.is_file():
             raise fail("INVALID_PARAMS", f"no such file: {file}")
         items: list[dict[str, Any]] = []
-        with file.open(encoding="utf-8") as fh:
-            for lineno, line in enumerate(fh, 1):
+        with file.open("rb") as fh:
+            for lineno, raw_line in enumerate(fh, 1):
+                try:
+                    line = raw_line.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise fail("INVALID_PARAMS", f"{file}:{lineno}: not UTF-8 text (byte "
+                                                 f"0x{raw_line[exc.start]:02x} at column {exc.start + 1})") from None
                 if not line.strip():
                     continue
                 try:
@@ -235,14 +241,14 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def export(
-        db: DbOpt = "stratamem.duckdb",
-        tenant_id: TenantOpt = "default",
+        db: DbOpt = DEFAULT_DB,
+        tenant_id: TenantOpt = None,
         output: Annotated[Path | None, typer.Option("--output", "-o", help="File to write (default stdout).")] = None,
         with_embeddings: Annotated[bool, typer.Option("--with-embeddings", help="Include vectors.")] = False,
         embedder: EmbedderOpt = None,
     ) -> None:
         """Export a tenant's memories as JSONL (re-importable with `import`)."""
-        with open_store(db, embedder) as mem:
+        with open_store(db, embedder, must_exist=True) as mem:
             exclude = None if with_embeddings else {"embedding"}
             lines = (json.dumps(e.to_json_dict(exclude=exclude), ensure_ascii=False) + "\n"
                      for e in mem.export(tenant(tenant_id), include_embeddings=with_embeddings))

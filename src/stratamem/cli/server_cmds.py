@@ -1,4 +1,4 @@
-"""Server commands: ``serve`` (REST + MCP over HTTP), ``mcp`` (MCP over stdio), ``keys`` (API keys)."""
+"""Server commands: ``serve`` (REST + MCP over HTTP) and ``mcp`` (MCP over stdio)."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ from typing import Annotated, Any
 import typer
 
 from .common import (
+    DEFAULT_DB,
     AgentOpt,
     CompanyOpt,
     DbOpt,
     EmbedderOpt,
-    JsonOpt,
     ObjectIdOpt,
     ObjectTypeOpt,
     OrgOpt,
@@ -21,14 +21,11 @@ from .common import (
     TenantOpt,
     UserOpt,
     coded_errors,
-    emit_json,
     fail,
     identifiers,
     open_store,
     tenant,
 )
-
-DEFAULT_SERVE_DB = "data/stratamem.duckdb"
 
 
 def _require_server_extra() -> None:
@@ -43,7 +40,7 @@ def _require_server_extra() -> None:
 def register(app: typer.Typer) -> None:
     @app.command()
     def serve(
-        db: DbOpt = DEFAULT_SERVE_DB,
+        db: DbOpt = DEFAULT_DB,
         host: Annotated[str, typer.Option("--host", envvar="STRATAMEM_HOST", help="Bind address.")] = "127.0.0.1",
         port: Annotated[int, typer.Option("--port", envvar="STRATAMEM_PORT", help="TCP port.")] = 8080,
         embedder: EmbedderOpt = None,
@@ -91,8 +88,8 @@ def register(app: typer.Typer) -> None:
 
     @app.command("mcp")
     def mcp_stdio(
-        db: DbOpt = "stratamem.duckdb",
-        tenant_id: TenantOpt = "default",
+        db: DbOpt = DEFAULT_DB,
+        tenant_id: TenantOpt = None,
         layer: Annotated[str | None, typer.Option("--layer", help="Layer for new memories "
                                                   "(default: the most specific one the identifiers allow).")] = None,
         agent_id: AgentOpt = None, user_id: UserOpt = None, session_id: SessionOpt = None,
@@ -110,60 +107,3 @@ def register(app: typer.Typer) -> None:
             with coded_errors():
                 binding = make_binding(tenant(tenant_id), ids, layer)
             run_stdio(mem, binding)
-
-    keys = typer.Typer(help="Manage API keys (stored hashed; a key is shown once).", no_args_is_help=True)
-    app.add_typer(keys, name="keys")
-
-    @keys.command("create")
-    def keys_create(
-        db: DbOpt = DEFAULT_SERVE_DB,
-        tenant_id: TenantOpt = "default",
-        role: Annotated[str, typer.Option("--role", "-r", help="reader, writer or admin.")] = "writer",
-        name: Annotated[str | None, typer.Option("--name", help="Label for the key.")] = None,
-        agent_id: AgentOpt = None, user_id: UserOpt = None, session_id: SessionOpt = None,
-        project_id: ProjectOpt = None, team_id: TeamOpt = None, org_id: OrgOpt = None,
-        company_id: CompanyOpt = None, object_type: ObjectTypeOpt = None, object_id: ObjectIdOpt = None,
-        embedder: EmbedderOpt = None,
-    ) -> None:
-        """Create an API key; it is printed once, as the last word of the output."""
-        from ..server.keys import create_key
-
-        ids = identifiers(agent_id, user_id, session_id, project_id, team_id, org_id, company_id, object_type,
-                          object_id)
-        with open_store(db, embedder) as mem:
-            created = create_key(mem.engine.provider, tenant_id, role, name=name, identifiers=ids)
-        rec = created.record
-        typer.echo(f"created API key {rec.key_id} ({rec.name}) for tenant {rec.tenant_id} with role {role}.")
-        typer.echo("It is shown only once and stored only as a hash; keep it secret:")
-        typer.echo(created.key)
-
-    @keys.command("list")
-    def keys_list(db: DbOpt = DEFAULT_SERVE_DB, tenant_id: TenantOpt = "default", embedder: EmbedderOpt = None,
-                  as_json: JsonOpt = False) -> None:
-        """List a tenant's keys (ids and labels; never the keys)."""
-        with open_store(db, embedder) as mem:
-            records = mem.engine.provider.api_key_list(tenant_id)
-        rows: list[dict[str, Any]] = [
-            {"keyId": r.key_id, "name": r.name, "roles": list(r.roles), "identifiers": r.identifiers,
-                 "createdAt": r.created_at.isoformat(),
-                 "revokedAt": r.revoked_at.isoformat() if r.revoked_at else None} for r in records
-        ]
-        if as_json:
-            emit_json(rows)
-            return
-        for row in rows:
-            state = "revoked" if row["revokedAt"] else "active"
-            typer.echo(f"{row['keyId']}  {row['name']}  {','.join(row['roles'])}  {state}")
-
-    @keys.command("revoke")
-    def keys_revoke(key_id: Annotated[str, typer.Argument(help="Key id (the part after smk_).")],
-                    db: DbOpt = DEFAULT_SERVE_DB, tenant_id: TenantOpt = "default",
-                    embedder: EmbedderOpt = None) -> None:
-        """Revoke a key of this tenant."""
-        from datetime import UTC, datetime
-
-        with open_store(db, embedder) as mem:
-            ok = mem.engine.provider.api_key_revoke(tenant_id, key_id, datetime.now(UTC))
-        if not ok:
-            raise fail("INVALID_PARAMS", f"tenant {tenant_id} has no active key {key_id}")
-        typer.echo(f"revoked {key_id}")

@@ -7,14 +7,25 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from .common import DbOpt, EmbedderOpt, JsonOpt, coded_errors, console, emit_json, open_store
+from .common import (
+    DEFAULT_DB,
+    DbOpt,
+    EmbedderOpt,
+    JsonOpt,
+    TenantOpt,
+    coded_errors,
+    console,
+    emit_json,
+    open_store,
+    require_tenant,
+)
 
 EndpointOpt = Annotated[str | None, typer.Option("--endpoint", envvar="STRATAMEM_S3_URL",
                                                  help="S3-compatible endpoint URL (default: AWS).")]
 BucketOpt = Annotated[str | None, typer.Option("--bucket", envvar="STRATAMEM_S3_BUCKET", help="Bucket name.")]
 OptTenant = Annotated[str | None, typer.Option("--tenant", "-t", envvar="STRATAMEM_TENANT",
                                                help="Tenant id (push/pull: default every tenant).")]
-Tenant = Annotated[str, typer.Option("--tenant", "-t", envvar="STRATAMEM_TENANT", help="Tenant id.")]
+Tenant = TenantOpt
 
 
 def _manager(mem: Any, endpoint: str | None, bucket: str | None) -> Any:
@@ -29,10 +40,10 @@ def register(app: typer.Typer) -> None:
     app.add_typer(snap)
 
     @snap.command("push")
-    def push(db: DbOpt = "stratamem.duckdb", tenant_id: OptTenant = None, endpoint: EndpointOpt = None,
+    def push(db: DbOpt = DEFAULT_DB, tenant_id: OptTenant = None, endpoint: EndpointOpt = None,
              bucket: BucketOpt = None, embedder: EmbedderOpt = None, as_json: JsonOpt = False) -> None:
         """Publish a new snapshot of one tenant (or every tenant)."""
-        with open_store(db, embedder) as mem:
+        with open_store(db, embedder, must_exist=True) as mem:
             reports = _manager(mem, endpoint, bucket).push(tenant_id)
         if as_json:
             emit_json([r.model_dump(mode="json") for r in reports])
@@ -43,11 +54,11 @@ def register(app: typer.Typer) -> None:
                           markup=False, highlight=False)
 
     @snap.command("list")
-    def list_(db: DbOpt = "stratamem.duckdb", tenant_id: Tenant = "default", endpoint: EndpointOpt = None,
+    def list_(db: DbOpt = DEFAULT_DB, tenant_id: Tenant = None, endpoint: EndpointOpt = None,
               bucket: BucketOpt = None, embedder: EmbedderOpt = None, as_json: JsonOpt = False) -> None:
         """Published snapshots of a tenant, newest first."""
-        with open_store(db, embedder) as mem:
-            infos = _manager(mem, endpoint, bucket).list(tenant_id)
+        with open_store(db, embedder, must_exist=True) as mem:
+            infos = _manager(mem, endpoint, bucket).list(require_tenant(tenant_id))
         if as_json:
             emit_json([i.model_dump(mode="json") for i in infos])
             return
@@ -74,7 +85,7 @@ def register(app: typer.Typer) -> None:
                           markup=False, highlight=False)
 
     @snap.command("pull")
-    def pull(db: DbOpt = "stratamem.duckdb", tenant_id: OptTenant = None,
+    def pull(db: DbOpt = DEFAULT_DB, tenant_id: OptTenant = None,
              snapshot_id: Annotated[str | None, typer.Option("--snapshot", help="A snapshot id.")] = None,
              endpoint: EndpointOpt = None, bucket: BucketOpt = None, embedder: EmbedderOpt = None,
              as_json: JsonOpt = False) -> None:
@@ -83,7 +94,7 @@ def register(app: typer.Typer) -> None:
 
     @snap.command("restore")
     def restore(at: Annotated[str, typer.Option("--at", help="ISO-8601 time; newest snapshot at or before it.")],
-                db: DbOpt = "stratamem.duckdb", tenant_id: OptTenant = None, endpoint: EndpointOpt = None,
+                db: DbOpt = DEFAULT_DB, tenant_id: OptTenant = None, endpoint: EndpointOpt = None,
                 bucket: BucketOpt = None, embedder: EmbedderOpt = None, as_json: JsonOpt = False) -> None:
         """Point-in-time recovery."""
         _restore(db, tenant_id, at, None, endpoint, bucket, embedder, as_json)

@@ -24,13 +24,15 @@ from ..errors import ErrorCode, MemoryError
 from ..model import HealthCheckResult
 from ..sdk import Memory
 from ..telemetry import audit_observer, metrics, tracing
-from . import http_errors
+from . import docs, http_errors, openapi
 from .deps import get_memory, get_tenant
 from .graph_routes import graph_router
 from .keys_routes import build_keys_router
+from .operations_routes import build_operations_router
 from .ratelimit import build_limiter
 from .routes import build_router
 from .settings import ServerSettings
+from .snapshot_routes import build_snapshot_router
 
 if TYPE_CHECKING:
     from ..lifecycle.runner import Job, ScheduleRunner
@@ -159,6 +161,8 @@ def create_app(memory: Memory, settings: ServerSettings | None = None, *,
         description="Layered, multi-tenant semantic memory for AI agents. Every error is "
                     "`{code, message, operation, details, retryable}`.",
         lifespan=lifespan,
+        docs_url=None,  # served from local assets below: /docs works offline
+        redoc_url=None,
     )
     app.state.memory = memory
     app.state.settings = settings
@@ -168,14 +172,16 @@ def create_app(memory: Memory, settings: ServerSettings | None = None, *,
     http_errors.install(app)
     app.add_middleware(BodySizeLimit, limit=settings.max_body_bytes)
 
-    @app.get("/health", response_model=HealthCheckResult, tags=["ops"],
+    @app.get("/health", response_model=HealthCheckResult, tags=["ops"], operation_id="getHealth", name="health_check",
              responses={503: {"model": HealthCheckResult, "description": "unhealthy"}})
     def health() -> Response:
+        """Liveness with the health of each component; 503 when unhealthy. No key needed."""
         result = memory.health_check()
         return JSONResponse(result.to_json_dict(), status_code=503 if result.status == "unhealthy" else 200)
 
-    @app.get("/ready", tags=["ops"], responses=http_errors.responses(503))
+    @app.get("/ready", tags=["ops"], responses=http_errors.responses(503), operation_id="getReadiness")
     def ready() -> dict[str, Any]:
+        """Ready to serve: the store is open and reachable (503 otherwise). No key needed."""
         if engine._closed:
             raise MemoryError(ErrorCode.PROVIDER_ERROR, "the store is closed", operation="ready")
         try:
@@ -185,17 +191,28 @@ def create_app(memory: Memory, settings: ServerSettings | None = None, *,
                               operation="ready") from None
         return {"status": "ready", "provider": engine.provider.name, "schemaVersion": engine.store_info.schema_version}
 
-    @app.get("/metrics", tags=["ops"], response_class=Response,
+    @app.get("/metrics", tags=["ops"], response_class=Response, operation_id="getMetrics",
              responses={200: {"content": {CONTENT_TYPE_LATEST: {}}, "description": "Prometheus text format"}})
     def prometheus_metrics() -> Response:
+        """Prometheus metrics in the text exposition format. No key needed."""
         try:
             metrics.refresh_storage_size(engine)
         except Exception:  # a scrape must not fail because a count did
             http_errors.log.exception("cannot refresh memory_storage_size")
         return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)
 
+    docs.install(app)
+    openapi.install(app, lambda: {
+        "max_content_length": engine.max_content_length,
+        "max_query_chars": engine.embeddings.embedder.max_query_chars,
+        "max_search_limit": engine.config.max_search_limit,
+        "max_list_limit": engine.config.max_list_limit,
+        "max_bulk_items": settings.max_bulk_items,
+    })
     app.include_router(build_router())
     app.include_router(build_keys_router())
+    app.include_router(build_operations_router())
+    app.include_router(build_snapshot_router())
     app.include_router(graph_router(get_memory, get_tenant))
     for router in extra_routers:
         app.include_router(router)

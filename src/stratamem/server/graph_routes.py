@@ -55,30 +55,33 @@ def graph_router(get_memory: Callable[..., Any], get_tenant: Callable[..., Any])
     MemoryDep = Annotated[Memory, Depends(get_memory)]
     TenantDep = Annotated[TenantContext, Depends(get_tenant)]
 
-    @router.get("/v1/graph/related")
+    @router.get("/v1/graph/related", operation_id="graphRelated")
     def related(mem: MemoryDep, t: TenantDep, q: Annotated[RelatedParams, Query()]) -> Any:
         """Memories (and optionally entities) within ``hops`` of a memory id or entity name."""
         return mem.graph.related(t, q.node, q.hops, limit=q.limit, include_entities=q.include_entities).model_dump(
             mode="json", by_alias=True)
 
-    @router.get("/v1/graph/path")
+    @router.get("/v1/graph/path", operation_id="graphPath")
     def path(mem: MemoryDep, t: TenantDep, q: Annotated[PathParams, Query()]) -> Any:
         """Shortest path between two memories or entities, with its reasoning text."""
         return mem.graph.path(t, q.a, q.b, max_hops=q.max_hops).model_dump(mode="json", by_alias=True)
 
-    @router.get("/v1/graph/neighbors")
+    @router.get("/v1/graph/neighbors", operation_id="graphNeighbors")
     def neighbors(mem: MemoryDep, t: TenantDep, q: Annotated[NeighborParams, Query()]) -> Any:
+        """Direct neighbours of a memory or entity, optionally of one relation type and direction."""
         found = mem.graph.neighbors(t, q.node, rel_type=q.rel_type, direction=q.direction, limit=q.limit)
         return {"neighbors": [n.model_dump(mode="json", by_alias=True) for n in found]}
 
-    @router.get("/health/graph")
+    @router.get("/health/graph", operation_id="getGraphHealth")
     def health(mem: MemoryDep) -> Any:
+        """Health of the knowledge graph (503 when unhealthy)."""
         result = mem.graph.health()
         code = 200 if result.status == "healthy" else 503
         return JSONResponse(result.to_json_dict(), status_code=code)
 
-    @router.get("/ready/graph")
+    @router.get("/ready/graph", operation_id="getGraphReadiness")
     def ready(mem: MemoryDep) -> Any:
+        """Whether the knowledge graph is ready (503 when not)."""
         ok = mem.graph.ready()
         return JSONResponse({"ready": ok}, status_code=200 if ok else 503)
 

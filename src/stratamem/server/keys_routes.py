@@ -22,7 +22,8 @@ class _M(BaseModel):
 
 
 class CreateKeyRequest(_M):
-    role: str = Field("writer", max_length=16, description="reader, writer or admin")
+    role: str = Field("writer", max_length=16, description="reader, writer or admin",
+                      json_schema_extra={"enum": ["reader", "writer", "admin"]})
     name: str | None = Field(None, max_length=128)
     identifiers: LayerIdentifiers = Field(default_factory=LayerIdentifiers)
 
@@ -63,20 +64,24 @@ def _info(rec: Any) -> dict[str, Any]:
 def build_keys_router() -> APIRouter:
     r = APIRouter(prefix="/v1/keys", tags=["keys"])
 
-    @r.post("", status_code=201, response_model=CreatedKeyResponse, responses=responses(*COMMON))
+    @r.post("", status_code=201, response_model=CreatedKeyResponse, responses=responses(*COMMON),
+            operation_id="createApiKey")
     def create(body: CreateKeyRequest, memory: MemoryDep, ctx: AdminDep) -> CreatedKeyResponse:
+        """Create an API key of the caller's tenant (admin keys only); the key is in the answer once."""
         ids = body.identifiers.model_dump(exclude_none=True)
         created = create_key(memory.engine.provider, ctx.tenant_id, body.role, name=body.name, identifiers=ids)
         memory.engine.audit.record(tenant_id=ctx.tenant_id, principal=ctx.principal, action="keys.create",
                                    details={"key_id": created.record.key_id, "role": body.role})
         return CreatedKeyResponse.model_validate({**_info(created.record), "key": created.key})
 
-    @r.get("", response_model=list[KeyInfo], responses=responses(*COMMON))
+    @r.get("", response_model=list[KeyInfo], responses=responses(*COMMON), operation_id="listApiKeys")
     def list_keys(memory: MemoryDep, ctx: AdminDep) -> list[KeyInfo]:
+        """The tenant's keys, active and revoked (ids and labels, never the keys)."""
         return [KeyInfo.model_validate(_info(k)) for k in memory.engine.provider.api_key_list(ctx.tenant_id)]
 
-    @r.delete("/{key_id}", response_model=KeyInfo, responses=responses(*COMMON, 404))
+    @r.delete("/{key_id}", response_model=KeyInfo, responses=responses(*COMMON, 404), operation_id="revokeApiKey")
     def revoke(key_id: Annotated[str, Path(max_length=64)], memory: MemoryDep, ctx: AdminDep) -> KeyInfo:
+        """Revoke a key of the tenant; requests with it get 401 from then on."""
         if not memory.engine.provider.api_key_revoke(ctx.tenant_id, key_id, datetime.now(UTC)):
             raise MemoryError(ErrorCode.MEMORY_NOT_FOUND,
                               f"no active key {key_id!r}", operation="keys.revoke", details={"keyId": key_id})

@@ -6,7 +6,7 @@ import json
 from datetime import datetime
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, Path, Query, Request
+from fastapi import APIRouter, Header, Path, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
@@ -16,6 +16,7 @@ from ..model import (
     BulkAddOutput,
     BulkDeleteOutput,
     DeleteMemoryOutput,
+    Layer,
     LayerIdentifiers,
     ListMemoriesOutput,
     MemoryEntry,
@@ -27,6 +28,9 @@ from ..model import (
 from .deps import MemoryDep, ReaderDep, WriterDep
 from .http_errors import COMMON, responses
 
+#: A layer name: documented as an enum; any other string is answered by the store with 400 INVALID_LAYER.
+LayerName = Annotated[str, Field(max_length=32, json_schema_extra={"enum": [x.value for x in Layer]})]
+
 
 class _Body(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
@@ -37,7 +41,7 @@ class _Body(BaseModel):
 
 class CreateMemoryRequest(_Body):
     content: str = Field(max_length=1_000_000)
-    layer: str = Field(max_length=32, description="agent|user|session|project|team|org|company|object")
+    layer: LayerName
     identifiers: LayerIdentifiers = Field(default_factory=LayerIdentifiers)
     metadata: dict[str, Any] = Field(default_factory=dict)
     tier: str | None = Field(None, max_length=64)
@@ -56,7 +60,7 @@ class BulkDeleteRequest(_Body):
 class SearchRequest(_Body):
     query: str = Field(max_length=100_000)
     identifiers: LayerIdentifiers = Field(default_factory=LayerIdentifiers)
-    layers: list[Annotated[str, Field(max_length=32)]] | None = None
+    layers: list[LayerName] | None = None
     limit: int | None = None
     threshold: float | None = None
     filter: MetadataFilter | None = None
@@ -91,7 +95,45 @@ def _not_found(memory_id: str, operation: str) -> MemoryError:
 
 
 MemoryId = Annotated[str, Path(min_length=1, max_length=256, description="Memory id")]
-IfMatch = Annotated[str | None, Header(alias="If-Match", max_length=128)]
+IfMatch = Annotated[str | None, Header(alias="If-Match", max_length=1024)]
+
+#: The ETag response header of a memory (its etag, quoted as RFC 7232 writes entity tags).
+ETAG_HEADER = {"ETag": {"description": "Entity tag of the returned version, e.g. `\"c261a1ab8fd49856ed8f\"`.",
+                        "schema": {"type": "string"}}}
+
+
+def quoted_etag(etag: str) -> str:
+    return f'"{etag}"'
+
+
+def if_match_tags(value: str | None) -> list[str] | None:
+    """The entity tags of an ``If-Match`` value: ``"tag"``, weak ``W/"tag"``, a bare tag (as earlier
+    clients send it) or a comma-separated list of those; None for no header or ``*`` (any version)."""
+    if value is None or value.strip() in ("", "*"):
+        return None
+    tags: list[str] = []
+    for part in value.split(","):
+        tag = part.strip()
+        if tag.startswith(("W/", "w/")):
+            tag = tag[2:].strip()
+        if len(tag) >= 2 and tag[0] == tag[-1] == '"':
+            tag = tag[1:-1]
+        if tag:
+            tags.append(tag)
+    return tags or None
+
+
+def expected_etag(memory: Any, ctx: TenantContext, memory_id: str, value: str | None) -> str | None:
+    """The one etag to hand to the store: the only one given, or of several the current one (the
+    store still compares it atomically, so a change in between is a CONFLICT)."""
+    tags = if_match_tags(value)
+    if tags is None:
+        return None
+    if len(tags) > 1:
+        current = memory.get(ctx, memory_id)
+        if current is not None and current.etag in tags:
+            return str(current.etag)
+    return tags[0]
 
 
 def _item(body: CreateMemoryRequest) -> dict[str, Any]:
@@ -101,17 +143,20 @@ def _item(body: CreateMemoryRequest) -> dict[str, Any]:
 def build_router() -> APIRouter:
     r = APIRouter(prefix="/v1", tags=["memories"])
 
-    @r.post("/memories", status_code=201, response_model=AddMemoryOutput, responses=responses(*COMMON),
-            name="add")
+    @r.post("/memories", status_code=201, response_model=AddMemoryOutput, responses=responses(*COMMON, 413),
+            name="add", operation_id="createMemory")
     def create_memory(body: CreateMemoryRequest, request: Request, memory: MemoryDep,
                       ctx: WriterDep) -> AddMemoryOutput:
+        """Store one memory in a layer; the identifiers the layer needs are required (e.g. `userId`
+        for `user`). Needs a writer key."""
         check_body_tenant(request, memory, ctx, body.tenant_id, "add")
         return memory.add(ctx, body.content, body.layer, body.identifiers, body.metadata, tier=body.tier,
                           expires_at=body.expires_at, importance=body.importance)
 
-    @r.post("/memories/bulk", status_code=201, response_model=BulkAddOutput, responses=responses(*COMMON),
-            name="bulk_add")
+    @r.post("/memories/bulk", status_code=201, response_model=BulkAddOutput, responses=responses(*COMMON, 413),
+            name="bulk_add", operation_id="bulkCreateMemories")
     def bulk_create(body: BulkCreateRequest, request: Request, memory: MemoryDep, ctx: WriterDep) -> BulkAddOutput:
+        """Store several memories in one request (all or none; an error names the item's index)."""
         check_body_tenant(request, memory, ctx, body.tenant_id, "bulk_add")
         for item in body.items:
             check_body_tenant(request, memory, ctx, item.tenant_id, "bulk_add")
@@ -122,8 +167,9 @@ def build_router() -> APIRouter:
         return memory.bulk_add(ctx, [_item(i) for i in body.items])
 
     @r.post("/memories/bulk-delete", response_model=BulkDeleteOutput, responses=responses(*COMMON),
-            name="bulk_delete")
+            name="bulk_delete", operation_id="bulkDeleteMemories")
     def bulk_delete(body: BulkDeleteRequest, request: Request, memory: MemoryDep, ctx: WriterDep) -> BulkDeleteOutput:
+        """Delete several memories by id (idempotent: unknown ids count as not deleted)."""
         check_body_tenant(request, memory, ctx, body.tenant_id, "bulk_delete")
         cap = request.app.state.settings.max_bulk_items
         if len(body.ids) > cap:
@@ -131,17 +177,22 @@ def build_router() -> APIRouter:
                               operation="bulk_delete", details={"max_items": cap})
         return memory.bulk_delete(ctx, body.ids)
 
-    @r.post("/memories/search", response_model=SearchMemoryOutput, responses=responses(*COMMON), name="search")
+    @r.post("/memories/search", response_model=SearchMemoryOutput, responses=responses(*COMMON), name="search",
+            operation_id="searchMemories")
     def search(body: SearchRequest, request: Request, memory: MemoryDep, ctx: ReaderDep) -> SearchMemoryOutput:
+        """Semantic (hybrid dense + lexical) search across every layer the identifiers reach, most
+        specific layer first; results below `threshold` are dropped."""
         check_body_tenant(request, memory, ctx, body.tenant_id, "search")
         return memory.search(ctx, body.query, body.identifiers, body.layers, body.limit, body.threshold, body.filter,
                              hybrid_weight=body.hybrid_weight, recency_boost=body.recency_boost,
                              importance_boost=body.importance_boost)
 
-    @r.get("/memories", response_model=ListMemoriesOutput, responses=responses(*COMMON), name="list")
+    @r.get("/memories", response_model=ListMemoriesOutput, responses=responses(*COMMON), name="list",
+           operation_id="listMemories")
     def list_memories(
         memory: MemoryDep, ctx: ReaderDep,
-        layer: Annotated[str | None, Query(max_length=32)] = None,
+        layer: Annotated[str | None, Query(max_length=32, json_schema_extra={"enum": [x.value for x in Layer]})]
+        = None,
         cursor: Annotated[str | None, Query(max_length=2048)] = None,
         limit: Annotated[int | None, Query()] = None,
         tag: Annotated[list[str] | None, Query(description="Match any of these tags (repeatable)")] = None,
@@ -156,6 +207,8 @@ def build_router() -> APIRouter:
         object_type: Annotated[str | None, Query(alias="objectType", max_length=256)] = None,
         object_id: Annotated[str | None, Query(alias="objectId", max_length=256)] = None,
     ) -> ListMemoriesOutput:
+        """One page of memories, oldest first, filtered by layer, identifiers, tags and metadata;
+        follow `nextCursor` for the next page."""
         ids = {"agent_id": agent_id, "user_id": user_id, "session_id": session_id, "project_id": project_id,
                "team_id": team_id, "org_id": org_id, "company_id": company_id, "object_type": object_type,
                "object_id": object_id}
@@ -174,25 +227,38 @@ def build_router() -> APIRouter:
             flt["tags"] = list(tag)
         return memory.list(ctx, layer, {k: v for k, v in ids.items() if v is not None}, cursor, limit, flt)
 
-    @r.get("/memories/{memory_id}", response_model=MemoryEntry, responses=responses(*COMMON, 404), name="get")
-    def get_memory(memory_id: MemoryId, memory: MemoryDep, ctx: ReaderDep) -> MemoryEntry:
+    @r.get("/memories/{memory_id}", response_model=MemoryEntry,
+           responses={200: {"description": "The memory", "headers": ETAG_HEADER}, **responses(*COMMON, 404)},
+           name="get", operation_id="getMemory")
+    def get_memory(memory_id: MemoryId, memory: MemoryDep, ctx: ReaderDep, response: Response) -> MemoryEntry:
+        """One memory by id; the `ETag` header (and the `etag` field) is its version for `If-Match`."""
         entry = memory.get(ctx, memory_id)
         if entry is None:
             raise _not_found(memory_id, "get")
+        response.headers["ETag"] = quoted_etag(entry.etag)
         return entry
 
-    @r.patch("/memories/{memory_id}", response_model=UpdateMemoryOutput, responses=responses(*COMMON, 404, 409),
-             name="update")
+    @r.patch("/memories/{memory_id}", response_model=UpdateMemoryOutput,
+             responses={200: {"description": "The updated memory", "headers": ETAG_HEADER},
+                        **responses(*COMMON, 404, 409, 413)},
+             name="update", operation_id="updateMemory")
     def update_memory(memory_id: MemoryId, body: UpdateMemoryRequest, request: Request, memory: MemoryDep,
-                      ctx: WriterDep, if_match: IfMatch = None) -> UpdateMemoryOutput:
+                      ctx: WriterDep, response: Response, if_match: IfMatch = None) -> UpdateMemoryOutput:
+        """Change content (re-embedded), metadata (merged), expiry or tier. With `If-Match` (or
+        `ifMatch`) the update only happens if the memory is still at that version, else 409."""
         check_body_tenant(request, memory, ctx, body.tenant_id, "update")
-        return memory.update(ctx, memory_id, body.content, body.metadata, body.if_match or if_match,
-                             expires_at=body.expires_at, tier=body.tier)
+        expected = expected_etag(memory, ctx, memory_id, body.if_match or if_match)
+        out = memory.update(ctx, memory_id, body.content, body.metadata, expected,
+                            expires_at=body.expires_at, tier=body.tier)
+        response.headers["ETag"] = quoted_etag(out.memory.etag)
+        return out
 
     @r.delete("/memories/{memory_id}", response_model=DeleteMemoryOutput, responses=responses(*COMMON, 409),
-              name="delete")
+              name="delete", operation_id="deleteMemory")
     def delete_memory(memory_id: MemoryId, memory: MemoryDep, ctx: WriterDep,
                       if_match: IfMatch = None) -> DeleteMemoryOutput:
-        return memory.delete(ctx, memory_id, if_match)
+        """Delete a memory (idempotent: `success` is false when there was none); `If-Match` makes it
+        conditional on the version."""
+        return memory.delete(ctx, memory_id, expected_etag(memory, ctx, memory_id, if_match))
 
     return r

@@ -1,0 +1,384 @@
+"""The OpenAPI document of the server, worth generating clients from.
+
+FastAPI builds the document from the routes and models; this module completes it once per app:
+
+* every schema property and every parameter gets a description and an example, from one glossary
+  keyed by the JSON name (``Schema.property`` entries win over plain ``property`` ones), unless the
+  model already describes the field;
+* the limits are the running server's: ``content`` ``maxLength`` is the store's content limit,
+  ``query`` the embedder's query limit, ``limit`` the configured maxima, bulk ``maxItems`` the
+  server's bulk cap (the request models accept more so that the store answers with its own coded
+  error, e.g. 413 ``CONTENT_TOO_LONG``, instead of a generic validation error);
+* layers are an enum wherever a layer name is taken.
+
+A test checks that nothing is left without a description or an example, so a new field needs a
+glossary entry (or a ``Field(description=…, examples=[…])``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+from pydantic.alias_generators import to_camel
+
+from ..model import Layer
+
+LAYERS = [layer.value for layer in Layer]
+_ID = "3f2b8c1e-5d4a-4b7e-9c0f-1a2b3c4d5e6f"
+_TIME = "2026-11-24T09:30:00Z"
+
+#: JSON name → (description, example). ``Schema.name`` entries are specific to one schema.
+FIELDS: dict[str, tuple[str, Any]] = {
+    # identifiers (LayerIdentifiers, query parameters of GET /v1/memories)
+    "agentId": ("Agent the memory belongs to (agent layer).", "support-bot"),
+    "userId": ("End user the memory belongs to (user and session layers).", "alice"),
+    "sessionId": ("Conversation session (session layer; needs userId).", "sess-42"),
+    "projectId": ("Project the memory belongs to (project layer).", "backend"),
+    "teamId": ("Team the memory belongs to (team layer).", "platform"),
+    "orgId": ("Organisation unit (org layer).", "engineering"),
+    "companyId": ("Company (company layer).", "acme"),
+    "objectType": ("Kind of object the memory is about (object layer; with objectId).", "ticket"),
+    "objectId": ("Id of the object the memory is about (object layer; with objectType).", "T-1001"),
+    # memories
+    "id": ("Memory id (UUID).", _ID),
+    "tenantId": ("Tenant. Requests may omit it: the tenant always comes from the credential.", "acme"),
+    "content": ("The memory text.", "User prefers dark mode"),
+    "layer": ("Layer of the memory: agent, user, session, project, team, org, company or object.", "user"),
+    "layers": ("Layers to search (default: every layer the identifiers reach).", ["user", "project"]),
+    "identifiers": ("Scope identifiers; which ones are required depends on the layer.", {"userId": "alice"}),
+    "metadata": (
+        "Free JSON object stored with the memory; `tags` (list of strings) is indexed.",
+        {"tags": ["ui"], "source": "chat"},
+    ),
+    "tier": ("Optional storage tier label, kept as given.", "hot"),
+    "expiresAt": ("When the memory expires (RFC 3339); null = never.", "2027-01-01T00:00:00Z"),
+    "importance": ("Importance 0..1 (grows with use; boosts search when importanceBoost is set).", 0.5),
+    "createdAt": ("Creation time (RFC 3339, UTC).", _TIME),
+    "updatedAt": ("Last update time (RFC 3339, UTC).", _TIME),
+    "version": ("Version number, incremented by every update.", 2),
+    "etag": (
+        "Entity tag of this version; send it back as `If-Match` for optimistic concurrency.",
+        "c261a1ab8fd49856ed8f",
+    ),
+    "accessCount": ("How often searches returned the memory.", 3),
+    "lastAccessedAt": ("When a search last returned the memory.", _TIME),
+    "status": ("Memory status: active, archived or deleted (soft-deleted).", "active"),
+    "deletedAt": ("When the memory was soft-deleted; null if it is not.", None),
+    "provenance": ("Where the memory came from (agent, source, promotion, compaction).", {"source": "chat"}),
+    "contentHash": ("SHA-256 of the content, for deduplication.", "sha256:2cf24dba5fb0a30e26e83b2ac5b9e29e"),
+    "embedding": ("The stored vector; null unless explicitly requested.", None),
+    "memory": ("The memory.", {"id": _ID, "content": "User prefers dark mode", "layer": "user"}),
+    "memories": ("One page of memories, oldest first.", []),
+    "nextCursor": ("Cursor of the next page (pass as `cursor`); null on the last page.", "eyJvIjogNTB9"),
+    "totalCount": ("Matches in total, across pages.", 1),
+    "embeddingGenerated": ("Whether a new embedding was computed (false: an identical one was reused).", True),
+    "embeddingRegenerated": ("Whether the content changed and was embedded again.", True),
+    "success": ("Whether a memory was deleted (false: there was none; deletes are idempotent).", True),
+    "deleted": ("How many memories were deleted.", 2),
+    "failed": ("Ids that could not be deleted, with the reason.", []),
+    "results": ("The results, best first.", []),
+    "items": ("The memories to create (at most the server's bulk limit).", []),
+    "ids": ("Memory ids to delete (at most the server's bulk limit).", [_ID]),
+    "ifMatch": ("Expected etag (same as the `If-Match` header); a mismatch is 409 CONFLICT.", "c261a1ab8fd49856ed8f"),
+    # search
+    "query": ("Natural-language query.", "what color theme does the user like"),
+    "limit": ("Maximum number of results.", 10),
+    "threshold": ("Minimum relevance 0..1 (default 0.7).", 0.5),
+    "filter": ("Metadata filter: tags, sourceType, hasKnowledgePointer, custom equality.", {"tags": ["ui"]}),
+    "hybridWeight": ("Weight 0..1 of lexical (BM25) matching fused into the score; default from the server.", 1.0),
+    "recencyBoost": ("0..1: discount older memories (default off).", 0.2),
+    "importanceBoost": ("0..1: discount less important memories (default off).", 0.5),
+    "score": ("Relevance 0..1 after boosts.", 0.83),
+    "expandedFrom": ("Id of the result this one was reached from through the knowledge graph.", None),
+    "graphPath": ("Reasoning path through the knowledge graph, for expanded results.", None),
+    "searchedLayers": ("Layers that were searched, most specific first.", ["user", "project"]),
+    # metadata filter
+    "tags": ("Memories with any of these tags.", ["ui"]),
+    "sourceType": ("Memories whose metadata.sourceType is this value.", "chat"),
+    "hasKnowledgePointer": ("Memories with (true) or without (false) metadata.knowledgePointer.", True),
+    "custom": ("Exact-match conditions on other metadata keys.", {"priority": 2}),
+    # provenance
+    "Provenance.agentId": ("Agent that wrote the memory.", "support-bot"),
+    "source": ("Where the memory came from (free text).", "chat"),
+    "confidence": ("Writer's confidence 0..1.", 0.9),
+    "promotedFromId": ("Id of the memory this one was promoted from.", None),
+    "compactedFromIds": ("Ids of the memories this one summarises.", None),
+    "createdInSessionId": ("Session in which the memory was written.", "sess-42"),
+    "conflictOf": ("Id of a memory this one contradicts.", None),
+    "conflict": ("Whether the memory is flagged as contradicting another.", False),
+    # health
+    "HealthCheckResult.status": ("healthy, degraded or unhealthy.", "healthy"),
+    "ComponentHealth.status": ("healthy, degraded or unhealthy.", "healthy"),
+    "latencyMs": ("Time the check took, in milliseconds.", 1.2),
+    "components": ("Health of each component (storage, embedder, …).", {"storage": {"status": "healthy"}}),
+    "message": ("Human-readable explanation.", "ok"),
+    # errors
+    "code": ("Stable error code.", "MEMORY_NOT_FOUND"),
+    "ErrorBody.message": ("Human-readable explanation.", "no memory with id '3f2b8c1e'"),
+    "operation": ("Operation that failed.", "get"),
+    "details": ("Structured details (field, limits, ids).", {"id": _ID}),
+    "retryable": ("Whether the same request may succeed later.", False),
+    # API keys
+    "keyId": ("Public id of the key (the part after `smk_`).", "9f86d081884c7d65"),
+    "name": ("Label of the key.", "alice-app"),
+    "role": ("reader, writer or admin.", "writer"),
+    "roles": ("Roles of the key.", ["writer"]),
+    "revokedAt": ("When the key was revoked; null while it is active.", None),
+    "key": ("The API key itself: returned once, stored only as a hash.", "smk_9f86d081884c7d65_3q2-7wE…"),
+    "CreateKeyRequest.identifiers": ("Identifiers bound to the key (its requests act for them).", {"userId": "alice"}),
+    # write gate, hygiene
+    "text": ("A message or text to act on.", "I prefer window seats"),
+    "intent": ("none: the gate decides; remember: store explicitly; forget: delete what matches.", "none"),
+    "recentMessages": ("Earlier messages of the conversation, for context.", ["hi", "I fly a lot"]),
+    "action": ("What the gate did.", "created"),
+    "reason": ("Why (for ignored or blocked writes).", "duplicate of an existing memory"),
+    "count": ("How many memories were affected.", 1),
+    "category": ("Category of the memory: preference, fact, context or instruction.", "preference"),
+    "memoryIds": ("Memory ids.", [_ID]),
+    "generatedAt": ("When the report was made.", _TIME),
+    "totalMemories": ("Live memories of the tenant.", 120),
+    "memoriesByCategory": ("Live memories per category.", {"preference": 40, "fact": 80}),
+    "memoriesBySource": ("Live memories per source (explicit, inferred, …).", {"explicit": 20}),
+    "averageAgeDays": ("Mean age of the live memories, in days.", 12.5),
+    "duplicateRate": ("Share of writes found to duplicate an existing memory.", 0.05),
+    "writeRejectionRate": ("Share of writes refused by the gate or the policy.", 0.02),
+    "searchHitRate": ("Share of searches that returned at least one result.", 0.9),
+    "events": ("Counts of hygiene events by kind.", {"created": 100}),
+    "denyPatterns": ("Content matching any of these case-insensitive regular expressions is refused.", ["project x"]),
+    "allowedCategories": ("When set, only these categories may be stored.", ["preference", "fact"]),
+    "maxLength": ("Longest content in characters (in addition to the store's limit).", 2000),
+    "piiMode": ("What to do with PII (email, phone, card, IBAN, SSN, IP): reject, redact or allow.", "redact"),
+    "maxMemories": ("Live memories per user; null = unlimited.", 500),
+    # lifecycle
+    "targetLayer": ("Layer to promote or compact into.", "project"),
+    "deleteOriginal": ("Move instead of copy: delete the source after promoting.", False),
+    "sourceId": ("Id of the source memory.", _ID),
+    "promotedId": ("Id of the promoted copy.", _ID),
+    "sourceIds": ("Ids of the memories to summarise.", [_ID]),
+    "CompactRequest.content": ("The summary that replaces the sources.", "User prefers dark mode in every tool"),
+    "deleteSources": ("Delete the sources once the summary is stored.", False),
+    "evaluated": ("Session memories looked at.", 5),
+    "promoted": ("Memories promoted out of the session.", []),
+    "blocked": ("Memories not promoted, with the reason.", []),
+    "expiring": ("Session memories given the session retention expiry.", 3),
+    "reward": ("Reward -1..1 for the memories' usefulness.", 1.0),
+    "signals": ("Feedback signals received.", 4),
+    "meanReward": ("Mean reward received.", -0.5),
+    "markedForPruning": ("Whether the feedback makes the memory a pruning candidate.", False),
+    "dryRun": ("Only list the candidates, delete nothing.", True),
+    "candidates": ("Pruning candidates.", []),
+    "PruneReport.pruned": ("Ids that were soft-deleted.", []),
+    "tenants": ("One report per tenant.", []),
+    "durationS": ("Duration in seconds.", 0.42),
+    "purged": ("Expired or soft-deleted memories purged.", 2),
+    "archived": ("Memories archived by decay.", 1),
+    "consolidated": ("Memories merged into others.", 0),
+    "pruneCandidates": ("Pruning candidates found.", 0),
+    "pruned": ("Memories pruned.", 0),
+    "integrityRepaired": ("Index or graph entries repaired.", 0),
+    "errors": ("Errors, by task or by item.", []),
+    "TenantReport.errors": ("Errors by maintenance task.", {}),
+    "hasMore": ("Whether another page exists.", False),
+    # store
+    "total": ("Memories of the tenant.", 120),
+    "byLayer": ("Memories per layer.", {"user": 100, "project": 20}),
+    "embeddingModel": ("Embedding model of the store.", "sentence-transformers/all-MiniLM-L6-v2"),
+    "embeddingDimensions": ("Dimensions of the store's vectors.", 384),
+    "dimensions": ("Dimensions of the vector.", 384),
+    "provider": ("Storage provider.", "duckdb"),
+    "vectorSearch": ("Whether the provider searches by vector.", True),
+    "keywordSearch": ("Whether the provider searches by keyword (BM25).", True),
+    "distanceMetrics": ("Distance metrics the provider supports.", ["cosine"]),
+    "bulkOperations": ("Whether bulk writes are atomic batches.", True),
+    "transactions": ("Whether writes are transactional.", True),
+    "maxContentLength": ("Longest content in characters.", 32000),
+    "persistent": ("Whether the store survives a restart.", True),
+    "EmbeddingResponse.embedding": ("The vector.", [0.01, -0.02, 0.03]),
+    # snapshots
+    "snapshotId": ("Snapshot id.", "20261124T093000Z-3f2b8c1e"),
+    "manifestKey": ("S3 key of the snapshot's manifest.", "acme/manifests/20261124T093000Z-3f2b8c1e.json"),
+    "published": ("False when nothing changed since the previous snapshot.", True),
+    "tables": ("Rows per table.", {"memories": 120}),
+    "rows": ("Rows in total.", 120),
+    "bytes": ("Bytes in total.", 524288),
+    "files": ("Files in total.", 4),
+    "schemaVersion": ("Store schema version of the snapshot.", 7),
+    "filesWritten": ("Files uploaded.", 2),
+    "filesReused": ("Files reused from earlier snapshots.", 2),
+    "bytesWritten": ("Bytes uploaded.", 262144),
+    "totalBytes": ("Bytes of the whole snapshot.", 524288),
+    "prunedSnapshots": ("Snapshots deleted by retention.", []),
+    "bytesDownloaded": ("Bytes downloaded.", 524288),
+    "rejected": ("Newer snapshots that failed validation before this one loaded.", []),
+    "before": ("Rows per table before the restore.", {"memories": 118}),
+    "withinBudget": ("Whether the pull finished within its time budget.", True),
+    "lazy": ("Whether the tenant loads lazily.", False),
+    "filesLoaded": ("Files loaded so far.", 4),
+    "filesTotal": ("Files of the snapshot.", 4),
+    "partitionsLoaded": ("Partitions loaded so far.", 2),
+    "partitionsTotal": ("Partitions of the snapshot.", 2),
+    "complete": ("Whether every file loaded.", True),
+    "state": ("Load state: pending, loading, queryable, loaded or failed.", "loaded"),
+    "at": ("Point in time: the newest snapshot at or before it.", _TIME),
+    "RejectedSnapshot.code": ("Why the snapshot was rejected (code).", "CORRUPT"),
+    "PushReport.durationS": ("Duration in seconds.", 1.3),
+    # query / path / header parameters
+    "memory_id": ("Memory id.", _ID),
+    "key_id": ("Key id (the part after `smk_`).", "9f86d081884c7d65"),
+    "If-Match": (
+        'Expected etag: `"etag"`, `W/"etag"`, a bare etag, a comma-separated list, or `*`; a mismatch is 409 CONFLICT.',
+        '"c261a1ab8fd49856ed8f"',
+    ),
+    "cursor": ("Cursor from the previous page's `nextCursor`.", "eyJvIjogNTB9"),
+    "tag": ("Match any of these tags (repeatable).", ["ui"]),
+    "GET /v1/memories.filter": ("MetadataFilter as a JSON object.", '{"tags": ["ui"]}'),
+    "GET /v1/memories.layer": ("Layer to list (omit for every layer).", "user"),
+    "node": ("Memory id or entity name.", "PostgreSQL"),
+    "hops": ("Maximum hop distance.", 2),
+    "includeEntities": ("Include entities, not only memories.", False),
+    "session_id": ("Session id.", "sess-42"),
+    "memoryId": ("Only the conflicts of this memory.", _ID),
+    "since": ("Only events since this time (RFC 3339).", _TIME),
+    "includeEmbeddings": ("Include the stored vectors.", False),
+    "a": ("Start: memory id or entity name.", "alice"),
+    "b": ("End: memory id or entity name.", "PostgreSQL"),
+    "maxHops": ("Maximum path length in hops.", 4),
+    "relType": ("Only edges of this relation type.", "uses"),
+    "direction": ("Edge direction: out, in or both.", "both"),
+}
+
+#: operationId → summary (the handler docstring is the description).
+SUMMARIES: dict[str, str] = {
+    "createMemory": "Store a memory",
+    "listMemories": "List memories",
+    "bulkCreateMemories": "Store many memories",
+    "bulkDeleteMemories": "Delete many memories",
+    "searchMemories": "Semantic search",
+    "getMemory": "Get a memory",
+    "updateMemory": "Update a memory",
+    "deleteMemory": "Delete a memory",
+    "createApiKey": "Create an API key",
+    "listApiKeys": "List API keys",
+    "revokeApiKey": "Revoke an API key",
+    "getHealth": "Liveness and component health",
+    "getReadiness": "Readiness",
+    "getMetrics": "Prometheus metrics",
+    "graphRelated": "Related memories",
+    "graphPath": "Path between two nodes",
+    "graphNeighbors": "Neighbours of a node",
+    "getGraphHealth": "Knowledge-graph health",
+    "getGraphReadiness": "Knowledge-graph readiness",
+    "processMessage": "Write gate",
+    "rememberText": "Remember a text",
+    "forgetText": "Forget what matches a text",
+    "promoteMemory": "Promote a memory to a broader layer",
+    "compactMemories": "Compact memories into a summary",
+    "closeSession": "Close a session",
+    "recordFeedback": "Record feedback",
+    "pruneMemories": "Prune memories with negative feedback",
+    "softDeleteMemories": "Soft-delete memories",
+    "restoreMemories": "Restore soft-deleted memories",
+    "deleteMemoriesByScope": "Delete a whole scope",
+    "listConflicts": "List conflicting memories",
+    "runMaintenance": "Run maintenance",
+    "getMemoryHealth": "Memory health report",
+    "getPolicy": "Get the tenant policy",
+    "updatePolicy": "Change the tenant policy",
+    "resetPolicy": "Reset the tenant policy",
+    "exportMemories": "Export as NDJSON",
+    "getStats": "Store statistics",
+    "getCapabilities": "Provider capabilities",
+    "getAccessibleLayers": "Layers reachable by identifiers",
+    "generateEmbedding": "Embed a text",
+    "memoryCrud": "memory_crud skill",
+    "pushSnapshot": "Push a snapshot",
+    "listSnapshots": "List snapshots",
+    "restoreSnapshot": "Restore a snapshot",
+}
+
+
+def _lookup(key: str, name: str) -> tuple[str, Any] | None:
+    """A field's entry: ``Schema.name``, then ``name``; snake_case names (models answered as the
+    SDK returns them) use the entry of their camelCase form."""
+    schema, _, _ = key.rpartition(".")
+    camel = to_camel(name) if "_" in name and not name.startswith("_") else name
+    return FIELDS.get(key) or FIELDS.get(f"{schema}.{camel}") or FIELDS.get(name) or FIELDS.get(camel)
+
+
+def _complete_schema(prop: dict[str, Any], entry: tuple[str, Any] | None) -> None:
+    if entry is None:
+        return
+    description, example = entry
+    prop.setdefault("description", description)
+    if "examples" not in prop and "example" not in prop:
+        prop["examples"] = [example]
+
+
+def _set(schemas: dict[str, Any], schema: str, prop: str, **values: Any) -> None:
+    target = schemas.get(schema, {}).get("properties", {}).get(prop)
+    if target is None:
+        return
+    if "anyOf" in target:  # optional fields: the constraint goes on the non-null branch
+        for branch in target["anyOf"]:
+            if branch.get("type") != "null":
+                branch.update(values)
+    else:
+        target.update(values)
+
+
+def complete(doc: dict[str, Any], limits: dict[str, int]) -> dict[str, Any]:
+    """Descriptions, examples, enums and the server's limits on a FastAPI-generated document."""
+    schemas: dict[str, Any] = doc.get("components", {}).get("schemas", {})
+    for sname, schema in schemas.items():
+        for pname, prop in schema.get("properties", {}).items():
+            _complete_schema(prop, _lookup(f"{sname}.{pname}", pname))
+    for path, ops in doc.get("paths", {}).items():
+        for method, op in ops.items():
+            if op.get("operationId") in SUMMARIES:
+                op["summary"] = SUMMARIES[op["operationId"]]
+            for param in op.get("parameters", []):
+                entry = _lookup(f"{method.upper()} {path}.{param['name']}", param["name"])
+                if entry is not None:
+                    param.setdefault("description", entry[0])
+                    if "example" not in param and "examples" not in param:
+                        param["example"] = entry[1]
+                if param["name"] == "limit" and path == "/v1/memories":
+                    param["schema"] = _bounded(param["schema"], 1, limits["max_list_limit"])
+    _set(schemas, "CreateMemoryRequest", "content", maxLength=limits["max_content_length"], minLength=1)
+    _set(schemas, "UpdateMemoryRequest", "content", maxLength=limits["max_content_length"], minLength=1)
+    _set(schemas, "SearchRequest", "query", maxLength=limits["max_query_chars"], minLength=1)
+    _set(schemas, "SearchRequest", "limit", minimum=1, maximum=limits["max_search_limit"])
+    _set(schemas, "BulkCreateRequest", "items", maxItems=limits["max_bulk_items"])
+    _set(schemas, "BulkDeleteRequest", "ids", maxItems=limits["max_bulk_items"])
+    return doc
+
+
+def _bounded(schema: dict[str, Any], low: int, high: int) -> dict[str, Any]:
+    if "anyOf" in schema:
+        return {
+            **schema,
+            "anyOf": [_bounded(b, low, high) if b.get("type") == "integer" else b for b in schema["anyOf"]],
+        }
+    return {**schema, "minimum": low, "maximum": high}
+
+
+def install(app: FastAPI, limits: Callable[[], dict[str, int]]) -> None:
+    """Replace ``app.openapi`` with the completed document (built once, on first request)."""
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            doc = get_openapi(
+                title=app.title,
+                version=app.version,
+                description=app.description,
+                routes=app.routes,
+                tags=app.openapi_tags,
+                servers=app.servers,
+            )
+            app.openapi_schema = complete(doc, limits())
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
