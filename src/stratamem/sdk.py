@@ -351,19 +351,21 @@ class AsyncMemory:
     async def add(self, ctx: TenantContext | None = None, content: str | None = None, layer: str | Layer | None = None,
                   identifiers: Any = None, metadata: dict[str, Any] | None = None, *, tier: str | None = None,
                   expires_at: datetime | str | None = None, importance: float | None = None,
-                  provenance: Any = None) -> AddMemoryOutput:
+                  provenance: Any = None, supersedes: Sequence[str] | None = None) -> AddMemoryOutput:
         return await asyncio.to_thread(self.sync.add, ctx, content, layer, identifiers, metadata, tier=tier,
-                                       expires_at=expires_at, importance=importance, provenance=provenance)
+                                       expires_at=expires_at, importance=importance, provenance=provenance,
+                                       supersedes=supersedes)
 
     async def search(self, ctx: TenantContext | None = None, query: str | None = None, identifiers: Any = None,
                      layers: Sequence[str | Layer] | None = None, limit: int | None = None,
                      threshold: float | None = None, filter: Any = None, *,
                      expand_graph: bool = False, hybrid_weight: float | None = None,
-                     recency_boost: float | None = None,
-                     importance_boost: float | None = None) -> SearchMemoryOutput:
+                     recency_boost: float | None = None, importance_boost: float | None = None,
+                     include_superseded: bool = False, as_of: datetime | str | None = None) -> SearchMemoryOutput:
         return await asyncio.to_thread(self.sync.search, ctx, query, identifiers, layers, limit, threshold, filter,
                                        expand_graph=expand_graph, hybrid_weight=hybrid_weight,
-                                       recency_boost=recency_boost, importance_boost=importance_boost)
+                                       recency_boost=recency_boost, importance_boost=importance_boost,
+                                       include_superseded=include_superseded, as_of=as_of)
 
     async def get(self, ctx: TenantContext | None = None, memory_id: str | None = None) -> MemoryEntry | None:
         return await asyncio.to_thread(self.sync.get, ctx, memory_id)
@@ -380,8 +382,10 @@ class AsyncMemory:
 
     async def list(self, ctx: TenantContext | None = None, layer: str | Layer | None = None,
                    identifiers: Any = None, cursor: str | None = None, limit: int | None = None,
-                   filter: Any = None) -> ListMemoriesOutput:
-        return await asyncio.to_thread(self.sync.list, ctx, layer, identifiers, cursor, limit, filter)
+                   filter: Any = None, *, include_superseded: bool = False,
+                   as_of: datetime | str | None = None) -> ListMemoriesOutput:
+        return await asyncio.to_thread(self.sync.list, ctx, layer, identifiers, cursor, limit, filter,
+                                       include_superseded=include_superseded, as_of=as_of)
 
     async def bulk_add(self, ctx: TenantContext | None = None, items: Sequence[Any] = ()) -> BulkAddOutput:
         return await asyncio.to_thread(self.sync.bulk_add, ctx, items)

@@ -46,7 +46,9 @@ def check_seed_schemas(tools: list[Any]) -> None:
     assert create["properties"]["content"]["type"] == "string"
     assert set(create["properties"]) == {"content", "category", "tags"}
     search = by_name["searchMemory"]
-    assert search["required"] == ["query"] and set(search["properties"]) == {"query", "limit", "category"}
+    # the seed's input schema, plus two optional history arguments (current facts are the default)
+    assert search["required"] == ["query"]
+    assert set(search["properties"]) == {"query", "limit", "category", "includeSuperseded", "asOf"}
     assert search["properties"]["limit"]["type"] == "number" and search["properties"]["limit"]["default"] == 5
     assert set(by_name["updateMemory"]["required"]) == {"id", "content"}
     assert by_name["deleteMemory"]["required"] == ["id"]

@@ -47,6 +47,8 @@ def register(app: typer.Typer) -> None:
         layer: Annotated[str, typer.Option("--layer", "-l", help="Target layer.")] = "user",
         tags: Annotated[list[str] | None, typer.Option("--tag", help="Tag (repeatable).")] = None,
         metadata: Annotated[str | None, typer.Option("--metadata", help="Metadata as a JSON object.")] = None,
+        supersedes: Annotated[list[str] | None, typer.Option(
+            "--supersedes", help="Id of an older memory this one replaces (repeatable).")] = None,
         agent_id: AgentOpt = None, user_id: UserOpt = None, session_id: SessionOpt = None,
         project_id: ProjectOpt = None, team_id: TeamOpt = None, org_id: OrgOpt = None,
         company_id: CompanyOpt = None, object_type: ObjectTypeOpt = None, object_id: ObjectIdOpt = None,
@@ -59,11 +61,14 @@ def register(app: typer.Typer) -> None:
         ids = identifiers(agent_id, user_id, session_id, project_id, team_id, org_id, company_id, object_type,
                           object_id)
         with open_store(db, embedder) as mem:
-            out = mem.add(tenant(tenant_id), content=content, layer=layer, identifiers=ids, metadata=md)
+            out = mem.add(tenant(tenant_id), content=content, layer=layer, identifiers=ids, metadata=md,
+                          supersedes=supersedes or None)
         if as_json:
             emit_json(out.to_json_dict())
         else:
             console.print(f"added {out.memory.id} to layer {out.memory.layer.value}")
+            for old_id in out.superseded:
+                console.print(f"superseded {old_id}")
 
     @app.command()
     def search(
@@ -82,6 +87,10 @@ def register(app: typer.Typer) -> None:
             "--recency-boost", help="0..1: discount older memories (README \"Scores\"); default off.")] = None,
         importance_boost: Annotated[float | None, typer.Option(
             "--importance-boost", help="0..1: discount less important memories; default off.")] = None,
+        include_superseded: Annotated[bool, typer.Option(
+            "--include-superseded", help="Also show memories a newer one replaced (history).")] = False,
+        as_of: Annotated[str | None, typer.Option(
+            "--as-of", help="ISO 8601 time: the memories that were current then.")] = None,
         agent_id: AgentOpt = None, user_id: UserOpt = None, session_id: SessionOpt = None,
         project_id: ProjectOpt = None, team_id: TeamOpt = None, org_id: OrgOpt = None,
         company_id: CompanyOpt = None, object_type: ObjectTypeOpt = None, object_id: ObjectIdOpt = None,
@@ -94,7 +103,8 @@ def register(app: typer.Typer) -> None:
         with open_store(db, embedder, must_exist=True) as mem:
             res = mem.search(tenant(tenant_id), query, identifiers=ids, layers=layers or None, limit=limit,
                              threshold=threshold, filter=flt, recency_boost=recency_boost,
-                             importance_boost=importance_boost)
+                             importance_boost=importance_boost, include_superseded=include_superseded,
+                             as_of=as_of)
         if as_json:
             emit_json(res.to_json_dict())
             return
@@ -131,6 +141,10 @@ def register(app: typer.Typer) -> None:
         limit: Annotated[int, typer.Option("--limit", "-n")] = 50,
         cursor: Annotated[str | None, typer.Option("--cursor", help="Cursor from a previous page.")] = None,
         filter_json: Annotated[str | None, typer.Option("--filter", help="Metadata filter as JSON.")] = None,
+        include_superseded: Annotated[bool, typer.Option(
+            "--include-superseded", help="Also show memories a newer one replaced (history).")] = False,
+        as_of: Annotated[str | None, typer.Option(
+            "--as-of", help="ISO 8601 time: the memories that were current then.")] = None,
         agent_id: AgentOpt = None, user_id: UserOpt = None, session_id: SessionOpt = None,
         project_id: ProjectOpt = None, team_id: TeamOpt = None, org_id: OrgOpt = None,
         company_id: CompanyOpt = None, object_type: ObjectTypeOpt = None, object_id: ObjectIdOpt = None,
@@ -141,7 +155,8 @@ def register(app: typer.Typer) -> None:
                           object_id)
         with open_store(db, embedder, must_exist=True) as mem:
             page = mem.list(tenant(tenant_id), layer=layer, identifiers=ids, cursor=cursor, limit=limit,
-                            filter=parse_json_option(filter_json, "--filter"))
+                            filter=parse_json_option(filter_json, "--filter"), include_superseded=include_superseded,
+                            as_of=as_of)
         if as_json:
             emit_json(page.to_json_dict())
             return

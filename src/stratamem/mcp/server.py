@@ -84,6 +84,9 @@ def _view(entry: MemoryEntry, score: float | None = None) -> dict[str, Any]:
     }
     if score is not None:
         out["score"] = score
+    if entry.status == "superseded":  # history (includeSuperseded / asOf): say what replaced it
+        out["status"] = entry.status
+        out["supersededBy"] = entry.provenance.superseded_by
     return out
 
 
@@ -122,11 +125,16 @@ def build_mcp_server(memory: Memory, resolve: Resolver) -> MCPServer[Any]:
         context: Context[Any, Any],
         limit: Annotated[float, Field(description="Maximum number of results")] = 5,
         category: Annotated[Category | None, Field(description="Filter by category")] = None,
+        includeSuperseded: Annotated[bool, Field(
+            description="Also return facts that a newer memory replaced (history)")] = False,
+        asOf: Annotated[str | None, Field(
+            description="ISO 8601 time: return the facts that were current then")] = None,
     ) -> dict[str, Any]:
         b = binding(context)
         try:
             flt = {"custom": {"category": category}} if category else None
-            res = memory.search(b.ctx, query, b.identifiers, limit=_limit(limit, "search"), filter=flt)
+            res = memory.search(b.ctx, query, b.identifiers, limit=_limit(limit, "search"), filter=flt,
+                                include_superseded=includeSuperseded, as_of=asOf)
         except MemoryError as exc:
             raise _tool_error(exc) from None
         return {"results": [_view(r.memory, r.score) for r in res.results], "totalCount": res.total_count}

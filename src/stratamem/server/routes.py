@@ -21,6 +21,7 @@ from ..model import (
     ListMemoriesOutput,
     MemoryEntry,
     MetadataFilter,
+    Provenance,
     SearchMemoryOutput,
     TenantContext,
     UpdateMemoryOutput,
@@ -47,6 +48,8 @@ class CreateMemoryRequest(_Body):
     tier: str | None = Field(None, max_length=64)
     expires_at: datetime | None = None
     importance: float | None = None
+    provenance: Provenance | None = None
+    supersedes: list[Annotated[str, Field(max_length=256)]] | None = Field(None, max_length=100)
 
 
 class BulkCreateRequest(_Body):
@@ -68,6 +71,8 @@ class SearchRequest(_Body):
     hybrid_weight: float | None = None
     recency_boost: float | None = None
     importance_boost: float | None = None
+    include_superseded: bool = False
+    as_of: datetime | None = None
 
 
 class UpdateMemoryRequest(_Body):
@@ -151,7 +156,8 @@ def build_router() -> APIRouter:
         for `user`). Needs a writer key."""
         check_body_tenant(request, memory, ctx, body.tenant_id, "add")
         return memory.add(ctx, body.content, body.layer, body.identifiers, body.metadata, tier=body.tier,
-                          expires_at=body.expires_at, importance=body.importance)
+                          expires_at=body.expires_at, importance=body.importance, provenance=body.provenance,
+                          supersedes=body.supersedes)
 
     @r.post("/memories/bulk", status_code=201, response_model=BulkAddOutput, responses=responses(*COMMON, 413),
             name="bulk_add", operation_id="bulkCreateMemories")
@@ -185,7 +191,8 @@ def build_router() -> APIRouter:
         check_body_tenant(request, memory, ctx, body.tenant_id, "search")
         return memory.search(ctx, body.query, body.identifiers, body.layers, body.limit, body.threshold, body.filter,
                              hybrid_weight=body.hybrid_weight, recency_boost=body.recency_boost,
-                             importance_boost=body.importance_boost)
+                             importance_boost=body.importance_boost, include_superseded=body.include_superseded,
+                             as_of=body.as_of)
 
     @r.get("/memories", response_model=ListMemoriesOutput, responses=responses(*COMMON), name="list",
            operation_id="listMemories")
@@ -206,6 +213,8 @@ def build_router() -> APIRouter:
         company_id: Annotated[str | None, Query(alias="companyId", max_length=256)] = None,
         object_type: Annotated[str | None, Query(alias="objectType", max_length=256)] = None,
         object_id: Annotated[str | None, Query(alias="objectId", max_length=256)] = None,
+        include_superseded: Annotated[bool, Query(alias="includeSuperseded")] = False,
+        as_of: Annotated[datetime | None, Query(alias="asOf")] = None,
     ) -> ListMemoriesOutput:
         """One page of memories, oldest first, filtered by layer, identifiers, tags and metadata;
         follow `nextCursor` for the next page."""
@@ -225,7 +234,8 @@ def build_router() -> APIRouter:
         if tag:
             flt = dict(flt or {})
             flt["tags"] = list(tag)
-        return memory.list(ctx, layer, {k: v for k, v in ids.items() if v is not None}, cursor, limit, flt)
+        return memory.list(ctx, layer, {k: v for k, v in ids.items() if v is not None}, cursor, limit, flt,
+                           include_superseded=include_superseded, as_of=as_of)
 
     @r.get("/memories/{memory_id}", response_model=MemoryEntry,
            responses={200: {"description": "The memory", "headers": ETAG_HEADER}, **responses(*COMMON, 404)},
