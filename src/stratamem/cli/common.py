@@ -29,7 +29,7 @@ DbOpt = Annotated[
 TenantOpt = Annotated[str, typer.Option("--tenant", "-t", envvar="STRATAMEM_TENANT", help="Tenant id.")]
 EmbedderOpt = Annotated[
     str | None,
-    typer.Option("--embedder", envvar="STRATAMEM_EMBEDDER", help="local (default), hashing, or openai."),
+    typer.Option("--embedder", envvar="STRATAMEM_EMBEDDER", help="onnx (default), local (torch), hashing, or openai."),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON output.")]
 AgentOpt = Annotated[str | None, typer.Option("--agent-id", help="agentId identifier.")]
