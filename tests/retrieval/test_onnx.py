@@ -158,6 +158,13 @@ def test_single_texts_run_on_a_session_that_spins_only_during_its_run(onnx_dir: 
     assert plain._query_session is None
 
 
+def test_a_single_text_alone_does_not_create_the_batch_session(onnx_dir: Path) -> None:
+    """A process that only searches (a CLI search) loads one session."""
+    embedder = OnnxEmbedder(onnx_dir)
+    embedder.embed(["what color theme does the user like"])
+    assert embedder._query_session is not None and embedder._session is None
+
+
 def test_warm_up_creates_both_sessions(onnx_dir: Path) -> None:
     embedder = OnnxEmbedder(onnx_dir)
     assert embedder._session is None and embedder._query_session is None

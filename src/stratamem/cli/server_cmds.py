@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import logging
+import threading
 from typing import Annotated, Any
 
 import typer
 
+from ..sdk import Memory
 from .common import (
     AgentOpt,
     CompanyOpt,
@@ -29,6 +32,14 @@ from .common import (
 )
 
 DEFAULT_SERVE_DB = "data/stratamem.duckdb"
+
+
+def _warm_quietly(mem: Memory) -> None:
+    """Warm the embedder; a failure is logged, and the first request that embeds reports it."""
+    try:
+        mem.engine.embeddings.embedder.warm_up()
+    except Exception:
+        logging.getLogger("stratamem.cli").warning("warming the embedding model failed", exc_info=True)
 
 
 def _require_server_extra() -> None:
@@ -109,6 +120,9 @@ def register(app: typer.Typer) -> None:
         with open_store(db, embedder) as mem:
             with coded_errors():
                 binding = make_binding(tenant(tenant_id), ids, layer)
+            # Load the model beside the MCP handshake: the first tool call waits for it only if it is
+            # not done yet, and the client sees the server answer at once.
+            threading.Thread(target=_warm_quietly, args=(mem,), name="stratamem-warm-up", daemon=True).start()
             run_stdio(mem, binding)
 
     keys = typer.Typer(help="Manage API keys (stored hashed; a key is shown once).", no_args_is_help=True)

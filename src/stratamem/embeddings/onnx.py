@@ -96,35 +96,46 @@ class OnnxEmbedder(Embedder):
         data: dict[str, Any] = json.loads(path.read_text())
         return data
 
+    def _runtime(self) -> Any:
+        try:
+            import onnxruntime as ort
+        except ImportError as exc:
+            raise MemoryError(ErrorCode.CONFIGURATION_ERROR,
+                              "the onnx embedder needs onnxruntime and tokenizers: pip install stratamem",
+                              operation="embed") from exc
+        return ort
+
+    def _load_tokenizer(self) -> Any:
+        """The tokenizer; the caller holds ``self._lock``."""
+        if self._tokenizer is None:
+            from tokenizers import Tokenizer
+
+            tokenizer = Tokenizer.from_file(str(self._dir / "tokenizer.json"))
+            tokenizer.enable_truncation(max_length=self._max_len)
+            tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+            self._tokenizer = tokenizer
+        return self._tokenizer
+
     def _load(self) -> tuple[Any, Any]:
+        """The batch session and the tokenizer, created on first use."""
         with self._lock:
             if self._session is None:
-                try:
-                    import onnxruntime as ort
-                    from tokenizers import Tokenizer
-                except ImportError as exc:
-                    raise MemoryError(ErrorCode.CONFIGURATION_ERROR,
-                                      "the onnx embedder needs the 'onnx' extra: pip install 'stratamem[onnx]'",
-                                      operation="embed") from exc
-                tokenizer = Tokenizer.from_file(str(self._dir / "tokenizer.json"))
-                tokenizer.enable_truncation(max_length=self._max_len)
-                tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+                ort = self._runtime()
                 config = {} if self._spinning else {"session.intra_op.allow_spinning": "0",
                                                     "session.inter_op.allow_spinning": "0"}
                 self._session = self._new_session(ort, config)
-                self._tokenizer = tokenizer
-            return self._session, self._tokenizer
+            return self._session, self._load_tokenizer()
 
-    def _load_query_session(self) -> Any:
-        """The single-text session (``fast_queries``), created on first use."""
-        self._load()
+    def _load_query_session(self) -> tuple[Any, Any]:
+        """The single-text session (``fast_queries``) and the tokenizer, created on first use.
+
+        A process that only searches (a CLI command) never creates the batch session.
+        """
         with self._lock:
             if self._query_session is None:
-                import onnxruntime as ort
-
                 self._query_session = self._new_session(
-                    ort, {"session.intra_op.allow_spinning": "1", "session.force_spinning_stop": "1"})
-            return self._query_session
+                    self._runtime(), {"session.intra_op.allow_spinning": "1", "session.force_spinning_stop": "1"})
+            return self._query_session, self._load_tokenizer()
 
     def _new_session(self, ort: Any, config: dict[str, str]) -> Any:
         options = ort.SessionOptions()
@@ -152,12 +163,12 @@ class OnnxEmbedder(Embedder):
         self.embed(["warm-up"])
 
     def embed(self, texts: Sequence[str]) -> Matrix:
-        session, tokenizer = self._load()
         items = list(texts)
         if not items:
             return np.zeros((0, self.dimensions), dtype=np.float32)
         if len(items) == 1 and self._fast_queries:
-            return self._run(self._load_query_session(), tokenizer, items)
+            return self._run(*self._load_query_session(), items)
+        session, tokenizer = self._load()
         # Sort by length so each batch pads to similar lengths (as sentence-transformers does).
         order = sorted(range(len(items)), key=lambda i: -len(items[i]))
         out = np.zeros((len(items), self.dimensions), dtype=np.float32)
