@@ -12,6 +12,8 @@ from typing import Annotated, Any, TypeVar
 import typer
 from rich.console import Console
 
+from ..embeddings import make_embedder
+from ..embeddings.batching import MicroBatchingEmbedder
 from ..errors import MemoryError
 from ..model import TenantContext
 from ..sdk import Memory
@@ -78,9 +80,13 @@ def coded_errors() -> Iterator[None]:
 
 
 @contextmanager
-def open_store(db: str, embedder: str | None) -> Iterator[Memory]:
+def open_store(db: str, embedder: str | None, *, batch_queries: bool = False) -> Iterator[Memory]:
+    """Open the store; ``batch_queries`` shares the model between concurrent query embeddings (a server)."""
     with coded_errors():
-        mem = Memory.open(db, embedder=embedder)
+        model = make_embedder(embedder)
+        if batch_queries:
+            model = MicroBatchingEmbedder(model)
+        mem = Memory.open(db, embedder=model)
     try:
         with coded_errors():
             yield mem

@@ -74,6 +74,9 @@ def register(app: typer.Typer) -> None:
             "--redis", envvar="STRATAMEM_REDIS_URL",
             help="Redis URL shared by the server processes: rate limits, and scheduled jobs on one instance "
                  "at a time.")] = None,
+        batch_queries: Annotated[bool, typer.Option(
+            "--batch-queries/--no-batch-queries", envvar="STRATAMEM_BATCH_QUERIES",
+            help="Embed the queries of concurrent searches in one model run.")] = True,
     ) -> None:
         """Start the REST API (and MCP over streamable HTTP at /mcp) with uvicorn."""
         _require_server_extra()
@@ -90,7 +93,7 @@ def register(app: typer.Typer) -> None:
         except ValidationError as exc:
             err = exc.errors()[0]
             raise fail("INVALID_PARAMS", f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}") from None
-        with open_store(db, embedder) as mem:
+        with open_store(db, embedder, batch_queries=batch_queries) as mem:
             with coded_errors():
                 app_ = create_app(mem, settings)
             typer.echo(f"stratamem serving {db} on http://{host}:{port} (docs: /docs, MCP: /mcp)", err=True)

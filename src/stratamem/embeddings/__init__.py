@@ -26,7 +26,8 @@ def make_embedder(spec: str | Embedder | None = None, **options: Any) -> Embedde
     """Build an embedder from a name.
 
     ``None`` reads ``STRATAMEM_EMBEDDER`` (default ``onnx``). Names: ``onnx[:DIR]`` (all-MiniLM-L6-v2 on
-    ONNX Runtime, no torch; offline), ``local`` (the same model on sentence-transformers and torch),
+    ONNX Runtime, no torch; offline), ``onnx-int8[:DIR]`` (its int8-quantised build), ``local`` (the same
+    model on sentence-transformers and torch),
     ``hashing`` / ``hashing:DIM``, ``openai`` (``STRATAMEM_EMBEDDING_URL``,
     ``STRATAMEM_EMBEDDING_MODEL``, ``STRATAMEM_EMBEDDING_API_KEY``, ``STRATAMEM_EMBEDDING_DIMENSIONS``).
     """
@@ -45,6 +46,10 @@ def make_embedder(spec: str | Embedder | None = None, **options: Any) -> Embedde
         from .onnx import OnnxEmbedder
 
         return OnnxEmbedder(arg or options.get("model_dir"))
+    if kind == "onnx-int8":  # the same with int8 weights (another model id: its vectors differ slightly)
+        from .onnx import OnnxEmbedder
+
+        return OnnxEmbedder(arg or options.get("model_dir"), int8=True)
     if kind == "openai":
         from .openai import OpenAIEmbedder
 

@@ -28,12 +28,13 @@ from .base import Embedder, Matrix, normalize_rows
 from .onnx_build import BUILDER_VERSION, DEFAULT_MODEL_NAME, MANIFEST, build_onnx
 
 
-def default_onnx_dir() -> Path:
-    env = os.environ.get("STRATAMEM_ONNX_DIR")
+def default_onnx_dir(*, int8: bool = False) -> Path:
+    """``STRATAMEM_ONNX_DIR`` (``STRATAMEM_ONNX_INT8_DIR``), else the user cache directory."""
+    env = os.environ.get("STRATAMEM_ONNX_INT8_DIR" if int8 else "STRATAMEM_ONNX_DIR")
     if env:
         return Path(env)
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "stratamem" / "onnx" / DEFAULT_MODEL_NAME
+    return base / "stratamem" / "onnx" / (DEFAULT_MODEL_NAME + ("-int8" if int8 else ""))
 
 
 def _is_current(model_dir: Path) -> bool:
@@ -47,11 +48,11 @@ def _is_current(model_dir: Path) -> bool:
     return bool(manifest.get("builder_version") == BUILDER_VERSION)
 
 
-def ensure_default_model(model_dir: str | Path | None = None) -> Path:
+def ensure_default_model(model_dir: str | Path | None = None, *, int8: bool = False) -> Path:
     """The cache directory of the default model, built from the installed weights if missing or stale."""
-    target = Path(model_dir) if model_dir else default_onnx_dir()
+    target = Path(model_dir) if model_dir else default_onnx_dir(int8=int8)
     if not _is_current(target):
-        build_onnx(target)
+        build_onnx(target, int8=int8)
     return target
 
 
@@ -59,9 +60,11 @@ class OnnxEmbedder(Embedder):
     """all-MiniLM-L6-v2 on ONNX Runtime. Loads lazily; thread-safe; length-sorted batches."""
 
     def __init__(self, model_dir: str | Path | None = None, *, batch_size: int = 64,
-                 threads: int | None = None, spinning: bool = False, fast_queries: bool = True) -> None:
+                 threads: int | None = None, spinning: bool = False, fast_queries: bool = True,
+                 int8: bool = False) -> None:
         #: Only the default cache directory is built on demand; a directory given explicitly must hold a model.
-        self._dir = ensure_default_model() if model_dir is None else Path(model_dir)
+        #: ``int8`` chooses the default directory of the int8-quantised build.
+        self._dir = ensure_default_model(int8=int8) if model_dir is None else Path(model_dir)
         self._batch_size = batch_size
         self._threads = threads
         #: ONNX Runtime's worker threads busy-wait after each run unless told not to; on a small

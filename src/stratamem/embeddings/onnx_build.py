@@ -196,6 +196,13 @@ def build_graph(model_dir: Path) -> Any:
     return model
 
 
+def quantize_int8(model_path: Path, out_path: Path) -> None:
+    """Dynamic int8 quantisation of the MatMul weights (activations quantised per run by ONNX Runtime)."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    quantize_dynamic(str(model_path), str(out_path), weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul"])
+
+
 def manifest_for(model_dir: Path, model_name: str) -> dict[str, Any]:
     st_config_path = model_dir / "sentence_bert_config.json"
     st_config = json.loads(st_config_path.read_text()) if st_config_path.exists() else {}
@@ -213,8 +220,13 @@ def manifest_for(model_dir: Path, model_name: str) -> dict[str, Any]:
     }
 
 
-def build_onnx(out_dir: str | Path, model_dir: str | Path | None = None, *, model_name: str | None = None) -> Path:
-    """Build ``model.onnx`` + ``tokenizer.json`` + manifest into ``out_dir`` (replaced whole); returns it."""
+def build_onnx(out_dir: str | Path, model_dir: str | Path | None = None, *, model_name: str | None = None,
+               int8: bool = False) -> Path:
+    """Build ``model.onnx`` + ``tokenizer.json`` + manifest into ``out_dir`` (replaced whole); returns it.
+
+    ``int8``: quantise the weights to int8 (dynamic quantisation). Its vectors differ from the float
+    model's, so its model id carries an ``-int8`` suffix and a store keeps to one of the two.
+    """
     try:
         import onnx
         import safetensors  # noqa: F401 - the weights reader, checked here for one clear error
@@ -231,8 +243,14 @@ def build_onnx(out_dir: str | Path, model_dir: str | Path | None = None, *, mode
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
         onnx.save_model(build_graph(src), str(tmp / "model.onnx"))
+        manifest = manifest_for(src, name)
+        if int8:
+            os.replace(tmp / "model.onnx", tmp / "model.float.onnx")
+            quantize_int8(tmp / "model.float.onnx", tmp / "model.onnx")
+            (tmp / "model.float.onnx").unlink()
+            manifest |= {"model_id": f"{manifest['model_id']}-int8", "quantization": "int8-dynamic"}
         shutil.copyfile(src / "tokenizer.json", tmp / "tokenizer.json")
-        (tmp / MANIFEST).write_text(json.dumps(manifest_for(src, name), indent=2))
+        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2))
         if out.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=out.parent))
             os.replace(out, old / "model")
