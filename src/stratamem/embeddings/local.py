@@ -66,7 +66,7 @@ class SentenceTransformerEmbedder(Embedder):
                 try:
                     from transformers.utils import logging as hf_logging
 
-                    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+                    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call,unused-ignore]
                 except ImportError:  # pragma: no cover - transformers comes with sentence-transformers
                     pass
                 model = SentenceTransformer(str(path), device=self._device)
