@@ -69,6 +69,20 @@ def rss_mb(pid: int) -> float:
     return 0.0
 
 
+def query_batch_sizes(url: str) -> dict[str, float]:
+    """Runs and texts of the server's query micro-batching, from its /metrics."""
+    values = {"count": 0.0, "sum": 0.0}
+    for line in httpx.get(url + "/metrics", timeout=30).text.splitlines():
+        for key in values:
+            if line.startswith(f"stratamem_embedding_query_batch_size_{key} "):
+                values[key] = float(line.split()[1])
+    return {
+        "model_runs": values["count"],
+        "texts": values["sum"],
+        "mean_batch": values["sum"] / values["count"] if values["count"] else 0.0,
+    }
+
+
 def build_store(db: Path, n: int, embedder: str, gen: SentenceGenerator) -> tuple[str, float]:
     """The store with ``n`` memories and an API key; returns the key and the ingest time."""
     started = time.perf_counter()
@@ -233,6 +247,7 @@ def main(argv: list[str] | None = None) -> int:
                 )
             )
             rss_end = rss_mb(proc.pid)
+            batching = query_batch_sizes(f"http://127.0.0.1:{port}")
         finally:
             proc.terminate()
             try:
@@ -250,6 +265,7 @@ def main(argv: list[str] | None = None) -> int:
         "embedder_batched_texts_per_s": embed_rate,
         "search_share_of_embedder_throughput": load["searches_per_s"] / embed_rate if embed_rate else 0.0,
         "server_rss_mb": {"start": rss_start, "end": rss_end},
+        "query_batching": batching,
         "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform()},
         **load,
     }
@@ -271,6 +287,11 @@ def main(argv: list[str] | None = None) -> int:
         f"{result['search_share_of_embedder_throughput']:.2f}"
     )
     print(f"server RSS   {rss_start:.0f} -> {rss_end:.0f} MB")
+    if batching["model_runs"]:
+        print(
+            f"batching     {batching['texts']:.0f} query texts in {batching['model_runs']:.0f} model runs "
+            f"(mean {batching['mean_batch']:.2f})"
+        )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2))
     print(f"wrote {args.out}")

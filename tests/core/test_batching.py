@@ -10,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
+from prometheus_client import REGISTRY
 
 from stratamem.embeddings import Embedder, HashingEmbedder
 from stratamem.embeddings.base import Matrix
@@ -52,7 +53,12 @@ def _concurrently(embedder: Embedder, texts: list[str], workers: int = 16) -> li
         return list(pool.map(one, texts))
 
 
+def _histogram(name: str) -> float:
+    return REGISTRY.get_sample_value(f"stratamem_embedding_query_batch_size_{name}") or 0.0
+
+
 def test_concurrent_single_texts_share_model_calls_and_get_their_own_vectors() -> None:
+    runs_before, texts_before = _histogram("count"), _histogram("sum")
     inner = _Recording(delay=0.02)
     batching = MicroBatchingEmbedder(inner, max_batch=8)
     texts = [f"query number {i}" for i in range(64)] + ["query number 3"] * 4  # a repeated text
@@ -65,6 +71,8 @@ def test_concurrent_single_texts_share_model_calls_and_get_their_own_vectors() -
     assert len(inner.calls) < len(texts)
     assert batching.batched_texts == sum(sizes) and batching.batches == len(inner.calls)
     assert all(len(set(c)) == len(c) for c in inner.calls)  # a text is embedded once per batch
+    assert _histogram("count") - runs_before == len(inner.calls)  # exported on /metrics
+    assert _histogram("sum") - texts_before == sum(sizes)
     batching.close()
     assert inner.closed
 

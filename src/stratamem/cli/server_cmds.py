@@ -35,9 +35,12 @@ DEFAULT_SERVE_DB = "data/stratamem.duckdb"
 
 
 def _warm_quietly(mem: Memory) -> None:
-    """Warm the embedder; a failure is logged, and the first request that embeds reports it."""
+    """Warm the single-text path of the embedder (MCP tools embed one text per call).
+
+    A failure is logged; the first request that embeds reports it.
+    """
     try:
-        mem.engine.embeddings.embedder.warm_up()
+        mem.engine.embeddings.embedder.embed_one("warm-up")
     except Exception:
         logging.getLogger("stratamem.cli").warning("warming the embedding model failed", exc_info=True)
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .base import Embedder, Matrix, Vector
+from .metrics import QUERY_BATCH_SIZE
 
 
 @dataclass
@@ -123,6 +124,7 @@ class MicroBatchingEmbedder(Embedder):
                 continue
             self.batches += 1
             self.batched_texts += len(unique)
+            QUERY_BATCH_SIZE.observe(len(unique))
             rows = {text: np.array(matrix[i], dtype=np.float32) for i, text in enumerate(unique)}
             for request in batch:
                 request.future.set_result(rows[request.text].copy())
