@@ -151,6 +151,7 @@ async def drive(
 ) -> dict[str, Any]:
     latencies: dict[str, list[float]] = {"search": [], "add": []}
     errors: dict[str, int] = {}
+    messages: dict[str, str] = {}  # the first response body of each kind of error
     rng = random.Random(seed)
     stop_at = time.monotonic() + seconds
     limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
@@ -176,6 +177,8 @@ async def drive(
                 latencies[kind].append((time.perf_counter() - started) * 1000)
             else:
                 errors[f"{kind} {label}"] = errors.get(f"{kind} {label}", 0) + 1
+                if label.isdigit():
+                    messages.setdefault(f"{kind} {label}", r.text[:300])
 
     async with httpx.AsyncClient(
         base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=60, limits=limits
@@ -200,6 +203,7 @@ async def drive(
             for kind, v in latencies.items()
         },
         "errors": errors,
+        "error_examples": messages,
     }
 
 
@@ -282,6 +286,8 @@ def main(argv: list[str] | None = None) -> int:
         row = lat[kind]
         print(f"{kind:<7} n={row['n']:<6} p50 {row['p50']:.1f} ms  p95 {row['p95']:.1f} ms  p99 {row['p99']:.1f} ms")
     print(f"errors       {sum(load['errors'].values())} {load['errors'] or ''}")
+    for label, body in load["error_examples"].items():
+        print(f"  {label}: {body}")
     print(
         f"embedder     {embed_rate:.0f} texts/s batched; searches/s as a share of it: "
         f"{result['search_share_of_embedder_throughput']:.2f}"
