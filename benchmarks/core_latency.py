@@ -79,7 +79,7 @@ def run(size: int, embedder: str, queries: int, rng: random.Random) -> dict[str,
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
-    parser.add_argument("--embedder", default="local")
+    parser.add_argument("--embedder", default="onnx")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "core_latency.json")
     args = parser.parse_args()

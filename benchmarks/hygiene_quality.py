@@ -108,7 +108,7 @@ def run(embedder: str, llm: str | None, verbose: bool) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--embedder", default="local", help="local (all-MiniLM-L6-v2, default) or hashing")
+    parser.add_argument("--embedder", default="onnx", help="onnx (all-MiniLM-L6-v2, default), local (torch) or hashing")
     parser.add_argument("--llm", default=None, help="rules (default when STRATAMEM_LLM_URL is unset)")
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args()

@@ -139,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config", nargs="+", default=["dense", "hybrid", "default"], choices=sorted(CONFIGS))
     parser.add_argument("--weight", type=float, nargs="*", default=[], help="extra hybrid weights to measure")
-    parser.add_argument("--embedder", default="local")
+    parser.add_argument("--embedder", default="onnx")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--db", type=Path, default=None, help="store path (default: a temporary file)")
     parser.add_argument("--reuse", action="store_true", help="search an existing --db without ingesting")

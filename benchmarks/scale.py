@@ -374,7 +374,7 @@ def print_table(rows: list[dict[str, Any]], sizes: Sequence[int]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
-    parser.add_argument("--embedder", default="local", help="local, onnx[:DIR] or hashing[:DIM]")
+    parser.add_argument("--embedder", default="onnx", help="onnx[:DIR], local or hashing[:DIM]")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--other-tenants", type=int, default=100)
     parser.add_argument("--other-size", type=int, default=100)

@@ -45,11 +45,25 @@ def require_service(name: str, available: bool, reason: str) -> None:
 
 @pytest.fixture(scope="session")
 def minilm() -> Embedder:
-    """The real default embedder (all-MiniLM-L6-v2), loaded once per test session."""
+    """The real default embedder (all-MiniLM-L6-v2 on ONNX Runtime), loaded once per test session.
+
+    Built from the installed weights into the user cache on first use, as a user's first run does.
+    """
+    from stratamem.embeddings.onnx import OnnxEmbedder
+
+    emb = OnnxEmbedder()
+    emb.warm_up()
+    return emb
+
+
+@pytest.fixture(scope="session")
+def torch_minilm() -> Embedder:
+    """The same model on sentence-transformers + torch (the optional extra); skipped without torch."""
+    pytest.importorskip("sentence_transformers", reason="the sentence-transformers extra (torch) is not installed")
     from stratamem.embeddings.local import SentenceTransformerEmbedder
 
     emb = SentenceTransformerEmbedder()
-    emb.embed(["warm-up"])
+    emb.warm_up()
     return emb
 
 

@@ -98,8 +98,9 @@ class Memory:
         """Open (or create) a store.
 
         ``location``: a DuckDB file path (default ``data/stratamem.duckdb``, or ``STRATAMEM_DB``), ``memory://``,
-        ``duckdb:///:memory:``, ``postgresql://…`` or a provider instance. ``embedder``: ``"local"``
-        (default, offline all-MiniLM-L6-v2), ``"hashing"``, ``"openai"`` or an :class:`Embedder`;
+        ``duckdb:///:memory:``, ``postgresql://…`` or a provider instance. ``embedder``: ``"onnx"``
+        (default, offline all-MiniLM-L6-v2 on ONNX Runtime), ``"local"`` (the same on torch),
+        ``"hashing"``, ``"openai"`` or an :class:`Embedder`;
         ``STRATAMEM_EMBEDDER`` sets the default. ``STRATAMEM_REDIS_URL`` / ``STRATAMEM_REDIS_PREFIX`` set
         ``config.redis_url`` / ``redis_prefix`` (shared embedding cache and memory_crud rate limiter)
         unless the config sets them.

@@ -1,7 +1,8 @@
-"""The ONNX Runtime embedder: same vectors as sentence-transformers, no torch at run time."""
+"""The default embedder: all-MiniLM-L6-v2 built to ONNX from safetensors, run on ONNX Runtime, no torch."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -13,9 +14,14 @@ import pytest
 from stratamem import Memory, MemoryError, TenantContext
 from stratamem.embeddings import Embedder, make_embedder
 from stratamem.embeddings.onnx import OnnxEmbedder
+from stratamem.embeddings.onnx_build import BUILDER_VERSION, MANIFEST
 
 pytestmark = pytest.mark.model
-SRC = str(Path(__file__).resolve().parents[2] / "src")
+ROOT = Path(__file__).resolve().parents[2]
+SRC = str(ROOT / "src")
+REFERENCE = ROOT / "tests" / "fixtures" / "minilm_reference.npz"
+#: Largest difference allowed from sentence-transformers' vectors (measured: under 3e-7).
+TOLERANCE = 1e-5
 TEXTS = [
     "User prefers dark mode",
     "what color theme does the user like",
@@ -25,34 +31,101 @@ TEXTS = [
 ]
 
 
-def _env() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
+def _env(**extra: str) -> dict[str, str]:
+    env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    env.pop("STRATAMEM_ONNX_DIR", None)
+    env.pop("STRATAMEM_EMBEDDER", None)
+    return env | extra
 
 
 @pytest.fixture(scope="session")
 def onnx_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Exported once per session through the real CLI command."""
+    """Built once per session through the real CLI command."""
     out = tmp_path_factory.mktemp("onnx") / "all-MiniLM-L6-v2"
-    proc = subprocess.run([sys.executable, "-m", "stratamem", "models", "export-onnx", "--out", str(out)],
-                          capture_output=True, text=True, env=_env(), timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-m", "stratamem", "models", "build-onnx", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "exported ONNX model" in proc.stdout
+    assert "built ONNX model" in proc.stdout
     assert (out / "model.onnx").exists() and (out / "tokenizer.json").exists()
     return out
 
 
-def test_matches_sentence_transformers(onnx_dir: Path, minilm: Embedder) -> None:
+def _reference() -> tuple[list[str], np.ndarray]:
+    data = np.load(REFERENCE)
+    return [str(t) for t in data["texts"]], data["vectors"]
+
+
+def test_matches_committed_reference_vectors(onnx_dir: Path) -> None:
+    """Vectors of sentence-transformers (scripts/make_minilm_reference.py), checked without torch."""
+    texts, expected = _reference()
     onnx = make_embedder(f"onnx:{onnx_dir}")
     assert isinstance(onnx, OnnxEmbedder)
-    assert onnx.model_id == minilm.model_id and onnx.dimensions == minilm.dimensions == 384
-    a, b = onnx.embed(TEXTS), minilm.embed(TEXTS)
-    assert a.shape == b.shape == (len(TEXTS), 384)
-    assert float(np.abs(a - b).max()) < 1e-5
-    assert np.allclose(np.linalg.norm(a, axis=1), 1.0, atol=1e-5)
+    got = onnx.embed(texts)
+    assert got.shape == expected.shape == (len(texts), 384)
+    diff = float(np.abs(got - expected).max())
+    assert diff < TOLERANCE, diff
+    assert np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
+    # one at a time (the single-text session) gives the same vectors
+    single = np.vstack([onnx.embed([t]) for t in texts])
+    assert float(np.abs(single - expected).max()) < TOLERANCE
+
+
+def test_matches_sentence_transformers(onnx_dir: Path, torch_minilm: Embedder) -> None:
+    onnx = make_embedder(f"onnx:{onnx_dir}")
+    assert onnx.model_id == torch_minilm.model_id and onnx.dimensions == torch_minilm.dimensions == 384
+    texts = TEXTS + _reference()[0]
+    a, b = onnx.embed(texts), torch_minilm.embed(texts)
+    assert a.shape == b.shape == (len(texts), 384)
+    assert float(np.abs(a - b).max()) < TOLERANCE
     # batching and order do not change a vector
     single = np.vstack([onnx.embed([t]) for t in reversed(TEXTS)])[::-1]
-    assert float(np.abs(single - a).max()) < 1e-5
+    assert float(np.abs(single - a[: len(TEXTS)]).max()) < TOLERANCE
     assert onnx.embed([]).shape == (0, 384)
+
+
+def test_default_is_onnx_built_into_the_user_cache_without_torch(tmp_path: Path) -> None:
+    """A first run with an empty cache builds the model there, imports no torch, and finds by meaning."""
+    code = (
+        "import sys\n"
+        "from stratamem import Memory, TenantContext\n"
+        "mem = Memory.open('memory://')\n"
+        "print(type(mem.engine.embeddings.embedder).__name__)\n"
+        "t = TenantContext(tenant_id='a', principal='p')\n"
+        "mem.add(t, 'User prefers dark mode', layer='user', identifiers={'user_id': 'u'})\n"
+        "mem.add(t, 'The invoice was paid on Monday', layer='user', identifiers={'user_id': 'u'})\n"
+        "res = mem.search(t, 'what color theme does the user like', identifiers={'user_id': 'u'})\n"
+        "assert res.results[0].memory.content == 'User prefers dark mode', res\n"
+        "assert 'torch' not in sys.modules and 'sentence_transformers' not in sys.modules\n"
+        "print('ok')\n"
+    )
+    cache = tmp_path / "xdg"
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=_env(XDG_CACHE_HOME=str(cache)), timeout=300
+    )
+    assert proc.returncode == 0 and proc.stdout.split() == ["OnnxEmbedder", "ok"], proc.stderr[-2000:]
+    built = cache / "stratamem" / "onnx" / "all-MiniLM-L6-v2"
+    manifest = json.loads((built / MANIFEST).read_text())
+    assert manifest["builder_version"] == BUILDER_VERSION
+    assert manifest["model_id"] == "sentence-transformers/all-MiniLM-L6-v2"
+
+
+def test_a_stale_cached_model_is_rebuilt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    target = tmp_path / "cache"
+    monkeypatch.setenv("STRATAMEM_ONNX_DIR", str(target))
+    first = OnnxEmbedder()
+    vec = first.embed_one("hello")
+    manifest = json.loads((target / MANIFEST).read_text())
+    (target / MANIFEST).write_text(json.dumps(manifest | {"builder_version": BUILDER_VERSION - 1}))
+    (target / "model.onnx").write_bytes(b"not a model")
+    again = OnnxEmbedder()  # the default directory: rebuilt because the manifest is from another builder
+    assert json.loads((target / MANIFEST).read_text())["builder_version"] == BUILDER_VERSION
+    assert float(np.abs(again.embed_one("hello") - vec).max()) < 1e-6
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary dirs left
 
 
 def test_worker_threads_do_not_spin_unless_asked(onnx_dir: Path) -> None:
@@ -85,35 +158,33 @@ def test_single_texts_run_on_a_session_that_spins_only_during_its_run(onnx_dir: 
     assert plain._query_session is None
 
 
-def test_runtime_does_not_import_torch(onnx_dir: Path) -> None:
-    code = (
-        "import sys\n"
-        "from stratamem import Memory, TenantContext\n"
-        f"mem = Memory.open('memory://', embedder='onnx:{onnx_dir}')\n"
-        "t = TenantContext(tenant_id='a', principal='p')\n"
-        "mem.bulk_add(t, [{'content': f'note {i}', 'layer': 'user', 'identifiers': {'user_id': 'u'}} "
-        "for i in range(5)])\n"
-        "res = mem.search(t, 'note 3', identifiers={'user_id': 'u'})\n"
-        "assert res.results and res.results[0].memory.content == 'note 3', res\n"
-        "assert 'torch' not in sys.modules and 'sentence_transformers' not in sys.modules\n"
-        "print('ok')\n"
-    )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_env(), timeout=300)
-    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]
+def test_a_single_text_alone_does_not_create_the_batch_session(onnx_dir: Path) -> None:
+    """A process that only searches (a CLI search) loads one session."""
+    embedder = OnnxEmbedder(onnx_dir)
+    embedder.embed(["what color theme does the user like"])
+    assert embedder._query_session is not None and embedder._session is None
 
 
-def test_store_built_with_local_opens_with_onnx(onnx_dir: Path, minilm: Embedder, tmp_path: Path) -> None:
+def test_warm_up_creates_both_sessions(onnx_dir: Path) -> None:
+    embedder = OnnxEmbedder(onnx_dir)
+    assert embedder._session is None and embedder._query_session is None
+    embedder.warm_up()
+    assert embedder._session is not None and embedder._query_session is not None
+
+
+def test_store_built_with_local_opens_with_onnx(onnx_dir: Path, torch_minilm: Embedder, tmp_path: Path) -> None:
     path = tmp_path / "s.duckdb"
     t = TenantContext(tenant_id="acme", principal="u1")
-    with Memory.open(path, embedder=minilm) as mem:
+    with Memory.open(path, embedder=torch_minilm) as mem:
         mem.add(t, content="User prefers dark mode", layer="user", identifiers={"user_id": "u1"})
     with Memory.open(path, embedder=f"onnx:{onnx_dir}") as mem:
         res = mem.search(t, "what color theme does the user like", identifiers={"user_id": "u1"})
         assert [r.memory.content for r in res.results] == ["User prefers dark mode"]
 
 
-def test_missing_export_is_a_configuration_error(tmp_path: Path) -> None:
+def test_missing_model_in_an_explicit_directory_is_a_configuration_error(tmp_path: Path) -> None:
     with pytest.raises(MemoryError) as err:
         make_embedder(f"onnx:{tmp_path / 'nothing'}")
     assert err.value.code.value == "CONFIGURATION_ERROR"
-    assert "export-onnx" in err.value.message
+    assert "stratamem models build-onnx" in err.value.message
+    assert not (tmp_path / "nothing").exists()  # an explicit directory is never built implicitly

@@ -13,6 +13,8 @@ from typing import Annotated, Any, TypeVar
 import typer
 from rich.console import Console
 
+from ..embeddings import make_embedder
+from ..embeddings.batching import MicroBatchingEmbedder
 from ..errors import ErrorCode, MemoryError
 from ..model import TenantContext
 from ..sdk import DEFAULT_STORE, Memory
@@ -43,7 +45,7 @@ TenantOpt = Annotated[
 ]
 EmbedderOpt = Annotated[
     str | None,
-    typer.Option("--embedder", envvar="STRATAMEM_EMBEDDER", help="local (default), hashing, or openai."),
+    typer.Option("--embedder", envvar="STRATAMEM_EMBEDDER", help="onnx (default), local (torch), hashing, or openai."),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON output.")]
 AgentOpt = Annotated[str | None, typer.Option("--agent-id", help="agentId identifier.")]
@@ -112,14 +114,19 @@ def store_file(db: str) -> Path | None:
 
 
 @contextmanager
-def open_store(db: str, embedder: str | None, *, must_exist: bool = False) -> Iterator[Memory]:
-    """Open the store; ``must_exist`` (read commands): a missing DuckDB file is an error, never created."""
+def open_store(db: str, embedder: str | None, *, must_exist: bool = False,
+               batch_queries: bool = False) -> Iterator[Memory]:
+    """Open the store; ``must_exist`` (read commands): a missing DuckDB file is an error, never created;
+    ``batch_queries`` shares the model between concurrent query embeddings (a server)."""
     path = store_file(db)
     if must_exist and path is not None and not path.exists():
         raise fail(ErrorCode.CONFIGURATION_ERROR.value,
                    f"no store at {path.resolve()} (read commands never create one; check --db or STRATAMEM_DB)")
     with coded_errors():
-        mem = Memory.open(db, embedder=embedder)
+        model = make_embedder(embedder)
+        if batch_queries:
+            model = MicroBatchingEmbedder(model)
+        mem = Memory.open(db, embedder=model)
     try:
         with coded_errors():
             yield mem

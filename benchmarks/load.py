@@ -1,0 +1,308 @@
+"""Concurrent load on a real ``stratamem serve``: throughput, latency percentiles, errors.
+
+    python benchmarks/load.py [--memories 2500] [--clients 16] [--seconds 30] [--search-share 0.8]
+                              [--embedder onnx] [--no-batch-queries] [--out PATH]
+
+1. Writes ``--memories`` synthetic memories (benchmarks/sentences.py) into a fresh DuckDB store, one
+   tenant and user, with the SDK's ``bulk_add``, and creates an API key.
+2. Measures the embedder's own batched throughput (texts/s, batches of 64) in this process, on
+   texts like the ones the clients send, just before the load: the ratio of the server's search
+   throughput to it is what carries over between machines.
+3. Starts ``stratamem serve`` on the store (a subprocess, waits for /ready) and runs ``--clients``
+   asyncio httpx clients for ``--seconds``: each request is a search (``--search-share``) or an add
+   of a new memory. Then the server's resident memory is read at the start and the end.
+
+Prints requests/s (overall, searches, adds), p50/p95/p99 per kind, errors, the embedder's batched
+throughput and the ratio; writes JSON to ``--out`` (default benchmarks/results/load.json).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import random
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from sentences import SentenceGenerator
+from stratamem import Memory, TenantContext
+from stratamem.embeddings import make_embedder
+from stratamem.server.keys import create_key
+
+ROOT = Path(__file__).resolve().parent.parent
+TENANT = "bench-load"
+USER = "u1"
+
+
+def pct(values: list[float], q: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def rss_mb(pid: int) -> float:
+    """Resident memory of a process (Linux /proc; 0 elsewhere)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def query_batch_sizes(url: str) -> dict[str, float]:
+    """Runs and texts of the server's query micro-batching, from its /metrics."""
+    values = {"count": 0.0, "sum": 0.0}
+    for line in httpx.get(url + "/metrics", timeout=30).text.splitlines():
+        for key in values:
+            if line.startswith(f"stratamem_embedding_query_batch_size_{key} "):
+                values[key] = float(line.split()[1])
+    return {
+        "model_runs": values["count"],
+        "texts": values["sum"],
+        "mean_batch": values["sum"] / values["count"] if values["count"] else 0.0,
+    }
+
+
+def build_store(db: Path, n: int, embedder: str, gen: SentenceGenerator) -> tuple[str, float]:
+    """The store with ``n`` memories and an API key; returns the key and the ingest time."""
+    started = time.perf_counter()
+    with Memory.open(db, embedder=embedder) as mem:
+        ctx = TenantContext(tenant_id=TENANT, principal="bench")
+        for start in range(0, n, 1000):
+            batch = gen.texts(min(1000, n - start))
+            mem.bulk_add(ctx, [{"content": t, "layer": "user", "identifiers": {"user_id": USER}} for t in batch])
+        key = create_key(mem.engine.provider, TENANT, "writer", identifiers={"user_id": USER}).key
+    return key, time.perf_counter() - started
+
+
+def embedder_throughput(embedder: str, texts: list[str]) -> float:
+    """Texts per second of the embedder alone, batches of 64 (after one warm-up run)."""
+    model = make_embedder(embedder)
+    model.warm_up()
+    started = time.perf_counter()
+    for i in range(0, len(texts), 64):
+        model.embed(texts[i : i + 64])
+    rate = len(texts) / (time.perf_counter() - started)
+    model.close()
+    return rate
+
+
+def start_server(db: Path, port: int, embedder: str, batch_queries: bool) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    cmd = [
+        sys.executable,
+        "-m",
+        "stratamem",
+        "serve",
+        "--db",
+        str(db),
+        "--port",
+        str(port),
+        "--embedder",
+        embedder,
+        "--log-level",
+        "warning",
+        "--batch-queries" if batch_queries else "--no-batch-queries",
+    ]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited: {proc.stderr.read().decode() if proc.stderr else ''}")
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/ready", timeout=1).status_code == 200:
+                return proc
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    proc.kill()
+    raise RuntimeError("the server did not become ready in 120 s")
+
+
+async def drive(
+    url: str,
+    key: str,
+    clients: int,
+    seconds: float,
+    search_share: float,
+    queries: list[str],
+    new_texts: list[str],
+    seed: int,
+) -> dict[str, Any]:
+    latencies: dict[str, list[float]] = {"search": [], "add": []}
+    errors: dict[str, int] = {}
+    messages: dict[str, str] = {}  # the first response body of each kind of error
+    rng = random.Random(seed)
+    stop_at = time.monotonic() + seconds
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+
+    async def client(http: httpx.AsyncClient) -> None:
+        while time.monotonic() < stop_at:
+            kind = "search" if rng.random() < search_share else "add"
+            if kind == "search":
+                path = "/v1/memories/search"
+                body: dict[str, Any] = {"query": rng.choice(queries), "identifiers": {"userId": USER}, "limit": 10}
+            else:
+                path = "/v1/memories"
+                text = new_texts.pop() if new_texts else f"an extra note {rng.random()}"
+                body = {"content": text, "layer": "user", "identifiers": {"userId": USER}}
+            started = time.perf_counter()
+            try:
+                r = await http.post(path, json=body)
+                ok = r.status_code < 400
+                label = str(r.status_code)
+            except httpx.HTTPError as exc:
+                ok, label = False, type(exc).__name__
+            if ok:
+                latencies[kind].append((time.perf_counter() - started) * 1000)
+            else:
+                errors[f"{kind} {label}"] = errors.get(f"{kind} {label}", 0) + 1
+                if label.isdigit():
+                    messages.setdefault(f"{kind} {label}", r.text[:300])
+
+    async with httpx.AsyncClient(
+        base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=60, limits=limits
+    ) as http:
+        started = time.perf_counter()
+        await asyncio.gather(*(client(http) for _ in range(clients)))
+        elapsed = time.perf_counter() - started
+    total = sum(len(v) for v in latencies.values())
+    return {
+        "elapsed_s": elapsed,
+        "requests_per_s": total / elapsed,
+        "searches_per_s": len(latencies["search"]) / elapsed,
+        "adds_per_s": len(latencies["add"]) / elapsed,
+        "latency_ms": {
+            kind: {
+                "n": len(v),
+                "p50": pct(v, 0.5),
+                "p95": pct(v, 0.95),
+                "p99": pct(v, 0.99),
+                "mean": statistics.fmean(v) if v else 0.0,
+            }
+            for kind, v in latencies.items()
+        },
+        "errors": errors,
+        "error_examples": messages,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--memories", type=int, default=2500)
+    parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--search-share", type=float, default=0.8)
+    parser.add_argument("--embedder", default="onnx")
+    parser.add_argument(
+        "--batch-queries",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="the server's micro-batching of query embeddings (default on)",
+    )
+    parser.add_argument("--embed-sample", type=int, default=512, help="texts for the embedder's own throughput")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "load.json")
+    args = parser.parse_args(argv)
+
+    gen = SentenceGenerator(args.seed)
+    with tempfile.TemporaryDirectory(prefix="stratamem-load-") as tmp:
+        db = Path(tmp) / "load.duckdb"
+        key, ingest_s = build_store(db, args.memories, args.embedder, gen)
+        print(f"store: {args.memories} memories in {ingest_s:.1f} s", file=sys.stderr)
+        facts = gen.take(2000)
+        queries = [f.query for f in facts]
+        new_texts = [f.text for f in facts]
+        embed_rate = embedder_throughput(args.embedder, queries[: args.embed_sample])
+        port = free_port()
+        proc = start_server(db, port, args.embedder, args.batch_queries)
+        try:
+            rss_start = rss_mb(proc.pid)
+            load = asyncio.run(
+                drive(
+                    f"http://127.0.0.1:{port}",
+                    key,
+                    args.clients,
+                    args.seconds,
+                    args.search_share,
+                    queries,
+                    new_texts,
+                    args.seed,
+                )
+            )
+            rss_end = rss_mb(proc.pid)
+            batching = query_batch_sizes(f"http://127.0.0.1:{port}")
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+    result = {
+        "memories": args.memories,
+        "clients": args.clients,
+        "seconds": args.seconds,
+        "search_share": args.search_share,
+        "embedder": args.embedder,
+        "batch_queries": args.batch_queries,
+        "embedder_batched_texts_per_s": embed_rate,
+        "search_share_of_embedder_throughput": load["searches_per_s"] / embed_rate if embed_rate else 0.0,
+        "server_rss_mb": {"start": rss_start, "end": rss_end},
+        "query_batching": batching,
+        "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform()},
+        **load,
+    }
+    lat = load["latency_ms"]
+    print(
+        f"{args.clients} clients, {args.seconds:g} s, {args.memories} memories, "
+        f"{args.search_share:.0%} search, embedder {args.embedder}, batching {'on' if args.batch_queries else 'off'}"
+    )
+    print(
+        f"throughput   {load['requests_per_s']:.1f} req/s  (search {load['searches_per_s']:.1f}/s, "
+        f"add {load['adds_per_s']:.1f}/s)"
+    )
+    for kind in ("search", "add"):
+        row = lat[kind]
+        print(f"{kind:<7} n={row['n']:<6} p50 {row['p50']:.1f} ms  p95 {row['p95']:.1f} ms  p99 {row['p99']:.1f} ms")
+    print(f"errors       {sum(load['errors'].values())} {load['errors'] or ''}")
+    for label, body in load["error_examples"].items():
+        print(f"  {label}: {body}")
+    print(
+        f"embedder     {embed_rate:.0f} texts/s batched; searches/s as a share of it: "
+        f"{result['search_share_of_embedder_throughput']:.2f}"
+    )
+    print(f"server RSS   {rss_start:.0f} -> {rss_end:.0f} MB")
+    if batching["model_runs"]:
+        print(
+            f"batching     {batching['texts']:.0f} query texts in {batching['model_runs']:.0f} model runs "
+            f"(mean {batching['mean_batch']:.2f})"
+        )
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2))
+    print(f"wrote {args.out}")
+    return 1 if load["errors"] else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,48 @@
+"""Smoke run of benchmarks/load.py: a real server, a few clients for a moment, its JSON written."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_load_benchmark_runs_and_writes_its_json(tmp_path: Path) -> None:
+    out = tmp_path / "load.json"
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    run = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "load.py"),
+            "--memories",
+            "40",
+            "--clients",
+            "3",
+            "--seconds",
+            "1.5",
+            "--embedder",
+            "hashing",
+            "--embed-sample",
+            "64",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    data = json.loads(out.read_text())
+    assert data["errors"] == {} and data["clients"] == 3 and data["batch_queries"] is True
+    assert data["latency_ms"]["search"]["n"] > 0 and data["requests_per_s"] > 0
+    assert data["embedder_batched_texts_per_s"] > 0 and data["server_rss_mb"]["end"] > 0
+    # single texts (queries, one-memory adds) went through the micro-batching queue, at most once each
+    lat = data["latency_ms"]
+    assert 0 < data["query_batching"]["texts"] <= lat["search"]["n"] + lat["add"]["n"]
+    assert "throughput" in run.stdout and "p95" in run.stdout
