@@ -61,3 +61,16 @@ def test_a_shared_name_alone_does_not_lift_a_memory(model_store: Memory, tenant:
                                                              threshold=0.0, hybrid_weight=0.0).results}
     for content, score in fused.items():
         assert score - dense[content] < 0.05, (content, score, dense[content])
+
+
+def test_the_demo_answers_which_database_with_postgresql(model_store: Memory) -> None:
+    """`make demo`'s layered search: user, project, team and company memories searched at once."""
+    from stratamem.cli.demo_cmd import _IDS, _QUERIES, _SEED
+
+    mem = model_store
+    ctx = TenantContext(tenant_id="demo", principal="demo")
+    mem.bulk_add(ctx, [{"content": c, "layer": layer, "identifiers": _IDS} for layer, c in _SEED])
+    assert "which database do we use" in _QUERIES
+    res = mem.search(ctx, "which database do we use", identifiers=_IDS, limit=3)
+    assert res.results[0].memory.content == "The backend of this project runs on PostgreSQL 16", [
+        (r.layer.value, r.memory.content, r.score) for r in res.results]
