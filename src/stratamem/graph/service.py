@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict
 from ..errors import ErrorCode, MemoryError
 from ..layers import scope_key
 from ..model import HealthCheckResult, Layer, LayerIdentifiers, SearchResult, TenantContext
+from ..providers.contracts import GraphBackend, implements
 from .extract import GraphExtractor, LLMBackedExtractor, LLMGraphExtractor, normalize_name
 from .integrity import (
     IntegrityReport,
@@ -93,14 +94,14 @@ class GraphService:
 
     def __init__(self, engine: MemoryEngine) -> None:
         self.engine = engine
-        provider: Any = engine.provider
-        self.provider = provider
-        db = provider.db
-        key = db.path if db.path != ":memory:" else id(db)
-        gens = generations_for(key)
+        provider = engine.provider
+        if not isinstance(provider, GraphBackend):
+            raise TypeError(f"provider {provider.name} is not a knowledge-graph backend (contracts.GraphBackend)")
+        self.provider: GraphBackend = provider
+        gens = generations_for(provider.database_key())
         self.store = GraphStore(enabled_by_default=engine.config.graph_enabled, generations=gens)
         self.queries = GraphQueries(self.provider, gens)
-        self.pgq_available = detect_pgq(db.conn)
+        self.pgq_available = detect_pgq(provider.new_cursor)
         self.provider.write_hooks.append(self.store)
         # status / expiry / access-count writes that bypass the hooks: cached rows forget them
         self.provider.row_listeners.append(gens.rows_changed)
@@ -142,7 +143,7 @@ class GraphService:
         self.store.forget_setting(t.tenant_id)
 
     def is_enabled(self, ctx: Any) -> bool:
-        with self._op("is_enabled", ctx) as (t, _), self.provider._read() as cur:
+        with self._op("is_enabled", ctx) as (t, _), self.provider.read() as cur:
             self.store.forget_setting(t.tenant_id)
             return self.store.enabled(cur, t.tenant_id)
 
@@ -235,7 +236,7 @@ class GraphService:
         return removed
 
     def stats(self, ctx: Any) -> GraphStats:
-        with self._op("stats", ctx) as (t, _), self.provider._read() as cur:
+        with self._op("stats", ctx) as (t, _), self.provider.read() as cur:
             counts = {}
             for table, sql in (
                 ("memory_nodes", "SELECT count(*) FROM memory_nodes WHERE tenant_id = ? AND deleted_at IS NULL"),
@@ -253,7 +254,7 @@ class GraphService:
         status: Any = "healthy"
         message = "pgq: duckpgq loaded" if self.pgq_available else "pgq: unavailable, recursive SQL"
         try:
-            with self.provider._read() as cur:
+            with self.provider.read() as cur:
                 cur.execute("SELECT 1").fetchone()
         except Exception as exc:
             status, message = "unhealthy", f"{type(exc).__name__}"
@@ -267,7 +268,7 @@ class GraphService:
     def ready(self) -> bool:
         """True when every graph table exists and a traversal query runs."""
         try:
-            with self.provider._read() as cur:
+            with self.provider.read() as cur:
                 names = {r[0] for r in cur.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
                 if not set(GRAPH_TABLES) <= names:
                     return False
@@ -289,8 +290,9 @@ class GraphService:
         if not links:
             return []
         by_id = {r.memory.id: r for r in top}
-        with self.provider._read() as cur:
-            entries = {e.id: e for e in self.provider._fetch_ids(cur, tctx.tenant_id, [lk[1] for lk in links], False)}
+        with self.provider.read() as cur:
+            linked = [lk[1] for lk in links]
+            entries = {e.id: e for e in self.provider.fetch_entries(cur, tctx.tenant_id, linked, False)}
         now = self.engine.now()
         out: list[SearchResult] = []
         present = {r.memory.id for r in results}
@@ -332,9 +334,7 @@ def _edge(memory_id: str, name: str, forward: bool) -> PathEdge:
 
 
 def attach_graph(engine: MemoryEngine) -> GraphService | GraphUnavailable:
-    from ..providers.duckdb import DuckDBProvider
-
-    if isinstance(engine.provider, DuckDBProvider):
+    if implements(engine.provider, GraphBackend):
         return GraphService(engine)
     return GraphUnavailable(engine.provider.name)
 

@@ -43,7 +43,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import duckdb
 import pyarrow.parquet as pq
@@ -51,7 +51,7 @@ from pydantic import ValidationError
 
 from ..errors import ErrorCode, MemoryError
 from ..model import _TENANT_RE, TenantContext
-from ..providers.duckdb import DuckDBProvider
+from ..providers.contracts import SnapshotSource, implements
 from ..providers.duckdb import schema as duckdb_schema
 from .lazy import QUERY_TABLES, LazyLoader, TenantPlan
 from .manifest import (
@@ -177,10 +177,10 @@ class SnapshotManager:
         engine = memory.engine if hasattr(memory, "engine") else memory
         self.engine: MemoryEngine = engine
         provider = engine.provider
-        if not isinstance(provider, DuckDBProvider):
+        if not implements(provider, SnapshotSource):
             raise MemoryError(ErrorCode.CONFIGURATION_ERROR,
                               f"snapshots are not supported by provider {provider.name}", operation="snapshot")
-        self.provider = provider
+        self.provider = cast(SnapshotSource, provider)
         self.settings = settings or (store.settings if store is not None else S3Settings.from_env())
         self.s3 = store or S3Store(self.settings)
         self.retention = retention
@@ -256,20 +256,12 @@ class SnapshotManager:
     @contextmanager
     def _snapshot_cursor(self) -> Iterator[Any]:
         """A cursor inside one read transaction: every table is read at the same point in time."""
-        db = self.provider.db
-        cur = db.conn.cursor()
         try:
-            with db.write_lock:  # logged accesses folded in, then the read starts before the next one
-                self.provider.settle_access()
-                cur.execute("BEGIN TRANSACTION")
-            yield cur
+            with self.provider.consistent_read() as cur:
+                yield cur
         except duckdb.Error as exc:
             raise MemoryError(ErrorCode.PROVIDER_ERROR, f"snapshot export failed: {type(exc).__name__}",
                               operation="snapshot", details={"error": str(exc)[:500]}) from exc
-        finally:
-            with suppress(duckdb.Error):
-                cur.execute("ROLLBACK")
-            cur.close()
 
     def tenants(self) -> builtins.list[str]:
         """Every tenant with rows in any exported table."""

@@ -26,6 +26,7 @@ from .base import (
     SearchQuery,
     StoreInfo,
 )
+from .contracts import concern_flags
 
 MAX_CONTENT_LENGTH = 32_000
 
@@ -78,6 +79,7 @@ class InMemoryProvider(MemoryProvider):
             transactions=True,
             max_content_length=self.max_content_length,
             persistent=False,
+            **concern_flags(self),
         )
 
     @staticmethod

@@ -58,6 +58,7 @@ from .base import (
     entry_from_parts,
     to_utc,
 )
+from .contracts import concern_flags
 
 MAX_CONTENT_LENGTH = 32_000
 
@@ -300,6 +301,7 @@ class PostgresProvider(MemoryProvider):
             transactions=True,
             max_content_length=self.max_content_length,
             persistent=True,
+            **concern_flags(self),
         )
 
     # ------------------------------------------------------------------------------------ rows
