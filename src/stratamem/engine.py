@@ -22,7 +22,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from pydantic import ValidationError
 
@@ -31,6 +31,7 @@ from .coordination.ratelimit import RateLimiter, make_rate_limiter
 from .cursor import decode_cursor, encode_cursor, fingerprint
 from .embeddings import Embedder, EmbeddingService, content_hash
 from .errors import ErrorCode, MemoryError
+from .features import EventsFeature, SearchExpansion
 from .filters import compile_filter, parse_filter
 from .layers import (
     get_accessible_layers,
@@ -65,9 +66,7 @@ from .retrieval.boosts import Boosts, boosted_page
 from .retry import call_with_retry
 from .search import merge_results
 from .telemetry.audit import AuditLog
-
-if TYPE_CHECKING:
-    from .graph.service import GraphService, GraphUnavailable
+from .validation import check_id, check_limit
 
 log = logging.getLogger("stratamem")
 
@@ -185,10 +184,9 @@ class MemoryEngine:
         self.observers: list[Observer] = []
         #: Audit sink shared by every feature (writes, denials, cross-tenant attempts; never content).
         self.audit = AuditLog()
-        # Knowledge graph (graph/): a write hook + traversal service where the provider supports it.
-        from .graph.service import attach_graph
-
-        self.graph: GraphService | GraphUnavailable = attach_graph(self)
+        #: Knowledge graph (graph/): a write hook + traversal service where the provider supports it.
+        #: Attached by ``stratamem.assembly`` right after construction, as is ``hygiene``.
+        self.graph: SearchExpansion
         #: Lifecycle hooks: called after get/search with the entries read (cheap, must not raise), and on
         #: an update's if_match mismatch to store the seed-001 conflict entry (returns its id or None).
         self.access_hooks: list[Callable[[TenantContext, Sequence[MemoryEntry]], None]] = []
@@ -206,10 +204,8 @@ class MemoryEngine:
         #: Called with the tenant id after every context check, before the operation touches the store;
         #: may block or raise (a lazy snapshot load makes a tenant's data complete here first).
         self.tenant_gates: list[Callable[[str, str], None]] = []
-        # hygiene: sanitisation/secret/policy/PII guards, per-user quota, memory_events, process()
-        from .hygiene.service import Hygiene
-
-        self.hygiene = Hygiene.install(self)
+        #: hygiene: sanitisation/secret/policy/PII guards, per-user quota, memory_events, process()
+        self.hygiene: EventsFeature
 
     # ------------------------------------------------------------------------------ plumbing
     @property
@@ -357,12 +353,7 @@ class MemoryEngine:
         return out
 
     def _check_limit(self, limit: Any, default: int, maximum: int, operation: str) -> int:
-        if limit is None:
-            return default
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= maximum:
-            raise MemoryError(ErrorCode.INVALID_PARAMS, f"limit must be an integer from 1 to {maximum}",
-                              operation=operation, details={"field": "limit", "max": maximum})
-        return limit
+        return check_limit(limit, default, maximum, operation)
 
     def _check_expiry(self, expires_at: Any, operation: str) -> datetime | None:
         if expires_at is None:
@@ -616,10 +607,7 @@ class MemoryEngine:
 
     # ------------------------------------------------------------------------------ get/update/delete
     def _check_id(self, memory_id: Any, operation: str) -> str:
-        if not isinstance(memory_id, str) or not memory_id.strip() or len(memory_id) > 256:
-            raise MemoryError(ErrorCode.INVALID_PARAMS, "id must be a non-empty string of at most 256 characters",
-                              operation=operation, details={"field": "id"})
-        return memory_id
+        return check_id(memory_id, operation)
 
     def get(self, ctx: Any, memory_id: Any, *, include_embedding: bool = False) -> MemoryEntry | None:
         with self.operation("get", ctx) as (tctx, extra):
@@ -776,6 +764,11 @@ class MemoryEngine:
 
     def health(self) -> HealthCheckResult:
         return self.provider.health_check()
+
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` has begun (features stop their background work)."""
+        return self._closed
 
     def close(self) -> None:
         if self._closed:

@@ -13,6 +13,7 @@ from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, ParamSpec, Self, TypeVar
 
+from .assembly import build_engine, graph_of, hygiene_of
 from .config import MemoryConfig
 from .embeddings import Embedder, make_embedder
 from .engine import Clock, MemoryEngine
@@ -90,7 +91,7 @@ class Memory:
             config = MemoryConfig.model_validate({**(config or MemoryConfig()).model_dump(exclude_unset=True),
                                                   **update})
         provider = open_provider(location)
-        engine = MemoryEngine(provider, make_embedder(embedder), config, clock=clock)
+        engine = build_engine(provider, make_embedder(embedder), config, clock=clock)
         return cls(engine)
 
     # -- operations --------------------------------------------------------------------------
@@ -154,7 +155,7 @@ class Memory:
     @property
     def graph(self) -> GraphService | GraphUnavailable:
         """Knowledge graph: ``related``, ``path``, ``neighbors``, ``check`` … (DuckDB store only)."""
-        return self.engine.graph
+        return graph_of(self.engine)
 
     # -- snapshots to S3-compatible storage (persistence/snapshots.py) --------------------------
     @property
@@ -178,7 +179,7 @@ class Memory:
         ``mem.snapshots.last_reports``."""
         from .persistence.snapshots import open_from_snapshot
 
-        mem, _ = open_from_snapshot(tenants, location, **kwargs)
+        mem, _ = open_from_snapshot(tenants, location, open_memory=cls.open, **kwargs)
         return mem
 
     # -- memory lifecycle (stratamem.lifecycle; thin delegation) ----------------------------------
@@ -231,28 +232,28 @@ class Memory:
                 identifiers: Any = None, recent_messages: Sequence[str] | None = None, *,
                 layer: str | Layer | None = None) -> ProcessResult:
         """Write gate (seed 003 §4.1): decide, dedupe, format, then create/update/delete/ignore."""
-        return self.engine.hygiene.process(ctx, text, intent, identifiers, recent_messages, layer=layer)
+        return hygiene_of(self.engine).process(ctx, text, intent, identifiers, recent_messages, layer=layer)
 
     def remember(self, ctx: TenantContext | None = None, text: str | None = None, identifiers: Any = None, *,
                  layer: str | Layer | None = None) -> ProcessResult:
-        return self.engine.hygiene.process(ctx, text, "remember", identifiers, layer=layer)
+        return hygiene_of(self.engine).process(ctx, text, "remember", identifiers, layer=layer)
 
     def forget(self, ctx: TenantContext | None = None, text: str | None = None, identifiers: Any = None, *,
                layer: str | Layer | None = None) -> ProcessResult:
-        return self.engine.hygiene.process(ctx, text, "forget", identifiers, layer=layer)
+        return hygiene_of(self.engine).process(ctx, text, "forget", identifiers, layer=layer)
 
     def health(self, ctx: TenantContext | None = None, *, since: datetime | None = None) -> MemoryHealth:
         """Memory health report (seed 003 §7.1); ``health_check()`` is the provider's liveness."""
-        return self.engine.hygiene.health(ctx, since=since)
+        return hygiene_of(self.engine).health(ctx, since=since)
 
     @property
     def policies(self) -> PolicyManager:
         """Per-tenant governance policies: ``mem.policies.set(t, deny_patterns=[...])``, ``.get(t)``."""
-        return self.engine.hygiene.policies
+        return hygiene_of(self.engine).policies
 
     @property
     def hygiene(self) -> Hygiene:
-        return self.engine.hygiene
+        return hygiene_of(self.engine)
 
     # -- lifecycle ---------------------------------------------------------------------------
     def close(self) -> None:
@@ -330,7 +331,7 @@ class AsyncMemory:
     @property
     def graph(self) -> AsyncGraph:
         """``Memory.graph`` with coroutine methods."""
-        return AsyncGraph(self.sync.engine.graph)
+        return AsyncGraph(graph_of(self.sync.engine))
 
     @property
     def snapshots(self) -> AsyncSnapshotManager:

@@ -21,6 +21,7 @@ from ..errors import ErrorCode, MemoryError
 from ..layers import scope_key
 from ..model import HealthCheckResult, Layer, LayerIdentifiers, SearchResult, TenantContext
 from ..providers.contracts import GraphBackend, implements
+from ..validation import check_limit
 from .extract import GraphExtractor, LLMBackedExtractor, LLMGraphExtractor, normalize_name
 from .integrity import (
     IntegrityReport,
@@ -116,7 +117,7 @@ class GraphService:
         """Memories (and optionally entities) within ``hops`` of a memory id or entity name,
         nearest first, each with its path and reasoning text."""
         with self._op("related", ctx) as (t, extra):
-            out = self.queries.related(t.tenant_id, node, hops, limit=self.engine._check_limit(limit, 50, 500, "graph"),
+            out = self.queries.related(t.tenant_id, node, hops, limit=check_limit(limit, 50, 500, "graph"),
                                        include_entities=include_entities, now=self.engine.now())
             extra["result_count"] = len(out.items)
             return out
@@ -133,7 +134,7 @@ class GraphService:
                 raise MemoryError(ErrorCode.INVALID_PARAMS, "direction must be out, in or both",
                                   details={"field": "direction"})
             return self.queries.neighbors(t.tenant_id, node, rel_type=rel_type, direction=direction,
-                                          limit=self.engine._check_limit(limit, 100, 1000, "graph"))
+                                          limit=check_limit(limit, 100, 1000, "graph"))
 
     # -- configuration -------------------------------------------------------------------------
     def set_enabled(self, ctx: Any, enabled: bool) -> None:

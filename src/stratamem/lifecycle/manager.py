@@ -11,6 +11,7 @@ from ..errors import ErrorCode, MemoryError
 from ..layers import parse_identifiers, scope_key
 from ..model import Layer, LayerIdentifiers, ListMemoriesOutput, MemoryEntry, TenantContext
 from ..providers.base import ListQuery, Scope
+from ..validation import check_id
 from . import metrics
 from .compaction import CompactionCallback, compact
 from .config import LifecycleConfig
@@ -107,7 +108,7 @@ class Lifecycle:
                 tags: list[str] | None = None) -> MemoryEntry:
         with self.engine.operation("promote", ctx) as (tctx, extra):
             op = "promote"
-            mid = self.engine._check_id(source_id, op)
+            mid = check_id(source_id, op)
             target = parse_target(target_layer, op)
             ids = parse_identifiers(identifiers, op)
             source = self.engine.provider.get(tctx.tenant_id, mid, self.engine.now())

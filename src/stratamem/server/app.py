@@ -176,7 +176,7 @@ def create_app(memory: Memory, settings: ServerSettings | None = None, *,
 
     @app.get("/ready", tags=["ops"], responses=http_errors.responses(503))
     def ready() -> dict[str, Any]:
-        if engine._closed:
+        if engine.closed:
             raise MemoryError(ErrorCode.PROVIDER_ERROR, "the store is closed", operation="ready")
         try:
             engine.provider.ping()

@@ -11,7 +11,7 @@ from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
 from pydantic import ValidationError
 
@@ -31,7 +31,6 @@ from ..s3 import S3Settings, S3Store
 
 if TYPE_CHECKING:
     from ...engine import MemoryEngine
-    from ...sdk import Memory
 
 
 log = logging.getLogger("stratamem.snapshots")
@@ -135,12 +134,19 @@ def _check_wait_for(wait_for: str) -> None:
         )
 
 
+class HasEngine(Protocol):
+    """An object holding an engine (``stratamem.Memory``)."""
+
+    @property
+    def engine(self) -> MemoryEngine: ...
+
+
 class SnapshotBase:
     """State of a snapshot manager and the manifests it reads (``mem.snapshots``)."""
 
     def __init__(
         self,
-        memory: Memory | MemoryEngine,
+        memory: HasEngine | MemoryEngine,
         settings: S3Settings | None = None,
         *,
         store: S3Store | None = None,

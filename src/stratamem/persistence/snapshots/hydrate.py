@@ -316,7 +316,7 @@ class HydrateMixin(CatalogMixin):
         for entry in manifest.tables:
             for path in deferred.get(entry.name, []):
                 # one short transaction per file: the writes being served never wait long for the lock
-                if self.engine._closed:
+                if self.engine.closed:
                     return
                 with self.provider.transaction() as cur:
                     self._insert_files(cur, tenant_id, entry, tables[entry.name], [path], ignore_conflicts=True)

@@ -7,9 +7,10 @@ from __future__ import annotations
 import builtins
 import json
 import time
+from collections.abc import Callable
 from contextlib import suppress
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, TypeVar
 
 from pydantic import ValidationError
 
@@ -22,9 +23,6 @@ from ..manifest import (
     SnapshotInfo,
 )
 from ..s3 import S3Settings, S3Store
-
-if TYPE_CHECKING:
-    from ...sdk import Memory
 from .base import DEFAULT_COLD_START_BUDGET_S, WaitFor, _check_wait_for, _tenant_id, log, tenant_prefix
 from .pull import PullMixin
 from .push import PushMixin
@@ -34,10 +32,22 @@ class SnapshotManager(PushMixin, PullMixin):
     """Push, list, pull and restore per-tenant snapshots of one store (``mem.snapshots``)."""
 
 
+class SnapshotHost(Protocol):
+    """What :func:`open_from_snapshot` opens: an object with snapshots (``stratamem.Memory``)."""
+
+    def configure_snapshots(self, settings: Any = None, **kwargs: Any) -> SnapshotManager: ...
+
+    def close(self) -> None: ...
+
+
+M = TypeVar("M", bound=SnapshotHost)
+
+
 def open_from_snapshot(
     tenants: str | TenantContext | builtins.list[str] | None = None,
     location: str | None = None,
     *,
+    open_memory: Callable[..., M],
     settings: S3Settings | None = None,
     store: S3Store | None = None,
     embedder: Any = None,
@@ -47,7 +57,7 @@ def open_from_snapshot(
     background: bool = True,
     wait_for: WaitFor = "queryable",
     **memory_kwargs: Any,
-) -> tuple[Memory, builtins.list[PullReport]]:
+) -> tuple[M, builtins.list[PullReport]]:
     """Open a store (default: an in-memory DuckDB) and hydrate it from S3 snapshots.
 
     ``tenants``: one tenant, a list, or None for every tenant with a prefix in the bucket. Without
@@ -59,9 +69,9 @@ def open_from_snapshot(
     ``budget_s`` is spent, whichever is first (``budget_s=0``: right after the manifests);
     ``mem.snapshots.status()`` reports progress (see :mod:`stratamem.persistence.lazy`).
     ``background=False``: no background loading, each tenant loads on its first access only.
+    ``open_memory``: opens the store, called as ``open_memory(location, embedder=…, **memory_kwargs)``
+    (``Memory.open``: ``Memory.open_from_snapshot`` passes it).
     """
-    from ...sdk import Memory
-
     _check_wait_for(wait_for)
 
     settings = settings or (store.settings if store is not None else S3Settings.from_env())
@@ -69,7 +79,7 @@ def open_from_snapshot(
     probed: Manifest | None = None
     if embedder is None:
         embedder, probed = _snapshot_embedder(s3, tenants)
-    mem = Memory.open(location or "duckdb:///:memory:", embedder=embedder, **memory_kwargs)
+    mem = open_memory(location or "duckdb:///:memory:", embedder=embedder, **memory_kwargs)
     try:
         mgr = mem.configure_snapshots(settings, store=s3)
         if probed is not None:

@@ -9,7 +9,6 @@ import time
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
 
 from ...errors import ErrorCode, MemoryError
 from ...model import TenantContext
@@ -32,9 +31,6 @@ from .base import (
     snapshot_time,
 )
 from .hydrate import HydrateMixin
-
-if TYPE_CHECKING:
-    from .manager import SnapshotManager
 
 
 class PullMixin(HydrateMixin):
@@ -145,7 +141,7 @@ class PullMixin(HydrateMixin):
                     deferred(manifest, later, workdir)
                     handed_over = True
             except MemoryError as exc:
-                if self.engine._closed:  # the store went away, not the snapshot: nothing to reject
+                if self.engine.closed:  # the store went away, not the snapshot: nothing to reject
                     raise
                 rejected.append(RejectedSnapshot(snapshot_id=sid, code=exc.code.value, reason=exc.message))
                 log.error("snapshot %s of tenant %s rejected: %s", sid, tenant_id, exc.message)
@@ -215,7 +211,7 @@ class PullMixin(HydrateMixin):
     # ------------------------------------------------------------------------------ lazy pull
     def _lazy_loader(self, budget_s: float) -> LazyLoader:
         if self._loader is None:
-            self._loader = LazyLoader(cast("SnapshotManager", self), budget_s)
+            self._loader = LazyLoader(self, budget_s)
         return self._loader
 
     def _plan(self, tenant_id: str, candidates: builtins.list[tuple[str, str]], fallback: bool = True) -> TenantPlan:
