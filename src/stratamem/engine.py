@@ -30,6 +30,7 @@ from .config import MemoryConfig
 from .coordination.ratelimit import RateLimiter, make_rate_limiter
 from .cursor import decode_cursor, encode_cursor, fingerprint
 from .embeddings import Embedder, EmbeddingService, content_hash
+from .embeddings.redis_cache import RedisEmbeddingCache
 from .errors import ErrorCode, MemoryError
 from .features import EventsFeature, SearchExpansion
 from .filters import compile_filter, parse_filter
@@ -165,7 +166,6 @@ class MemoryEngine:
         self.clock: Clock = clock or utc_now
         shared_cache = None
         if self.config.redis_url:  # shared embedding cache (embeddings/redis_cache.py)
-            from .embeddings.redis_cache import RedisEmbeddingCache
 
             shared_cache = RedisEmbeddingCache.from_url(self.config.redis_url, self.config.redis_prefix,
                                                         ttl_s=self.config.embedding_cache_ttl_s)

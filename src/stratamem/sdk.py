@@ -15,10 +15,12 @@ from typing import TYPE_CHECKING, Any, ParamSpec, Self, TypeVar
 
 from .assembly import build_engine, graph_of, hygiene_of
 from .config import MemoryConfig
+from .crud.skill import handle_memory_crud
 from .embeddings import Embedder, make_embedder
 from .engine import Clock, MemoryEngine
 from .graph.service import AsyncGraph, GraphService, GraphUnavailable
 from .layers import get_accessible_layers
+from .lifecycle.manager import Lifecycle
 from .model import (
     AddMemoryOutput,
     BulkAddOutput,
@@ -34,6 +36,7 @@ from .model import (
     TenantContext,
     UpdateMemoryOutput,
 )
+from .persistence.snapshots import AsyncSnapshotManager, SnapshotManager, open_from_snapshot
 from .providers import MemoryProvider, open_provider
 
 if TYPE_CHECKING:
@@ -59,7 +62,6 @@ class Memory:
 
     def __init__(self, engine: MemoryEngine) -> None:
         self.engine = engine
-        from .lifecycle.manager import Lifecycle
 
         #: Lifecycle features (importance tracking, promotion, TTL, decay, pruning, conflicts);
         #: configure with ``mem.lifecycle.config = LifecycleConfig(...)``.
@@ -168,7 +170,6 @@ class Memory:
 
     def configure_snapshots(self, settings: Any = None, **kwargs: Any) -> SnapshotManager:
         """Explicit snapshot settings (an ``S3Settings`` and/or ``SnapshotManager`` keyword args)."""
-        from .persistence.snapshots import SnapshotManager
 
         self._snapshots: SnapshotManager = SnapshotManager(self, settings, **kwargs)
         return self._snapshots
@@ -177,7 +178,6 @@ class Memory:
     def open_from_snapshot(cls, tenants: Any = None, location: str | None = None, **kwargs: Any) -> Memory:
         """A store (default in-memory DuckDB) hydrated from S3 snapshots; reports in
         ``mem.snapshots.last_reports``."""
-        from .persistence.snapshots import open_from_snapshot
 
         mem, _ = open_from_snapshot(tenants, location, open_memory=cls.open, **kwargs)
         return mem
@@ -223,7 +223,6 @@ class Memory:
     def crud(self, ctx: TenantContext | None, request: Any) -> Any:
         """The seed-001 ``memory_crud`` skill: one request dict/model in, ``{items, next_cursor, has_more,
         errors}`` out."""
-        from .crud.skill import handle_memory_crud
 
         return handle_memory_crud(self.engine, self.lifecycle, ctx, request)
 
@@ -336,7 +335,6 @@ class AsyncMemory:
     @property
     def snapshots(self) -> AsyncSnapshotManager:
         """``Memory.snapshots`` as coroutines (push/pull/list/restore)."""
-        from .persistence.snapshots import AsyncSnapshotManager
 
         return AsyncSnapshotManager(self.sync.snapshots)
 

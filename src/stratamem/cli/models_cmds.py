@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from ..embeddings.onnx import export_onnx
 from .common import coded_errors, console
 
 
@@ -21,7 +22,6 @@ def register(app: typer.Typer) -> None:
                                                         "folder (default: the bundled all-MiniLM-L6-v2)")] = None,
     ) -> None:
         """Export all-MiniLM-L6-v2 to ONNX (needs torch once); then use embedder 'onnx' without torch."""
-        from ..embeddings.onnx import export_onnx
 
         with coded_errors():
             target = export_onnx(out, model_path)

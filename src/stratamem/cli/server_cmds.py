@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import importlib.util
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
 import typer
+from pydantic import ValidationError
 
+from ..server.keys import create_key
 from .common import (
     AgentOpt,
     CompanyOpt,
@@ -32,8 +36,6 @@ DEFAULT_SERVE_DB = "data/stratamem.duckdb"
 
 
 def _require_server_extra() -> None:
-    import importlib.util
-
     missing = [m for m in ("fastapi", "uvicorn", "mcp", "prometheus_client", "opentelemetry", "jwt")
                if importlib.util.find_spec(m) is None]
     if missing:
@@ -66,11 +68,10 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Start the REST API (and MCP over streamable HTTP at /mcp) with uvicorn."""
         _require_server_extra()
-        import uvicorn
-        from pydantic import ValidationError
+        import uvicorn  # noqa: PLC0415  server extra (uvicorn)
 
-        from ..server.app import create_app
-        from ..server.settings import ServerSettings
+        from ..server.app import create_app  # noqa: PLC0415  server extra (fastapi)
+        from ..server.settings import ServerSettings  # noqa: PLC0415  server extra (pydantic-settings)
 
         given: dict[str, Any] = {"maintenance_interval": maintenance_interval, "snapshot_interval": snapshot_interval,
                  "snapshots_enabled": snapshots, "redis_url": redis_url}
@@ -102,7 +103,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Run the MCP server over stdio for one tenant and one set of identifiers."""
         _require_server_extra()
-        from ..mcp.server import make_binding, run_stdio
+        from ..mcp.server import make_binding, run_stdio  # noqa: PLC0415  server extra (mcp)
 
         ids = identifiers(agent_id, user_id, session_id, project_id, team_id, org_id, company_id, object_type,
                           object_id)
@@ -126,7 +127,6 @@ def register(app: typer.Typer) -> None:
         embedder: EmbedderOpt = None,
     ) -> None:
         """Create an API key; it is printed once, as the last word of the output."""
-        from ..server.keys import create_key
 
         ids = identifiers(agent_id, user_id, session_id, project_id, team_id, org_id, company_id, object_type,
                           object_id)
@@ -160,7 +160,6 @@ def register(app: typer.Typer) -> None:
                     db: DbOpt = DEFAULT_SERVE_DB, tenant_id: TenantOpt = "default",
                     embedder: EmbedderOpt = None) -> None:
         """Revoke a key of this tenant."""
-        from datetime import UTC, datetime
 
         with open_store(db, embedder) as mem:
             ok = mem.engine.provider.api_key_revoke(tenant_id, key_id, datetime.now(UTC))

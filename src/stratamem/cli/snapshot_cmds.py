@@ -7,6 +7,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
+from ..persistence.s3 import S3Settings
 from .common import DbOpt, EmbedderOpt, JsonOpt, coded_errors, console, emit_json, open_store
 
 EndpointOpt = Annotated[str | None, typer.Option("--endpoint", envvar="STRATAMEM_S3_URL",
@@ -18,8 +19,6 @@ Tenant = Annotated[str, typer.Option("--tenant", "-t", envvar="STRATAMEM_TENANT"
 
 
 def _manager(mem: Any, endpoint: str | None, bucket: str | None) -> Any:
-    from ..persistence.s3 import S3Settings
-
     return mem.configure_snapshots(S3Settings.from_env(endpoint_url=endpoint, bucket=bucket))
 
 

@@ -42,8 +42,8 @@ def export_onnx(out_dir: str | Path | None = None, model_path: str | Path | None
                 opset: int = 17) -> Path:
     """Export the sentence-transformers model to ``out_dir/model.onnx`` (needs torch); returns the dir."""
     try:
-        import torch
-        from transformers import AutoModel
+        import torch  # noqa: PLC0415  local extra (torch), export only
+        from transformers import AutoModel  # noqa: PLC0415  local extra (transformers), export only
     except ImportError as exc:
         raise MemoryError(ErrorCode.CONFIGURATION_ERROR,
                           "exporting to ONNX needs torch and transformers: pip install 'stratamem[local]'",
@@ -139,8 +139,8 @@ class OnnxEmbedder(Embedder):
         with self._lock:
             if self._session is None:
                 try:
-                    import onnxruntime as ort
-                    from tokenizers import Tokenizer
+                    import onnxruntime as ort  # noqa: PLC0415  onnx extra
+                    from tokenizers import Tokenizer  # noqa: PLC0415  onnx extra
                 except ImportError as exc:
                     raise MemoryError(ErrorCode.CONFIGURATION_ERROR,
                                       "the onnx embedder needs the 'onnx' extra: pip install 'stratamem[onnx]'",
@@ -159,7 +159,7 @@ class OnnxEmbedder(Embedder):
         self._load()
         with self._lock:
             if self._query_session is None:
-                import onnxruntime as ort
+                import onnxruntime as ort  # noqa: PLC0415  onnx extra
 
                 self._query_session = self._new_session(
                     ort, {"session.intra_op.allow_spinning": "1", "session.force_spinning_stop": "1"})

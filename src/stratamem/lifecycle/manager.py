@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field
 
 from ..errors import ErrorCode, MemoryError
-from ..layers import parse_identifiers, scope_key
+from ..filters import compile_filter, parse_filter
+from ..layers import parse_identifiers, parse_layer, require_identifiers, scope_key
 from ..model import Layer, LayerIdentifiers, ListMemoriesOutput, MemoryEntry, TenantContext
 from ..providers.base import ListQuery, Scope
 from ..validation import check_id
@@ -203,8 +204,6 @@ class Lifecycle:
         """Source ids that already have a copy in the target scope (closing a session twice is a no-op)."""
         if not source_ids:
             return set()
-        from ..filters import compile_filter, parse_filter
-        from ..layers import require_identifiers
 
         require_identifiers(target, ids, "close_session")
         predicate = compile_filter(parse_filter({"promotedFromId": {"in": source_ids}}, "close_session"))
@@ -248,8 +247,6 @@ class Lifecycle:
         with self.engine.operation("list_lifecycle", ctx) as (tctx, _):
             scope = None
             if layer is not None:
-                from ..layers import parse_layer, require_identifiers
-
                 lyr = parse_layer(layer, "list")
                 ids = parse_identifiers(identifiers, "list")
                 require_identifiers(lyr, ids, "list")

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING
 
 from prometheus_client import Counter, Gauge, Histogram
 
+from ..model import Layer
+
 if TYPE_CHECKING:
     from ..engine import MemoryEngine, OperationEvent
 
@@ -69,7 +71,6 @@ def refresh_storage_size(engine: MemoryEngine, *, min_interval_s: float = 30.0) 
     for tenant in engine.provider.tenants():
         for layer, n in engine.provider.count_by_layer(tenant, at).items():
             totals[layer] = totals.get(layer, 0) + n
-    from ..model import Layer
 
     for layer in Layer:
         STORAGE_SIZE.labels(layer=layer.value).set(totals.get(layer.value, 0))

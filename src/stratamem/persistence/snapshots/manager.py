@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 import json
 import time
@@ -153,21 +154,13 @@ class AsyncSnapshotManager:
         self.sync = manager
 
     async def push(self, tenant: str | TenantContext | None = None) -> builtins.list[PushReport]:
-        import asyncio
-
         return await asyncio.to_thread(self.sync.push, tenant)
 
     async def pull(self, tenant: str | TenantContext, **kwargs: Any) -> PullReport:
-        import asyncio
-
         return await asyncio.to_thread(lambda: self.sync.pull(tenant, **kwargs))
 
     async def restore(self, tenant: str | TenantContext, *, at: datetime | str | None = None) -> PullReport:
-        import asyncio
-
         return await asyncio.to_thread(lambda: self.sync.restore(tenant, at=at))
 
     async def list(self, tenant: str | TenantContext) -> builtins.list[SnapshotInfo]:
-        import asyncio
-
         return await asyncio.to_thread(self.sync.list, tenant)

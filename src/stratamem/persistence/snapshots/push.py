@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import hashlib
 import shutil
 import tempfile
 import time
@@ -268,8 +269,6 @@ class PushMixin(CatalogMixin, RetentionMixin):
     def _upload_one(
         self, prefix: str, snapshot_id: str, table: str, part: int, idx: int, path: Path, written: _Written
     ) -> FileEntry:
-        import hashlib
-
         sha = sha256_file(path)
         size = path.stat().st_size
         md5 = hashlib.md5(path.read_bytes(), usedforsecurity=False).hexdigest()

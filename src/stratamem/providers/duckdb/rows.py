@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from ...layers import scope_key
 from ...model import MemoryEntry
 from ..base import (
     dump_json,
@@ -70,7 +71,6 @@ class RowsMixin(DuckDBConnection):
     def _scalar_values(self, e: MemoryEntry, scopes: dict[tuple[Any, ...], tuple[str, str]] | None = None) -> list[Any]:
         """A row's values in ``_INSERT_COLUMNS`` order, all but the vector. ``scopes`` memoises the
         scope key and identifiers JSON of a batch's (layer, identifiers), mostly one for a whole batch."""
-        from ...layers import scope_key
 
         key = (e.layer, *e.identifiers.__dict__.values())
         scoped = scopes.get(key) if scopes is not None else None
