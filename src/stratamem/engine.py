@@ -1,10 +1,9 @@
 """The engine: one pipeline per operation (validate → govern → embed → store → observe).
 
-Surfaces (SDK, REST, MCP, CLI) call the engine; the engine calls a provider. Extension points:
-
-* ``guards``: governance/hygiene checks run before every write (may rewrite content, or raise);
-* ``observers``: called after every operation with its outcome (metrics, tracing, audit);
-* ``provider.write_hooks``: extra rows written in the same transaction as the memory (graph).
+Surfaces (SDK, REST, MCP, CLI) call the engine; the engine calls a provider. Extension points are
+the fields of ``engine.hooks`` (``stratamem/hooks.py``: guards, observers, result filters, tenant
+gates, access and conflict hooks, the provider's write hooks and row listeners); features register
+there when ``stratamem/assembly.py`` attaches them, and the engine imports no feature.
 """
 
 from __future__ import annotations
@@ -20,9 +19,8 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -34,6 +32,7 @@ from .embeddings.redis_cache import RedisEmbeddingCache
 from .errors import ErrorCode, MemoryError
 from .features import EventsFeature, SearchExpansion
 from .filters import compile_filter, parse_filter
+from .hooks import ConflictHook, EngineHooks, Observer, OperationEvent, ResultFilter, WriteGuard
 from .layers import (
     get_accessible_layers,
     parse_identifiers,
@@ -76,33 +75,6 @@ Clock = Callable[[], datetime]
 
 def utc_now() -> datetime:
     return datetime.now(UTC)
-
-
-@dataclass
-class OperationEvent:
-    """What observers receive after each operation."""
-
-    operation: str
-    tenant_id: str | None
-    duration_s: float
-    error_code: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-    #: Who called (``TenantContext.principal``), for audit observers.
-    principal: str | None = None
-
-
-Observer = Callable[[OperationEvent], None]
-
-#: Post-search filter: receives the context and the merged (layer, hit) pairs, returns those to keep
-#: (governance: results violating the tenant's policies are dropped and the filtering audited).
-ResultFilter = Callable[[TenantContext, list[tuple[Layer, Any]]], list[tuple[Layer, Any]]]
-
-
-class WriteGuard(Protocol):
-    """Governance hook run before a write; returns the (possibly rewritten) content or raises."""
-
-    def check_write(self, ctx: TenantContext, operation: str, content: str, layer: Layer,
-                    metadata: Mapping[str, Any]) -> str: ...
 
 
 def _etag(memory_id: str, version: int, chash: str, metadata: Mapping[str, Any]) -> str:
@@ -180,8 +152,10 @@ class MemoryEngine:
         info = provider.initialize(embedder.model_id, embedder.dimensions)
         self.store_info = info
         provider.attach_embedder(self.embeddings.embed_query)
-        self.guards: list[WriteGuard] = []
-        self.observers: list[Observer] = []
+        #: Every extension point (``stratamem/hooks.py``); the attributes below are the same lists.
+        self.hooks = EngineHooks(write_hooks=provider.write_hooks, row_listeners=provider.row_listeners)
+        self.guards: list[WriteGuard] = self.hooks.guards
+        self.observers: list[Observer] = self.hooks.observers
         #: Audit sink shared by every feature (writes, denials, cross-tenant attempts; never content).
         self.audit = AuditLog()
         #: Knowledge graph (graph/): a write hook + traversal service where the provider supports it.
@@ -189,9 +163,7 @@ class MemoryEngine:
         self.graph: SearchExpansion
         #: Lifecycle hooks: called after get/search with the entries read (cheap, must not raise), and on
         #: an update's if_match mismatch to store the seed-001 conflict entry (returns its id or None).
-        self.access_hooks: list[Callable[[TenantContext, Sequence[MemoryEntry]], None]] = []
-        self.conflict_hook: Callable[[TenantContext, MemoryEntry, str | None, Mapping[str, Any] | None],
-                                     str | None] | None = None
+        self.access_hooks: list[Callable[[TenantContext, Sequence[MemoryEntry]], None]] = self.hooks.access_hooks
         self._pool = ThreadPoolExecutor(max_workers=self.config.search_workers, thread_name_prefix="stratamem-search")
         #: Prepares adds of ``prepare_ahead_min``+ items (``provider.prepare_add``, at nice 10) while the
         #: calling thread embeds them.
@@ -200,12 +172,21 @@ class MemoryEngine:
         self._closed = False
         # -- feature hooks ----------------------------------------------------------------------
         #: Filters applied to merged search results before the limit (see ``ResultFilter``).
-        self.result_filters: list[ResultFilter] = []
+        self.result_filters: list[ResultFilter] = self.hooks.result_filters
         #: Called with the tenant id after every context check, before the operation touches the store;
         #: may block or raise (a lazy snapshot load makes a tenant's data complete here first).
-        self.tenant_gates: list[Callable[[str, str], None]] = []
+        self.tenant_gates: list[Callable[[str, str], None]] = self.hooks.tenant_gates
         #: hygiene: sanitisation/secret/policy/PII guards, per-user quota, memory_events, process()
         self.hygiene: EventsFeature
+
+    @property
+    def conflict_hook(self) -> ConflictHook | None:
+        """``hooks.conflict``."""
+        return self.hooks.conflict
+
+    @conflict_hook.setter
+    def conflict_hook(self, hook: ConflictHook | None) -> None:
+        self.hooks.conflict = hook
 
     # ------------------------------------------------------------------------------ plumbing
     @property

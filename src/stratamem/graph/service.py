@@ -103,9 +103,9 @@ class GraphService:
         self.store = GraphStore(enabled_by_default=engine.config.graph_enabled, generations=gens)
         self.queries = GraphQueries(self.provider, gens)
         self.pgq_available = detect_pgq(provider.new_cursor)
-        self.provider.write_hooks.append(self.store)
+        engine.hooks.write_hooks.append(self.store)
         # status / expiry / access-count writes that bypass the hooks: cached rows forget them
-        self.provider.row_listeners.append(gens.rows_changed)
+        engine.hooks.row_listeners.append(gens.rows_changed)
 
     # -- helpers -------------------------------------------------------------------------------
     def _op(self, name: str, ctx: Any) -> Any:

@@ -65,8 +65,8 @@ class Lifecycle:
         self.stats = LifecycleStats()
         self._tracker = AccessTracker(engine, (config or LifecycleConfig()).importance)
         self.config = config or LifecycleConfig()
-        engine.access_hooks.append(self._on_access)
-        engine.conflict_hook = self._on_conflict
+        engine.hooks.access_hooks.append(self._on_access)
+        engine.hooks.conflict = self._on_conflict
         self._recorder = ConflictRecorder(engine)
 
     @property

@@ -136,7 +136,7 @@ class LazyLoader:
             self._order.append(plan.tenant_id)
             self._wake.notify_all()
         if not self._gate_installed:
-            self.manager.engine.tenant_gates.append(self.gate)
+            self.manager.engine.hooks.tenant_gates.append(self.gate)
             self._gate_installed = True
 
     def start(self) -> None:

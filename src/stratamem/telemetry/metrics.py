@@ -20,7 +20,8 @@ from prometheus_client import Counter, Gauge, Histogram
 from ..model import Layer
 
 if TYPE_CHECKING:
-    from ..engine import MemoryEngine, OperationEvent
+    from ..engine import MemoryEngine
+    from ..hooks import OperationEvent
 
 OPERATIONS = Counter("memory_operations", "Memory operations by type.", ["op"])
 ERRORS = Counter("memory_operations_errors", "Failed memory operations by error code.", ["code"])
@@ -78,9 +79,9 @@ def refresh_storage_size(engine: MemoryEngine, *, min_interval_s: float = 30.0) 
 
 def install(engine: MemoryEngine) -> MetricsObserver:
     """Attach a metrics observer to ``engine`` once; returns it."""
-    for obs in engine.observers:
+    for obs in engine.hooks.observers:
         if isinstance(obs, MetricsObserver):
             return obs
     obs = MetricsObserver(id(engine))
-    engine.observers.append(obs)
+    engine.hooks.observers.append(obs)
     return obs
