@@ -138,7 +138,6 @@ class MemoryEngine:
         self.clock: Clock = clock or utc_now
         shared_cache = None
         if self.config.redis_url:  # shared embedding cache (embeddings/redis_cache.py)
-
             shared_cache = RedisEmbeddingCache.from_url(self.config.redis_url, self.config.redis_prefix,
                                                         ttl_s=self.config.embedding_cache_ttl_s)
         self.embeddings = EmbeddingService(embedder, provider, self.config.retry, shared=shared_cache)

@@ -42,7 +42,6 @@ def make_embedder(spec: str | Embedder | None = None, **options: Any) -> Embedde
     if kind in ("local", "minilm", "sentence-transformers"):
         return SentenceTransformerEmbedder(arg or options.get("model_path"))
     if kind == "onnx":  # all-MiniLM-L6-v2 on ONNX Runtime (no torch); `stratamem models export-onnx` first
-
         return OnnxEmbedder(arg or options.get("model_dir") or os.environ.get("STRATAMEM_ONNX_DIR"))
     if kind == "openai":
         from .openai import OpenAIEmbedder  # noqa: PLC0415  httpx, only for the OpenAI-compatible backend (offline runs never load it)
