@@ -13,7 +13,7 @@ class MemoryConfig(BaseModel):
     #: Minimum score (0..1) of a search result when the caller gives no threshold (seed 000: 0.7).
     default_threshold: float = Field(0.7, ge=0.0, le=1.0)
     #: An added memory that states a change ("moved to Berlin", "switched from X to Y") supersedes the
-    #: older memory of its scope about the same attribute (``lifecycle/supersession.py``).
+    #: older memory of its scope about the same attribute (``supersession.py``).
     detect_supersession: bool = True
     #: Results at least this similar to a higher-precedence result are dropped (seed 000: 0.95).
     dedup_threshold: float = Field(0.95, ge=0.0, le=1.0)

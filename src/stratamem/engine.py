@@ -1,10 +1,9 @@
 """The engine: one pipeline per operation (validate → govern → embed → store → observe).
 
-Surfaces (SDK, REST, MCP, CLI) call the engine; the engine calls a provider. Extension points:
-
-* ``guards``: governance/hygiene checks run before every write (may rewrite content, or raise);
-* ``observers``: called after every operation with its outcome (metrics, tracing, audit);
-* ``provider.write_hooks``: extra rows written in the same transaction as the memory (graph).
+Surfaces (SDK, REST, MCP, CLI) call the engine; the engine calls a provider. Extension points are
+the fields of ``engine.hooks`` (``stratamem/hooks.py``: guards, observers, result filters, tenant
+gates, access and conflict hooks, the provider's write hooks and row listeners); features register
+there when ``stratamem/assembly.py`` attaches them, and the engine imports no feature.
 """
 
 from __future__ import annotations
@@ -20,19 +19,22 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any
 
 import numpy as np
 from pydantic import ValidationError
 
+from . import supersession
 from .config import MemoryConfig
 from .coordination.ratelimit import RateLimiter, make_rate_limiter
 from .cursor import decode_cursor, encode_cursor, fingerprint
 from .embeddings import Embedder, EmbeddingService, content_hash
+from .embeddings.redis_cache import RedisEmbeddingCache
 from .errors import ErrorCode, MemoryError
+from .features import EventsFeature, SearchExpansion
 from .filters import compile_filter, parse_filter
+from .hooks import ConflictHook, EngineHooks, Observer, OperationEvent, ResultFilter, WriteGuard
 from .layers import (
     get_accessible_layers,
     parse_identifiers,
@@ -42,7 +44,6 @@ from .layers import (
     scope_key,
     scoped_identifiers,
 )
-from .lifecycle import supersession
 from .model import (
     AddMemoryInput,
     AddMemoryOutput,
@@ -68,9 +69,7 @@ from .retrieval.context import context_page
 from .retry import call_with_retry
 from .search import merge_results
 from .telemetry.audit import AuditLog
-
-if TYPE_CHECKING:
-    from .graph.service import GraphService, GraphUnavailable
+from .validation import check_id, check_limit
 
 log = logging.getLogger("stratamem")
 
@@ -79,33 +78,6 @@ Clock = Callable[[], datetime]
 
 def utc_now() -> datetime:
     return datetime.now(UTC)
-
-
-@dataclass
-class OperationEvent:
-    """What observers receive after each operation."""
-
-    operation: str
-    tenant_id: str | None
-    duration_s: float
-    error_code: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-    #: Who called (``TenantContext.principal``), for audit observers.
-    principal: str | None = None
-
-
-Observer = Callable[[OperationEvent], None]
-
-#: Post-search filter: receives the context and the merged (layer, hit) pairs, returns those to keep
-#: (governance: results violating the tenant's policies are dropped and the filtering audited).
-ResultFilter = Callable[[TenantContext, list[tuple[Layer, Any]]], list[tuple[Layer, Any]]]
-
-
-class WriteGuard(Protocol):
-    """Governance hook run before a write; returns the (possibly rewritten) content or raises."""
-
-    def check_write(self, ctx: TenantContext, operation: str, content: str, layer: Layer,
-                    metadata: Mapping[str, Any]) -> str: ...
 
 
 def _etag(memory_id: str, version: int, chash: str, metadata: Mapping[str, Any]) -> str:
@@ -205,8 +177,6 @@ class MemoryEngine:
         self.clock: Clock = clock or utc_now
         shared_cache = None
         if self.config.redis_url:  # shared embedding cache (embeddings/redis_cache.py)
-            from .embeddings.redis_cache import RedisEmbeddingCache
-
             shared_cache = RedisEmbeddingCache.from_url(self.config.redis_url, self.config.redis_prefix,
                                                         ttl_s=self.config.embedding_cache_ttl_s)
         self.embeddings = EmbeddingService(embedder, provider, self.config.retry, shared=shared_cache)
@@ -220,19 +190,18 @@ class MemoryEngine:
         info = provider.initialize(embedder.model_id, embedder.dimensions)
         self.store_info = info
         provider.attach_embedder(self.embeddings.embed_query)
-        self.guards: list[WriteGuard] = []
-        self.observers: list[Observer] = []
+        #: Every extension point (``stratamem/hooks.py``); the attributes below are the same lists.
+        self.hooks = EngineHooks(write_hooks=provider.write_hooks, row_listeners=provider.row_listeners)
+        self.guards: list[WriteGuard] = self.hooks.guards
+        self.observers: list[Observer] = self.hooks.observers
         #: Audit sink shared by every feature (writes, denials, cross-tenant attempts; never content).
         self.audit = AuditLog()
-        # Knowledge graph (graph/): a write hook + traversal service where the provider supports it.
-        from .graph.service import attach_graph
-
-        self.graph: GraphService | GraphUnavailable = attach_graph(self)
+        #: Knowledge graph (graph/): a write hook + traversal service where the provider supports it.
+        #: Attached by ``stratamem.assembly`` right after construction, as is ``hygiene``.
+        self.graph: SearchExpansion
         #: Lifecycle hooks: called after get/search with the entries read (cheap, must not raise), and on
         #: an update's if_match mismatch to store the seed-001 conflict entry (returns its id or None).
-        self.access_hooks: list[Callable[[TenantContext, Sequence[MemoryEntry]], None]] = []
-        self.conflict_hook: Callable[[TenantContext, MemoryEntry, str | None, Mapping[str, Any] | None],
-                                     str | None] | None = None
+        self.access_hooks: list[Callable[[TenantContext, Sequence[MemoryEntry]], None]] = self.hooks.access_hooks
         self._pool = ThreadPoolExecutor(max_workers=self.config.search_workers, thread_name_prefix="stratamem-search")
         #: Prepares adds of ``prepare_ahead_min``+ items (``provider.prepare_add``, at nice 10) while the
         #: calling thread embeds them.
@@ -241,14 +210,21 @@ class MemoryEngine:
         self._closed = False
         # -- feature hooks ----------------------------------------------------------------------
         #: Filters applied to merged search results before the limit (see ``ResultFilter``).
-        self.result_filters: list[ResultFilter] = []
+        self.result_filters: list[ResultFilter] = self.hooks.result_filters
         #: Called with the tenant id after every context check, before the operation touches the store;
         #: may block or raise (a lazy snapshot load makes a tenant's data complete here first).
-        self.tenant_gates: list[Callable[[str, str], None]] = []
-        # hygiene: sanitisation/secret/policy/PII guards, per-user quota, memory_events, process()
-        from .hygiene.service import Hygiene
+        self.tenant_gates: list[Callable[[str, str], None]] = self.hooks.tenant_gates
+        #: hygiene: sanitisation/secret/policy/PII guards, per-user quota, memory_events, process()
+        self.hygiene: EventsFeature
 
-        self.hygiene = Hygiene.install(self)
+    @property
+    def conflict_hook(self) -> ConflictHook | None:
+        """``hooks.conflict``."""
+        return self.hooks.conflict
+
+    @conflict_hook.setter
+    def conflict_hook(self, hook: ConflictHook | None) -> None:
+        self.hooks.conflict = hook
 
     # ------------------------------------------------------------------------------ plumbing
     @property
@@ -396,12 +372,7 @@ class MemoryEngine:
         return out
 
     def _check_limit(self, limit: Any, default: int, maximum: int, operation: str) -> int:
-        if limit is None:
-            return default
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= maximum:
-            raise MemoryError(ErrorCode.INVALID_PARAMS, f"limit must be an integer from 1 to {maximum}",
-                              operation=operation, details={"field": "limit", "max": maximum})
-        return limit
+        return check_limit(limit, default, maximum, operation)
 
     def _check_expiry(self, expires_at: Any, operation: str) -> datetime | None:
         if expires_at is None:
@@ -533,7 +504,7 @@ class MemoryEngine:
     def _supersede(self, ctx: TenantContext, entries: Sequence[MemoryEntry], explicit: Mapping[str, Sequence[str]],
                    operation: str) -> dict[str, list[str]]:
         """Mark the older memories the new ``entries`` replace (explicit ids, and the rule-based
-        detection of ``lifecycle/supersession.py`` when configured); returns new id -> replaced ids."""
+        detection of ``supersession.py`` when configured); returns new id -> replaced ids."""
         out: dict[str, list[str]] = {}
         now = self.now()
         later = {e.id: i for i, e in enumerate(entries)}
@@ -716,10 +687,7 @@ class MemoryEngine:
 
     # ------------------------------------------------------------------------------ get/update/delete
     def _check_id(self, memory_id: Any, operation: str) -> str:
-        if not isinstance(memory_id, str) or not memory_id.strip() or len(memory_id) > 256:
-            raise MemoryError(ErrorCode.INVALID_PARAMS, "id must be a non-empty string of at most 256 characters",
-                              operation=operation, details={"field": "id"})
-        return memory_id
+        return check_id(memory_id, operation)
 
     def get(self, ctx: Any, memory_id: Any, *, include_embedding: bool = False) -> MemoryEntry | None:
         with self.operation("get", ctx) as (tctx, extra):
@@ -881,6 +849,11 @@ class MemoryEngine:
 
     def health(self) -> HealthCheckResult:
         return self.provider.health_check()
+
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` has begun (features stop their background work)."""
+        return self._closed
 
     def close(self) -> None:
         if self._closed:

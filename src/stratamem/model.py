@@ -272,6 +272,14 @@ class ProviderCapabilities(_Model):
     transactions: bool
     max_content_length: int
     persistent: bool
+    #: Optional concerns the provider implements, derived from its written contracts
+    #: (``providers/contracts.py``: ``GraphBackend``, ``LifecycleStore``, ``KeyStore``,
+    #: ``GovernanceStore``, ``SnapshotSource``).
+    graph: bool = False
+    lifecycle: bool = False
+    keys: bool = False
+    governance: bool = False
+    snapshots: bool = False
 
 
 class StoreStats(_Model):

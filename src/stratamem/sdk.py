@@ -16,12 +16,15 @@ from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, ParamSpec, Self, TypeVar
 
+from .assembly import build_engine, graph_of, hygiene_of
 from .config import MemoryConfig
+from .crud.skill import handle_memory_crud
 from .embeddings import Embedder, make_embedder
 from .engine import Clock, MemoryEngine
 from .errors import ErrorCode, MemoryError
 from .graph.service import AsyncGraph, GraphService, GraphUnavailable
 from .layers import get_accessible_layers
+from .lifecycle.manager import Lifecycle
 from .model import (
     AddMemoryOutput,
     BulkAddOutput,
@@ -37,6 +40,7 @@ from .model import (
     TenantContext,
     UpdateMemoryOutput,
 )
+from .persistence.snapshots import AsyncSnapshotManager, SnapshotManager, open_from_snapshot
 from .providers import MemoryProvider, open_provider
 
 if TYPE_CHECKING:
@@ -80,7 +84,6 @@ class Memory:
 
     def __init__(self, engine: MemoryEngine) -> None:
         self.engine = engine
-        from .lifecycle.manager import Lifecycle
 
         #: Lifecycle features (importance tracking, promotion, TTL, decay, pruning, conflicts);
         #: configure with ``mem.lifecycle.config = LifecycleConfig(...)``.
@@ -114,7 +117,7 @@ class Memory:
                                                   **update})
         provider = open_provider(location)
         try:
-            engine = MemoryEngine(provider, make_embedder(embedder), config, clock=clock)
+            engine = build_engine(provider, make_embedder(embedder), config, clock=clock)
         except MemoryError as exc:
             if exc.details.get("reason") == "locked":
                 raise _lock_error(exc) from exc.__cause__
@@ -186,7 +189,7 @@ class Memory:
     @property
     def graph(self) -> GraphService | GraphUnavailable:
         """Knowledge graph: ``related``, ``path``, ``neighbors``, ``check`` … (DuckDB store only)."""
-        return self.engine.graph
+        return graph_of(self.engine)
 
     # -- snapshots to S3-compatible storage (persistence/snapshots.py) --------------------------
     @property
@@ -199,7 +202,6 @@ class Memory:
 
     def configure_snapshots(self, settings: Any = None, **kwargs: Any) -> SnapshotManager:
         """Explicit snapshot settings (an ``S3Settings`` and/or ``SnapshotManager`` keyword args)."""
-        from .persistence.snapshots import SnapshotManager
 
         self._snapshots: SnapshotManager = SnapshotManager(self, settings, **kwargs)
         return self._snapshots
@@ -208,9 +210,8 @@ class Memory:
     def open_from_snapshot(cls, tenants: Any = None, location: str | None = None, **kwargs: Any) -> Memory:
         """A store (default in-memory DuckDB) hydrated from S3 snapshots; reports in
         ``mem.snapshots.last_reports``."""
-        from .persistence.snapshots import open_from_snapshot
 
-        mem, _ = open_from_snapshot(tenants, location, **kwargs)
+        mem, _ = open_from_snapshot(tenants, location, open_memory=cls.open, **kwargs)
         return mem
 
     # -- memory lifecycle (stratamem.lifecycle; thin delegation) ----------------------------------
@@ -254,7 +255,6 @@ class Memory:
     def crud(self, ctx: TenantContext | None, request: Any) -> Any:
         """The seed-001 ``memory_crud`` skill: one request dict/model in, ``{items, next_cursor, has_more,
         errors}`` out."""
-        from .crud.skill import handle_memory_crud
 
         return handle_memory_crud(self.engine, self.lifecycle, ctx, request)
 
@@ -263,28 +263,28 @@ class Memory:
                 identifiers: Any = None, recent_messages: Sequence[str] | None = None, *,
                 layer: str | Layer | None = None) -> ProcessResult:
         """Write gate (seed 003 §4.1): decide, dedupe, format, then create/update/delete/ignore."""
-        return self.engine.hygiene.process(ctx, text, intent, identifiers, recent_messages, layer=layer)
+        return hygiene_of(self.engine).process(ctx, text, intent, identifiers, recent_messages, layer=layer)
 
     def remember(self, ctx: TenantContext | None = None, text: str | None = None, identifiers: Any = None, *,
                  layer: str | Layer | None = None) -> ProcessResult:
-        return self.engine.hygiene.process(ctx, text, "remember", identifiers, layer=layer)
+        return hygiene_of(self.engine).process(ctx, text, "remember", identifiers, layer=layer)
 
     def forget(self, ctx: TenantContext | None = None, text: str | None = None, identifiers: Any = None, *,
                layer: str | Layer | None = None) -> ProcessResult:
-        return self.engine.hygiene.process(ctx, text, "forget", identifiers, layer=layer)
+        return hygiene_of(self.engine).process(ctx, text, "forget", identifiers, layer=layer)
 
     def health(self, ctx: TenantContext | None = None, *, since: datetime | None = None) -> MemoryHealth:
         """Memory health report (seed 003 §7.1); ``health_check()`` is the provider's liveness."""
-        return self.engine.hygiene.health(ctx, since=since)
+        return hygiene_of(self.engine).health(ctx, since=since)
 
     @property
     def policies(self) -> PolicyManager:
         """Per-tenant governance policies: ``mem.policies.set(t, deny_patterns=[...])``, ``.get(t)``."""
-        return self.engine.hygiene.policies
+        return hygiene_of(self.engine).policies
 
     @property
     def hygiene(self) -> Hygiene:
-        return self.engine.hygiene
+        return hygiene_of(self.engine)
 
     # -- lifecycle ---------------------------------------------------------------------------
     def close(self) -> None:
@@ -424,19 +424,16 @@ class AsyncMemory:
     @property
     def graph(self) -> AsyncGraph:
         """``Memory.graph`` with coroutine methods."""
-        return AsyncGraph(self.sync.engine.graph)
+        return AsyncGraph(graph_of(self.sync.engine))
 
     @property
     def snapshots(self) -> AsyncSnapshotManager:
         """``Memory.snapshots`` as coroutines (push/pull/list/restore)."""
-        from .persistence.snapshots import AsyncSnapshotManager
 
         return AsyncSnapshotManager(self.sync.snapshots)
 
     async def configure_snapshots(self, settings: Any = None, **kwargs: Any) -> AsyncSnapshotManager:
         """``Memory.configure_snapshots``; returns the manager with coroutine methods."""
-        from .persistence.snapshots import AsyncSnapshotManager
-
         return AsyncSnapshotManager(await asyncio.to_thread(self.sync.configure_snapshots, settings, **kwargs))
 
     @classmethod

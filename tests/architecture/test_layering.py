@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "stratamem"
@@ -16,9 +17,11 @@ def _module_name(path: Path) -> str:
 
 
 def _imports(path: Path) -> set[str]:
-    """Absolute names of every module ``path`` imports (at any depth of the file)."""
+    """Absolute names of every module ``path`` imports (at any depth of the file): ``from pkg import
+    name`` counts as ``pkg.name`` when that is a module of the package, else as ``pkg``."""
     name = _module_name(path)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    modules = _module_set(SRC)
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
@@ -30,9 +33,15 @@ def _imports(path: Path) -> set[str]:
                 module = ".".join([*base, node.module] if node.module else base)
             else:
                 module = node.module or ""
-            found.add(module)
-            found.update(f"{module}.{alias.name}" for alias in node.names)
+            for alias in node.names:
+                sub = f"{module}.{alias.name}"
+                found.add(sub if sub in modules else module)
     return found
+
+
+@functools.cache
+def _module_set(src: Path) -> frozenset[str]:
+    return frozenset(_module_name(p) for p in src.rglob("*.py"))
 
 
 def test_storage_imports_nothing_from_the_server() -> None:
@@ -42,3 +51,123 @@ def test_storage_imports_nothing_from_the_server() -> None:
     }
     assert {k: v for k, v in offenders.items() if v} == {}
     assert len(offenders) > 5  # the providers were read
+
+
+def _outside_providers() -> list[Path]:
+    return [p for p in SRC.rglob("*.py") if (SRC / "providers") not in p.parents]
+
+
+def test_no_feature_checks_for_a_concrete_provider_class() -> None:
+    """Features check a contract (``providers/contracts.py``), never ``DuckDBProvider`` itself."""
+    offenders = []
+    for path in _outside_providers():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("isinstance", "issubclass"):
+                classes = ast.unparse(node.args[1]) if len(node.args) > 1 else ""
+                if "DuckDBProvider" in classes or "PostgresProvider" in classes or "InMemoryProvider" in classes:
+                    offenders.append(f"{_module_name(path)}:{node.lineno}")
+    assert offenders == []
+
+
+def _private_provider_members() -> set[str]:
+    names: set[str] = set()
+    for path in (SRC / "providers").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef):
+                for item in node.body:
+                    if isinstance(item, ast.FunctionDef) and item.name.startswith("_") and not item.name.endswith("__"):
+                        names.add(item.name)
+    return names
+
+
+def test_no_private_provider_member_is_used_outside_the_providers() -> None:
+    private = _private_provider_members()
+    assert {"_read", "_fetch_ids", "_select", "_entry"} <= private  # the scan sees the providers' classes
+    offenders = []
+    for path in _outside_providers():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and node.attr in private:
+                owner = ast.unparse(node.value)
+                if owner.split(".")[-1] in ("provider", "_provider", "store_provider"):
+                    offenders.append(f"{_module_name(path)}:{node.lineno} {owner}.{node.attr}")
+    assert offenders == []
+
+
+def _all_modules() -> dict[str, Path]:
+    return {_module_name(p): p for p in SRC.rglob("*.py")}
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """Module -> stratamem modules it imports anywhere in the file: top level, inside functions and
+    under ``if TYPE_CHECKING:`` (a type-only import is still a dependency). ``from pkg import name``
+    points at ``pkg.name`` when that is a module, else at ``pkg``."""
+    modules = _all_modules()
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        edges: set[str] = set()
+        for target in _imports(path):
+            while target not in modules and "." in target:
+                target = target.rpartition(".")[0]
+            if target in modules and target != name and target.startswith("stratamem"):
+                edges.add(target)
+        graph[name] = edges
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan's algorithm, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
+    assert _cycles(graph) == [["a", "b", "c"]]
+
+
+def test_no_import_cycles_in_src() -> None:
+    graph = _import_graph()
+    assert graph["stratamem.sdk"] >= {"stratamem.engine", "stratamem.assembly"}  # the graph was built
+    assert _cycles(graph) == []
+
+
+def test_the_engine_imports_no_feature() -> None:
+    features = ("stratamem.graph", "stratamem.hygiene", "stratamem.lifecycle", "stratamem.persistence")
+    imported = _import_graph()["stratamem.engine"]
+    assert sorted(m for m in imported if m.startswith(features)) == []

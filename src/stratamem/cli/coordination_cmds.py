@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from ..sdk import Memory
 from .common import DEFAULT_DB, DbOpt, EmbedderOpt, coded_errors, err_console
 
 RedisOpt = Annotated[str, typer.Option("--redis", envvar="STRATAMEM_REDIS_URL", help="Redis URL.")]
@@ -21,10 +22,9 @@ def register(app: typer.Typer) -> None:
                lock_timeout: Annotated[float, typer.Option(help="Give up acquiring the lock after, seconds.")] = 30.0,
                embedder: EmbedderOpt = None) -> None:
         """Own the store and execute the writes other processes queue in Redis, in FIFO order."""
-        import redis
+        import redis  # noqa: PLC0415  redis extra
 
-        from ..coordination import WriteCoordinator
-        from ..sdk import Memory
+        from ..coordination import WriteCoordinator  # noqa: PLC0415  redis extra (coordination needs redis)
 
         client = redis.Redis.from_url(redis_url)
         coord = WriteCoordinator(lambda: Memory.open(db, embedder=embedder), client, queue, lock_ttl=lock_ttl,

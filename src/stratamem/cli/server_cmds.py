@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import threading
 from typing import Annotated, Any
 
 import typer
+from pydantic import ValidationError
 
 from ..sdk import Memory
 from .common import (
@@ -43,8 +45,6 @@ def _warm_quietly(mem: Memory) -> None:
 
 
 def _require_server_extra() -> None:
-    import importlib.util
-
     missing = [m for m in ("fastapi", "uvicorn", "mcp", "prometheus_client", "opentelemetry", "jwt")
                if importlib.util.find_spec(m) is None]
     if missing:
@@ -80,11 +80,10 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Start the REST API (and MCP over streamable HTTP at /mcp) with uvicorn."""
         _require_server_extra()
-        import uvicorn
-        from pydantic import ValidationError
+        import uvicorn  # noqa: PLC0415  server extra (uvicorn)
 
-        from ..server.app import create_app
-        from ..server.settings import ServerSettings
+        from ..server.app import create_app  # noqa: PLC0415  server extra (fastapi)
+        from ..server.settings import ServerSettings  # noqa: PLC0415  server extra (pydantic-settings)
 
         given: dict[str, Any] = {"maintenance_interval": maintenance_interval, "snapshot_interval": snapshot_interval,
                  "snapshots_enabled": snapshots, "redis_url": redis_url}
@@ -116,7 +115,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Run the MCP server over stdio for one tenant and one set of identifiers."""
         _require_server_extra()
-        from ..mcp.server import make_binding, run_stdio
+        from ..mcp.server import make_binding, run_stdio  # noqa: PLC0415  server extra (mcp)
 
         ids = identifiers(agent_id, user_id, session_id, project_id, team_id, org_id, company_id, object_type,
                           object_id)

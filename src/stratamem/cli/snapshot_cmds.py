@@ -7,6 +7,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
+from ..persistence.s3 import S3Settings
 from .common import (
     DEFAULT_DB,
     DbOpt,
@@ -29,8 +30,6 @@ Tenant = TenantOpt
 
 
 def _manager(mem: Any, endpoint: str | None, bucket: str | None) -> Any:
-    from ..persistence.s3 import S3Settings
-
     return mem.configure_snapshots(S3Settings.from_env(endpoint_url=endpoint, bucket=bucket))
 
 

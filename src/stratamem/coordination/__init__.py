@@ -26,11 +26,11 @@ __all__ = ["LockTimeout", "QueuedWriter", "RedisLock", "WriteCoordinator"]
 
 def __getattr__(name: str) -> Any:
     if name in ("LockTimeout", "RedisLock"):
-        from . import lock
+        from . import lock  # noqa: PLC0415  redis extra
 
         return getattr(lock, name)
     if name in ("QueuedWriter", "WriteCoordinator"):
-        from . import queue
+        from . import queue  # noqa: PLC0415  redis extra
 
         return getattr(queue, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -29,7 +29,7 @@ DEFAULT_TIMEOUT_S = 0.5
 @functools.lru_cache(maxsize=32)
 def connect(url: str, timeout: float = DEFAULT_TIMEOUT_S) -> Redis:
     """The process-wide client of ``url`` (``redis://``, ``rediss://``, ``unix://``)."""
-    from redis import Redis
+    from redis import Redis  # noqa: PLC0415  redis extra
 
     client: Redis = Redis.from_url(url, socket_connect_timeout=timeout, socket_timeout=timeout)
     return client
@@ -37,7 +37,7 @@ def connect(url: str, timeout: float = DEFAULT_TIMEOUT_S) -> Redis:
 
 def redis_errors() -> tuple[type[Exception], ...]:
     """Exceptions meaning "Redis is not usable right now" (imported lazily: redis is optional)."""
-    from redis.exceptions import RedisError
+    from redis.exceptions import RedisError  # noqa: PLC0415  redis extra
 
     return (RedisError, OSError)
 

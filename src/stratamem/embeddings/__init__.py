@@ -9,6 +9,8 @@ from ..errors import ErrorCode, MemoryError
 from .base import Embedder, content_hash, normalize_rows
 from .cache import EmbeddingCacheStore, EmbeddingService, SharedEmbeddingCache
 from .hashing import HashingEmbedder
+from .local import SentenceTransformerEmbedder
+from .onnx import OnnxEmbedder
 
 __all__ = [
     "Embedder",
@@ -39,19 +41,13 @@ def make_embedder(spec: str | Embedder | None = None, **options: Any) -> Embedde
     if kind == "hashing":
         return HashingEmbedder(int(arg) if arg else int(options.get("dimensions", 384)))
     if kind in ("local", "minilm", "sentence-transformers"):
-        from .local import SentenceTransformerEmbedder
-
         return SentenceTransformerEmbedder(arg or options.get("model_path"))
     if kind == "onnx":  # all-MiniLM-L6-v2 on ONNX Runtime (no torch); built into the cache on first use
-        from .onnx import OnnxEmbedder
-
         return OnnxEmbedder(arg or options.get("model_dir"))
     if kind == "onnx-int8":  # the same with int8 weights (another model id: its vectors differ slightly)
-        from .onnx import OnnxEmbedder
-
         return OnnxEmbedder(arg or options.get("model_dir"), int8=True)
     if kind == "openai":
-        from .openai import OpenAIEmbedder
+        from .openai import OpenAIEmbedder  # noqa: PLC0415  httpx, only for the OpenAI-compatible backend (offline runs never load it)
 
         base_url = options.get("base_url") or os.environ.get("STRATAMEM_EMBEDDING_URL")
         model = options.get("model") or arg or os.environ.get("STRATAMEM_EMBEDDING_MODEL")

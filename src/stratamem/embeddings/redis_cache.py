@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..coordination.redisconn import Breaker, connect, redis_errors
 from . import metrics
 from .base import Vector
 
@@ -40,8 +41,6 @@ class RedisEmbeddingCache:
 
     def __init__(self, client: Redis, prefix: str = "stratamem", *, ttl_s: int = DEFAULT_TTL_S,
                  cooldown: float = 5.0) -> None:
-        from ..coordination.redisconn import Breaker, redis_errors
-
         self.client = client
         self.prefix = prefix
         self.ttl_s = ttl_s
@@ -52,8 +51,6 @@ class RedisEmbeddingCache:
 
     @classmethod
     def from_url(cls, url: str, prefix: str = "stratamem", *, ttl_s: int = DEFAULT_TTL_S) -> RedisEmbeddingCache:
-        from ..coordination.redisconn import connect
-
         return cls(connect(url), prefix, ttl_s=ttl_s)
 
     def key(self, tenant_id: str, model_id: str, chash: str) -> str:

@@ -11,6 +11,7 @@ DuckDB does not enforce foreign keys, so the application does:
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Any, Literal
 
@@ -95,8 +96,6 @@ class IntegrityReport(BaseModel):
 
 
 def _ids(ids: list[str]) -> str:
-    import json
-
     return json.dumps(ids)
 
 

@@ -20,6 +20,8 @@ from pydantic import BaseModel, ConfigDict
 from ..errors import ErrorCode, MemoryError
 from ..layers import scope_key
 from ..model import HealthCheckResult, Layer, LayerIdentifiers, SearchResult, TenantContext
+from ..providers.contracts import GraphBackend, implements
+from ..validation import check_limit
 from .extract import GraphExtractor, LLMBackedExtractor, LLMGraphExtractor, normalize_name
 from .integrity import (
     IntegrityReport,
@@ -93,17 +95,17 @@ class GraphService:
 
     def __init__(self, engine: MemoryEngine) -> None:
         self.engine = engine
-        provider: Any = engine.provider
-        self.provider = provider
-        db = provider.db
-        key = db.path if db.path != ":memory:" else id(db)
-        gens = generations_for(key)
+        provider = engine.provider
+        if not isinstance(provider, GraphBackend):
+            raise TypeError(f"provider {provider.name} is not a knowledge-graph backend (contracts.GraphBackend)")
+        self.provider: GraphBackend = provider
+        gens = generations_for(provider.database_key())
         self.store = GraphStore(enabled_by_default=engine.config.graph_enabled, generations=gens)
         self.queries = GraphQueries(self.provider, gens)
-        self.pgq_available = detect_pgq(db.conn)
-        self.provider.write_hooks.append(self.store)
+        self.pgq_available = detect_pgq(provider.new_cursor)
+        engine.hooks.write_hooks.append(self.store)
         # status / expiry / access-count writes that bypass the hooks: cached rows forget them
-        self.provider.row_listeners.append(gens.rows_changed)
+        engine.hooks.row_listeners.append(gens.rows_changed)
 
     # -- helpers -------------------------------------------------------------------------------
     def _op(self, name: str, ctx: Any) -> Any:
@@ -115,7 +117,7 @@ class GraphService:
         """Memories (and optionally entities) within ``hops`` of a memory id or entity name,
         nearest first, each with its path and reasoning text."""
         with self._op("related", ctx) as (t, extra):
-            out = self.queries.related(t.tenant_id, node, hops, limit=self.engine._check_limit(limit, 50, 500, "graph"),
+            out = self.queries.related(t.tenant_id, node, hops, limit=check_limit(limit, 50, 500, "graph"),
                                        include_entities=include_entities, now=self.engine.now())
             extra["result_count"] = len(out.items)
             return out
@@ -132,7 +134,7 @@ class GraphService:
                 raise MemoryError(ErrorCode.INVALID_PARAMS, "direction must be out, in or both",
                                   details={"field": "direction"})
             return self.queries.neighbors(t.tenant_id, node, rel_type=rel_type, direction=direction,
-                                          limit=self.engine._check_limit(limit, 100, 1000, "graph"))
+                                          limit=check_limit(limit, 100, 1000, "graph"))
 
     # -- configuration -------------------------------------------------------------------------
     def set_enabled(self, ctx: Any, enabled: bool) -> None:
@@ -142,7 +144,7 @@ class GraphService:
         self.store.forget_setting(t.tenant_id)
 
     def is_enabled(self, ctx: Any) -> bool:
-        with self._op("is_enabled", ctx) as (t, _), self.provider._read() as cur:
+        with self._op("is_enabled", ctx) as (t, _), self.provider.read() as cur:
             self.store.forget_setting(t.tenant_id)
             return self.store.enabled(cur, t.tenant_id)
 
@@ -235,7 +237,7 @@ class GraphService:
         return removed
 
     def stats(self, ctx: Any) -> GraphStats:
-        with self._op("stats", ctx) as (t, _), self.provider._read() as cur:
+        with self._op("stats", ctx) as (t, _), self.provider.read() as cur:
             counts = {}
             for table, sql in (
                 ("memory_nodes", "SELECT count(*) FROM memory_nodes WHERE tenant_id = ? AND deleted_at IS NULL"),
@@ -253,7 +255,7 @@ class GraphService:
         status: Any = "healthy"
         message = "pgq: duckpgq loaded" if self.pgq_available else "pgq: unavailable, recursive SQL"
         try:
-            with self.provider._read() as cur:
+            with self.provider.read() as cur:
                 cur.execute("SELECT 1").fetchone()
         except Exception as exc:
             status, message = "unhealthy", f"{type(exc).__name__}"
@@ -267,7 +269,7 @@ class GraphService:
     def ready(self) -> bool:
         """True when every graph table exists and a traversal query runs."""
         try:
-            with self.provider._read() as cur:
+            with self.provider.read() as cur:
                 names = {r[0] for r in cur.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
                 if not set(GRAPH_TABLES) <= names:
                     return False
@@ -289,8 +291,9 @@ class GraphService:
         if not links:
             return []
         by_id = {r.memory.id: r for r in top}
-        with self.provider._read() as cur:
-            entries = {e.id: e for e in self.provider._fetch_ids(cur, tctx.tenant_id, [lk[1] for lk in links], False)}
+        with self.provider.read() as cur:
+            linked = [lk[1] for lk in links]
+            entries = {e.id: e for e in self.provider.fetch_entries(cur, tctx.tenant_id, linked, False)}
         now = self.engine.now()
         out: list[SearchResult] = []
         present = {r.memory.id for r in results}
@@ -332,9 +335,7 @@ def _edge(memory_id: str, name: str, forward: bool) -> PathEdge:
 
 
 def attach_graph(engine: MemoryEngine) -> GraphService | GraphUnavailable:
-    from ..providers.duckdb import DuckDBProvider
-
-    if isinstance(engine.provider, DuckDBProvider):
+    if implements(engine.provider, GraphBackend):
         return GraphService(engine)
     return GraphUnavailable(engine.provider.name)
 

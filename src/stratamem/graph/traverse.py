@@ -31,7 +31,7 @@ from __future__ import annotations
 import itertools
 import threading
 from collections import OrderedDict
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -41,6 +41,7 @@ from pydantic.alias_generators import to_camel
 
 from ..errors import ErrorCode, MemoryError
 from ..model import MemoryEntry
+from ..providers.contracts import GraphBackend
 from .csr import CSRGraph, as_index
 from .extract import normalize_name
 from .metrics import CACHE_STATS, observe
@@ -245,10 +246,11 @@ def bfs_in_memory(adj: dict[str, list[tuple[str, str, bool]]], starts: Sequence[
     return dict(sorted(tree.items(), key=lambda kv: (kv[1][0], kv[0])))
 
 
-def detect_pgq(conn: Any) -> bool:
-    """True when the duckpgq extension loads from the local extension directory (no download)."""
+def detect_pgq(new_cursor: Callable[[], Any]) -> bool:
+    """True when the duckpgq extension loads from the local extension directory (no download);
+    ``new_cursor`` opens a cursor of its own on the database (``GraphBackend.new_cursor``)."""
     try:
-        cur = conn.cursor()
+        cur = new_cursor()
         try:
             cur.execute("LOAD duckpgq")
         finally:
@@ -306,7 +308,7 @@ def _short(node: GraphNode) -> str:
 class GraphQueries:
     """Read side of the graph for one DuckDB provider."""
 
-    def __init__(self, provider: Any, generations: Generations, *, cache_size: int = 2048,
+    def __init__(self, provider: GraphBackend, generations: Generations, *, cache_size: int = 2048,
                  adjacency_cache: bool = True, adjacency_tenants: int = 64,
                  row_cache_limit: int = ROW_CACHE_LIMIT) -> None:
         self.provider = provider
@@ -334,7 +336,7 @@ class GraphQueries:
         # bookkeeping appends queued by finished operations (providers/append_queue.py) are written
         # first: their writer holds the lock, and would make a result computed now uncacheable
         self.provider.flush_appends()
-        lock = self.provider.db.write_lock
+        lock = self.provider.writer_lock()
         if not lock.acquire(blocking=False):
             return None
         try:
@@ -444,7 +446,7 @@ class GraphQueries:
         rows = _Rows(None, stable[1] if stable else -1)
         # Loaded only with no write in flight (its row-change notice could predate the load).
         if stable is not None and int(snap.memory.sum()) <= self.row_cache_limit:
-            found = cur.execute(f"{self.provider._select(False)} WHERE tenant_id = ? AND status = 'active'",
+            found = cur.execute(f"{self.provider.select_sql(False)} WHERE tenant_id = ? AND status = 'active'",
                                 [tenant_id]).fetchall()
             rows.live = {r[1]: r for r in found}
             if self._sync_rows(rows, tenant_id):
@@ -481,7 +483,7 @@ class GraphQueries:
                 if value is None:
                     continue
                 if not isinstance(value, MemoryEntry):
-                    value = self.provider._entry(value, False)
+                    value = self.provider.entry_from_row(value, False)
                     rows.live[i] = value
                 entry: MemoryEntry | None = value
             else:
@@ -500,7 +502,7 @@ class GraphQueries:
 
     def _fetch_rows(self, cur: Any, tenant_id: str, rows: _Rows, ids: Sequence[str]) -> dict[str, MemoryEntry]:
         stable = self._stable_versions(tenant_id)
-        found = {e.id: e for e in self.provider._fetch_ids(cur, tenant_id, ids, False)}
+        found = {e.id: e for e in self.provider.fetch_entries(cur, tenant_id, ids, False)}
         if rows.live is not None and stable is not None:
             with rows.lock:
                 if stable[1] == rows.row_gen == self.generations.row_generation(tenant_id):
@@ -551,7 +553,7 @@ class GraphQueries:
                 timer.cached = True
                 timer.result_count = len(hit.items)
                 return hit.model_copy(update={"cached": True})  # type: ignore[no-any-return]
-            with self.provider._read() as cur:
+            with self.provider.read() as cur:
                 starts = self.resolve(cur, tenant_id, ref)
                 if self.adjacency_cache:
                     result = self._related_snapshot(cur, tenant_id, starts, hops, limit, include_entities, now)
@@ -615,7 +617,7 @@ class GraphQueries:
         entries: dict[str, MemoryEntry] = {}
         for i in range(0, len(memory_ids), 2 * limit):
             page = memory_ids[i:i + 2 * limit]
-            entries.update({e.id: e for e in self.provider._fetch_ids(cur, tenant_id, page, False)
+            entries.update({e.id: e for e in self.provider.fetch_entries(cur, tenant_id, page, False)
                             if e.status == "active"
                             and (now is None or e.expires_at is None or e.expires_at > now)})
             if len(entries) >= limit:
@@ -645,7 +647,7 @@ class GraphQueries:
                 timer.cached = True
                 timer.result_count = len(hit.nodes)
                 return hit.model_copy(update={"cached": True})  # type: ignore[no-any-return]
-            with self.provider._read() as cur:
+            with self.provider.read() as cur:
                 starts = self.resolve(cur, tenant_id, a)
                 targets = self.resolve(cur, tenant_id, b)
                 if self.adjacency_cache:
@@ -699,7 +701,7 @@ class GraphQueries:
 
     def neighbors(self, tenant_id: str, ref: str, *, rel_type: str | None = None,
                   direction: Literal["out", "in", "both"] = "both", limit: int = 100) -> list[Neighbor]:
-        with observe("neighbors", tenant_id, 1) as timer, self.provider._read() as cur:
+        with observe("neighbors", tenant_id, 1) as timer, self.provider.read() as cur:
             starts = self.resolve(cur, tenant_id, ref)
             seen: dict[tuple[str, str, str], None] = {}
             for start in starts:
@@ -718,7 +720,7 @@ class GraphQueries:
         (seed id, other id, entity id, entity name), closest seeds first."""
         if not seeds:
             return []
-        with self.provider._read() as cur:
+        with self.provider.read() as cur:
             rows = cur.execute(
                 """
                 SELECT a.source_id, b.source_id, e.entity_id, e.name

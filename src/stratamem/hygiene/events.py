@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ErrorCode, MemoryError
 
 if TYPE_CHECKING:
-    from ..engine import MemoryEngine, OperationEvent
+    from ..engine import MemoryEngine
+    from ..hooks import OperationEvent
 
 log = logging.getLogger("stratamem.hygiene")
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -32,13 +32,14 @@ from ..llm.base import Category, DecisionContext, LLMClient, WriteDecision
 from ..llm.rules import RuleBasedLLM, strip_forget, to_third_person
 from ..model import Layer, LayerIdentifiers, TenantContext
 from ..providers.base import Scope, ScoredEntry, SearchQuery
+from .events import EventLog
 from .prompts import PromptTemplates
 from .sanitize import sanitize
 from .secrets import find_secrets
 from .text import containment, fact_slot, jaccard, key_terms
 
 if TYPE_CHECKING:
-    from .service import Hygiene
+    from ..engine import MemoryEngine
 
 log = logging.getLogger("stratamem.hygiene")
 T = TypeVar("T")
@@ -93,8 +94,24 @@ class ProcessResult(BaseModel):
     superseded: list[str] = Field(default_factory=list)
 
 
+class GateHost(Protocol):
+    """What the write gate uses of the hygiene feature that owns it (``hygiene.service.Hygiene``)."""
+
+    @property
+    def engine(self) -> MemoryEngine: ...
+
+    @property
+    def llm(self) -> LLMClient: ...
+
+    @property
+    def config(self) -> HygieneConfig: ...
+
+    @property
+    def events(self) -> EventLog: ...
+
+
 class WriteGate:
-    def __init__(self, hygiene: Hygiene) -> None:
+    def __init__(self, hygiene: GateHost) -> None:
         self.hygiene = hygiene
         self.engine = hygiene.engine
         self._rules = RuleBasedLLM()

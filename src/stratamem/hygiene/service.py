@@ -32,10 +32,10 @@ class Hygiene:
     @classmethod
     def install(cls, engine: MemoryEngine) -> Hygiene:
         hygiene = cls(engine)
-        engine.guards.extend([SanitizeGuard(engine), SecretGuard(engine), PolicyGuard(engine, hygiene.policies)])
-        engine.provider.write_hooks.append(QuotaHook(engine, hygiene.policies))
-        engine.result_filters.append(PolicySearchFilter(engine, hygiene.policies))
-        engine.observers.append(hygiene.events.observe)
+        engine.hooks.guards.extend([SanitizeGuard(engine), SecretGuard(engine), PolicyGuard(engine, hygiene.policies)])
+        engine.hooks.write_hooks.append(QuotaHook(engine, hygiene.policies))
+        engine.hooks.result_filters.append(PolicySearchFilter(engine, hygiene.policies))
+        engine.hooks.observers.append(hygiene.events.observe)
         return hygiene
 
     @property

@@ -11,19 +11,30 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from pydantic import BaseModel, Field
 
 from ..model import TenantContext
 from . import metrics
 from .compaction import consolidate
+from .config import LifecycleConfig
 from .decay import decay
 from .expiry import purge
 from .pruning import candidates, prune
 
 if TYPE_CHECKING:
-    from .manager import Lifecycle
+    from ..engine import MemoryEngine
+
+
+class Lifecycle(Protocol):
+    """What maintenance uses of the lifecycle feature (``lifecycle.manager.Lifecycle``)."""
+
+    @property
+    def engine(self) -> MemoryEngine: ...
+
+    @property
+    def config(self) -> LifecycleConfig: ...
 
 log = logging.getLogger("stratamem.lifecycle")
 

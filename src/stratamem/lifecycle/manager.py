@@ -8,10 +8,12 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field
 
 from ..errors import ErrorCode, MemoryError
-from ..layers import parse_identifiers, scope_key
+from ..filters import compile_filter, parse_filter
+from ..layers import parse_identifiers, parse_layer, require_identifiers, scope_key
 from ..llm.rules import worth_keeping
 from ..model import Layer, LayerIdentifiers, ListMemoriesOutput, MemoryEntry, TenantContext
 from ..providers.base import ListQuery, Scope
+from ..validation import check_id
 from . import metrics
 from .compaction import CompactionCallback, compact
 from .config import LifecycleConfig
@@ -64,8 +66,8 @@ class Lifecycle:
         self.stats = LifecycleStats()
         self._tracker = AccessTracker(engine, (config or LifecycleConfig()).importance)
         self.config = config or LifecycleConfig()
-        engine.access_hooks.append(self._on_access)
-        engine.conflict_hook = self._on_conflict
+        engine.hooks.access_hooks.append(self._on_access)
+        engine.hooks.conflict = self._on_conflict
         self._recorder = ConflictRecorder(engine)
 
     @property
@@ -108,7 +110,7 @@ class Lifecycle:
                 tags: list[str] | None = None) -> MemoryEntry:
         with self.engine.operation("promote", ctx) as (tctx, extra):
             op = "promote"
-            mid = self.engine._check_id(source_id, op)
+            mid = check_id(source_id, op)
             target = parse_target(target_layer, op)
             ids = parse_identifiers(identifiers, op)
             source = self.engine.provider.get(tctx.tenant_id, mid, self.engine.now())
@@ -204,8 +206,6 @@ class Lifecycle:
         """Source ids that already have a copy in the target scope (closing a session twice is a no-op)."""
         if not source_ids:
             return set()
-        from ..filters import compile_filter, parse_filter
-        from ..layers import require_identifiers
 
         require_identifiers(target, ids, "close_session")
         predicate = compile_filter(parse_filter({"promotedFromId": {"in": source_ids}}, "close_session"))
@@ -249,8 +249,6 @@ class Lifecycle:
         with self.engine.operation("list_lifecycle", ctx) as (tctx, _):
             scope = None
             if layer is not None:
-                from ..layers import parse_layer, require_identifiers
-
                 lyr = parse_layer(layer, "list")
                 ids = parse_identifiers(identifiers, "list")
                 require_identifiers(lyr, ids, "list")

@@ -30,7 +30,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
 
+from ..persistence.schedule import SnapshotScheduler
 from . import metrics
+from .maintenance import run_maintenance
 
 if TYPE_CHECKING:
     from redis import Redis
@@ -172,7 +174,7 @@ class ScheduleRunner:
 
     def _claim(self, job: Job) -> Any:
         """The job's RedisLock when this instance should run it now, else None."""
-        from ..coordination.lock import RedisLock
+        from ..coordination.lock import RedisLock  # noqa: PLC0415  redis extra
 
         assert self.redis is not None
         lock = RedisLock(self.redis, self._key(job), ttl=self.lock_ttl)
@@ -262,7 +264,6 @@ class _Heartbeat:
 def maintenance_job(lc: Lifecycle, interval_s: float, *, run_at_start: bool = False) -> Job:
     """TTL purge, decay, consolidation, pruning and integrity for every tenant (``run_maintenance``).
     Task failures do not stop the other tasks; the run then counts as an error."""
-    from .maintenance import run_maintenance
 
     def run() -> object:
         report = run_maintenance(lc)
@@ -277,7 +278,6 @@ def maintenance_job(lc: Lifecycle, interval_s: float, *, run_at_start: bool = Fa
 def snapshot_job(manager: SnapshotManager, interval_s: float, *, run_at_start: bool = False) -> Job:
     """Push every tenant through :class:`~stratamem.persistence.schedule.SnapshotScheduler` (its
     retention applies on each push); a failed push counts as an error and is retried next tick."""
-    from ..persistence.schedule import SnapshotScheduler
 
     scheduler = SnapshotScheduler(manager, timedelta(seconds=interval_s))
 

@@ -30,7 +30,7 @@ def __getattr__(name: str) -> Any:
     """``OpenAIChatLLM`` is imported on first use: its HTTP client (httpx) is not needed offline and
     importing it costs ~0.1 s of every cold start."""
     if name == "OpenAIChatLLM":
-        from .openai import OpenAIChatLLM
+        from .openai import OpenAIChatLLM  # noqa: PLC0415  httpx, only for the OpenAI-compatible backend (offline runs never load it)
 
         return OpenAIChatLLM
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -45,7 +45,7 @@ def make_llm(spec: str | LLMClient | None = None) -> LLMClient:
     url = os.environ.get("STRATAMEM_LLM_URL")
     if choice == "rules" or (not choice and not url):
         return RuleBasedLLM()
-    from .openai import OpenAIChatLLM
+    from .openai import OpenAIChatLLM  # noqa: PLC0415  httpx, only for the OpenAI-compatible backend (offline runs never load it)
 
     return OpenAIChatLLM.from_env()
 

@@ -29,6 +29,9 @@ from ..errors import ErrorCode, MemoryError
 from ..layers import get_accessible_layers, parse_identifiers, parse_layer
 from ..model import Layer, LayerIdentifiers, MemoryEntry, TenantContext
 from ..sdk import Memory
+from ..server.auth import WRITE_ROLES
+from ..server.deps import authenticate_request
+from ..server.http_errors import error_response
 
 Category = Literal["preference", "fact", "context", "instruction"]
 Intent = Literal["none", "remember", "forget"]
@@ -311,7 +314,6 @@ def _http_binding(context: Context[Any, Any]) -> Binding:
         raise MemoryError(ErrorCode.MISSING_IDENTIFIER,
                           "this credential carries no identifiers; create the key with e.g. --user-id",
                           operation="mcp", details={"identifier": "userId"})
-    from ..server.auth import WRITE_ROLES
 
     return make_binding(auth.ctx, auth.identifiers, can_write=any(auth.ctx.has_role(r) for r in WRITE_ROLES))
 
@@ -323,9 +325,6 @@ class _Authenticated:
         self.inner = inner
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        from ..server.deps import authenticate_request
-        from ..server.http_errors import error_response
-
         request = Request(scope, receive)
         try:
             result = authenticate_request(request, request.headers.get("authorization"),

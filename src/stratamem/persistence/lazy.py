@@ -20,18 +20,47 @@ import logging
 import shutil
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ..errors import ErrorCode, MemoryError
 from .manifest import LoadStatus, Manifest, PullReport, RejectedSnapshot, TenantLoadStatus
 
 if TYPE_CHECKING:
-    from .snapshots import SnapshotManager
+    from ..engine import MemoryEngine
 
 log = logging.getLogger("stratamem.snapshots")
+
+
+class SnapshotLoader(Protocol):
+    """What the lazy loader uses of the snapshot manager (``snapshots.SnapshotManager``) that owns it."""
+
+    @property
+    def engine(self) -> MemoryEngine: ...
+
+    @property
+    def _manifest_cache(self) -> dict[str, Manifest]: ...
+
+    def _load_tenant(
+        self,
+        tenant_id: str,
+        candidates: builtins.list[tuple[str, str]],
+        *,
+        fallback: bool = True,
+        budget_s: float | None = None,
+        started: float | None = None,
+        first: Manifest | None = None,
+        rejected: builtins.list[RejectedSnapshot] | None = None,
+        deferred: Callable[[Manifest, dict[str, builtins.list[Path]], Path], None] | None = None,
+        on_readable: Callable[[Manifest], None] | None = None,
+    ) -> PullReport: ...
+
+    def _insert_deferred(
+        self, tenant_id: str, manifest: Manifest, deferred: dict[str, builtins.list[Path]]
+    ) -> None: ...
 
 #: What search/get/list/stats read: a lazy load commits these first, then serves those operations.
 QUERY_TABLES = frozenset({"memories", "lexical_postings", "tenant_policies", "memory_feedback"})
@@ -75,7 +104,7 @@ def _files(manifest: Manifest | None) -> tuple[int, int, int]:
 class LazyLoader:
     """Background + on-demand loading of tenants' snapshots into one store (one per manager)."""
 
-    def __init__(self, manager: SnapshotManager, budget_s: float) -> None:
+    def __init__(self, manager: SnapshotLoader, budget_s: float) -> None:
         self.manager = manager
         self.budget_s = budget_s
         self.started = time.perf_counter()
@@ -107,7 +136,7 @@ class LazyLoader:
             self._order.append(plan.tenant_id)
             self._wake.notify_all()
         if not self._gate_installed:
-            self.manager.engine.tenant_gates.append(self.gate)
+            self.manager.engine.hooks.tenant_gates.append(self.gate)
             self._gate_installed = True
 
     def start(self) -> None:
@@ -174,7 +203,7 @@ class LazyLoader:
                 st.duration_s = round(time.perf_counter() - t0, 4)
                 st.rejected = [RejectedSnapshot.model_validate(r) for r in (exc.details or {}).get("rejected", [])] \
                     or st.rejected
-                if not self.manager.engine._closed:
+                if not self.manager.engine.closed:
                     log.error("lazy load of tenant %s failed: %s; its operations raise until a pull succeeds",
                               tenant_id, exc.message)
                 return
@@ -203,7 +232,7 @@ class LazyLoader:
         """Cache tables (``CACHE_TABLES``) are imported after the tenant is served, in the background."""
         def run() -> None:
             try:
-                if not self.manager.engine._closed:
+                if not self.manager.engine.closed:
                     self.manager._insert_deferred(manifest.tenant_id, manifest, files)
             except MemoryError as exc:  # a cache: a missing row is only recomputed
                 log.warning("deferred import of cache tables for tenant %s failed: %s", manifest.tenant_id,
@@ -234,7 +263,7 @@ class LazyLoader:
 
     def _run(self) -> None:
         while (tenant_id := self._next()) is not None:
-            if self.manager.engine._closed:
+            if self.manager.engine.closed:
                 return
             state = self._states.get(tenant_id)
             if state is not None and self._claim(state, False, spawn=False):

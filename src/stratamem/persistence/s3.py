@@ -54,7 +54,7 @@ class S3Settings(BaseModel):
 
 
 def _is_transient(exc: BaseException) -> bool:
-    from botocore.exceptions import ClientError, ConnectionError, HTTPClientError
+    from botocore.exceptions import ClientError, ConnectionError, HTTPClientError  # noqa: PLC0415  s3 extra (botocore)
 
     if isinstance(exc, ConnectionError | HTTPClientError):
         return True
@@ -66,7 +66,7 @@ def _is_transient(exc: BaseException) -> bool:
 
 
 def _s3_error(exc: Exception, operation: str, key: str | None) -> MemoryError:
-    from botocore.exceptions import ClientError
+    from botocore.exceptions import ClientError  # noqa: PLC0415  s3 extra (botocore)
 
     code = None
     if isinstance(exc, ClientError):
@@ -95,8 +95,8 @@ class S3Store:
         self.settings = settings
         self.bucket = settings.bucket
         if client is None:
-            import boto3
-            from botocore.config import Config
+            import boto3  # noqa: PLC0415  s3 extra (boto3)
+            from botocore.config import Config  # noqa: PLC0415  s3 extra (botocore)
 
             client = boto3.client(
                 "s3",
@@ -131,7 +131,7 @@ class S3Store:
     def ensure_bucket(self) -> None:
         if self._bucket_checked:
             return
-        from botocore.exceptions import ClientError
+        from botocore.exceptions import ClientError  # noqa: PLC0415  s3 extra (botocore)
 
         try:
             self.client.head_bucket(Bucket=self.bucket)
@@ -189,7 +189,7 @@ class S3Store:
 
     def head(self, key: str) -> dict[str, Any] | None:
         """Object metadata, or None when it does not exist."""
-        from botocore.exceptions import ClientError
+        from botocore.exceptions import ClientError  # noqa: PLC0415  s3 extra (botocore)
 
         def head() -> dict[str, Any] | None:
             try:

@@ -33,7 +33,7 @@ def open_provider(location: str | os.PathLike[str] | MemoryProvider | None) -> M
         return DuckDBProvider(rest)
     if loc.startswith(("postgresql://", "postgres://")):
         try:
-            from .postgres import PostgresProvider  # type: ignore[import-not-found,unused-ignore]
+            from .postgres import PostgresProvider  # type: ignore[import-not-found,unused-ignore]  # noqa: PLC0415  postgres extra (psycopg)
         except ImportError as exc:
             raise MemoryError(
                 ErrorCode.CONFIGURATION_ERROR,

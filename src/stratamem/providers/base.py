@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from ..embeddings.base import Vector
 from ..errors import ErrorCode, MemoryError
@@ -45,6 +45,17 @@ from ..model import (
 )
 
 ACTIVE: tuple[str, ...] = ("active",)
+
+#: Set on the defaults of optional concerns that only raise "not supported": ``contracts.implements``
+#: does not count a provider that keeps such a default as meeting the concern's protocol.
+UNSUPPORTED_MARK = "__stratamem_unsupported__"
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _unsupported_default(fn: _F) -> _F:
+    setattr(fn, UNSUPPORTED_MARK, True)
+    return fn
 
 
 def cosine_to_score(cosine: float) -> float:
@@ -350,95 +361,106 @@ class MemoryProvider(ABC):
     @abstractmethod
     def cache_put(self, tenant_id: str, model_id: str, items: dict[str, Vector]) -> None: ...
 
-    # -- lifecycle (importance, status, TTL, feedback): optional, default "not supported" ----------
-    def _lifecycle_unsupported(self) -> MemoryError:
-        return MemoryError(ErrorCode.CONFIGURATION_ERROR, f"lifecycle is not supported by provider {self.name}")
+    # -- optional concerns (providers/contracts.py): defaults that raise "not supported" ----------
+    def _unsupported(self, feature: str, operation: str = "", *, plural: bool = False) -> MemoryError:
+        """CONFIGURATION_ERROR for an optional concern this provider does not implement."""
+        verb = "are" if plural else "is"
+        return MemoryError(ErrorCode.CONFIGURATION_ERROR, f"{feature} {verb} not supported by provider {self.name}",
+                           operation=operation)
 
+    # -- lifecycle (importance, status, TTL, feedback) --------------------------------------------
+    @_unsupported_default
     def record_access(self, tenant_id: str, importance: Mapping[str, float], now: datetime, *,
                       counts: Mapping[str, int] | None = None) -> int:
         """One batched write: ``access_count += counts[id]`` (1 when ``counts`` is None),
         ``last_accessed_at = now``, ``importance = value`` for each id of ``importance``. Does not bump
         version/etag (an access is not an edit)."""
-        raise self._lifecycle_unsupported()
+        raise self._unsupported("lifecycle")
 
+    @_unsupported_default
     def set_status(self, tenant_id: str, ids: Sequence[str], status: str, now: datetime) -> builtins.list[str]:
         """Set ``status`` (active|archived|deleted) of these ids; ``deleted_at`` = now for deleted, else
         NULL. Returns the ids that exist. Does not bump version/etag."""
-        raise self._lifecycle_unsupported()
+        raise self._unsupported("lifecycle")
 
+    @_unsupported_default
     def set_expiry(self, tenant_id: str, ids: Sequence[str], expires_at: datetime | None) -> int:
         """Set ``expires_at`` of these ids (any status); returns the number of rows changed."""
-        raise self._lifecycle_unsupported()
+        raise self._unsupported("lifecycle")
 
+    @_unsupported_default
     def purge_candidates(self, tenant_id: str, *, expired_before: datetime, deleted_before: datetime,
                          limit: int = 10_000) -> builtins.list[str]:
         """Ids expired before ``expired_before`` or soft-deleted before ``deleted_before``."""
-        raise self._lifecycle_unsupported()
+        raise self._unsupported("lifecycle")
 
+    @_unsupported_default
     def add_feedback(self, tenant_id: str, ids: Sequence[str], reward: float,
                      now: datetime) -> dict[str, tuple[int, float]]:
         """Record one reward signal per id; returns ``{id: (signals, reward_sum)}`` after the write."""
-        raise self._lifecycle_unsupported()
+        raise self._unsupported("lifecycle")
 
+    @_unsupported_default
     def feedback_stats(self, tenant_id: str) -> dict[str, tuple[int, float]]:
         """``{memory_id: (signals, reward_sum)}`` of every memory of the tenant with feedback."""
-        raise self._lifecycle_unsupported()
+        raise self._unsupported("lifecycle")
 
+    @_unsupported_default
     def clear_feedback(self, tenant_id: str, ids: Sequence[str]) -> None:
-        raise self._lifecycle_unsupported()
+        raise self._unsupported("lifecycle")
 
     # -- server feature: API keys and cross-tenant audit (non-abstract; see stratamem.server) ----
-    def _server_unsupported(self) -> Any:
-        from ..errors import ErrorCode, MemoryError
-
-        return MemoryError(ErrorCode.CONFIGURATION_ERROR, f"API keys are not supported by provider {self.name}",
-                           operation="auth")
-
+    @_unsupported_default
     def api_key_put(self, record: ApiKeyRecord) -> None:
         """Store a new API key record (hash only, never the key)."""
-        raise self._server_unsupported()
+        raise self._unsupported("API keys", "auth", plural=True)
 
+    @_unsupported_default
     def api_key_get(self, key_id: str) -> ApiKeyRecord | None:
         """The key with this public id (any tenant: the credential names the tenant), or None."""
-        raise self._server_unsupported()
+        raise self._unsupported("API keys", "auth", plural=True)
 
+    @_unsupported_default
     def api_key_list(self, tenant_id: str) -> builtins.list[ApiKeyRecord]:
-        raise self._server_unsupported()
+        raise self._unsupported("API keys", "auth", plural=True)
 
+    @_unsupported_default
     def api_key_revoke(self, tenant_id: str, key_id: str, at: datetime) -> bool:
         """Mark a key of this tenant revoked; False when the tenant has no such live key."""
-        raise self._server_unsupported()
+        raise self._unsupported("API keys", "auth", plural=True)
 
+    @_unsupported_default
     def id_exists_in_other_tenant(self, tenant_id: str, memory_id: str) -> bool:
         """Audit only: does ``memory_id`` exist under a tenant other than ``tenant_id``? Never exposed."""
-        raise self._server_unsupported()
+        raise self._unsupported("API keys", "auth", plural=True)
 
     # -- hygiene and governance (optional; DuckDB, in-memory and PostgreSQL implement them) -------
-    def _unsupported(self, feature: str) -> MemoryError:
-        return MemoryError(ErrorCode.CONFIGURATION_ERROR, f"{feature} is not supported by provider {self.name}",
-                           operation=feature)
-
+    @_unsupported_default
     def get_tenant_policy(self, tenant_id: str) -> dict[str, Any] | None:
         """The tenant's stored governance policy (a JSON object), or None."""
-        raise self._unsupported("hygiene")
+        raise self._unsupported("hygiene", "hygiene")
 
+    @_unsupported_default
     def put_tenant_policy(self, tenant_id: str, policy: Mapping[str, Any], updated_at: datetime) -> None:
-        raise self._unsupported("hygiene")
+        raise self._unsupported("hygiene", "hygiene")
 
+    @_unsupported_default
     def append_memory_events(self, events: Sequence[Mapping[str, Any]]) -> None:
         """Append rows to the memory_events log (keys: tenant_id, id, ts, event, memory_id, layer,
         principal, code, outcome, details)."""
-        raise self._unsupported("hygiene")
+        raise self._unsupported("hygiene", "hygiene")
 
+    @_unsupported_default
     def count_memory_events(self, tenant_id: str, since: datetime | None = None) -> dict[str, int]:
         """Logged events of a tenant (optionally since a time) counted per ``event`` and per
         ``event.outcome`` (e.g. ``search`` and ``search.hit``)."""
-        raise self._unsupported("hygiene")
+        raise self._unsupported("hygiene", "hygiene")
 
+    @_unsupported_default
     def count_user_memories(self, tenant_id: str, user_id: str, now: datetime, *,
                             exclude_ids: Sequence[str] = (), tx: Any = None) -> int:
         """Live memories whose identifiers carry this user_id (any layer); ``tx`` = open write transaction."""
-        raise self._unsupported("hygiene")
+        raise self._unsupported("hygiene", "hygiene")
 
     # -- embedding (seed trait: generateEmbedding) ------------------------------------------------
     _embed_fn: Any = None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import copy
+import dataclasses
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
@@ -12,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..embeddings.base import Vector
+from ..errors import ErrorCode, MemoryError
 from ..layers import scope_key
 from ..model import MemoryEntry, ProviderCapabilities
 from ..retrieval.lexical import bm25_normalized, fuse_scores, query_terms, term_counts
@@ -26,6 +28,7 @@ from .base import (
     SearchQuery,
     StoreInfo,
 )
+from .contracts import concern_flags
 
 MAX_CONTENT_LENGTH = 32_000
 
@@ -48,8 +51,6 @@ class InMemoryProvider(MemoryProvider):
         self._feedback: dict[tuple[str, str], tuple[int, float]] = {}
 
     def initialize(self, embedding_model: str, dimensions: int) -> StoreInfo:
-        from ..errors import ErrorCode, MemoryError
-
         with self._lock:
             if self._model and (self._model, self._dims) != (embedding_model, dimensions):
                 raise MemoryError(
@@ -78,6 +79,7 @@ class InMemoryProvider(MemoryProvider):
             transactions=True,
             max_content_length=self.max_content_length,
             persistent=False,
+            **concern_flags(self),
         )
 
     @staticmethod
@@ -304,8 +306,6 @@ class InMemoryProvider(MemoryProvider):
             return sorted((r for r in self._keys().values() if r.tenant_id == tenant_id), key=lambda r: r.created_at)
 
     def api_key_revoke(self, tenant_id: str, key_id: str, at: datetime) -> bool:
-        import dataclasses
-
         with self._lock:
             rec = self._keys().get(key_id)
             if rec is None or rec.tenant_id != tenant_id or rec.revoked_at is not None:

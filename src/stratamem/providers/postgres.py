@@ -40,6 +40,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from ..embeddings.base import Vector
 from ..errors import ErrorCode, MemoryError, TransientProviderError
 from ..keys_model import ApiKeyRecord
+from ..layers import scope_key
 from ..model import MemoryEntry, ProviderCapabilities
 from ..retrieval.lexical import query_terms
 from ..retrieval.postgres_lexical import PostgresLexicalIndex, fused_scope_sql
@@ -58,6 +59,7 @@ from .base import (
     entry_from_parts,
     to_utc,
 )
+from .contracts import concern_flags
 
 MAX_CONTENT_LENGTH = 32_000
 
@@ -300,13 +302,12 @@ class PostgresProvider(MemoryProvider):
             transactions=True,
             max_content_length=self.max_content_length,
             persistent=True,
+            **concern_flags(self),
         )
 
     # ------------------------------------------------------------------------------------ rows
     @staticmethod
     def _row_values(e: MemoryEntry) -> list[Any]:
-        from ..layers import scope_key
-
         return [
             e.tenant_id, e.id, e.layer.value, scope_key(e.layer, e.identifiers), e.content, e.content_hash,
             e.identifiers.model_dump(exclude_none=True), e.metadata, e.provenance.model_dump(exclude_none=True),

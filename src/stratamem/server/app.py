@@ -21,6 +21,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .. import __version__
 from ..errors import ErrorCode, MemoryError
+from ..lifecycle.runner import ScheduleRunner, maintenance_job, snapshot_job
 from ..model import HealthCheckResult
 from ..sdk import Memory
 from ..telemetry import audit_observer, metrics, tracing
@@ -51,7 +52,6 @@ def _snapshots_wanted(settings: ServerSettings) -> bool:
 def build_schedule(memory: Memory, settings: ServerSettings) -> ScheduleRunner | None:
     """The background runner of ``stratamem serve``: maintenance every ``maintenance_interval`` and
     snapshot pushes every ``snapshot_interval`` (when snapshots are enabled); None when neither runs."""
-    from ..lifecycle.runner import ScheduleRunner, maintenance_job, snapshot_job
 
     jobs: list[Job] = []
     at_start = settings.schedule_run_at_start
@@ -76,7 +76,7 @@ def build_schedule(memory: Memory, settings: ServerSettings) -> ScheduleRunner |
     cfg = memory.engine.config
     redis_url = settings.redis_url or cfg.redis_url  # the same Redis as the shared rate limiter
     if redis_url:
-        import redis
+        import redis  # noqa: PLC0415  redis extra
 
         client = redis.Redis.from_url(redis_url, socket_timeout=10, socket_connect_timeout=5)
     return ScheduleRunner(jobs, redis=client, lock_prefix=settings.redis_prefix or cfg.redis_prefix,
@@ -138,7 +138,7 @@ def create_app(memory: Memory, settings: ServerSettings | None = None, *,
 
     mcp_app: Any = None
     if settings.mcp_enabled:
-        from ..mcp.server import build_http_app
+        from ..mcp.server import build_http_app  # noqa: PLC0415  server extra (mcp), loaded only when MCP is enabled
 
         mcp_app = build_http_app(memory, settings)
 
@@ -186,7 +186,7 @@ def create_app(memory: Memory, settings: ServerSettings | None = None, *,
     @app.get("/ready", tags=["ops"], responses=http_errors.responses(503), operation_id="getReadiness")
     def ready() -> dict[str, Any]:
         """Ready to serve: the store is open and reachable (503 otherwise). No key needed."""
-        if engine._closed:
+        if engine.closed:
             raise MemoryError(ErrorCode.PROVIDER_ERROR, "the store is closed", operation="ready")
         try:
             engine.provider.ping()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import fastapi_offline
 from fastapi import FastAPI
 from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
 from fastapi.responses import HTMLResponse
@@ -18,8 +19,6 @@ ASSETS_URL = "/docs-assets"
 
 def assets_dir() -> Path:
     """The folder of Swagger UI and ReDoc bundles shipped by ``fastapi-offline``."""
-    import fastapi_offline
-
     return Path(fastapi_offline.__file__).parent / "static"
 
 

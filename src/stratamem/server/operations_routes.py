@@ -25,6 +25,7 @@ from ..crud.skill import MemoryCrudResponse
 from ..hygiene.gate import ProcessResult
 from ..hygiene.health import MemoryHealth
 from ..hygiene.policies import TenantPolicy
+from ..layers import get_accessible_layers
 from ..lifecycle.feedback import FeedbackResult
 from ..lifecycle.maintenance import MaintenanceReport
 from ..lifecycle.manager import CloseSessionResult
@@ -477,8 +478,6 @@ def build_operations_router() -> APIRouter:
         object_id: Annotated[str | None, Query(alias="objectId", max_length=256)] = None,
     ) -> LayersResponse:
         """The layers a search with these identifiers reaches, most specific first."""
-        from ..sdk import Memory
-
         ids = _ids(
             {
                 "agent_id": agent_id,
@@ -492,7 +491,7 @@ def build_operations_router() -> APIRouter:
                 "object_id": object_id,
             }
         )
-        return LayersResponse(layers=Memory.get_accessible_layers(ids))
+        return LayersResponse(layers=get_accessible_layers(ids))
 
     @r.post(
         "/embeddings",

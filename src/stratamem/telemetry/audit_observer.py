@@ -12,7 +12,8 @@ import logging
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..engine import MemoryEngine, OperationEvent
+    from ..engine import MemoryEngine
+    from ..hooks import OperationEvent
 
 log = logging.getLogger("stratamem.audit")
 
@@ -65,9 +66,9 @@ class AuditObserver:
 
 
 def install(engine: MemoryEngine) -> AuditObserver:
-    for obs in engine.observers:
+    for obs in engine.hooks.observers:
         if isinstance(obs, AuditObserver):
             return obs
     obs = AuditObserver(engine)
-    engine.observers.append(obs)
+    engine.hooks.observers.append(obs)
     return obs

@@ -17,8 +17,11 @@ from typing import TYPE_CHECKING
 
 from prometheus_client import Counter, Gauge, Histogram
 
+from ..model import Layer
+
 if TYPE_CHECKING:
-    from ..engine import MemoryEngine, OperationEvent
+    from ..engine import MemoryEngine
+    from ..hooks import OperationEvent
 
 OPERATIONS = Counter("memory_operations", "Memory operations by type.", ["op"])
 ERRORS = Counter("memory_operations_errors", "Failed memory operations by error code.", ["code"])
@@ -69,7 +72,6 @@ def refresh_storage_size(engine: MemoryEngine, *, min_interval_s: float = 30.0) 
     for tenant in engine.provider.tenants():
         for layer, n in engine.provider.count_by_layer(tenant, at).items():
             totals[layer] = totals.get(layer, 0) + n
-    from ..model import Layer
 
     for layer in Layer:
         STORAGE_SIZE.labels(layer=layer.value).set(totals.get(layer.value, 0))
@@ -77,9 +79,9 @@ def refresh_storage_size(engine: MemoryEngine, *, min_interval_s: float = 30.0) 
 
 def install(engine: MemoryEngine) -> MetricsObserver:
     """Attach a metrics observer to ``engine`` once; returns it."""
-    for obs in engine.observers:
+    for obs in engine.hooks.observers:
         if isinstance(obs, MetricsObserver):
             return obs
     obs = MetricsObserver(id(engine))
-    engine.observers.append(obs)
+    engine.hooks.observers.append(obs)
     return obs

@@ -15,7 +15,8 @@ from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
 if TYPE_CHECKING:
-    from ..engine import MemoryEngine, OperationEvent
+    from ..engine import MemoryEngine
+    from ..hooks import OperationEvent
 
 
 class TracingObserver:
@@ -43,7 +44,7 @@ class TracingObserver:
 
 def install(engine: MemoryEngine, tracer_provider: trace.TracerProvider | None = None) -> TracingObserver:
     """Attach (or replace) the engine's tracing observer."""
-    engine.observers[:] = [o for o in engine.observers if not isinstance(o, TracingObserver)]
+    engine.hooks.observers[:] = [o for o in engine.hooks.observers if not isinstance(o, TracingObserver)]
     obs = TracingObserver(tracer_provider)
-    engine.observers.append(obs)
+    engine.hooks.observers.append(obs)
     return obs

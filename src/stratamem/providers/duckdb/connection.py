@@ -5,8 +5,8 @@ serialised write transactions, reads, and the queue of bookkeeping appends.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -182,6 +182,42 @@ class DuckDBConnection(MemoryProvider):
             yield self._cursor()
         except duckdb.Error as exc:
             raise self._translate(exc, "read") from exc
+
+    # ------------------------------------------------ SQL access (contracts.SqlStore and its users)
+    def read(self, *, appends: bool = True) -> AbstractContextManager[Any]:
+        """A cursor for reads (``contracts.SqlStore.read``); see :meth:`_read`."""
+        return self._read(appends=appends)
+
+    def new_cursor(self) -> Any:
+        """A cursor of its own on the database, outside the provider's locks; the caller closes it."""
+        return self.db.conn.cursor()
+
+    def writer_lock(self) -> threading.RLock:
+        """The lock every write transaction of the database holds (shared by every provider on the file)."""
+        return self.db.write_lock
+
+    def database_key(self) -> Hashable:
+        """The database's resolved path; the database object's id for an in-memory store."""
+        db = self.db
+        return db.path if db.path != ":memory:" else id(db)
+
+    @contextmanager
+    def consistent_read(self) -> Iterator[Any]:
+        """A cursor inside one read transaction: every table is read at the same point in time.
+
+        Logged accesses are folded in first, and the transaction starts before the next write can
+        begin. The transaction is rolled back and the cursor closed at the end."""
+        db = self.db
+        cur = db.conn.cursor()
+        try:
+            with db.write_lock:  # logged accesses folded in, then the read starts before the next one
+                self.settle_access()
+                cur.execute("BEGIN TRANSACTION")
+            yield cur
+        finally:
+            with suppress(duckdb.Error):
+                cur.execute("ROLLBACK")
+            cur.close()
 
     @contextmanager
     def transaction(self, *, settle: bool = True, flush: bool = True, bookkeeping: bool = False) -> Iterator[Any]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+from typing import TYPE_CHECKING
 
 import duckdb
 
@@ -11,6 +12,7 @@ from ...retrieval.duckdb_lexical import DuckDBLexicalIndex
 from ..base import (
     StoreInfo,
 )
+from ..contracts import GovernanceStore, GraphBackend, KeyStore, LifecycleStore, MemoryStore, SnapshotSource
 from .cache import EmbeddingCacheMixin
 from .database import CHECKPOINT_THRESHOLD, _Database
 from .governance import GovernanceMixin
@@ -50,3 +52,11 @@ class DuckDBProvider(StoreMixin, MemoriesMixin, LifecycleMixin, EmbeddingCacheMi
         self._index_settings: dict[str, int] = {}
         self.write_hooks.append(DuckDBLexicalIndex())  # hybrid search: postings in the write transaction
         self._groups = threading.local()  # per thread: appends queued by ``grouped_appends``
+
+
+if TYPE_CHECKING:  # the written contracts this provider meets, checked by mypy
+
+    def _meets_contracts(
+        p: DuckDBProvider,
+    ) -> tuple[MemoryStore, LifecycleStore, KeyStore, GovernanceStore, GraphBackend, SnapshotSource]:
+        return p, p, p, p, p, p

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from ...layers import scope_key
 from ...model import MemoryEntry
 from ..base import (
     dump_json,
@@ -70,7 +71,6 @@ class RowsMixin(DuckDBConnection):
     def _scalar_values(self, e: MemoryEntry, scopes: dict[tuple[Any, ...], tuple[str, str]] | None = None) -> list[Any]:
         """A row's values in ``_INSERT_COLUMNS`` order, all but the vector. ``scopes`` memoises the
         scope key and identifiers JSON of a batch's (layer, identifiers), mostly one for a whole batch."""
-        from ...layers import scope_key
 
         key = (e.layer, *e.identifiers.__dict__.values())
         scoped = scopes.get(key) if scopes is not None else None
@@ -181,3 +181,19 @@ class RowsMixin(DuckDBConnection):
         ).fetchall()
         by_id = {r[1]: self._entry(r, with_embedding) for r in rows}
         return [by_id[i] for i in ids if i in by_id]
+
+    # ------------------------------------------------ row access for features (contracts.GraphBackend)
+    def select_sql(self, with_embedding: bool) -> str:
+        """``SELECT <memory columns> FROM memories``; a WHERE clause may follow, rows decode with
+        :meth:`entry_from_row`."""
+        return self._select(with_embedding)
+
+    def entry_from_row(self, row: Sequence[Any], with_embedding: bool) -> MemoryEntry:
+        """The memory of one row selected by :meth:`select_sql`."""
+        return self._entry(row, with_embedding)
+
+    def fetch_entries(
+        self, cur: Any, tenant_id: str, ids: Sequence[str], with_embedding: bool
+    ) -> builtins.list[MemoryEntry]:
+        """The tenant's memories with these ids (any status), in the order of ``ids``, read on ``cur``."""
+        return self._fetch_ids(cur, tenant_id, ids, with_embedding)

@@ -15,6 +15,7 @@ from ...retrieval.search_index import (
 from ..base import (
     StoreInfo,
 )
+from ..contracts import concern_flags
 from . import schema as duckdb_schema
 from .database import _REGISTRY, _REGISTRY_LOCK, log
 from .index import SearchIndexMixin
@@ -155,4 +156,5 @@ class StoreMixin(SearchIndexMixin):
             transactions=True,
             max_content_length=self.max_content_length,
             persistent=self.path != ":memory:",
+            **concern_flags(self),
         )

@@ -24,8 +24,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..model import MemoryEntry
-from ..retrieval.lexical import tokenize
+from .model import MemoryEntry
+from .retrieval.lexical import tokenize
 
 #: Cosine similarity a candidate needs for each rule (the embedder must agree that the two
 #: memories are about the same thing).
