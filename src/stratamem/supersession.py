@@ -7,8 +7,9 @@ and ``provenance.superseded_by``) and leaves default search and list; see ``engi
 
 Two rules, both on candidates the embedder found similar in the same scope:
 
-* **from … to …**: the new memory names what it replaces ("from Jenkins to GitHub Actions", "took
-  over as lead from Sara"); every informative word of the replaced phrase occurs in the candidate.
+* **from … to …**: the new memory states a change and names what it replaces ("moved from Jenkins to
+  GitHub Actions", "took over as lead from Sara"); every informative word of the replaced phrase
+  occurs in the candidate.
 * **change of an attribute**: the new memory carries a change marker (now, no longer, anymore,
   moved, switched, started a new …) and shares an attribute class (residence, employment, manager,
   diet, plan, relationship, role) with the candidate; of the candidates of one class only the most
@@ -36,11 +37,14 @@ CANDIDATES = 8
 
 _CHANGE = re.compile(
     r"\b(now|no longer|any ?more|switched|switching|moved|moving|relocated|relocating|changed|took over|"
-    r"upgraded|downgraded|started a new|new job|left|quit|became|instead|replaced|stopped|"
+    r"upgraded|downgraded|migrated|started a new|new job|left|quit|became|instead|replaced|stopped|"
     r"is no|are no|not any)\b",
     re.IGNORECASE,
 )
-_FROM = re.compile(r"\bfrom\s+(?P<old>[^,.;]+?)(?=\s+to\b|[,.;]|$)", re.IGNORECASE)
+#: What a change replaces: "(switched) from X to Y", or "took over (as lead) from X". A plain "from X"
+#: ("a message from Kim") names nothing replaced.
+_FROM = re.compile(r"\bfrom\s+(?P<old>[^,.;]+?)\s+to\b|\btook over\b[^,.;]*?\bfrom\s+(?P<giver>[^,.;]+)",
+                   re.IGNORECASE)
 
 _CLASSES: dict[str, tuple[str, ...]] = {
     "residence": ("live", "lives", "living", "moved", "relocated", "based", "resides", "reside", "home",
@@ -71,8 +75,8 @@ def has_change_marker(content: str) -> bool:
 
 
 def may_supersede(content: str) -> bool:
-    """Cheap pre-check: only a memory stating a change or naming what it replaces is compared."""
-    return has_change_marker(content) or _FROM.search(content) is not None
+    """Cheap pre-check: only a memory stating a change is compared with its scope."""
+    return has_change_marker(content)
 
 
 def _classes(stems: set[str]) -> set[str]:
@@ -80,8 +84,11 @@ def _classes(stems: set[str]) -> set[str]:
 
 
 def replaced_phrases(content: str) -> list[set[str]]:
-    """The informative words of each "from X" phrase of ``content``."""
-    return [words for m in _FROM.finditer(content) if (words := set(tokenize(m.group("old"))))]
+    """The informative words of each replaced phrase ("from X to …", "took over from X") of a memory
+    that states a change."""
+    if not has_change_marker(content):
+        return []
+    return [words for m in _FROM.finditer(content) if (words := set(tokenize(m.group("old") or m.group("giver"))))]
 
 
 def superseded(content: str, candidates: Sequence[Candidate]) -> list[MemoryEntry]:

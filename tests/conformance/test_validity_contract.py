@@ -139,3 +139,12 @@ def test_unrelated_facts_are_not_superseded(model_store: Memory, tenant: TenantC
     out = mem.add(tenant, content="Dana sold her car and now uses a bike to commute", layer="user", identifiers=U)
     assert out.superseded == []
     assert mem.list(tenant, layer="user", identifiers=U).total_count == 4
+
+
+def test_a_plain_from_phrase_supersedes_nothing(open_store: Callable[..., Memory], tenant: TenantContext) -> None:
+    """Regression: "from a 12" named "12" as replaced and superseded "from b 12"."""
+    mem = open_store()
+    first = mem.add(tenant, content="from b 12", layer="user", identifiers=U).memory
+    out = mem.add(tenant, content="from a 12", layer="user", identifiers=U)
+    assert out.superseded == [] and mem.get(tenant, first.id) is not None
+    assert mem.list(tenant, layer="user", identifiers=U).total_count == 2
