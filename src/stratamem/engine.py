@@ -41,6 +41,7 @@ from .layers import (
     scope_key,
     scoped_identifiers,
 )
+from .limits import json_depth_exceeds
 from .model import (
     AddMemoryInput,
     AddMemoryOutput,
@@ -275,7 +276,7 @@ class MemoryEngine:
             code = ErrorCode.PROVIDER_ERROR.value
             raise MemoryError(
                 ErrorCode.PROVIDER_ERROR,
-                f"internal error during {name}: {type(exc).__name__}",
+                f"internal error during {name} (logged)",
                 operation=name,
                 retryable=False,
             ) from exc
@@ -296,8 +297,8 @@ class MemoryEngine:
                 log.exception("access hook failed")
 
     def _conflict(self, ctx: TenantContext, current: MemoryEntry, content: str | None,
-                  patch: Mapping[str, Any] | None, details: dict[str, Any]) -> dict[str, Any]:
-        if self.conflict_hook is not None:
+                  patch: Mapping[str, Any] | None, details: dict[str, Any], record: bool = True) -> dict[str, Any]:
+        if record and self.conflict_hook is not None:
             try:
                 conflict_id = self.conflict_hook(ctx, current, content, patch)
             except Exception:
@@ -340,6 +341,10 @@ class MemoryEngine:
                               details={"field": "metadata"})
         if not metadata:
             return {}
+        depth = self.config.max_metadata_depth
+        if json_depth_exceeds(metadata, depth):  # before json.dumps, which recurses
+            raise MemoryError(ErrorCode.INVALID_PARAMS, f"metadata is nested deeper than {depth} levels",
+                              operation=operation, details={"field": "metadata", "max_depth": depth})
         try:
             encoded = json.dumps(metadata, allow_nan=False)
         except (TypeError, ValueError) as exc:
@@ -348,7 +353,8 @@ class MemoryEngine:
         if len(encoded.encode()) > self.config.max_metadata_bytes:
             raise MemoryError(ErrorCode.INVALID_PARAMS,
                               f"metadata is larger than {self.config.max_metadata_bytes} bytes",
-                              operation=operation, details={"field": "metadata"})
+                              operation=operation,
+                              details={"field": "metadata", "max_bytes": self.config.max_metadata_bytes})
         tags = metadata.get("tags")
         if tags is not None and (not isinstance(tags, list) or not all(isinstance(t, str) for t in tags)):
             raise MemoryError(ErrorCode.INVALID_PARAMS, "metadata.tags must be a list of strings",
@@ -376,7 +382,11 @@ class MemoryEngine:
         if not isinstance(expires_at, datetime):
             raise MemoryError(ErrorCode.INVALID_PARAMS, "expires_at must be a datetime", operation=operation,
                               details={"field": "expiresAt"})
-        return expires_at if expires_at.tzinfo else expires_at.replace(tzinfo=UTC)
+        aware = expires_at if expires_at.tzinfo else expires_at.replace(tzinfo=UTC)
+        if aware <= self.now():  # such a memory could never be read
+            raise MemoryError(ErrorCode.INVALID_PARAMS, "expires_at must be in the future", operation=operation,
+                              details={"field": "expiresAt"})
+        return aware
 
     def _guard(self, ctx: TenantContext, operation: str, content: str, layer: Layer,
                metadata: Mapping[str, Any]) -> str:
@@ -634,7 +644,9 @@ class MemoryEngine:
             return entry
 
     def update(self, ctx: Any, memory_id: Any, content: Any = None, metadata: Any = None, if_match: str | None = None,
-               *, expires_at: Any = None, tier: str | None = None) -> UpdateMemoryOutput:
+               *, expires_at: Any = None, tier: str | None = None, record_conflict: bool = True) -> UpdateMemoryOutput:
+        """``record_conflict=False``: an ``if_match`` mismatch stores nothing (the seed-001 conflict entry
+        is kept only for callers of that contract: the SDK and memory_crud; REST passes False)."""
         with self.operation("update", ctx) as (tctx, extra):
             op = "update"
             mid = self._check_id(memory_id, op)
@@ -658,7 +670,8 @@ class MemoryEngine:
                         "the memory changed since it was read (etag mismatch)",
                         operation=op,
                         details=self._conflict(tctx, current, content, patch, {
-                            "id": mid, "current_etag": current.etag, "current_version": current.version}),
+                            "id": mid, "current_etag": current.etag, "current_version": current.version},
+                            record_conflict),
                         retryable=False,
                     )
                 merged_md = dict(current.metadata)
@@ -701,7 +714,8 @@ class MemoryEngine:
                 if if_match is not None:  # someone else won the race: the caller's etag is now stale
                     raise MemoryError(ErrorCode.CONFLICT, "the memory changed concurrently (etag mismatch)",
                                       operation=op, details=self._conflict(tctx, current, content, patch,
-                                                                           {"id": mid}), retryable=False)
+                                                                           {"id": mid}, record_conflict),
+                                      retryable=False)
             raise MemoryError(ErrorCode.CONFLICT, "the memory kept changing concurrently; try again", operation=op,
                               details={"id": mid}, retryable=False)
 

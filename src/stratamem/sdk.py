@@ -115,8 +115,10 @@ class Memory:
 
     def update(self, ctx: TenantContext | None = None, memory_id: str | None = None, content: str | None = None,
                metadata: dict[str, Any] | None = None, if_match: str | None = None, *,
-               expires_at: datetime | str | None = None, tier: str | None = None) -> UpdateMemoryOutput:
-        return self.engine.update(ctx, memory_id, content, metadata, if_match, expires_at=expires_at, tier=tier)
+               expires_at: datetime | str | None = None, tier: str | None = None,
+               record_conflict: bool = True) -> UpdateMemoryOutput:
+        return self.engine.update(ctx, memory_id, content, metadata, if_match, expires_at=expires_at, tier=tier,
+                                  record_conflict=record_conflict)
 
     def delete(self, ctx: TenantContext | None = None, memory_id: str | None = None,
                if_match: str | None = None) -> DeleteMemoryOutput:

@@ -14,7 +14,7 @@ from ..providers.base import ListQuery, Scope
 from . import metrics
 from .compaction import CompactionCallback, compact
 from .config import LifecycleConfig
-from .conflicts import ConflictRecorder, list_conflicts
+from .conflicts import ConflictRecorder, hide_conflicts, list_conflicts
 from .expiry import delete_by_scope, restore, soft_delete
 from .feedback import FeedbackResult, record_feedback
 from .importance import AccessTracker, importance_at
@@ -65,6 +65,7 @@ class Lifecycle:
         self.config = config or LifecycleConfig()
         engine.access_hooks.append(self._on_access)
         engine.conflict_hook = self._on_conflict
+        engine.result_filters.append(hide_conflicts)
         self._recorder = ConflictRecorder(engine)
 
     @property

@@ -187,7 +187,7 @@ def build_router() -> APIRouter:
                       ctx: WriterDep, if_match: IfMatch = None) -> UpdateMemoryOutput:
         check_body_tenant(request, memory, ctx, body.tenant_id, "update")
         return memory.update(ctx, memory_id, body.content, body.metadata, body.if_match or if_match,
-                             expires_at=body.expires_at, tier=body.tier)
+                             expires_at=body.expires_at, tier=body.tier, record_conflict=False)
 
     @r.delete("/memories/{memory_id}", response_model=DeleteMemoryOutput, responses=responses(*COMMON, 409),
               name="delete")
