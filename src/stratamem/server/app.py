@@ -180,9 +180,9 @@ def create_app(memory: Memory, settings: ServerSettings | None = None, *,
             raise MemoryError(ErrorCode.PROVIDER_ERROR, "the store is closed", operation="ready")
         try:
             engine.provider.ping()
-        except Exception as exc:
-            raise MemoryError(ErrorCode.PROVIDER_ERROR, f"storage is not reachable: {type(exc).__name__}",
-                              operation="ready") from None
+        except Exception:
+            log.warning("readiness: storage is not reachable", exc_info=True)
+            raise MemoryError(ErrorCode.PROVIDER_ERROR, "storage is not reachable", operation="ready") from None
         return {"status": "ready", "provider": engine.provider.name, "schemaVersion": engine.store_info.schema_version}
 
     @app.get("/metrics", tags=["ops"], response_class=Response,

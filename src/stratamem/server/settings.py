@@ -51,6 +51,9 @@ class ServerSettings(BaseSettings):
     jwt_public_key: str | None = None
     jwt_audience: str | None = None
     jwt_issuer: str | None = None
+    #: Longest accepted token lifetime (``exp`` minus ``iat``, or minus now without ``iat``);
+    #: ``STRATAMEM_JWT_MAX_LIFETIME`` e.g. ``"1h"``; ``0``/``"off"`` = no cap.
+    jwt_max_lifetime: Interval = timedelta(hours=24)
     #: Mount the MCP streamable-HTTP endpoint at /mcp.
     mcp_enabled: bool = True
     # -- in-server schedule (stratamem.lifecycle.runner) ---------------------------------------
