@@ -183,6 +183,8 @@ class MemoryEngine:
         self.store_info = info
         provider.attach_embedder(self.embeddings.embed_query)
         self.guards: list[WriteGuard] = []
+        #: Checks of a write's other stored strings (``{"tier": …, "identifiers": {…}}``); raise to refuse.
+        self.field_guards: list[Callable[[TenantContext, str, Layer | None, Mapping[str, Any]], None]] = []
         self.observers: list[Observer] = []
         #: Audit sink shared by every feature (writes, denials, cross-tenant attempts; never content).
         self.audit = AuditLog()
@@ -394,6 +396,19 @@ class MemoryEngine:
             content = guard.check_write(ctx, operation, content, layer, metadata)
         return content
 
+    def _guard_fields(self, ctx: TenantContext, operation: str, layer: Layer | None, tier: str | None,
+                      identifiers: LayerIdentifiers | None) -> None:
+        fields: dict[str, Any] = {}
+        if tier is not None:
+            fields["tier"] = tier
+        if identifiers is not None:
+            present = identifiers.present()
+            if present:
+                fields["identifiers"] = present
+        if fields:
+            for check in self.field_guards:
+                check(ctx, operation, layer, fields)
+
     # ------------------------------------------------------------------------------ add
     def _prepare(self, ctx: TenantContext, item: AddMemoryInput, operation: str,
                  content_limit: int | None = None) -> MemoryEntry:
@@ -402,6 +417,7 @@ class MemoryEngine:
         content = self._check_content(item.content, operation, content_limit)
         metadata = self._check_metadata(item.metadata, operation)
         content = self._guard(ctx, operation, content, layer, metadata)
+        self._guard_fields(ctx, operation, layer, item.tier, item.identifiers)
         now = self.now()
         memory_id = str(uuid.uuid4())
         chash = content_hash(content)
@@ -664,6 +680,8 @@ class MemoryEngine:
                                       details={"id": mid}, retryable=False)
                 if patch:
                     _check_immutable(current, patch, op)
+                if tier is not None:
+                    self._guard_fields(tctx, op, current.layer, tier, None)
                 if if_match is not None and if_match != current.etag:
                     raise MemoryError(
                         ErrorCode.CONFLICT,
