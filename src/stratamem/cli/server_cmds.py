@@ -29,6 +29,9 @@ from .common import (
 )
 
 DEFAULT_SERVE_DB = "data/stratamem.duckdb"
+#: Scopes granted beyond the identifiers (repeatable): team:t1, project:p1, object:ticket/*, all.
+GrantOpt = Annotated[list[str] | None, typer.Option(
+    "--grant", help="Scope granted beyond the identifiers (repeatable): team:t1, project:p1, object:type/id, all.")]
 
 
 def _require_server_extra() -> None:
@@ -98,17 +101,21 @@ def register(app: typer.Typer) -> None:
         agent_id: AgentOpt = None, user_id: UserOpt = None, session_id: SessionOpt = None,
         project_id: ProjectOpt = None, team_id: TeamOpt = None, org_id: OrgOpt = None,
         company_id: CompanyOpt = None, object_type: ObjectTypeOpt = None, object_id: ObjectIdOpt = None,
-        embedder: EmbedderOpt = None,
+        grant: GrantOpt = None, embedder: EmbedderOpt = None,
     ) -> None:
-        """Run the MCP server over stdio for one tenant and one set of identifiers."""
+        """Run the MCP server over stdio for one tenant and one set of identifiers (it acts only for
+        them, plus the scopes given with --grant)."""
         _require_server_extra()
         from ..mcp.server import make_binding, run_stdio
+        from ..model import Grant
 
         ids = identifiers(agent_id, user_id, session_id, project_id, team_id, org_id, company_id, object_type,
                           object_id)
         with open_store(db, embedder) as mem:
             with coded_errors():
-                binding = make_binding(tenant(tenant_id), ids, layer)
+                bound = Grant.parse(grant or [], ids) if ids or grant else None
+                ctx = tenant(tenant_id).model_copy(update={"grant": bound})
+                binding = make_binding(ctx, ids, layer)
             run_stdio(mem, binding)
 
     keys = typer.Typer(help="Manage API keys (stored hashed; a key is shown once).", no_args_is_help=True)
@@ -123,15 +130,17 @@ def register(app: typer.Typer) -> None:
         agent_id: AgentOpt = None, user_id: UserOpt = None, session_id: SessionOpt = None,
         project_id: ProjectOpt = None, team_id: TeamOpt = None, org_id: OrgOpt = None,
         company_id: CompanyOpt = None, object_type: ObjectTypeOpt = None, object_id: ObjectIdOpt = None,
-        embedder: EmbedderOpt = None,
+        grant: GrantOpt = None, embedder: EmbedderOpt = None,
     ) -> None:
-        """Create an API key; it is printed once, as the last word of the output."""
+        """Create an API key; it is printed once, as the last word of the output. A key bound to
+        identifiers (--user-id …) acts only for them plus the scopes given with --grant."""
         from ..server.keys import create_key
 
         ids = identifiers(agent_id, user_id, session_id, project_id, team_id, org_id, company_id, object_type,
                           object_id)
-        with open_store(db, embedder) as mem:
-            created = create_key(mem.engine.provider, tenant_id, role, name=name, identifiers=ids)
+        with open_store(db, embedder) as mem, coded_errors():
+            created = create_key(mem.engine.provider, tenant_id, role, name=name, identifiers=ids,
+                                 grants=grant or [])
         rec = created.record
         typer.echo(f"created API key {rec.key_id} ({rec.name}) for tenant {rec.tenant_id} with role {role}.")
         typer.echo("It is shown only once and stored only as a hash; keep it secret:")
@@ -141,10 +150,13 @@ def register(app: typer.Typer) -> None:
     def keys_list(db: DbOpt = DEFAULT_SERVE_DB, tenant_id: TenantOpt = "default", embedder: EmbedderOpt = None,
                   as_json: JsonOpt = False) -> None:
         """List a tenant's keys (ids and labels; never the keys)."""
+        from ..server.keys import key_grants, key_identifiers
+
         with open_store(db, embedder) as mem:
             records = mem.engine.provider.api_key_list(tenant_id)
         rows: list[dict[str, Any]] = [
-            {"keyId": r.key_id, "name": r.name, "roles": list(r.roles), "identifiers": r.identifiers,
+            {"keyId": r.key_id, "name": r.name, "roles": list(r.roles), "identifiers": key_identifiers(r),
+             "grants": key_grants(r),
                  "createdAt": r.created_at.isoformat(),
                  "revokedAt": r.revoked_at.isoformat() if r.revoked_at else None} for r in records
         ]

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field
 
 from ..errors import ErrorCode, MemoryError
-from ..layers import parse_identifiers, scope_key
+from ..layers import parse_identifiers, parse_layer, scope_key
 from ..model import Layer, LayerIdentifiers, ListMemoriesOutput, MemoryEntry, TenantContext
 from ..providers.base import ListQuery, Scope
 from . import metrics
@@ -111,7 +111,7 @@ class Lifecycle:
             mid = self.engine._check_id(source_id, op)
             target = parse_target(target_layer, op)
             ids = parse_identifiers(identifiers, op)
-            source = self.engine.provider.get(tctx.tenant_id, mid, self.engine.now())
+            source = self.engine.get_visible(tctx, mid, op)
             if source is None:
                 raise MemoryError(ErrorCode.MEMORY_NOT_FOUND, f"no memory with id {mid!r}", operation=op,
                                   details={"id": mid}, retryable=False)
@@ -155,6 +155,7 @@ class Lifecycle:
             if ids.user_id is None or ids.session_id is None:
                 raise MemoryError(ErrorCode.MISSING_IDENTIFIER, "close_session needs user_id and session_id",
                                   operation=op, details={"layer": "session", "identifier": "userId/sessionId"})
+            self.engine.require_grant(tctx, Layer.SESSION, ids, op)
             project = project_id or cfg.project_id
             target = Layer.PROJECT if project else cfg.default_target
             target_ids = LayerIdentifiers(user_id=ids.user_id, project_id=project)
@@ -230,16 +231,22 @@ class Lifecycle:
 
     def delete_by_scope(self, ctx: Any, layer: Any, identifiers: Any) -> int:
         with self.engine.operation("delete_by_scope", ctx) as (tctx, extra):
+            if tctx.grant is not None:
+                lyr = parse_layer(layer, "delete_by_scope")
+                self.engine.require_grant(tctx, lyr, parse_identifiers(identifiers, "delete_by_scope"),
+                                          "delete_by_scope")
             n = delete_by_scope(self.engine, tctx, layer, identifiers)
             extra["deleted"] = n
             return n
 
     def soft_delete(self, ctx: Any, ids: Any) -> list[str]:
         with self.engine.operation("soft_delete", ctx) as (tctx, _):
+            self.engine.require_tenant_grant(tctx, "soft_delete")
             return soft_delete(self.engine, tctx, ids)
 
     def restore(self, ctx: Any, ids: Any) -> list[str]:
         with self.engine.operation("restore", ctx) as (tctx, _):
+            self.engine.require_tenant_grant(tctx, "restore")
             return restore(self.engine, tctx, ids)
 
     def list(self, ctx: Any, layer: Any = None, identifiers: Any = None, *, include_archived: bool = True,
@@ -248,12 +255,15 @@ class Lifecycle:
         with self.engine.operation("list_lifecycle", ctx) as (tctx, _):
             scope = None
             if layer is not None:
-                from ..layers import parse_layer, require_identifiers
+                from ..layers import require_identifiers
 
                 lyr = parse_layer(layer, "list")
                 ids = parse_identifiers(identifiers, "list")
                 require_identifiers(lyr, ids, "list")
+                self.engine.require_grant(tctx, lyr, ids, "list")
                 scope = Scope(lyr, scope_key(lyr, ids))
+            else:
+                self.engine.require_tenant_grant(tctx, "list")
             statuses = ("active", "archived") if include_archived else ("active",)
             out: list[MemoryEntry] = []
             for e in iter_scope(self.engine.provider, tctx.tenant_id, self.engine.now(), scope=scope,
@@ -266,10 +276,12 @@ class Lifecycle:
     # -- feedback / pruning / conflicts ------------------------------------------------------------
     def feedback(self, ctx: Any, memory_ids: Any, reward: Any) -> FeedbackResult:
         with self.engine.operation("feedback", ctx) as (tctx, _):
+            self.engine.require_tenant_grant(tctx, "feedback")
             return record_feedback(self.engine, tctx, memory_ids, reward, self._config.pruning)
 
     def prune(self, ctx: Any, *, dry_run: bool = True) -> PruneReport:
         with self.engine.operation("prune", ctx) as (tctx, _):
+            self.engine.require_tenant_grant(tctx, "prune")
             return prune(self.engine, tctx, self._config.pruning, dry_run=dry_run)
 
     def conflicts(self, ctx: Any, memory_id: str | None = None, *, layer: Any = None, identifiers: Any = None,

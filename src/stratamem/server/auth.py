@@ -21,7 +21,7 @@ import jwt
 from ..errors import ErrorCode, MemoryError
 from ..model import TenantContext
 from ..providers.base import MemoryProvider
-from .keys import PREFIX, verify_key
+from .keys import PREFIX, credential_grant, key_grants, key_identifiers, verify_key
 from .settings import ServerSettings
 
 READ_ROLES = frozenset({"reader", "writer", "admin"})
@@ -129,9 +129,10 @@ def authenticate(credential: str, provider: MemoryProvider, settings: ServerSett
     now = datetime.now(UTC)
     if credential.startswith(PREFIX + "_"):
         rec = verify_key(provider, credential)
+        ids = key_identifiers(rec)
         ctx = TenantContext(tenant_id=rec.tenant_id, principal=f"key:{rec.name}", roles=rec.roles,
-                            credential=rec.key_id)
-        return AuthResult(ctx=ctx, subject=f"key:{rec.key_id}", identifiers=dict(rec.identifiers))
+                            credential=rec.key_id, grant=credential_grant(rec.roles, ids, key_grants(rec)))
+        return AuthResult(ctx=ctx, subject=f"key:{rec.key_id}", identifiers=ids)
     if credential.count(".") != 2:
         raise _invalid("invalid API key")
     claims = _decode_jwt(credential, settings)
@@ -141,15 +142,18 @@ def authenticate(credential: str, provider: MemoryProvider, settings: ServerSett
     if not isinstance(tenant, str) or not isinstance(roles, list) or not all(isinstance(r, str) for r in roles):
         raise _invalid("the bearer token lacks a 'tenant' claim or has malformed 'roles'")
     exp = _timestamp(claims, "exp")
+    raw_ids, scopes = claims.get("identifiers", {}), claims.get("grants", [])
+    if not isinstance(raw_ids, dict) or not isinstance(scopes, list) or not all(isinstance(g, str) for g in scopes):
+        raise _invalid("the bearer token has malformed 'identifiers' or 'grants'")
+    ids = {str(k): str(v) for k, v in raw_ids.items()}
     try:
+        grant = credential_grant(roles, ids, scopes)
         ctx = TenantContext(tenant_id=tenant, principal=str(sub) if sub is not None else None, roles=tuple(roles),
-                            expires_at=exp)
-    except (ValueError, TypeError):
+                            expires_at=exp, grant=grant)
+    except (ValueError, TypeError, MemoryError):
         raise _invalid("malformed bearer token claims") from None
     ctx.validate_at(now, "auth")
-    ids = claims.get("identifiers")
-    return AuthResult(ctx=ctx, subject=f"jwt:{tenant}:{sub}",
-                      identifiers={str(k): str(v) for k, v in ids.items()} if isinstance(ids, dict) else {})
+    return AuthResult(ctx=ctx, subject=f"jwt:{tenant}:{sub}", identifiers=ids)
 
 
 def require_role(ctx: TenantContext, allowed: frozenset[str], operation: str) -> None:
