@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
 import logging
 import os
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from fastapi import APIRouter, FastAPI
+from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -25,6 +26,7 @@ from ..model import HealthCheckResult
 from ..sdk import Memory
 from ..telemetry import audit_observer, metrics, tracing
 from . import http_errors
+from .auth_failures import AuthFailures
 from .deps import get_memory, get_tenant
 from .graph_routes import graph_router
 from .keys_routes import build_keys_router
@@ -165,6 +167,7 @@ def create_app(memory: Memory, settings: ServerSettings | None = None, *,
     #: The in-server schedule (None when no job is enabled); started and stopped by the lifespan.
     app.state.schedule = runner
     app.state.limiter = build_limiter(settings, memory)  # shared through Redis when configured
+    app.state.auth_failures = AuthFailures(app.state.limiter, settings)
     http_errors.install(app)
     app.add_middleware(BodySizeLimit, limit=settings.max_body_bytes)
 
@@ -187,7 +190,12 @@ def create_app(memory: Memory, settings: ServerSettings | None = None, *,
 
     @app.get("/metrics", tags=["ops"], response_class=Response,
              responses={200: {"content": {CONTENT_TYPE_LATEST: {}}, "description": "Prometheus text format"}})
-    def prometheus_metrics() -> Response:
+    def prometheus_metrics(request: Request) -> Response:
+        if settings.metrics_token:
+            given = request.headers.get("authorization", "")
+            if not hmac.compare_digest(given.encode(), f"Bearer {settings.metrics_token}".encode()):
+                raise MemoryError(ErrorCode.UNAUTHORIZED, "/metrics needs 'Authorization: Bearer <metrics token>'",
+                                  operation="metrics")
         try:
             metrics.refresh_storage_size(engine)
         except Exception:  # a scrape must not fail because a count did
