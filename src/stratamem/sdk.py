@@ -36,6 +36,7 @@ from .model import (
 from .providers import MemoryProvider, open_provider
 
 if TYPE_CHECKING:
+    from .erasure import ForgetUserReport
     from .hygiene.gate import ProcessResult
     from .hygiene.health import MemoryHealth
     from .hygiene.policies import PolicyManager
@@ -242,6 +243,13 @@ class Memory:
     def forget(self, ctx: TenantContext | None = None, text: str | None = None, identifiers: Any = None, *,
                layer: str | Layer | None = None) -> ProcessResult:
         return self.engine.hygiene.process(ctx, text, "forget", identifiers, layer=layer)
+
+    def forget_user(self, ctx: TenantContext | None = None, user_id: str | None = None) -> ForgetUserReport:
+        """Right to be forgotten: remove every memory, graph node/edge, event row and cached vector of
+        ``user_id`` in the tenant and revoke the user's API keys (:mod:`stratamem.erasure`)."""
+        from .erasure import forget_user
+
+        return forget_user(self.engine, ctx, user_id)
 
     def health(self, ctx: TenantContext | None = None, *, since: datetime | None = None) -> MemoryHealth:
         """Memory health report (seed 003 §7.1); ``health_check()`` is the provider's liveness."""

@@ -26,6 +26,7 @@ from ..model import HealthCheckResult
 from ..sdk import Memory
 from ..telemetry import audit_observer, metrics, tracing
 from . import http_errors
+from .admin_routes import build_admin_router
 from .auth_failures import AuthFailures
 from .deps import get_memory, get_tenant
 from .graph_routes import graph_router
@@ -204,6 +205,7 @@ def create_app(memory: Memory, settings: ServerSettings | None = None, *,
 
     app.include_router(build_router())
     app.include_router(build_keys_router())
+    app.include_router(build_admin_router())
     app.include_router(graph_router(get_memory, get_tenant))
     for router in extra_routers:
         app.include_router(router)
