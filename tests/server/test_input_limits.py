@@ -179,3 +179,41 @@ def test_conflict_entries_never_show_in_default_search(open_mem: Callable[..., M
     assert conflict_id not in [r.memory.id for r in found.results]
     assert [r.memory.id for r in found.results] == [made.memory.id]
     assert [m.id for m in mem.lifecycle.conflicts(ACME).memories] == [conflict_id]
+
+
+def _deep_text(depth: int, leaf: str = "1") -> str:
+    """Raw JSON nested ``depth`` objects deep (built as text: the encoder itself would recurse)."""
+    return '{"a":' * depth + leaf + "}" * depth
+
+
+@pytest.mark.parametrize("depth", [40, 300, 3000, 20000])
+def test_deep_and_wide_json_never_gives_a_5xx(client: TestClient, make_key: Callable[..., str], depth: int) -> None:
+    key = make_key()
+    headers = {"X-API-Key": key, "Content-Type": "application/json"}
+    deep = _deep_text(depth)
+    ids = '{"userId": "u1"}'
+    bodies = [
+        ("POST", "/v1/memories", f'{{"content": "x", "layer": "user", "identifiers": {ids}, "metadata": {deep}}}'),
+        ("POST", "/v1/memories", f'{{"content": "x", "layer": "user", "identifiers": {deep}}}'),
+        ("POST", "/v1/memories", deep),
+        ("POST", "/v1/memories/bulk", f'{{"items": [{{"content": "x", "layer": "user", "identifiers": {ids}, '
+                                      f'"metadata": {deep}}}]}}'),
+        ("POST", "/v1/memories/search", f'{{"query": "x", "identifiers": {ids}, "filter": {{"custom": {deep}}}}}'),
+        ("PATCH", "/v1/memories/nope", f'{{"metadata": {deep}}}'),
+        ("POST", "/v1/keys", f'{{"role": "reader", "identifiers": {deep}}}'),
+    ]
+    for method, path, body in bodies:
+        r = client.request(method, path, headers=headers, content=body.encode())
+        assert r.status_code < 500, (method, path, depth, r.status_code, r.text[:300])
+        if path != "/v1/memories/search":  # a deep filter is only read, never stored: may succeed
+            assert r.status_code >= 400, (method, path, depth, r.text[:300])
+        if r.status_code >= 400:
+            assert set(r.json()) == {"code", "message", "operation", "details", "retryable"}
+    deep_filter = '{"custom": ' + _deep_text(min(depth, 1500)) + "}"
+    r = client.get("/v1/memories", headers=headers, params={"filter": deep_filter})
+    assert r.status_code < 500, r.text[:300]
+    wide = {f"k{i}": i for i in range(20000)}
+    r = client.post("/v1/memories", headers={"X-API-Key": key},
+                    json={"content": "x", "layer": "user", "identifiers": {"userId": "u1"}, "metadata": wide})
+    assert r.status_code in (400, 413), r.text[:300]
+    assert client.get("/v1/memories", headers={"X-API-Key": key}).json()["totalCount"] == 0
