@@ -41,6 +41,18 @@ _AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=]
 _BASE64 = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{16,}={0,2}")
 
 
+_DROP_DIGITS = str.maketrans("", "", "0123456789")
+
+
+def _digit_count(text: str) -> int:
+    return len(text) - len(text.translate(_DROP_DIGITS))  # in C: no per-character Python loop
+
+
+def _has_long_token(text: str) -> bool:
+    """A whitespace-free run of 16+ characters (what base64 and 40-character keys need); prose has few."""
+    return any(len(word) >= 16 for word in text.split())
+
+
 def _normalise(text: str) -> str:
     """NFKC, format characters (category Cf: zero-width spaces, joiners …) removed."""
     nfkc = unicodedata.normalize("NFKC", text)
@@ -106,9 +118,9 @@ def _kinds(text: str) -> set[str]:
         kinds |= {s.kind for s in find_secrets(norm.replace("_", " "))}
     if _aws_access_keys(norm):
         kinds.add("aws_access_key")
-    if _cards(norm):
+    if _digit_count(norm) >= 13 and _cards(norm):
         kinds.add("credit_card")
-    if len(norm) >= 40 and _aws_secret_keys(norm):
+    if len(norm) >= 40 and _has_long_token(norm) and _aws_secret_keys(norm):
         kinds.add("aws_secret_key")
     return kinds
 
@@ -116,7 +128,7 @@ def _kinds(text: str) -> set[str]:
 def secret_kinds(text: str) -> set[str]:
     """The kinds of secret found in ``text``, its normalised forms and base64 runs in it (empty: none)."""
     kinds = _kinds(text)
-    if len(text) >= 16 and not kinds:
+    if len(text) >= 16 and not kinds and _has_long_token(text):
         for decoded in _decoded_runs(_normalise(text)):
             kinds |= _kinds(decoded)
             if kinds:
