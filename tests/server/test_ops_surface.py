@@ -54,3 +54,19 @@ def test_repeated_failures_are_aggregated_in_the_audit(
     assert client.get("/v1/memories", headers={"X-API-Key": "nope"}).status_code == 401
     denied = [r for r in server_mem.engine.audit.recent()[before:] if r.code == "INVALID_TENANT_CONTEXT"]
     assert len(denied) == 2 and denied[1].details["repeated"] == 9
+
+
+def test_tenant_admin_reads_only_its_tenants_series(make_client: Callable[..., TestClient], server_mem: Memory,
+                                                   make_key: Callable[..., str]) -> None:
+    from stratamem import TenantContext
+
+    server_mem.add(TenantContext(tenant_id="acme"), "a note", "user", {"user_id": "u1"})
+    server_mem.add(TenantContext(tenant_id="globex"), "b note", "team", {"team_id": "t1"})
+    client = make_client(metrics_token="scrape-secret-123")
+    admin = make_key("acme", "admin")
+    r = client.get("/metrics", headers={"Authorization": f"Bearer {admin}"})
+    assert r.status_code == 200
+    assert 'stratamem_tenant_memories{tenant="acme",layer="user"} 1' in r.text
+    assert "globex" not in r.text and "memory_operations_total" not in r.text
+    writer = make_key("acme", "writer")
+    assert client.get("/metrics", headers={"X-API-Key": writer}).status_code == 403

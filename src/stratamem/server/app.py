@@ -27,8 +27,9 @@ from ..sdk import Memory
 from ..telemetry import audit_observer, metrics, tracing
 from . import http_errors
 from .admin_routes import build_admin_router
+from .auth import require_role
 from .auth_failures import AuthFailures
-from .deps import get_memory, get_tenant
+from .deps import authenticate_request, get_memory, get_tenant
 from .graph_routes import graph_router
 from .keys_routes import build_keys_router
 from .ratelimit import build_limiter
@@ -189,14 +190,28 @@ def create_app(memory: Memory, settings: ServerSettings | None = None, *,
             raise MemoryError(ErrorCode.PROVIDER_ERROR, "storage is not reachable", operation="ready") from None
         return {"status": "ready", "provider": engine.provider.name, "schemaVersion": engine.store_info.schema_version}
 
+    def tenant_metrics(request: Request) -> Response:
+        """The caller's tenant's series (live memories per layer), for that tenant's admin."""
+        auth = authenticate_request(request, request.headers.get("authorization"), request.headers.get("x-api-key"))
+        require_role(auth.ctx, frozenset({"admin"}), "read the tenant's metrics")
+        by_layer = engine.provider.count_by_layer(auth.ctx.tenant_id, engine.now())
+        lines = ["# HELP stratamem_tenant_memories Live memories of the caller's tenant, per layer.",
+                 "# TYPE stratamem_tenant_memories gauge"]
+        tenant = auth.ctx.tenant_id.replace("\\", "\\\\").replace('"', '\\"')
+        lines += [f'stratamem_tenant_memories{{tenant="{tenant}",layer="{layer}"}} {n}'
+                  for layer, n in sorted(by_layer.items())]
+        return Response("\n".join(lines) + "\n", media_type=CONTENT_TYPE_LATEST)
+
     @app.get("/metrics", tags=["ops"], response_class=Response,
              responses={200: {"content": {CONTENT_TYPE_LATEST: {}}, "description": "Prometheus text format"}})
     def prometheus_metrics(request: Request) -> Response:
         if settings.metrics_token:
             given = request.headers.get("authorization", "")
             if not hmac.compare_digest(given.encode(), f"Bearer {settings.metrics_token}".encode()):
-                raise MemoryError(ErrorCode.UNAUTHORIZED, "/metrics needs 'Authorization: Bearer <metrics token>'",
-                                  operation="metrics")
+                if given.strip() or request.headers.get("x-api-key"):  # a tenant admin: its own series only
+                    return tenant_metrics(request)
+                raise MemoryError(ErrorCode.UNAUTHORIZED, "/metrics needs 'Authorization: Bearer <metrics token>' "
+                                  "(or a tenant admin's credential for that tenant's series)", operation="metrics")
         try:
             metrics.refresh_storage_size(engine)
         except Exception:  # a scrape must not fail because a count did
