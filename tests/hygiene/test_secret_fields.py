@@ -35,6 +35,9 @@ HIDDEN = [
     "pay with 4111.1111.1111.1111 tomorrow",
     "pay with 4111_1111_1111_1111 tomorrow",
     "pay with 4111/1111/1111/1111 tomorrow",
+    "pay with 4111 1111 1111 1111",
+    "amex 3782 822463 10005 ok",
+    "card:4111111111111111",
     f"use {SMK} for the server",
     "my_password = hunter22",
     "authorization: bearer abcdefghijklmnopqrstuvwxyz123456",
@@ -53,6 +56,8 @@ BENIGN = [
     "the bearer of bad news",
     "Call 192.168.100.200 for the printer",
     "a8098c1a-f86e-11da-bd1a-00112444be1e",
+    "12345678-1234-4123-8123-123456789012",
+    "phone +49 30 1234 5678 and fax +49 30 1234 5679",
 ]
 
 
@@ -138,6 +143,13 @@ def test_rest_rejects_secrets_in_metadata_tier_and_identifiers(open_mem: Callabl
             json={"query": "note", "identifiers": {"userId": "u1"}, "threshold": 0},
         )
         assert found.status_code == 200 and found.json()["results"] == []
+
+
+def test_ids_in_metadata_are_not_secrets(open_mem: Callable[..., Memory]) -> None:
+    mem = open_mem()
+    ids = ["12345678-1234-4123-8123-123456789012", "41111111-1111-4111-8111-111111111111"]
+    stored = mem.add(ACME, "Merged note", "user", U1, {"sources": ids}).memory
+    assert stored.metadata["sources"] == ids
 
 
 def test_graph_never_sees_a_rejected_secret(open_mem: Callable[..., Memory], db_path: Path) -> None:

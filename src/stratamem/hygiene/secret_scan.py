@@ -33,8 +33,18 @@ _AWS_SPLIT = re.compile(
     rf"(?<![A-Z0-9])(?:AKIA|ASIA|AGPA|AIDA|AROA){_SEP}{{0,3}}((?:[A-Z0-9]{_SEP}{{0,3}}){{15}}[A-Z0-9])"
     r"(?![A-Z0-9])"
 )
-#: A card number with any separators between its digits.
-_CARD = re.compile(r"(?<!\d)(?:\d[\s\-./_\\:|,]{0,2}){12,18}\d(?!\d)")
+#: A card number: 13-19 digits in one run, or grouped as printed (4-4-4-4[-1..4], 4-6-4/5) with any
+#: separator; not part of a longer alphanumeric or grouped run (UUIDs, hashes, version numbers).
+_SEP1 = r"[\s\-./_\\:|,]"
+_CARD_SEP = _SEP1 + "{1,2}"
+_CARD = re.compile(
+    rf"(?<![0-9A-Za-z])(?<!\d{_SEP1})(?<![0-9A-Fa-f]-)"
+    rf"(?:\d{{13,19}}|\d{{4}}(?:{_CARD_SEP}\d{{4}}){{2,3}}(?:{_CARD_SEP}\d{{1,4}})?"
+    rf"|\d{{4}}{_CARD_SEP}\d{{6}}{_CARD_SEP}\d{{4,5}})"
+    rf"(?![0-9A-Za-z])(?!{_SEP1}\d)(?!-[0-9A-Fa-f])"
+)
+#: Identifiers (UUIDs) are never secrets: metadata such as ``compactedFromIds`` holds them.
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 #: An AWS secret access key: 40 characters of base64 alphabet, on its own.
 _AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
 #: A run that may be base64 of something (decoded and scanned once).
@@ -148,7 +158,8 @@ def iter_strings(value: Any, path: str) -> Iterator[tuple[str, str]]:
         elif isinstance(node, list | tuple):
             stack.extend((f"{where}[{i}]", child) for i, child in enumerate(node))
         elif isinstance(node, str):
-            yield where, node
+            if not _UUID.fullmatch(node):
+                yield where, node
         elif isinstance(node, int | float) and not isinstance(node, bool):
             yield where, str(node)
 
