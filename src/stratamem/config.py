@@ -25,6 +25,8 @@ class MemoryConfig(BaseModel):
     max_content_length: int | None = Field(None, ge=1)
     #: Largest metadata object, in bytes of JSON.
     max_metadata_bytes: int = Field(64 * 1024, ge=1024)
+    #: Deepest nesting of metadata objects/arrays (the metadata object itself is level 1).
+    max_metadata_depth: int = Field(32, ge=1, le=256)
     #: Items per bulk_add / bulk_delete call through the SDK (REST caps lower).
     max_bulk_items: int = Field(1000, ge=1)
     #: Weight of lexical (BM25) matching fused into search scores; 0 = dense similarity only.

@@ -19,6 +19,7 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager, suppress
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -44,6 +45,7 @@ from .layers import (
     scope_key,
     scoped_identifiers,
 )
+from .limits import json_depth_exceeds
 from .model import (
     AddMemoryInput,
     AddMemoryOutput,
@@ -63,7 +65,7 @@ from .model import (
     TenantContext,
     UpdateMemoryOutput,
 )
-from .providers.base import ListQuery, MemoryProvider, PreparedAdd, Scope, SearchPage, SearchQuery
+from .providers.base import ListPage, ListQuery, MemoryProvider, PreparedAdd, Scope, SearchPage, SearchQuery
 from .retrieval.boosts import Boosts, boosted_page
 from .retrieval.context import context_page
 from .retry import call_with_retry
@@ -193,6 +195,8 @@ class MemoryEngine:
         #: Every extension point (``stratamem/hooks.py``); the attributes below are the same lists.
         self.hooks = EngineHooks(write_hooks=provider.write_hooks, row_listeners=provider.row_listeners)
         self.guards: list[WriteGuard] = self.hooks.guards
+        #: Checks of a write's other stored strings (``{"tier": …, "identifiers": {…}}``); raise to refuse.
+        self.field_guards: list[Callable[[TenantContext, str, Layer | None, Mapping[str, Any]], None]] = []
         self.observers: list[Observer] = self.hooks.observers
         #: Audit sink shared by every feature (writes, denials, cross-tenant attempts; never content).
         self.audit = AuditLog()
@@ -290,7 +294,7 @@ class MemoryEngine:
             code = ErrorCode.PROVIDER_ERROR.value
             raise MemoryError(
                 ErrorCode.PROVIDER_ERROR,
-                f"internal error during {name}: {type(exc).__name__}",
+                f"internal error during {name} (logged)",
                 operation=name,
                 retryable=False,
             ) from exc
@@ -311,8 +315,8 @@ class MemoryEngine:
                 log.exception("access hook failed")
 
     def _conflict(self, ctx: TenantContext, current: MemoryEntry, content: str | None,
-                  patch: Mapping[str, Any] | None, details: dict[str, Any]) -> dict[str, Any]:
-        if self.conflict_hook is not None:
+                  patch: Mapping[str, Any] | None, details: dict[str, Any], record: bool = True) -> dict[str, Any]:
+        if record and self.conflict_hook is not None:
             try:
                 conflict_id = self.conflict_hook(ctx, current, content, patch)
             except Exception:
@@ -324,6 +328,39 @@ class MemoryEngine:
 
     def _store(self, fn: Callable[[], Any], operation: str) -> Any:
         return call_with_retry(fn, operation, self.config.retry)
+
+    # ------------------------------------------------------------------------------ grants
+    # Every read and change checks the memory's scope against the caller's grant here (a context
+    # without one is a trusted in-process caller). A memory outside the grant looks missing.
+    @staticmethod
+    def visible(ctx: TenantContext, entry: MemoryEntry) -> bool:
+        """May ``ctx`` see (and, with a writing role, change) this stored entry?"""
+        return ctx.grant is None or ctx.grant.allows(entry.layer, entry.identifiers)
+
+    def require_grant(self, ctx: TenantContext, layer: Layer, identifiers: LayerIdentifiers, operation: str) -> None:
+        """FORBIDDEN when the scope (``layer``, ``identifiers``) a request names is outside the grant."""
+        if ctx.grant is None or ctx.grant.allows(layer, scoped_identifiers(layer, identifiers)):
+            return
+        self.audit.record(tenant_id=ctx.tenant_id, principal=ctx.principal, action=operation, outcome="denied",
+                          code=ErrorCode.FORBIDDEN.value, layer=layer.value, details={"reason": "outside the grant"})
+        raise MemoryError(ErrorCode.FORBIDDEN, f"this credential may not use that {layer.value} scope",
+                          operation=operation, details={"layer": layer.value, "reason": "outside the grant"})
+
+    def require_tenant_grant(self, ctx: TenantContext, operation: str) -> None:
+        """FORBIDDEN unless the caller may see every scope (tenant-wide operations)."""
+        if ctx.grant is not None and not ctx.grant.all:
+            raise MemoryError(ErrorCode.FORBIDDEN, f"{operation} needs a tenant-wide grant", operation=operation,
+                              details={"reason": "outside the grant"})
+
+    def get_visible(self, ctx: TenantContext, memory_id: str, operation: str,
+                    include_embedding: bool = False, *, statuses: tuple[str, ...] = ("active",)
+                    ) -> MemoryEntry | None:
+        """The stored entry, or None when it is missing or outside the caller's grant."""
+        entry: MemoryEntry | None = self._store(
+            lambda: self.provider.get(ctx.tenant_id, memory_id, self.now(), include_embedding=include_embedding,
+                                      statuses=statuses),
+            operation)
+        return entry if entry is not None and self.visible(ctx, entry) else None
 
     # ------------------------------------------------------------------------------ validation
     def _check_content(self, content: Any, operation: str, limit: int | None = None) -> str:
@@ -355,6 +392,10 @@ class MemoryEngine:
                               details={"field": "metadata"})
         if not metadata:
             return {}
+        depth = self.config.max_metadata_depth
+        if json_depth_exceeds(metadata, depth):  # before json.dumps, which recurses
+            raise MemoryError(ErrorCode.INVALID_PARAMS, f"metadata is nested deeper than {depth} levels",
+                              operation=operation, details={"field": "metadata", "max_depth": depth})
         try:
             encoded = json.dumps(metadata, allow_nan=False)
         except (TypeError, ValueError) as exc:
@@ -363,7 +404,8 @@ class MemoryEngine:
         if len(encoded.encode()) > self.config.max_metadata_bytes:
             raise MemoryError(ErrorCode.INVALID_PARAMS,
                               f"metadata is larger than {self.config.max_metadata_bytes} bytes",
-                              operation=operation, details={"field": "metadata"})
+                              operation=operation,
+                              details={"field": "metadata", "max_bytes": self.config.max_metadata_bytes})
         tags = metadata.get("tags")
         if tags is not None and (not isinstance(tags, list) or not all(isinstance(t, str) for t in tags)):
             raise MemoryError(ErrorCode.INVALID_PARAMS, "metadata.tags must be a list of strings",
@@ -386,7 +428,11 @@ class MemoryEngine:
         if not isinstance(expires_at, datetime):
             raise MemoryError(ErrorCode.INVALID_PARAMS, "expires_at must be a datetime", operation=operation,
                               details={"field": "expiresAt"})
-        return expires_at if expires_at.tzinfo else expires_at.replace(tzinfo=UTC)
+        aware = expires_at if expires_at.tzinfo else expires_at.replace(tzinfo=UTC)
+        if aware <= self.now():  # such a memory could never be read
+            raise MemoryError(ErrorCode.INVALID_PARAMS, "expires_at must be in the future", operation=operation,
+                              details={"field": "expiresAt"})
+        return aware
 
     def _guard(self, ctx: TenantContext, operation: str, content: str, layer: Layer,
                metadata: Mapping[str, Any]) -> str:
@@ -394,14 +440,29 @@ class MemoryEngine:
             content = guard.check_write(ctx, operation, content, layer, metadata)
         return content
 
+    def _guard_fields(self, ctx: TenantContext, operation: str, layer: Layer | None, tier: str | None,
+                      identifiers: LayerIdentifiers | None) -> None:
+        fields: dict[str, Any] = {}
+        if tier is not None:
+            fields["tier"] = tier
+        if identifiers is not None:
+            present = identifiers.present()
+            if present:
+                fields["identifiers"] = present
+        if fields:
+            for check in self.field_guards:
+                check(ctx, operation, layer, fields)
+
     # ------------------------------------------------------------------------------ add
     def _prepare(self, ctx: TenantContext, item: AddMemoryInput, operation: str,
                  content_limit: int | None = None) -> MemoryEntry:
         layer = parse_layer(item.layer, operation)
         require_identifiers(layer, item.identifiers, operation)
+        self.require_grant(ctx, layer, item.identifiers, operation)
         content = self._check_content(item.content, operation, content_limit)
         metadata = self._check_metadata(item.metadata, operation)
         content = self._guard(ctx, operation, content, layer, metadata)
+        self._guard_fields(ctx, operation, layer, item.tier, item.identifiers)
         now = self.now()
         memory_id = str(uuid.uuid4())
         chash = content_hash(content)
@@ -623,6 +684,8 @@ class MemoryEngine:
                                   details={"field": "threshold"})
             ids = parse_identifiers(identifiers, op)
             target = self.resolve_layers(ids, layers, op)
+            for layer in target:
+                self.require_grant(tctx, layer, ids, op)
             predicate = compile_filter(parse_filter(filter, op))
             # Lexical weight of the fused score (README "Scores"); 0 = dense similarity only.
             lexical_weight = _weight(self.config.hybrid_weight if hybrid_weight is None else hybrid_weight,
@@ -679,6 +742,7 @@ class MemoryEngine:
                 for gate in self.tenant_gates:  # the graph tables, not only what a plain search reads
                     gate(tctx.tenant_id, "graph.expand_search")
                 results += self.graph.expand_search(tctx, results, ids, target, predicate, limit)
+                results = [r for r in results if self.visible(tctx, r.memory)]
             by_layer = {layer.value: sum(1 for r in results if r.layer == layer) for layer in target}
             self._accessed(tctx, [r.memory for r in results])
             extra.update(layers=[layer.value for layer in target], result_count=len(results),
@@ -693,17 +757,16 @@ class MemoryEngine:
         with self.operation("get", ctx) as (tctx, extra):
             mid = self._check_id(memory_id, "get")
             extra["memory_id"] = mid
-            entry: MemoryEntry | None = self._store(
-                lambda: self.provider.get(tctx.tenant_id, mid, self.now(), include_embedding=include_embedding,
-                                          statuses=CURRENT_AND_HISTORY), "get"
-            )
+            entry = self.get_visible(tctx, mid, "get", include_embedding, statuses=CURRENT_AND_HISTORY)
             extra["found"] = entry is not None
             if entry is not None:
                 self._accessed(tctx, [entry])
             return entry
 
     def update(self, ctx: Any, memory_id: Any, content: Any = None, metadata: Any = None, if_match: str | None = None,
-               *, expires_at: Any = None, tier: str | None = None) -> UpdateMemoryOutput:
+               *, expires_at: Any = None, tier: str | None = None, record_conflict: bool = True) -> UpdateMemoryOutput:
+        """``record_conflict=False``: an ``if_match`` mismatch stores nothing (the seed-001 conflict entry
+        is kept only for callers of that contract: the SDK and memory_crud; REST passes False)."""
         with self.operation("update", ctx) as (tctx, extra):
             op = "update"
             mid = self._check_id(memory_id, op)
@@ -713,21 +776,22 @@ class MemoryEngine:
             patch = self._check_metadata(metadata, op) if metadata is not None else None
             new_expiry = self._check_expiry(expires_at, op)
             for _attempt in range(self.config.retry_max_attempts + 1):
-                current: MemoryEntry | None = self._store(
-                    lambda: self.provider.get(tctx.tenant_id, mid, self.now()), op
-                )
+                current = self.get_visible(tctx, mid, op)
                 if current is None:
                     raise MemoryError(ErrorCode.MEMORY_NOT_FOUND, f"no memory with id {mid!r}", operation=op,
                                       details={"id": mid}, retryable=False)
                 if patch:
                     _check_immutable(current, patch, op)
+                if tier is not None:
+                    self._guard_fields(tctx, op, current.layer, tier, None)
                 if if_match is not None and if_match != current.etag:
                     raise MemoryError(
                         ErrorCode.CONFLICT,
                         "the memory changed since it was read (etag mismatch)",
                         operation=op,
                         details=self._conflict(tctx, current, content, patch, {
-                            "id": mid, "current_etag": current.etag, "current_version": current.version}),
+                            "id": mid, "current_etag": current.etag, "current_version": current.version},
+                            record_conflict),
                         retryable=False,
                     )
                 merged_md = dict(current.metadata)
@@ -770,7 +834,8 @@ class MemoryEngine:
                 if if_match is not None:  # someone else won the race: the caller's etag is now stale
                     raise MemoryError(ErrorCode.CONFLICT, "the memory changed concurrently (etag mismatch)",
                                       operation=op, details=self._conflict(tctx, current, content, patch,
-                                                                           {"id": mid}), retryable=False)
+                                                                           {"id": mid}, record_conflict),
+                                      retryable=False)
             raise MemoryError(ErrorCode.CONFLICT, "the memory kept changing concurrently; try again", operation=op,
                               details={"id": mid}, retryable=False)
 
@@ -778,9 +843,12 @@ class MemoryEngine:
         with self.operation("delete", ctx) as (tctx, extra):
             mid = self._check_id(memory_id, "delete")
             extra["memory_id"] = mid
-            if if_match is not None:
-                current = self.provider.get(tctx.tenant_id, mid, self.now())
-                if current is not None and current.etag != if_match:
+            if if_match is not None or tctx.grant is not None:
+                current = self.get_visible(tctx, mid, "delete")
+                if current is None and tctx.grant is not None:  # missing or outside the grant: nothing to do
+                    extra["deleted"] = 0
+                    return DeleteMemoryOutput(success=True)
+                if current is not None and if_match is not None and current.etag != if_match:
                     raise MemoryError(ErrorCode.CONFLICT, "the memory changed since it was read (etag mismatch)",
                                       operation="delete",
                                       details={"id": mid, "current_etag": current.etag}, retryable=False)
@@ -797,6 +865,8 @@ class MemoryEngine:
                                   f"at most {self.config.max_bulk_items} ids per bulk_delete (got {len(ids)})",
                                   operation="bulk_delete", details={"max_items": self.config.max_bulk_items})
             checked = [self._check_id(i, "bulk_delete") for i in ids]
+            if tctx.grant is not None:  # ids outside the grant are treated like missing ones
+                checked = [i for i in checked if self.get_visible(tctx, i, "bulk_delete") is not None]
             deleted: list[str] = self._store(lambda: self.provider.delete(tctx.tenant_id, checked), "bulk_delete")
             extra["deleted"] = len(deleted)
             extra["memory_ids"] = deleted
@@ -813,6 +883,7 @@ class MemoryEngine:
             if layer is not None:
                 lyr = parse_layer(layer, op)
                 require_identifiers(lyr, ids, op)
+                self.require_grant(tctx, lyr, ids, op)
                 scope = Scope(lyr, scope_key(lyr, ids))
             limit = self._check_limit(limit, self.config.default_list_limit, self.config.max_list_limit, op)
             flt: MetadataFilter | None = parse_filter(filter, op)
@@ -822,7 +893,10 @@ class MemoryEngine:
             at = parse_as_of(as_of, op)
             query = ListQuery(tenant_id=tctx.tenant_id, now=self.now(), scope=scope, predicate=compile_filter(flt),
                               after=after, limit=limit, statuses=_statuses(include_superseded, at, op))
-            page = self._store(lambda: self.provider.list(query), op)
+            if scope is None and tctx.grant is not None and not tctx.grant.all:
+                page = self._list_granted(tctx, query, op)
+            else:
+                page = self._store(lambda: self.provider.list(query), op)
             if at is not None:  # history: a page keeps the memories current at ``at`` (it may be shorter)
                 page.entries = [e for e in page.entries if valid_at(e, at)]
             next_cursor = None
@@ -832,9 +906,30 @@ class MemoryEngine:
             extra["result_count"] = len(page.entries)
             return ListMemoriesOutput(memories=page.entries, next_cursor=next_cursor, total_count=page.total)
 
+    def _list_granted(self, ctx: TenantContext, query: ListQuery, operation: str) -> ListPage:
+        """A tenant-wide list for a restricted grant: the tenant's pages, keeping what the grant sees
+        (the total counts only those; the scan reads the whole tenant, so give a layer where it is large)."""
+        kept: builtins.list[MemoryEntry] = []
+        total = 0
+        after: tuple[datetime, str] | None = None
+        while True:
+            batch = replace(query, after=after, limit=500)
+            page: ListPage = self._store(lambda b=batch: self.provider.list(b), operation)  # type: ignore[misc]
+            for entry in page.entries:
+                if not self.visible(ctx, entry):
+                    continue
+                total += 1
+                if (query.after is None or (entry.created_at, entry.id) > query.after) and len(kept) <= query.limit:
+                    kept.append(entry)
+            if not page.has_more or not page.entries:
+                break
+            after = (page.entries[-1].created_at, page.entries[-1].id)
+        return ListPage(entries=kept[:query.limit], total=total, has_more=len(kept) > query.limit)
+
     # ------------------------------------------------------------------------------ admin
     def stats(self, ctx: Any) -> StoreStats:
         with self.operation("stats", ctx) as (tctx, _):
+            self.require_tenant_grant(tctx, "stats")
             by_layer = self._store(lambda: self.provider.count_by_layer(tctx.tenant_id, self.now()), "stats")
             return StoreStats(
                 tenant_id=tctx.tenant_id, total=sum(by_layer.values()), by_layer=by_layer,
@@ -845,6 +940,8 @@ class MemoryEngine:
     def export(self, ctx: Any, *, include_embeddings: bool = False) -> Iterator[MemoryEntry]:
         tctx = self.check_context(ctx, "export")
         for entry in self.provider.iter_entries(tctx.tenant_id):
+            if not self.visible(tctx, entry):
+                continue
             yield entry if include_embeddings else entry.model_copy(update={"embedding": None})
 
     def health(self) -> HealthCheckResult:

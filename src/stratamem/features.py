@@ -31,8 +31,16 @@ class Closeable(Protocol):
     def close(self) -> None: ...
 
 
+class EventLog(Protocol):
+    """The hygiene event log: ``flush`` writes what is queued, ``close`` also stops its worker."""
+
+    def flush(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
 class EventsFeature(Protocol):
     """``engine.hygiene``: its event log is written out when the engine closes."""
 
     @property
-    def events(self) -> Closeable: ...
+    def events(self) -> EventLog: ...

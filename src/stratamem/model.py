@@ -76,6 +76,95 @@ class LayerIdentifiers(_Model):
 
 _TENANT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$")
 
+#: Grant scope kinds: ``kind:id`` (``object:type/id`` or ``object:type/*``), or ``all``.
+GRANT_KINDS: tuple[str, ...] = ("user", "agent", "session", "project", "team", "org", "company", "object")
+_GRANT_FIELD = {"user": "user_ids", "agent": "agent_ids", "session": "session_ids", "project": "project_ids",
+                "team": "team_ids", "org": "org_ids", "company": "company_ids", "object": "objects"}
+_IDENTIFIER_KIND = {"user_id": "user", "agent_id": "agent", "session_id": "session", "project_id": "project",
+                    "team_id": "team", "org_id": "org", "company_id": "company"}
+
+
+class Grant(_Model):
+    """What a credential may read and change inside its tenant (its role decides whether it may write).
+
+    * ``all``: every scope of the tenant (tenant admins, trusted services);
+    * ``user_ids``: the users it acts for: their user layer, and their agent and session layers
+      (restricted to ``agent_ids`` / ``session_ids`` when those are given);
+    * ``project_ids`` … ``company_ids``: shared scopes; ``objects``: ``type/id`` or ``type/*``.
+
+    Build one with :meth:`parse` from ``["user:alice", "team:t1"]`` and/or a credential's identifiers.
+    """
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True)
+
+    all: bool = False
+    user_ids: frozenset[str] = frozenset()
+    agent_ids: frozenset[str] = frozenset()
+    session_ids: frozenset[str] = frozenset()
+    project_ids: frozenset[str] = frozenset()
+    team_ids: frozenset[str] = frozenset()
+    org_ids: frozenset[str] = frozenset()
+    company_ids: frozenset[str] = frozenset()
+    objects: frozenset[str] = frozenset()
+
+    @classmethod
+    def parse(cls, scopes: Any = (), identifiers: Any = None) -> Grant:
+        """A grant from scope strings (``user:alice``, ``team:t1``, ``object:ticket/*``, ``all``) plus
+        the identifiers a credential is bound to (each one is granted). INVALID_PARAMS on a bad scope."""
+        sets: dict[str, set[str]] = {f: set() for f in _GRANT_FIELD.values()}
+        everything = False
+        for raw in scopes or ():
+            text = str(raw).strip()
+            if text in ("all", "*"):
+                everything = True
+                continue
+            kind, sep, value = text.partition(":")
+            value = value.strip()
+            if not sep or kind not in _GRANT_FIELD or not value or len(value) > 256 or (
+                    kind == "object" and "/" not in value):
+                raise MemoryError(ErrorCode.INVALID_PARAMS,
+                                  f"invalid grant {text!r}: expected all, or kind:id with kind one of "
+                                  f"{', '.join(GRANT_KINDS)} (object:type/id or object:type/*)",
+                                  operation="grant", details={"field": "grants"})
+            sets[_GRANT_FIELD[kind]].add(value)
+        ids = identifiers.present() if isinstance(identifiers, LayerIdentifiers) else dict(identifiers or {})
+        for name, value in ids.items():
+            snake = {"userId": "user_id", "agentId": "agent_id", "sessionId": "session_id",
+                     "projectId": "project_id", "teamId": "team_id", "orgId": "org_id",
+                     "companyId": "company_id"}.get(name, name)
+            if snake in _IDENTIFIER_KIND and value:
+                sets[_GRANT_FIELD[_IDENTIFIER_KIND[snake]]].add(str(value))
+        obj_type, obj_id = ids.get("object_type") or ids.get("objectType"), ids.get("object_id") or ids.get("objectId")
+        if obj_type and obj_id:
+            sets["objects"].add(f"{obj_type}/{obj_id}")
+        return cls(all=everything, **{k: frozenset(v) for k, v in sets.items()})
+
+    def scopes(self) -> list[str]:
+        """The grant as scope strings (the inverse of :meth:`parse`)."""
+        out = ["all"] if self.all else []
+        for kind, name in _GRANT_FIELD.items():
+            out += [f"{kind}:{v}" for v in sorted(getattr(self, name))]
+        return out
+
+    def allows(self, layer: Layer, identifiers: LayerIdentifiers) -> bool:
+        """May this grant touch the scope (``layer``, ``identifiers``)?"""
+        if self.all:
+            return True
+        ids = identifiers
+        if layer in (Layer.AGENT, Layer.USER, Layer.SESSION):
+            if ids.user_id is None or ids.user_id not in self.user_ids:
+                return False
+            if layer is Layer.AGENT:
+                return not self.agent_ids or ids.agent_id in self.agent_ids
+            if layer is Layer.SESSION:
+                return not self.session_ids or ids.session_id in self.session_ids
+            return True
+        if layer is Layer.OBJECT:
+            return f"{ids.object_type}/{ids.object_id}" in self.objects or f"{ids.object_type}/*" in self.objects
+        value = {Layer.PROJECT: ids.project_id, Layer.TEAM: ids.team_id, Layer.ORG: ids.org_id,
+                 Layer.COMPANY: ids.company_id}[layer]
+        return value is not None and value in getattr(self, f"{layer.value}_ids")
+
 
 class TenantContext(_Model):
     """Who is calling and for which tenant. Required by every operation (SPEC R-MODEL).
@@ -90,6 +179,8 @@ class TenantContext(_Model):
     roles: tuple[str, ...] = ()
     credential: str | None = Field(default=None, repr=False)
     expires_at: datetime | None = None
+    #: The scopes this caller may touch; None = a trusted in-process caller (every scope).
+    grant: Grant | None = None
 
     def validate_at(self, now: datetime, operation: str) -> None:
         if not isinstance(self.tenant_id, str) or not _TENANT_RE.match(self.tenant_id):

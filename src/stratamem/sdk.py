@@ -21,6 +21,7 @@ from .config import MemoryConfig
 from .crud.skill import handle_memory_crud
 from .embeddings import Embedder, make_embedder
 from .engine import Clock, MemoryEngine
+from .erasure import forget_user
 from .errors import ErrorCode, MemoryError
 from .graph.service import AsyncGraph, GraphService, GraphUnavailable
 from .layers import get_accessible_layers
@@ -44,6 +45,7 @@ from .persistence.snapshots import AsyncSnapshotManager, SnapshotManager, open_f
 from .providers import MemoryProvider, open_provider
 
 if TYPE_CHECKING:
+    from .erasure import ForgetUserReport
     from .hygiene.gate import ProcessResult
     from .hygiene.health import MemoryHealth
     from .hygiene.policies import PolicyManager
@@ -148,8 +150,10 @@ class Memory:
 
     def update(self, ctx: TenantContext | None = None, memory_id: str | None = None, content: str | None = None,
                metadata: dict[str, Any] | None = None, if_match: str | None = None, *,
-               expires_at: datetime | str | None = None, tier: str | None = None) -> UpdateMemoryOutput:
-        return self.engine.update(ctx, memory_id, content, metadata, if_match, expires_at=expires_at, tier=tier)
+               expires_at: datetime | str | None = None, tier: str | None = None,
+               record_conflict: bool = True) -> UpdateMemoryOutput:
+        return self.engine.update(ctx, memory_id, content, metadata, if_match, expires_at=expires_at, tier=tier,
+                                  record_conflict=record_conflict)
 
     def delete(self, ctx: TenantContext | None = None, memory_id: str | None = None,
                if_match: str | None = None) -> DeleteMemoryOutput:
@@ -272,6 +276,11 @@ class Memory:
     def forget(self, ctx: TenantContext | None = None, text: str | None = None, identifiers: Any = None, *,
                layer: str | Layer | None = None) -> ProcessResult:
         return hygiene_of(self.engine).process(ctx, text, "forget", identifiers, layer=layer)
+
+    def forget_user(self, ctx: TenantContext | None = None, user_id: str | None = None) -> ForgetUserReport:
+        """Right to be forgotten: remove every memory, graph node/edge, event row and cached vector of
+        ``user_id`` in the tenant and revoke the user's API keys (:mod:`stratamem.erasure`)."""
+        return forget_user(self.engine, ctx, user_id)
 
     def health(self, ctx: TenantContext | None = None, *, since: datetime | None = None) -> MemoryHealth:
         """Memory health report (seed 003 §7.1); ``health_check()`` is the provider's liveness."""

@@ -92,7 +92,8 @@ def test_policy_cli(tmp_path: Path) -> None:
     assert json.loads(out.stdout)["deny_patterns"] == ["project x"]
     shown = run("policy", "show", "--json")
     assert json.loads(shown.stdout) == {"deny_patterns": ["project x"], "allowed_categories": None,
-                                        "max_length": None, "pii_mode": "reject", "max_memories": 10}
+                                        "max_length": None, "pii_mode": "reject", "shared_pii_mode": "redact",
+                                        "max_memories": 10}
     assert "pii_mode" in run("policy", "show").stdout
     denied = run("add", "notes on project X", "--user-id", "u1")
     assert denied.returncode == 2 and "POLICY_VIOLATION" in denied.stderr

@@ -185,7 +185,8 @@ def test_scheduled_snapshot_is_published_to_s3(clocked: tuple[Memory, Clock], s3
 def test_cli_serve_runs_maintenance_and_stops_cleanly(live_db: Path) -> None:
     ctx = TenantContext(tenant_id="acme")
     created = datetime.now(UTC)
-    seed = Memory.open(live_db, embedder="hashing")
+    # written four days ago (an expiry in the past is refused), expired three days ago
+    seed = Memory.open(live_db, embedder="hashing", clock=lambda: created - timedelta(days=4))
     try:
         mid = seed.add(ctx, "Temporary door code is 4711", "user", {"user_id": "alice"},
                        expires_at=created - timedelta(days=3)).memory.id

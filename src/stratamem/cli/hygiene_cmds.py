@@ -76,6 +76,8 @@ def register(app: typer.Typer) -> None:
             "--category", help="Allowed category (repeatable): preference, fact, context, instruction.")] = None,
         max_length: Annotated[int | None, typer.Option("--max-length", help="Longest content.")] = None,
         pii_mode: Annotated[str | None, typer.Option("--pii-mode", help="reject | redact | allow.")] = None,
+        shared_pii_mode: Annotated[str | None, typer.Option(
+            "--shared-pii-mode", help="PII in shared layers: reject | redact (default) | allow.")] = None,
         max_memories: Annotated[int | None, typer.Option("--max-memories", help="Quota per user.")] = None,
         embedder: EmbedderOpt = None, as_json: JsonOpt = False,
     ) -> None:
@@ -89,6 +91,8 @@ def register(app: typer.Typer) -> None:
             fields["max_length"] = max_length
         if pii_mode is not None:
             fields["pii_mode"] = pii_mode
+        if shared_pii_mode is not None:
+            fields["shared_pii_mode"] = shared_pii_mode
         if max_memories is not None:
             fields["max_memories"] = max_memories
         with open_store(db, embedder) as mem:

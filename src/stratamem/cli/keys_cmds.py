@@ -14,7 +14,7 @@ from typing import Annotated, Any
 import typer
 from pydantic.alias_generators import to_camel
 
-from ..server.keys import create_key
+from ..server.keys import create_key, key_grants, key_identifiers
 from .common import (
     DEFAULT_DB,
     AgentOpt,
@@ -29,12 +29,14 @@ from .common import (
     SessionOpt,
     TeamOpt,
     UserOpt,
+    coded_errors,
     emit_json,
     fail,
     identifiers,
     open_store,
     require_tenant,
 )
+from .server_cmds import GrantOpt
 
 KeysTenantOpt = Annotated[
     str | None,
@@ -119,9 +121,11 @@ def register(app: typer.Typer) -> None:
         company_id: CompanyOpt = None,
         object_type: ObjectTypeOpt = None,
         object_id: ObjectIdOpt = None,
+        grant: GrantOpt = None,
         embedder: EmbedderOpt = None,
     ) -> None:
-        """Create an API key; it is printed once, as the last word of the output."""
+        """Create an API key; it is printed once, as the last word of the output. A key bound to
+        identifiers (--user-id …) acts only for them plus the scopes given with --grant."""
         ids = identifiers(
             agent_id, user_id, session_id, project_id, team_id, org_id, company_id, object_type, object_id
         )
@@ -130,12 +134,14 @@ def register(app: typer.Typer) -> None:
             if tenant_id is not None:  # checked before anything is created
                 for row in _call(server, admin_key, "GET", "/v1/keys"):
                     _check_tenant(str(row["tenantId"]), tenant_id)
-            data = _call(server, admin_key, "POST", "/v1/keys", {"role": role, "name": name, "identifiers": camel})
+            data = _call(server, admin_key, "POST", "/v1/keys",
+                         {"role": role, "name": name, "identifiers": camel, "grants": grant or []})
             key_id, label, owner, key = data["keyId"], data["name"], data["tenantId"], data["key"]
         else:
             owner = require_tenant(tenant_id)
-            with open_store(db, embedder) as mem:
-                created = create_key(mem.engine.provider, owner, role, name=name, identifiers=ids)
+            with open_store(db, embedder) as mem, coded_errors():
+                created = create_key(mem.engine.provider, owner, role, name=name, identifiers=ids,
+                                     grants=grant or [])
             key_id, label, key = created.record.key_id, created.record.name, created.key
         typer.echo(f"created API key {key_id} ({label}) for tenant {owner} with role {role}.")
         typer.echo("It is shown only once and stored only as a hash; keep it secret:")
@@ -154,7 +160,7 @@ def register(app: typer.Typer) -> None:
         rows: list[dict[str, Any]]
         if server:
             rows = [
-                {k: r.get(k) for k in ("keyId", "name", "roles", "identifiers", "createdAt", "revokedAt")}
+                {k: r.get(k) for k in ("keyId", "name", "roles", "identifiers", "grants", "createdAt", "revokedAt")}
                 for r in _call(server, admin_key, "GET", "/v1/keys")
             ]
         else:
@@ -166,7 +172,8 @@ def register(app: typer.Typer) -> None:
                     "keyId": r.key_id,
                     "name": r.name,
                     "roles": list(r.roles),
-                    "identifiers": r.identifiers,
+                    "identifiers": key_identifiers(r),
+                    "grants": key_grants(r),
                     "createdAt": r.created_at.isoformat(),
                     "revokedAt": r.revoked_at.isoformat() if r.revoked_at else None,
                 }

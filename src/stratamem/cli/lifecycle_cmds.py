@@ -1,5 +1,5 @@
 """Lifecycle commands: ``prune`` (Memory-R1 candidates, ``--dry-run`` lists only), ``maintain`` (TTL
-purge, decay, consolidation, pruning, integrity, once), ``close-session``."""
+purge, decay, consolidation, pruning, integrity, once), ``forget-user``, ``close-session``."""
 
 from __future__ import annotations
 
@@ -54,6 +54,22 @@ def register(app: typer.Typer) -> None:
             table.add_row(r.tenant_id, str(r.purged), str(r.archived), str(r.consolidated), str(r.prune_candidates),
                           str(r.pruned), str(r.integrity_repaired), ", ".join(r.errors) or "-")
         console.print(table)
+
+    @app.command("forget-user")
+    def forget_user(
+        user_id: Annotated[str, typer.Option("--user-id", help="The user to forget.")],
+        db: DbOpt = "stratamem.duckdb",
+        tenant_id: TenantOpt = "default",
+        embedder: EmbedderOpt = None, as_json: JsonOpt = False,
+    ) -> None:
+        """Remove every memory, graph node/edge, event row and cached vector of a user; revoke their keys."""
+        with open_store(db, embedder) as mem:
+            report = mem.forget_user(tenant(tenant_id), user_id)
+        if as_json:
+            emit_json(report.model_dump(mode="json"))
+            return
+        counts = report.model_dump(exclude={"tenant_id", "user_id"})
+        console.print(f"forgot user {user_id} of tenant {tenant_id}: {counts}", markup=False, highlight=False)
 
     @app.command("close-session")
     def close_session(

@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import typer
 from pydantic import ValidationError
 
+from ..model import Grant
 from ..sdk import Memory
 from .common import (
     DEFAULT_DB,
@@ -42,6 +43,11 @@ def _warm_quietly(mem: Memory) -> None:
         mem.engine.embeddings.embedder.embed_one("warm-up")
     except Exception:
         logging.getLogger("stratamem.cli").warning("warming the embedding model failed", exc_info=True)
+
+
+#: Scopes granted beyond the identifiers (repeatable): team:t1, project:p1, object:ticket/*, all.
+GrantOpt = Annotated[list[str] | None, typer.Option(
+    "--grant", help="Scope granted beyond the identifiers (repeatable): team:t1, project:p1, object:type/id, all.")]
 
 
 def _require_server_extra() -> None:
@@ -111,9 +117,10 @@ def register(app: typer.Typer) -> None:
         agent_id: AgentOpt = None, user_id: UserOpt = None, session_id: SessionOpt = None,
         project_id: ProjectOpt = None, team_id: TeamOpt = None, org_id: OrgOpt = None,
         company_id: CompanyOpt = None, object_type: ObjectTypeOpt = None, object_id: ObjectIdOpt = None,
-        embedder: EmbedderOpt = None,
+        grant: GrantOpt = None, embedder: EmbedderOpt = None,
     ) -> None:
-        """Run the MCP server over stdio for one tenant and one set of identifiers."""
+        """Run the MCP server over stdio for one tenant and one set of identifiers (it acts only for
+        them, plus the scopes given with --grant)."""
         _require_server_extra()
         from ..mcp.server import make_binding, run_stdio  # noqa: PLC0415  server extra (mcp)
 
@@ -121,7 +128,9 @@ def register(app: typer.Typer) -> None:
                           object_id)
         with open_store(db, embedder) as mem:
             with coded_errors():
-                binding = make_binding(tenant(tenant_id), ids, layer)
+                bound = Grant.parse(grant or [], ids) if ids or grant else None
+                ctx = tenant(tenant_id).model_copy(update={"grant": bound})
+                binding = make_binding(ctx, ids, layer)
             # Load the model beside the MCP handshake: the first tool call waits for it only if it is
             # not done yet, and the client sees the server answer at once.
             threading.Thread(target=_warm_quietly, args=(mem,), name="stratamem-warm-up", daemon=True).start()

@@ -172,7 +172,7 @@ class _Handler:
     def in_scope(self, mid: str | None, ids: LayerIdentifiers, index: int) -> MemoryEntry:
         if not mid:
             raise _Denied("INVALID_PARAMS", "items[].id is required", {"field": "id", "index": index})
-        entry = self.engine.provider.get(self.ctx.tenant_id, mid, self.engine.now())
+        entry = self.engine.get_visible(self.ctx, mid, f"memory_crud.{self.req.action}")
         layer = SCOPE_LAYER[self.req.scope]
         if entry is None or entry.layer != layer or any(
             getattr(entry.identifiers, k) != v for k, v in ids.present().items() if k != "user_id"

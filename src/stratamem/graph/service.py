@@ -11,7 +11,8 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -111,12 +112,19 @@ class GraphService:
     def _op(self, name: str, ctx: Any) -> Any:
         return self.engine.operation(f"graph.{name}", ctx)
 
+    @contextmanager
+    def _tenant_op(self, name: str, ctx: Any) -> Iterator[tuple[TenantContext, dict[str, Any]]]:
+        """A traversal: its nodes and paths span every scope, so it needs a tenant-wide grant."""
+        with self._op(name, ctx) as (t, extra):
+            self.engine.require_tenant_grant(t, f"graph.{name}")
+            yield t, extra
+
     # -- traversal -----------------------------------------------------------------------------
     def related(self, ctx: Any, node: str, hops: int = 2, *, limit: int = 50,
                 include_entities: bool = False) -> RelatedResult:
         """Memories (and optionally entities) within ``hops`` of a memory id or entity name,
         nearest first, each with its path and reasoning text."""
-        with self._op("related", ctx) as (t, extra):
+        with self._tenant_op("related", ctx) as (t, extra):
             out = self.queries.related(t.tenant_id, node, hops, limit=check_limit(limit, 50, 500, "graph"),
                                        include_entities=include_entities, now=self.engine.now())
             extra["result_count"] = len(out.items)
@@ -124,12 +132,12 @@ class GraphService:
 
     def path(self, ctx: Any, a: str, b: str, *, max_hops: int = 6) -> PathResult:
         """Shortest path between two memories or entities, with intermediate nodes and reasoning."""
-        with self._op("path", ctx) as (t, _):
+        with self._tenant_op("path", ctx) as (t, _):
             return self.queries.path(t.tenant_id, a, b, max_hops=max_hops)
 
     def neighbors(self, ctx: Any, node: str, *, rel_type: str | None = None,
                   direction: Literal["out", "in", "both"] = "both", limit: int = 100) -> list[Neighbor]:
-        with self._op("neighbors", ctx) as (t, _):
+        with self._tenant_op("neighbors", ctx) as (t, _):
             if direction not in ("out", "in", "both"):
                 raise MemoryError(ErrorCode.INVALID_PARAMS, "direction must be out, in or both",
                                   details={"field": "direction"})

@@ -15,7 +15,7 @@ from ..errors import ErrorCode, MemoryError
 from ..model import Layer, MemoryEntry, TenantContext
 from .pii import redact_pii
 from .sanitize import sanitize
-from .secrets import find_secrets
+from .secret_scan import scan_fields, secret_kinds
 
 if TYPE_CHECKING:
     from ..engine import MemoryEngine
@@ -46,21 +46,38 @@ class SanitizeGuard:
 
 
 class SecretGuard:
-    """Refuses content carrying credentials or card numbers: never stored, in any PII mode."""
+    """Refuses a write carrying credentials or card numbers anywhere it stores text (content, metadata
+    keys and values, tier, identifiers), on normalised text: never stored, in any PII mode."""
 
     def __init__(self, engine: MemoryEngine) -> None:
         self.engine = engine
 
+    def _refuse(self, ctx: TenantContext, operation: str, layer: Layer | None, found: Mapping[str, list[str]]) -> None:
+        kinds = sorted({k for ks in found.values() for k in ks})
+        fields = sorted(found)
+        _deny(self.engine, ctx, operation, ErrorCode.UNSAFE_CONTENT, layer, {"kinds": kinds, "fields": fields})
+        raise MemoryError(ErrorCode.UNSAFE_CONTENT,
+                          f"{fields[0]} looks like it contains a secret ({', '.join(kinds)}); secrets are never stored",
+                          operation=operation, details={"kinds": kinds, "fields": fields}, retryable=False)
+
     def check_write(self, ctx: TenantContext, operation: str, content: str, layer: Layer,
                     metadata: Mapping[str, Any]) -> str:
-        found = find_secrets(content)
+        found: dict[str, list[str]] = {}
+        kinds = secret_kinds(content)
+        if kinds:
+            found["content"] = sorted(kinds)
+        if metadata:
+            found.update(scan_fields({"metadata": metadata}))
         if found:
-            kinds = sorted({s.kind for s in found})
-            _deny(self.engine, ctx, operation, ErrorCode.UNSAFE_CONTENT, layer, {"kinds": kinds})
-            raise MemoryError(ErrorCode.UNSAFE_CONTENT,
-                              f"content looks like it contains a secret ({', '.join(kinds)}); secrets are never stored",
-                              operation=operation, details={"kinds": kinds}, retryable=False)
+            self._refuse(ctx, operation, layer, found)
         return content
+
+    def check_fields(self, ctx: TenantContext, operation: str, layer: Layer | None,
+                     fields: Mapping[str, Any]) -> None:
+        """The other stored strings of a write (``tier``, ``identifiers``)."""
+        found = scan_fields(fields)
+        if found:
+            self._refuse(ctx, operation, layer, found)
 
 
 class PolicyGuard:
@@ -73,14 +90,14 @@ class PolicyGuard:
     def check_write(self, ctx: TenantContext, operation: str, content: str, layer: Layer,
                     metadata: Mapping[str, Any]) -> str:
         policy = self.policies.effective(ctx.tenant_id)
-        broken = policy.violation(content, metadata)
+        broken = policy.violation(content, metadata, layer)
         if broken is not None:
             rule, info = broken
             details = {"policy": rule, **{k: v for k, v in info.items() if k != "pattern"}}
             _deny(self.engine, ctx, operation, ErrorCode.POLICY_VIOLATION, layer, details)
             raise MemoryError(ErrorCode.POLICY_VIOLATION, f"content violates the tenant policy {rule!r}",
                               operation=operation, details=details, retryable=False)
-        if policy.pii_mode == "redact":
+        if policy.pii_mode_for(layer) == "redact":
             return redact_pii(content)
         return content
 

@@ -19,13 +19,16 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ..errors import ErrorCode, MemoryError
 from ..llm.base import Category
-from ..model import MemoryEntry, TenantContext
+from ..model import Layer, MemoryEntry, TenantContext
 from .pii import find_pii
 
 if TYPE_CHECKING:
     from ..engine import MemoryEngine
 
 PiiMode = Literal["reject", "redact", "allow"]
+_STRICTNESS: tuple[PiiMode, ...] = ("allow", "redact", "reject")
+#: Layers that belong to one user (PII follows ``pii_mode``); every other layer is shared.
+OWN_LAYERS = frozenset({Layer.AGENT, Layer.USER, Layer.SESSION})
 
 MAX_PATTERNS = 100
 MAX_PATTERN_LENGTH = 500
@@ -40,8 +43,12 @@ class TenantPolicy(BaseModel):
     allowed_categories: list[Category] | None = None
     #: Longest content in characters (in addition to the engine's own limit).
     max_length: int | None = Field(None, ge=1)
-    #: What to do with PII (email, phone, card, IBAN, SSN, IP): reject, redact before storing, or allow.
+    #: What to do with PII (email, phone, card, IBAN, SSN, IP) in the caller's own layers (agent, user,
+    #: session): reject, redact before storing, or allow.
     pii_mode: PiiMode = "allow"
+    #: The same for shared layers (project, team, org, company, object), which other people read:
+    #: redacted unless the tenant decides otherwise. The stricter of the two modes applies there.
+    shared_pii_mode: PiiMode = "redact"
     #: Live memories per user (identifiers.user_id, any layer); None = unlimited.
     max_memories: int | None = Field(None, ge=1)
 
@@ -60,7 +67,14 @@ class TenantPolicy(BaseModel):
     def compiled(self) -> list[re.Pattern[str]]:
         return [re.compile(p, re.I) for p in self.deny_patterns]
 
-    def violation(self, content: str, metadata: Mapping[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    def pii_mode_for(self, layer: Layer | None) -> PiiMode:
+        """The PII mode of a write to ``layer`` (None: the own-layer mode)."""
+        if layer is None or layer in OWN_LAYERS:
+            return self.pii_mode
+        return max(self.pii_mode, self.shared_pii_mode, key=_STRICTNESS.index)
+
+    def violation(self, content: str, metadata: Mapping[str, Any],
+                  layer: Layer | None = None) -> tuple[str, dict[str, Any]] | None:
         """The first rule ``content``/``metadata`` break, with details, or None (PII redact/allow pass)."""
         if self.max_length is not None and len(content) > self.max_length:
             return "max_length", {"max_length": self.max_length, "length": len(content)}
@@ -70,7 +84,7 @@ class TenantPolicy(BaseModel):
         category = metadata.get("category")
         if self.allowed_categories is not None and category is not None and category not in self.allowed_categories:
             return "allowed_categories", {"category": category, "allowed": list(self.allowed_categories)}
-        if self.pii_mode == "reject":
+        if self.pii_mode_for(layer) == "reject":
             kinds = sorted({m.kind for m in find_pii(content)})
             if kinds:
                 return "pii_mode", {"pii_mode": "reject", "kinds": kinds}
@@ -78,7 +92,7 @@ class TenantPolicy(BaseModel):
 
     def allows(self, entry: MemoryEntry) -> str | None:
         """None when a stored entry may be returned; else the name of the rule it breaks."""
-        found = self.violation(entry.content, entry.metadata)
+        found = self.violation(entry.content, entry.metadata, entry.layer)
         return found[0] if found else None
 
 

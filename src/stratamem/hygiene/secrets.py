@@ -2,7 +2,8 @@
 
 Secrets are never stored, whatever the tenant's PII mode: content containing one is refused with
 UNSAFE_CONTENT. Detection combines well-known token shapes (OpenAI, AWS, GitHub, Slack, Google,
-Stripe, JWT, PEM private keys, URLs with embedded passwords), Luhn-valid card numbers (reusing
+Stripe, JWT, PEM private keys, bearer tokens, stratamem's own ``smk_`` keys, URLs with embedded
+passwords), Luhn-valid card numbers (reusing
 :mod:`stratamem.hygiene.pii`) and context ("my password is …", "token: …").
 """
 
@@ -22,7 +23,7 @@ class SecretMatch:
 
 
 _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
-    ("private_key", re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")),
+    ("private_key", re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----", re.I)),
     ("openai_key", re.compile(r"\bsk-(?:proj-|live-|test-)?[A-Za-z0-9_-]{16,}")),
     ("aws_access_key", re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA)[0-9A-Z]{16}\b")),
     ("github_token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})\b")),
@@ -30,7 +31,8 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("google_api_key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b")),
     ("stripe_key", re.compile(r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}\b")),
     ("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")),
-    ("bearer_token", re.compile(r"\bBearer\s+[A-Za-z0-9._~+/=-]{16,}")),
+    ("bearer_token", re.compile(r"\bBearer\s+[A-Za-z0-9._~+/=-]{16,}", re.I)),
+    ("stratamem_key", re.compile(r"\bsmk_[0-9a-f]{16}_[A-Za-z0-9_-]{16,}")),
     ("url_credentials", re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s/:@]+:[^\s/@]+@[^\s/]+", re.I)),
     (
         "credential",
@@ -51,7 +53,7 @@ SECRET_KINDS: tuple[str, ...] = (*(kind for kind, _ in _PATTERNS), "credit_card"
 #: lowercased text). In ASCII text a pattern only runs where one occurs: a write is scanned for
 #: twelve shapes, and most memories contain none of these (30 → 9 µs a memory).
 _NEEDS: dict[str, tuple[str, ...]] = {
-    "private_key": ("-----BEGIN ",),
+    "private_key": ("-----begin ",),
     "openai_key": ("sk-",),
     "aws_access_key": ("AKIA", "ASIA", "AGPA", "AIDA", "AROA"),
     "github_token": ("gh", "github_pat_"),
@@ -59,11 +61,12 @@ _NEEDS: dict[str, tuple[str, ...]] = {
     "google_api_key": ("AIza",),
     "stripe_key": ("_live_", "_test_"),
     "jwt": ("eyJ",),
-    "bearer_token": ("Bearer",),
+    "bearer_token": ("bearer",),
+    "stratamem_key": ("smk_",),
     "url_credentials": ("://",),
     "credential": ("key", "secret", "token", "passw", "pwd", "passphrase", "passcode", "pin", "credential"),
 }
-_ANY_CASE = frozenset({"url_credentials", "credential"})  # the case-insensitive patterns
+_ANY_CASE = frozenset({"url_credentials", "credential", "private_key", "bearer_token"})  # case-insensitive
 _SOME_NEEDLE = re.compile("|".join(re.escape(n) for k, ns in _NEEDS.items() if k not in _ANY_CASE for n in ns))
 _SOME_NEEDLE_ANY_CASE = re.compile("|".join(re.escape(n) for k, ns in _NEEDS.items() if k in _ANY_CASE for n in ns))
 

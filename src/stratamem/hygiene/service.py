@@ -32,7 +32,9 @@ class Hygiene:
     @classmethod
     def install(cls, engine: MemoryEngine) -> Hygiene:
         hygiene = cls(engine)
-        engine.hooks.guards.extend([SanitizeGuard(engine), SecretGuard(engine), PolicyGuard(engine, hygiene.policies)])
+        secret_guard = SecretGuard(engine)
+        engine.hooks.guards.extend([SanitizeGuard(engine), secret_guard, PolicyGuard(engine, hygiene.policies)])
+        engine.field_guards.append(secret_guard.check_fields)
         engine.hooks.write_hooks.append(QuotaHook(engine, hygiene.policies))
         engine.hooks.result_filters.append(PolicySearchFilter(engine, hygiene.policies))
         engine.hooks.observers.append(hygiene.events.observe)

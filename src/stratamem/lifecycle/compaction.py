@@ -83,7 +83,7 @@ def compact(engine: MemoryEngine, ctx: TenantContext, source_ids: Any, callback:
     now = engine.now()
     sources: list[MemoryEntry] = []
     for mid in ids:
-        entry = engine.provider.get(ctx.tenant_id, mid, now)
+        entry = engine.get_visible(ctx, mid, operation)
         if entry is None:
             raise MemoryError(ErrorCode.MEMORY_NOT_FOUND, f"no memory with id {mid!r}", operation=operation,
                               details={"id": mid}, retryable=False)

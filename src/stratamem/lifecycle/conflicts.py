@@ -12,7 +12,7 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..model import AddMemoryInput, ListMemoriesOutput, MemoryEntry, TenantContext
+from ..model import AddMemoryInput, Layer, ListMemoriesOutput, MemoryEntry, TenantContext
 from . import metrics
 from .scan import write_entries
 
@@ -52,6 +52,11 @@ class ConflictRecorder:
         except Exception:
             log.warning("could not store the conflict entry of %s", current.id, exc_info=True)
             return None
+
+
+def hide_conflicts(ctx: TenantContext, hits: list[tuple[Layer, Any]]) -> list[tuple[Layer, Any]]:
+    """Search result filter: conflict entries are for review (``list_conflicts``), never search hits."""
+    return [(layer, hit) for layer, hit in hits if not hit.entry.provenance.conflict]
 
 
 def list_conflicts(engine: MemoryEngine, ctx: Any, memory_id: str | None = None, *, layer: Any = None,

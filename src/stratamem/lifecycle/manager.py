@@ -17,7 +17,7 @@ from ..validation import check_id
 from . import metrics
 from .compaction import CompactionCallback, compact
 from .config import LifecycleConfig
-from .conflicts import ConflictRecorder, list_conflicts
+from .conflicts import ConflictRecorder, hide_conflicts, list_conflicts
 from .expiry import delete_by_scope, restore, soft_delete
 from .feedback import FeedbackResult, record_feedback
 from .importance import AccessTracker, importance_at
@@ -68,6 +68,7 @@ class Lifecycle:
         self.config = config or LifecycleConfig()
         engine.hooks.access_hooks.append(self._on_access)
         engine.hooks.conflict = self._on_conflict
+        engine.hooks.result_filters.append(hide_conflicts)
         self._recorder = ConflictRecorder(engine)
 
     @property
@@ -113,7 +114,7 @@ class Lifecycle:
             mid = check_id(source_id, op)
             target = parse_target(target_layer, op)
             ids = parse_identifiers(identifiers, op)
-            source = self.engine.provider.get(tctx.tenant_id, mid, self.engine.now())
+            source = self.engine.get_visible(tctx, mid, op)
             if source is None:
                 raise MemoryError(ErrorCode.MEMORY_NOT_FOUND, f"no memory with id {mid!r}", operation=op,
                                   details={"id": mid}, retryable=False)
@@ -157,6 +158,7 @@ class Lifecycle:
             if ids.user_id is None or ids.session_id is None:
                 raise MemoryError(ErrorCode.MISSING_IDENTIFIER, "close_session needs user_id and session_id",
                                   operation=op, details={"layer": "session", "identifier": "userId/sessionId"})
+            self.engine.require_grant(tctx, Layer.SESSION, ids, op)
             project = project_id or cfg.project_id
             target = Layer.PROJECT if project else cfg.default_target
             target_ids = LayerIdentifiers(user_id=ids.user_id, project_id=project)
@@ -231,16 +233,22 @@ class Lifecycle:
 
     def delete_by_scope(self, ctx: Any, layer: Any, identifiers: Any) -> int:
         with self.engine.operation("delete_by_scope", ctx) as (tctx, extra):
+            if tctx.grant is not None:
+                lyr = parse_layer(layer, "delete_by_scope")
+                self.engine.require_grant(tctx, lyr, parse_identifiers(identifiers, "delete_by_scope"),
+                                          "delete_by_scope")
             n = delete_by_scope(self.engine, tctx, layer, identifiers)
             extra["deleted"] = n
             return n
 
     def soft_delete(self, ctx: Any, ids: Any) -> list[str]:
         with self.engine.operation("soft_delete", ctx) as (tctx, _):
+            self.engine.require_tenant_grant(tctx, "soft_delete")
             return soft_delete(self.engine, tctx, ids)
 
     def restore(self, ctx: Any, ids: Any) -> list[str]:
         with self.engine.operation("restore", ctx) as (tctx, _):
+            self.engine.require_tenant_grant(tctx, "restore")
             return restore(self.engine, tctx, ids)
 
     def list(self, ctx: Any, layer: Any = None, identifiers: Any = None, *, include_archived: bool = True,
@@ -252,7 +260,10 @@ class Lifecycle:
                 lyr = parse_layer(layer, "list")
                 ids = parse_identifiers(identifiers, "list")
                 require_identifiers(lyr, ids, "list")
+                self.engine.require_grant(tctx, lyr, ids, "list")
                 scope = Scope(lyr, scope_key(lyr, ids))
+            else:
+                self.engine.require_tenant_grant(tctx, "list")
             statuses = ("active", "archived") if include_archived else ("active",)
             out: list[MemoryEntry] = []
             for e in iter_scope(self.engine.provider, tctx.tenant_id, self.engine.now(), scope=scope,
@@ -265,10 +276,12 @@ class Lifecycle:
     # -- feedback / pruning / conflicts ------------------------------------------------------------
     def feedback(self, ctx: Any, memory_ids: Any, reward: Any) -> FeedbackResult:
         with self.engine.operation("feedback", ctx) as (tctx, _):
+            self.engine.require_tenant_grant(tctx, "feedback")
             return record_feedback(self.engine, tctx, memory_ids, reward, self._config.pruning)
 
     def prune(self, ctx: Any, *, dry_run: bool = True) -> PruneReport:
         with self.engine.operation("prune", ctx) as (tctx, _):
+            self.engine.require_tenant_grant(tctx, "prune")
             return prune(self.engine, tctx, self._config.pruning, dry_run=dry_run)
 
     def conflicts(self, ctx: Any, memory_id: str | None = None, *, layer: Any = None, identifiers: Any = None,

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
 import logging
 import os
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from fastapi import APIRouter, FastAPI
+from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -26,7 +27,10 @@ from ..model import HealthCheckResult
 from ..sdk import Memory
 from ..telemetry import audit_observer, metrics, tracing
 from . import docs, http_errors, openapi
-from .deps import get_memory, get_tenant
+from .admin_routes import build_admin_router
+from .auth import require_role
+from .auth_failures import AuthFailures
+from .deps import authenticate_request, get_memory, get_tenant
 from .graph_routes import graph_router
 from .keys_routes import build_keys_router
 from .operations_routes import build_operations_router
@@ -173,6 +177,7 @@ def create_app(memory: Memory, settings: ServerSettings | None = None, *,
     #: The in-server schedule (None when no job is enabled); started and stopped by the lifespan.
     app.state.schedule = runner
     app.state.limiter = build_limiter(settings, memory)  # shared through Redis when configured
+    app.state.auth_failures = AuthFailures(app.state.limiter, settings)
     http_errors.install(app)
     app.add_middleware(BodySizeLimit, limit=settings.max_body_bytes)
 
@@ -190,16 +195,36 @@ def create_app(memory: Memory, settings: ServerSettings | None = None, *,
             raise MemoryError(ErrorCode.PROVIDER_ERROR, "the store is closed", operation="ready")
         try:
             engine.provider.ping()
-        except Exception as exc:
-            raise MemoryError(ErrorCode.PROVIDER_ERROR, f"storage is not reachable: {type(exc).__name__}",
-                              operation="ready") from None
+        except Exception:
+            log.warning("readiness: storage is not reachable", exc_info=True)
+            raise MemoryError(ErrorCode.PROVIDER_ERROR, "storage is not reachable", operation="ready") from None
         return {"status": "ready", "provider": engine.provider.name, "schemaVersion": engine.store_info.schema_version,
                 "embedder": engine.embeddings.embedder.model_id}
 
+    def tenant_metrics(request: Request) -> Response:
+        """The caller's tenant's series (live memories per layer), for that tenant's admin."""
+        auth = authenticate_request(request, request.headers.get("authorization"), request.headers.get("x-api-key"))
+        require_role(auth.ctx, frozenset({"admin"}), "read the tenant's metrics")
+        by_layer = engine.provider.count_by_layer(auth.ctx.tenant_id, engine.now())
+        lines = ["# HELP stratamem_tenant_memories Live memories of the caller's tenant, per layer.",
+                 "# TYPE stratamem_tenant_memories gauge"]
+        tenant = auth.ctx.tenant_id.replace("\\", "\\\\").replace('"', '\\"')
+        lines += [f'stratamem_tenant_memories{{tenant="{tenant}",layer="{layer}"}} {n}'
+                  for layer, n in sorted(by_layer.items())]
+        return Response("\n".join(lines) + "\n", media_type=CONTENT_TYPE_LATEST)
+
     @app.get("/metrics", tags=["ops"], response_class=Response, operation_id="getMetrics",
              responses={200: {"content": {CONTENT_TYPE_LATEST: {}}, "description": "Prometheus text format"}})
-    def prometheus_metrics() -> Response:
-        """Prometheus metrics in the text exposition format. No key needed."""
+    def prometheus_metrics(request: Request) -> Response:
+        """Prometheus metrics in the text exposition format: public, or behind `STRATAMEM_METRICS_TOKEN`
+        when set (a tenant admin's credential then gets only its tenant's series)."""
+        if settings.metrics_token:
+            given = request.headers.get("authorization", "")
+            if not hmac.compare_digest(given.encode(), f"Bearer {settings.metrics_token}".encode()):
+                if given.strip() or request.headers.get("x-api-key"):  # a tenant admin: its own series only
+                    return tenant_metrics(request)
+                raise MemoryError(ErrorCode.UNAUTHORIZED, "/metrics needs 'Authorization: Bearer <metrics token>' "
+                                  "(or a tenant admin's credential for that tenant's series)", operation="metrics")
         try:
             metrics.refresh_storage_size(engine)
         except Exception:  # a scrape must not fail because a count did
@@ -218,6 +243,7 @@ def create_app(memory: Memory, settings: ServerSettings | None = None, *,
     app.include_router(build_keys_router())
     app.include_router(build_operations_router())
     app.include_router(build_snapshot_router())
+    app.include_router(build_admin_router())
     app.include_router(graph_router(get_memory, get_tenant))
     for router in extra_routers:
         app.include_router(router)

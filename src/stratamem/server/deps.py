@@ -14,11 +14,12 @@ from fastapi import Depends, Request
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
 from ..coordination.ratelimit import RateLimiter
-from ..errors import MemoryError
+from ..errors import ErrorCode, MemoryError
 from ..model import TenantContext
 from ..sdk import Memory
 from ..telemetry.metrics import ERRORS
 from .auth import READ_ROLES, WRITE_ROLES, AuthResult, authenticate, credential_from_headers, require_role
+from .auth_failures import AuthFailures
 from .ratelimit import check_rate
 from .settings import ServerSettings
 
@@ -36,12 +37,19 @@ def get_settings(request: Request) -> ServerSettings:
     return settings
 
 
-def _audit_denial(memory: Memory, request: Request, exc: MemoryError, ctx: TenantContext | None) -> None:
+def _client(request: Request) -> str:
+    return request.client.host if request.client else "unknown"
+
+
+def _audit_denial(memory: Memory, request: Request, exc: MemoryError, ctx: TenantContext | None,
+                  repeated: int = 0) -> None:
     ERRORS.labels(code=exc.code.value).inc()  # refused before reaching the engine: still a failed operation
+    details: dict[str, object] = {"reason": exc.message, "client": _client(request)}
+    if repeated:
+        details["repeated"] = repeated
     memory.engine.audit.record(
         tenant_id=ctx.tenant_id if ctx else None, principal=ctx.principal if ctx else None,
-        action=f"{request.method} {request.url.path}", outcome="denied", code=exc.code.value,
-        details={"reason": exc.message, "client": request.client.host if request.client else None},
+        action=f"{request.method} {request.url.path}", outcome="denied", code=exc.code.value, details=details,
     )
 
 
@@ -50,12 +58,23 @@ def authenticate_request(request: Request, authorization: str | None, api_key: s
     memory: Memory = request.app.state.memory
     settings: ServerSettings = request.app.state.settings
     limiter: RateLimiter = request.app.state.limiter
+    failures: AuthFailures = request.app.state.auth_failures
+    address = _client(request)
     result: AuthResult | None = None
     try:
+        failures.check(address)
         result = authenticate(credential_from_headers(authorization, api_key), memory.engine.provider, settings)
+    except MemoryError as exc:
+        # unauthenticated: counted per address, audited once per address and window
+        refused = exc if exc.code is ErrorCode.RATE_LIMITED else failures.failed(address)
+        repeated = failures.audit_due(address)
+        if repeated is not None:
+            _audit_denial(memory, request, exc, None, repeated)
+        raise (refused or exc) from None
+    try:
         check_rate(limiter, settings, result)
     except MemoryError as exc:
-        _audit_denial(memory, request, exc, result.ctx if result else None)
+        _audit_denial(memory, request, exc, result.ctx)
         raise
     request.state.auth = result
     return result

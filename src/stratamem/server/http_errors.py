@@ -104,7 +104,7 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unexpected error on %s %s", request.method, request.url.path)
-        return error_response(MemoryError(ErrorCode.PROVIDER_ERROR, f"internal error: {type(exc).__name__}",
+        return error_response(MemoryError(ErrorCode.PROVIDER_ERROR, "internal error (logged on the server)",
                                           operation=_op(request), retryable=False))
 
 

@@ -14,17 +14,20 @@ import hmac
 import os
 import re
 import secrets
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from ..errors import ErrorCode, MemoryError
 from ..keys_model import ApiKeyRecord
 from ..layers import parse_identifiers
-from ..model import TenantContext
+from ..model import Grant, TenantContext
 from ..providers.base import MemoryProvider
 
 PREFIX = "smk"
+#: A key's explicit grants live in its identifiers record under this name (space-separated scopes),
+#: so the api_keys table of every provider keeps its columns.
+GRANTS_FIELD = "grants"
 ROLES = ("reader", "writer", "admin")
 _KEY_RE = re.compile(r"^smk_([0-9a-f]{16})_([A-Za-z0-9_-]{20,128})$")
 
@@ -43,14 +46,36 @@ class CreatedKey:
     record: ApiKeyRecord
 
 
+def key_identifiers(record: ApiKeyRecord) -> dict[str, str]:
+    """The identifiers a key is bound to (without its grants)."""
+    return {k: v for k, v in record.identifiers.items() if k != GRANTS_FIELD}
+
+
+def key_grants(record: ApiKeyRecord) -> list[str]:
+    """The scopes a key was granted explicitly (``team:t1`` …), beyond its identifiers."""
+    return record.identifiers.get(GRANTS_FIELD, "").split()
+
+
+def credential_grant(roles: Sequence[str], identifiers: Mapping[str, str], scopes: Sequence[str]) -> Grant:
+    """The grant of a credential: tenant-wide for admins and for credentials bound to nothing (service
+    keys/tokens with neither identifiers nor grants); otherwise its identifiers plus its explicit scopes."""
+    if "admin" in roles or (not identifiers and not scopes):
+        return Grant(all=True)
+    return Grant.parse(scopes, identifiers)
+
+
 def create_key(provider: MemoryProvider, tenant_id: str, role: str = "writer", *, name: str | None = None,
-               identifiers: Mapping[str, str] | None = None) -> CreatedKey:
-    """Create and store a key; the plaintext is only in the returned object."""
+               identifiers: Mapping[str, str] | None = None, grants: Sequence[str] = ()) -> CreatedKey:
+    """Create and store a key; the plaintext is only in the returned object. A key bound to
+    identifiers acts only for them plus ``grants`` (``["team:t1", "project:p1"]``, or ``["all"]``)."""
     if role not in ROLES:
         raise MemoryError(ErrorCode.INVALID_PARAMS, f"role must be one of {', '.join(ROLES)}", operation="keys",
                           details={"field": "role"})
     TenantContext(tenant_id=tenant_id).validate_at(datetime.now(UTC), "keys")
     ids = parse_identifiers(dict(identifiers or {}), "keys").model_dump(by_alias=True, exclude_none=True)
+    scopes = Grant.parse(grants).scopes()  # validated, canonical
+    if scopes:
+        ids[GRANTS_FIELD] = " ".join(scopes)
     key_id = secrets.token_hex(8)
     secret = secrets.token_urlsafe(32)
     salt = secrets.token_hex(16)

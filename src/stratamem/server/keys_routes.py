@@ -14,7 +14,7 @@ from ..model import LayerIdentifiers, TenantContext
 from .auth import require_role
 from .deps import MemoryDep, get_tenant
 from .http_errors import COMMON, responses
-from .keys import create_key
+from .keys import create_key, key_grants, key_identifiers
 
 
 class _M(BaseModel):
@@ -26,6 +26,8 @@ class CreateKeyRequest(_M):
                       json_schema_extra={"enum": ["reader", "writer", "admin"]})
     name: str | None = Field(None, max_length=128)
     identifiers: LayerIdentifiers = Field(default_factory=LayerIdentifiers)
+    #: Scopes granted beyond the identifiers: ``team:t1``, ``project:p1``, ``object:ticket/*``, ``all``.
+    grants: list[Annotated[str, Field(max_length=300)]] = Field(default_factory=list, max_length=100)
 
 
 class KeyInfo(_M):
@@ -34,6 +36,7 @@ class KeyInfo(_M):
     name: str
     roles: list[str]
     identifiers: dict[str, str]
+    grants: list[str] = Field(default_factory=list)
     created_at: datetime
     revoked_at: datetime | None = None
 
@@ -58,7 +61,8 @@ AdminDep = Annotated[TenantContext, Depends(_admin)]
 
 def _info(rec: Any) -> dict[str, Any]:
     return {"key_id": rec.key_id, "tenant_id": rec.tenant_id, "name": rec.name, "roles": list(rec.roles),
-            "identifiers": dict(rec.identifiers), "created_at": rec.created_at, "revoked_at": rec.revoked_at}
+            "identifiers": key_identifiers(rec), "grants": key_grants(rec), "created_at": rec.created_at,
+            "revoked_at": rec.revoked_at}
 
 
 def build_keys_router() -> APIRouter:
@@ -69,7 +73,8 @@ def build_keys_router() -> APIRouter:
     def create(body: CreateKeyRequest, memory: MemoryDep, ctx: AdminDep) -> CreatedKeyResponse:
         """Create an API key of the caller's tenant (admin keys only); the key is in the answer once."""
         ids = body.identifiers.model_dump(exclude_none=True)
-        created = create_key(memory.engine.provider, ctx.tenant_id, body.role, name=body.name, identifiers=ids)
+        created = create_key(memory.engine.provider, ctx.tenant_id, body.role, name=body.name, identifiers=ids,
+                             grants=body.grants)
         memory.engine.audit.record(tenant_id=ctx.tenant_id, principal=ctx.principal, action="keys.create",
                                    details={"key_id": created.record.key_id, "role": body.role})
         return CreatedKeyResponse.model_validate({**_info(created.record), "key": created.key})

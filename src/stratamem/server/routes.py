@@ -259,7 +259,7 @@ def build_router() -> APIRouter:
         check_body_tenant(request, memory, ctx, body.tenant_id, "update")
         expected = expected_etag(memory, ctx, memory_id, body.if_match or if_match)
         out = memory.update(ctx, memory_id, body.content, body.metadata, expected,
-                            expires_at=body.expires_at, tier=body.tier)
+                            expires_at=body.expires_at, tier=body.tier, record_conflict=False)
         response.headers["ETag"] = quoted_etag(out.memory.etag)
         return out
 

@@ -51,6 +51,17 @@ class ServerSettings(BaseSettings):
     jwt_public_key: str | None = None
     jwt_audience: str | None = None
     jwt_issuer: str | None = None
+    #: Longest accepted token lifetime (``exp`` minus ``iat``, or minus now without ``iat``);
+    #: ``STRATAMEM_JWT_MAX_LIFETIME`` e.g. ``"1h"``; ``0``/``"off"`` = no cap.
+    jwt_max_lifetime: Interval = timedelta(hours=24)
+    #: Failed authentication per client address: sustained failures per second and burst; beyond
+    #: them the address gets 429 until its bucket refills (0 disables). Audit lines of repeated
+    #: failures are folded into one per address per window.
+    auth_failure_rate_per_second: float = Field(1.0, ge=0.0)
+    auth_failure_burst: int = Field(30, ge=1)
+    auth_failure_audit_window_s: float = Field(60.0, gt=0.0)
+    #: ``STRATAMEM_METRICS_TOKEN``: when set, /metrics needs ``Authorization: Bearer <token>``.
+    metrics_token: str | None = Field(None, repr=False)
     #: Mount the MCP streamable-HTTP endpoint at /mcp.
     mcp_enabled: bool = True
     # -- in-server schedule (stratamem.lifecycle.runner) ---------------------------------------
