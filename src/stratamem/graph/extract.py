@@ -1,4 +1,4 @@
-"""Entity and relation extraction (SPEC R-GRAPH, seed 000 "LLM-based Entity Extraction").
+"""Entity and relation extraction: offline rules, or an LLM when one is configured.
 
 Two implementations of one small protocol:
 

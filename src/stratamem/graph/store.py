@@ -1,4 +1,4 @@
-"""Graph writes: the provider write hook (seed 000 "Multi-Table Transaction Atomicity").
+"""Graph writes: the provider write hook, so memory and graph rows commit in one transaction.
 
 :class:`GraphStore` is registered in ``provider.write_hooks`` of the DuckDB provider. On add, update
 and delete it writes memory node, entities, memory edges and entity edges with the provider's open
@@ -385,7 +385,7 @@ class GraphStore:
         _insert(tx, INSERT_RELATIONS, _REL_KEYS, plan.relations)
         self.generations.bump(tenant)
 
-    # -- cascades (seed 000 "Cascading Graph Deletion") ----------------------------------------
+    # -- cascades (deleting a memory removes the graph rows only it supported) -------------------
     def _mentioned(self, tx: Any, tenant_id: str, ids_json: str) -> list[str]:
         rows = tx.execute(
             "SELECT DISTINCT target_id FROM memory_edges WHERE tenant_id = ? AND target_kind = 'entity' "

@@ -1,4 +1,4 @@
-"""Graph traversal (seed 000 "Dynamic Graph Reasoning", "SQL/PGQ Query Interface").
+"""Graph traversal: multi-hop paths and neighbourhoods, answered by recursive SQL.
 
 Recursive SQL in DuckDB: a breadth-first search written as a ``WITH RECURSIVE … USING KEY (node)``
 CTE. The key makes the recursion a dictionary (one row per reached node), the ``recurring`` table

@@ -1,4 +1,4 @@
-"""Secret detection (seed 003 §4.2 "My API key is sk-abc123 → REJECTED", §9.1).
+"""Secret detection: "My API key is sk-abc123" is rejected, never stored.
 
 Secrets are never stored, whatever the tenant's PII mode: content containing one is refused with
 UNSAFE_CONTENT. Detection combines well-known token shapes (OpenAI, AWS, GitHub, Slack, Google,

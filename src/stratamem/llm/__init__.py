@@ -1,4 +1,4 @@
-"""LLM protocol (SPEC R-LLM): write decisions, formatting, classification, summaries.
+"""LLM protocol: write decisions, formatting, classification, summaries.
 
 ``make_llm()`` returns the OpenAI-compatible HTTP client when ``STRATAMEM_LLM_URL`` (or an explicit
 base URL) is configured, and the deterministic :class:`RuleBasedLLM` otherwise, so every feature
