@@ -109,7 +109,7 @@ def _lower_priority() -> None:
     """Run the calling thread at nice 10 (Linux: a thread's priority is set by its native id).
 
     The preparing thread then takes only the cycles the model leaves idle, instead of slowing the
-    embedding it is meant to hide behind (ingest of 1000 memories: 3.29 s at nice 0, 3.17 s at 10).
+    embedding it is meant to hide behind (a bulk ingest measured slightly faster at nice 10).
     """
     setpriority = getattr(os, "setpriority", None)  # not on Windows
     if setpriority is not None:

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 def __getattr__(name: str) -> Any:
     """``OpenAIChatLLM`` is imported on first use: its HTTP client (httpx) is not needed offline and
-    importing it costs ~0.1 s of every cold start."""
+    importing it would slow every cold start."""
     if name == "OpenAIChatLLM":
         from .openai import OpenAIChatLLM  # noqa: PLC0415  httpx, only for the OpenAI-compatible backend (offline runs never load it)
 
