@@ -31,7 +31,7 @@ $(VENV)/.installed-run: pyproject.toml | $(PY)
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml $(VENV)/.installed-run
-	$(PIP) install -q -e '.[$(TEST_EXTRAS)]'
+	$(PIP) install -q -c constraints-dev.txt -e '.[$(TEST_EXTRAS)]'
 	touch $@
 
 install: $(VENV)/.installed-run

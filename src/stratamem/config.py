@@ -10,12 +10,12 @@ from .retry import RetryConfig
 class MemoryConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    #: Minimum score (0..1) of a search result when the caller gives no threshold (seed 000: 0.7).
+    #: Minimum score (0..1) of a search result when the caller gives no threshold.
     default_threshold: float = Field(0.7, ge=0.0, le=1.0)
     #: An added memory that states a change ("moved to Berlin", "switched from X to Y") supersedes the
     #: older memory of its scope about the same attribute (``supersession.py``).
     detect_supersession: bool = True
-    #: Results at least this similar to a higher-precedence result are dropped (seed 000: 0.95).
+    #: Results at least this similar to a higher-precedence result are dropped.
     dedup_threshold: float = Field(0.95, ge=0.0, le=1.0)
     default_search_limit: int = Field(10, ge=1)
     max_search_limit: int = Field(100, ge=1)

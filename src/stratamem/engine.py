@@ -88,8 +88,9 @@ def _etag(memory_id: str, version: int, chash: str, metadata: Mapping[str, Any])
     return content_hash(raw)[7:27]
 
 
-#: Metadata keys fixed at creation (seed 002 §8.3: scope and ``promotedFromId`` are immutable; §14:
-#: provenance chains are never flattened). The scope (layer + identifiers) cannot be patched at all.
+#: Metadata keys fixed at creation (scope and ``promotedFromId`` are immutable so provenance can be
+#: trusted; provenance chains are never flattened). The scope (layer + identifiers) cannot be
+#: patched at all.
 IMMUTABLE_METADATA: tuple[str, ...] = ("promotedFromId", "compactedFromIds")
 
 
@@ -110,7 +111,7 @@ def _lower_priority() -> None:
     """Run the calling thread at nice 10 (Linux: a thread's priority is set by its native id).
 
     The preparing thread then takes only the cycles the model leaves idle, instead of slowing the
-    embedding it is meant to hide behind (ingest of 1000 memories: 3.29 s at nice 0, 3.17 s at 10).
+    embedding it is meant to hide behind (a bulk ingest measured slightly faster at nice 10).
     """
     setpriority = getattr(os, "setpriority", None)  # not on Windows
     if setpriority is not None:
@@ -204,7 +205,7 @@ class MemoryEngine:
         #: Attached by ``stratamem.assembly`` right after construction, as is ``hygiene``.
         self.graph: SearchExpansion
         #: Lifecycle hooks: called after get/search with the entries read (cheap, must not raise), and on
-        #: an update's if_match mismatch to store the seed-001 conflict entry (returns its id or None).
+        #: an update's if_match mismatch to store the conflict entry (returns its id or None).
         self.access_hooks: list[Callable[[TenantContext, Sequence[MemoryEntry]], None]] = self.hooks.access_hooks
         self._pool = ThreadPoolExecutor(max_workers=self.config.search_workers, thread_name_prefix="stratamem-search")
         #: Prepares adds of ``prepare_ahead_min``+ items (``provider.prepare_add``, at nice 10) while the
@@ -720,7 +721,7 @@ class MemoryEngine:
                     return boosted_page(fetch, limit, boosts, now)
                 return context_page(fetch, limit, self.config.context_weight)
 
-            # seed 000 "Concurrent Layer Search": all layers in flight at once, merged after all finish
+            # all layers are searched concurrently and merged once every one has finished
             pages = [one(target[0])] if len(target) == 1 else builtins.list(self._pool.map(one, target))
             merged, dropped = merge_results(
                 [(layer, page.hits) for layer, page in zip(target, pages, strict=True)],

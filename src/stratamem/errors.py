@@ -1,4 +1,4 @@
-"""The one exception type of stratamem (SPEC R-ERR).
+"""The one exception type of stratamem, with a stable error code per failure.
 
 Every failure a caller can see is a :class:`MemoryError` with a stable ``code``, a human message,
 the ``operation`` that failed, structured ``details`` and a ``retryable`` flag. Surfaces (REST, MCP,
@@ -35,7 +35,7 @@ class ErrorCode(StrEnum):
     CONFIGURATION_ERROR = "CONFIGURATION_ERROR"
 
 
-#: Codes a caller may retry (seed 000 "Error Handling Guidelines").
+#: Codes a caller may retry: transient failures, not bad input.
 RETRYABLE_CODES: frozenset[ErrorCode] = frozenset(
     {ErrorCode.EMBEDDING_FAILED, ErrorCode.PROVIDER_ERROR, ErrorCode.RATE_LIMITED}
 )

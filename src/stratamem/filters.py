@@ -1,4 +1,4 @@
-"""Metadata filters (seed 000 "Memory Metadata Filtering"): compiled once into a predicate.
+"""Metadata filters: compiled once into a predicate.
 
 Filters run inside providers *before* the top-k cut, so a filtered search still returns up to
 ``limit`` results. Every provider uses this one implementation, so behaviour cannot drift.

@@ -1,4 +1,4 @@
-"""Layer rules (SPEC R-MODEL, seed 000 "Layer Requirements Matrix" and "Layer Resolution").
+"""Layer rules: which identifiers each layer requires and the order in which layers are resolved.
 
 * which identifiers each layer needs,
 * which layers a set of identifiers can reach,
@@ -48,7 +48,7 @@ HIERARCHICAL_LAYERS: tuple[Layer, ...] = tuple(layer for layer in PRECEDENCE_ORD
 _CAMEL = {name: field.alias for name, field in LayerIdentifiers.model_fields.items()}
 
 
-#: Seed 000 numbering (1 = highest priority); ``object`` sits between session and project.
+#: Precedence (1 = highest priority); ``object`` sits between session and project.
 LAYER_PRECEDENCE: dict[Layer, float] = {
     Layer.AGENT: 1, Layer.USER: 2, Layer.SESSION: 3, Layer.OBJECT: 3.5,
     Layer.PROJECT: 4, Layer.TEAM: 5, Layer.ORG: 6, Layer.COMPANY: 7,
@@ -125,7 +125,7 @@ def require_identifiers(layer: Layer, identifiers: LayerIdentifiers, operation: 
 
 
 def get_accessible_layers(identifiers: LayerIdentifiers | Mapping[str, Any] | None) -> list[Layer]:
-    """Layers these identifiers can reach, in precedence order (seed 000 ``getAccessibleLayers``).
+    """Layers these identifiers can reach, in precedence order.
 
     ``object`` is never included: it is only searched when named explicitly.
     """

@@ -1,6 +1,6 @@
-"""Core data model (SPEC R-MODEL): layers, identifiers, tenant context, entries, inputs and outputs.
+"""Core data model: layers, identifiers, tenant context, entries, inputs and outputs.
 
-Python attributes are snake_case; every model also accepts and can emit the seeds' camelCase names
+Python attributes are snake_case; every model also accepts and can emit the camelCase names
 (``userId``, ``createdAt`` …) through aliases, which is what the REST and MCP surfaces use.
 """
 
@@ -39,7 +39,7 @@ class _Model(BaseModel):
     )
 
     def to_json_dict(self, **kwargs: Any) -> dict[str, Any]:
-        """JSON-ready dict with the seeds' camelCase names."""
+        """JSON-ready dict with camelCase names (the REST/MCP wire format)."""
         return self.model_dump(mode="json", by_alias=True, **kwargs)
 
 
@@ -167,7 +167,7 @@ class Grant(_Model):
 
 
 class TenantContext(_Model):
-    """Who is calling and for which tenant. Required by every operation (SPEC R-MODEL).
+    """Who is calling and for which tenant. Required by every operation.
 
     ``credential`` is never printed; ``expires_at`` in the past makes the context invalid.
     """
@@ -263,7 +263,7 @@ class MemoryEntry(_Model):
 
 
 class MetadataFilter(_Model):
-    """Search/list filter (seed 000 ``MetadataFilter``).
+    """Search/list filter on entry metadata: tags, source type, knowledge pointer, custom fields.
 
     * ``tags``: match entries having ANY of these tags (OR).
     * ``source_type``: ``metadata.source.type`` equals this.

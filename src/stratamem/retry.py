@@ -1,4 +1,4 @@
-"""Retry policy for transient failures (seed 000 "Retry Strategy"), built on tenacity.
+"""Retry policy for transient failures (bounded attempts with backoff), built on tenacity.
 
 Retried: :class:`TransientProviderError`, :class:`RateLimitedError` (waiting ``Retry-After`` when
 given) and retryable EMBEDDING_FAILED/PROVIDER_ERROR. After the last attempt the caller sees

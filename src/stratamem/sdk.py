@@ -257,7 +257,7 @@ class Memory:
         return self.lifecycle.maintain(tenants)
 
     def crud(self, ctx: TenantContext | None, request: Any) -> Any:
-        """The seed-001 ``memory_crud`` skill: one request dict/model in, ``{items, next_cursor, has_more,
+        """The ``memory_crud`` skill: one request dict/model in, ``{items, next_cursor, has_more,
         errors}`` out."""
 
         return handle_memory_crud(self.engine, self.lifecycle, ctx, request)
@@ -266,7 +266,7 @@ class Memory:
     def process(self, ctx: TenantContext | None = None, text: str | None = None, intent: str = "none",
                 identifiers: Any = None, recent_messages: Sequence[str] | None = None, *,
                 layer: str | Layer | None = None) -> ProcessResult:
-        """Write gate (seed 003 §4.1): decide, dedupe, format, then create/update/delete/ignore."""
+        """Write gate: decide, dedupe, format, then create/update/delete/ignore."""
         return hygiene_of(self.engine).process(ctx, text, intent, identifiers, recent_messages, layer=layer)
 
     def remember(self, ctx: TenantContext | None = None, text: str | None = None, identifiers: Any = None, *,
@@ -283,7 +283,7 @@ class Memory:
         return forget_user(self.engine, ctx, user_id)
 
     def health(self, ctx: TenantContext | None = None, *, since: datetime | None = None) -> MemoryHealth:
-        """Memory health report (seed 003 §7.1); ``health_check()`` is the provider's liveness."""
+        """Memory health report of the tenant; ``health_check()`` is the provider's liveness."""
         return hygiene_of(self.engine).health(ctx, since=since)
 
     @property

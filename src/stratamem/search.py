@@ -1,4 +1,4 @@
-"""Merging per-layer search results (seed 000 "Layer Resolution").
+"""Merging per-layer search results: narrower layers win over broader ones on near-duplicates.
 
 Results are ordered by layer precedence first (agent … company), then by score. A result whose
 embedding is at least ``dedup_threshold`` similar (same [0, 1] scale as scores) to one already

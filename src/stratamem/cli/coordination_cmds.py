@@ -1,4 +1,4 @@
-"""``stratamem writer``: the single writer process of a store shared through Redis (SPEC R-COORD)."""
+"""``stratamem writer``: the single writer process of a store shared through Redis."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Redis coordination (SPEC R-COORD; seed 000 "Write Coordination for Single-Writer Constraint").
+"""Redis coordination: many processes share one single-writer store through one writer process.
 
 One process owns an embedded DuckDB store (:class:`WriteCoordinator`, guarded by a
 :class:`RedisLock`); any number of processes send writes through a Redis FIFO queue

@@ -1,4 +1,4 @@
-"""A Redis FIFO write queue in front of one writer process (SPEC R-COORD).
+"""A Redis FIFO write queue in front of one writer process.
 
 Protocol (all keys under one ``prefix``):
 

@@ -1,4 +1,4 @@
-"""The ``memory_crud`` skill (seed 001, SPEC R-CRUD): one entry point over the engine.
+"""The ``memory_crud`` skill for agents: one entry point over the engine.
 
 Request: ``action`` (create|read|update|delete|list|promote), ``scope`` (agent|team|global, default
 agent → layers agent/team/company), ``namespace`` (that layer's identifier: agentId, teamId,
@@ -6,7 +6,7 @@ companyId; required for team/global, defaults to the principal for agent), ``lay
 (working|session|long_term|meta, stored as the entry's ``tier`` and mirrored in ``metadata.tier``),
 ``items`` (≤ 10), ``filters``, ``cursor``, ``limit`` (default 25, max 100), ``if_match``.
 
-Response: ``{items, next_cursor, has_more, errors: [{code, message, details}]}`` with the seed's codes
+Response: ``{items, next_cursor, has_more, errors: [{code, message, details}]}`` with stable codes
 INVALID_PARAMS, FORBIDDEN, NOT_FOUND, CONFLICT, RATE_LIMITED (other engine codes are mapped to
 INVALID_PARAMS for bad input; ``details.cause`` keeps the engine code). Bulk actions process each
 item and report per-item errors with ``details.index``. Only principals holding a privileged role
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 MAX_ITEMS = 10
 DEFAULT_LIMIT = 25
 MAX_LIMIT = 100
-#: Roles allowed to write the global scope (seed 001: "writeable only by Sys4 agents").
+#: Roles allowed to write the global scope (only system-level agents; others read it).
 PRIVILEGED_ROLES: frozenset[str] = frozenset({"sys4", "admin", "system"})
 
 CrudAction = Literal["create", "read", "update", "delete", "list", "promote"]
@@ -286,7 +286,7 @@ def _rate_limit(engine: MemoryEngine, ctx: TenantContext) -> None:
 
 
 def handle_memory_crud(engine: MemoryEngine, lifecycle: Lifecycle, ctx: Any, request: Any) -> MemoryCrudResponse:
-    """Run one seed-001 request; never raises for bad input (errors are in the response)."""
+    """Run one ``memory_crud`` request; never raises for bad input (errors are in the response)."""
     action = request.get("action") if isinstance(request, Mapping) else getattr(request, "action", None)
     tctx: TenantContext | None = None
     try:

@@ -1,4 +1,4 @@
-"""Embedders (SPEC R-EMB) and the content-hash cache."""
+"""Embedders and the content-hash cache."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Embedder protocol (SPEC R-EMB): text in, L2-normalised float32 vectors out."""
+"""Embedder protocol: text in, L2-normalised float32 vectors out."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Content-hash embedding cache: the same content never reaches the model twice (seed 000).
+"""Content-hash embedding cache: the same content never reaches the model twice.
 
 Levels, looked up in order: a small in-process LRU, then Redis shared by every process when
 configured (:mod:`.redis_cache`), then the persistent store (the provider's ``embedding_cache``

@@ -69,13 +69,13 @@ class OnnxEmbedder(Embedder):
         self._threads = threads
         #: ONNX Runtime's worker threads busy-wait after each run unless told not to; on a small
         #: machine they then take the cores the search and the store need right after the query
-        #: embedding (measured on 2 cores: a search's store work and index search ~2.5x slower).
+        #: embedding, and the search that follows it slows down several times over.
         #: Not spinning also lets the engine prepare a batch's rows on the idle cycles of its embedding.
         self._spinning = spinning
         #: Single texts (queries) run on a second session whose workers spin during the run and stop
         #: when it returns (``session.force_spinning_stop``): no thread wake-ups between operators.
-        #: Measured on 2 cores: a query embedding 3.1 -> 2.1 ms alone, 4.6 -> 3.6 ms inside a search;
-        #: the cost is a second copy of the model in memory (~90 MB) once a single text was embedded.
+        #: A query embedding is then faster, alone and inside a search; the cost is a second copy of
+        #: the model in memory (~90 MB) once a single text was embedded.
         self._fast_queries = fast_queries
         self._lock = threading.Lock()
         self._session: Any = None

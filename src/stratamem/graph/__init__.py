@@ -1,4 +1,4 @@
-"""Knowledge graph on the embedded DuckDB store (SPEC R-GRAPH).
+"""Knowledge graph on the embedded DuckDB store.
 
 ``schema`` (migration 5) · ``extract`` (offline rules + LLM protocol) · ``store`` (write hook) ·
 ``traverse`` (recursive-SQL traversal) · ``integrity`` (validation, scan, purge) · ``service``

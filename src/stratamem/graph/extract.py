@@ -1,8 +1,8 @@
-"""Entity and relation extraction (SPEC R-GRAPH, seed 000 "LLM-based Entity Extraction").
+"""Entity and relation extraction: offline rules, or an LLM when one is configured.
 
 Two implementations of one small protocol:
 
-* :class:`RuleBasedExtractor` (default, offline, deterministic, well under 2 ms per memory):
+* :class:`RuleBasedExtractor` (default, offline, deterministic, cheap enough for every write):
   capitalised names, quoted terms, a known-entity dictionary built from the tenant's own graph,
   noun phrases around relation verbs, and verb patterns mapped to typed relations.
 * any object with ``extract_graph(text, known_entities=..., relation_types=...)`` (the
@@ -75,7 +75,7 @@ class ExtractionResult(BaseModel):
                 rels.setdefault((s, rel.type.upper(), t), ExtractedRelation(
                     source=seen[s].name, target=seen[t].name, type=rel.type.upper()))
         # built from this result's own (validated or constructed) entities and validated relations:
-        # no need to validate the lists again (~12 µs a memory)
+        # no need to validate the lists again
         return ExtractionResult.model_construct(entities=list(seen.values()), relations=list(rels.values()))
 
 
@@ -372,7 +372,7 @@ class RuleBasedExtractor:
                     continue
                 if norm not in entities and len(entities) < self.max_entities:
                     # model_construct: the spans already hold what validation checks (a non-empty
-                    # name of at most MAX_NAME_CHARS, a type of the vocabulary), ~8 ms per 1000 memories
+                    # name of at most MAX_NAME_CHARS, a type of the vocabulary)
                     entities[norm] = ExtractedEntity.model_construct(name=span.name, type=span.type)
             relations.extend(self._relations(sentence, spans))
         return ExtractionResult.model_construct(entities=list(entities.values()), relations=relations).cleaned()

@@ -1,4 +1,4 @@
-"""Referential integrity of the graph (seed 000 "Application-Level Referential Integrity").
+"""Referential integrity of the graph, checked and repaired by the application.
 
 DuckDB does not enforce foreign keys, so the application does:
 

@@ -1,4 +1,5 @@
-"""Graph telemetry (seed 000 "Graph Query Observability"): Prometheus metrics + OpenTelemetry spans.
+"""Graph telemetry (query duration, result counts, traversal depth): Prometheus metrics +
+OpenTelemetry spans.
 
 Metrics live in prometheus-client's default registry; spans use the OpenTelemetry API (a no-op
 unless the application installs an SDK/exporter).

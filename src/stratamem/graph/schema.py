@@ -1,7 +1,8 @@
-"""Knowledge-graph tables of the DuckDB store (SPEC R-GRAPH, seed 000 "Embedded Graph Storage").
+"""Knowledge-graph tables of the DuckDB store, kept in the same file as the memories.
 
-Migration version 5 (reserved for the graph). Every table carries ``tenant_id``; the seed's four
-composite indexes are created here, plus lookups used by cascades and entity de-duplication.
+Migration version 5 (reserved for the graph). Every table carries ``tenant_id``; four
+composite indexes (tenant first) are created here, plus lookups used by cascades and entity
+de-duplication.
 
 Model: a memory is a node (``memory_nodes``, node_id = memory id); entities are nodes
 (``entities``, id derived from tenant + normalised name + type, so de-duplication is by key).
@@ -81,7 +82,7 @@ _DDL = (
         updated_at TIMESTAMP NOT NULL
     )
     """,
-    # The seed's composite indexes (seed 000 "Composite Index Optimization").
+    # Composite indexes with the tenant first: every graph query filters by tenant.
     "CREATE INDEX IF NOT EXISTS idx_edges_tenant_source ON memory_edges (tenant_id, source_id)",
     "CREATE INDEX IF NOT EXISTS idx_edges_tenant_target ON memory_edges (tenant_id, target_id)",
     "CREATE INDEX IF NOT EXISTS idx_nodes_tenant ON memory_nodes (tenant_id)",

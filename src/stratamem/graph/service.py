@@ -257,7 +257,7 @@ class GraphService:
             self.store.forget_setting(t.tenant_id)
             return GraphStats(tenant_id=t.tenant_id, enabled=self.store.enabled(cur, t.tenant_id), **counts)
 
-    # -- health (seed 000 "Graph Health Checks") ------------------------------------------------
+    # -- health (counts and integrity of one tenant's graph) -------------------------------------
     def health(self) -> HealthCheckResult:
         start = time.perf_counter()
         status: Any = "healthy"

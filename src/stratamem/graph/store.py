@@ -1,4 +1,4 @@
-"""Graph writes: the provider write hook (seed 000 "Multi-Table Transaction Atomicity").
+"""Graph writes: the provider write hook, so memory and graph rows commit in one transaction.
 
 :class:`GraphStore` is registered in ``provider.write_hooks`` of the DuckDB provider. On add, update
 and delete it writes memory node, entities, memory edges and entity edges with the provider's open
@@ -96,8 +96,8 @@ _REL_KEYS = ("t", "id", "src", "tgt", "rel", "m", "ts")
 
 # Rows travel as ONE JSON parameter unnested by DuckDB: a single statement per table whatever the
 # batch size, and far cheaper than ``executemany`` or registering an Arrow table for a few rows.
-# From ``ARROW_MIN_ROWS`` rows on, a registered Arrow table is cheaper (4000 mention rows: 15 against
-# 27 ms; 300 rows: even; 3 rows: 5 against 1.3 ms), so a bulk add's rows go that way.
+# From ``ARROW_MIN_ROWS`` rows on, a registered Arrow table is cheaper (the two break even at a few
+# hundred rows; for a handful of rows JSON is several times faster), so a bulk add's rows go that way.
 ARROW_MIN_ROWS = 256
 _JSON_ROWS = "(SELECT unnest(from_json(?, ?), recursive := true))"
 _ARROW_ROWS = "stratamem_graph_rows"
@@ -276,7 +276,7 @@ class GraphStore:
             return {}
         # A hash join with the keys (list_contains would scan the key list per row), handed over as
         # an Arrow table: a batch of 1000 memories has ~23k keys, and parsing them from one JSON
-        # parameter took twice as long (20 against 10 ms).
+        # parameter took about twice as long.
         tx.register(_KEYS, pa.table({"k": pa.array(keys, pa.string())}))
         try:
             rows = tx.execute(
@@ -385,7 +385,7 @@ class GraphStore:
         _insert(tx, INSERT_RELATIONS, _REL_KEYS, plan.relations)
         self.generations.bump(tenant)
 
-    # -- cascades (seed 000 "Cascading Graph Deletion") ----------------------------------------
+    # -- cascades (deleting a memory removes the graph rows only it supported) -------------------
     def _mentioned(self, tx: Any, tenant_id: str, ids_json: str) -> list[str]:
         rows = tx.execute(
             "SELECT DISTINCT target_id FROM memory_edges WHERE tenant_id = ? AND target_kind = 'entity' "

@@ -1,4 +1,4 @@
-"""Graph traversal (seed 000 "Dynamic Graph Reasoning", "SQL/PGQ Query Interface").
+"""Graph traversal: multi-hop paths and neighbourhoods, answered by recursive SQL.
 
 Recursive SQL in DuckDB: a breadth-first search written as a ``WITH RECURSIVE … USING KEY (node)``
 CTE. The key makes the recursion a dictionary (one row per reached node), the ``recurring`` table
@@ -173,8 +173,8 @@ SELECT target_id, source_id, rel_type, false FROM entity_edges WHERE tenant_id =
 """
 
 #: ``tenant_id || ''`` keeps DuckDB from answering a whole-tenant read through the single-column
-#: ``(tenant_id)`` ART index: that fetches matching rows one by one (~0.2 ms each, 0.4 s for 2,000
-#: nodes) where a filtered sequential scan takes ~20 ms. ``$tenant`` stays a bound parameter.
+#: ``(tenant_id)`` ART index: that fetches matching rows one by one, far slower for a whole
+#: tenant than a filtered sequential scan. ``$tenant`` stays a bound parameter.
 ALL_NODES_SQL = """
 SELECT node_id, 'memory', label, layer, NULL, NULL FROM memory_nodes
  WHERE tenant_id || '' = $tenant AND deleted_at IS NULL

@@ -1,1 +1,1 @@
-"""Memory hygiene: PII redaction, write gates, policies, health (SPEC R-HYG)."""
+"""Memory hygiene: PII redaction, write gates, policies, health."""

@@ -1,4 +1,6 @@
-"""The memory_events log: create, update, delete, search, ignore, reject, dedupe (seed 003 §7.1).
+"""The memory_events log: create, update, delete, search, ignore, reject, dedupe.
+
+The health report is built from it.
 
 Engine operations are logged by an observer; ``process()`` adds ``ignore`` and ``dedupe`` events.
 Rows carry no memory content. A provider without event support simply disables the log.

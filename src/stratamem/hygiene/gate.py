@@ -1,4 +1,4 @@
-"""The write gate: ``process(text, intent)`` per seed 003 §4.1.
+"""The write gate: ``process(text, intent)`` decides what of a text is stored.
 
 1. ``intent="forget"``: find every memory of the user about the subject and delete them all.
 2. Unsafe input (secrets) is never stored: ignored when inferred, UNSAFE_CONTENT when the user asked.
@@ -53,7 +53,8 @@ class HygieneConfig(BaseModel):
 
     #: Layer process() writes to.
     layer: Layer = Layer.USER
-    #: Minimum similarity score (stratamem's [0, 1] scale) of a duplicate candidate (seed 003: 0.85).
+    #: Minimum similarity score (stratamem's [0, 1] scale) of a duplicate candidate; key-term
+    #: overlap (below) must hold as well.
     duplicate_threshold: float = Field(0.85, ge=0.0, le=1.0)
     #: Minimum Jaccard overlap of key terms for a candidate to count as the same fact.
     term_overlap: float = Field(0.5, ge=0.0, le=1.0)
@@ -62,7 +63,8 @@ class HygieneConfig(BaseModel):
     #: Same key terms (≥ 2) but different wording: a lower similarity suffices ("based in" / "lives in").
     same_terms_threshold: float = Field(0.75, ge=0.0, le=1.0)
     #: A fact setting the same single-valued attribute ("User's dog's name is …", "User lives in …")
-    #: replaces the stored one when at least this similar (a changed fact is an update, seed 003).
+    #: replaces the stored one when at least this similar (a changed fact is an
+    #: update, not a new memory).
     slot_threshold: float = Field(0.7, ge=0.0, le=1.0)
     #: Forget: minimum similarity score of a match, and share of the subject's key terms it must contain.
     forget_threshold: float = Field(0.6, ge=0.0, le=1.0)
@@ -80,7 +82,7 @@ class HygieneConfig(BaseModel):
 
 
 class ProcessResult(BaseModel):
-    """Seed 003 WriteResult."""
+    """What the write gate did with one text: the action taken and the memories it touched."""
 
     action: Literal["created", "updated", "deleted", "ignored"]
     memory_id: str | None = None
@@ -137,7 +139,7 @@ class WriteGate:
 
     def find_duplicates(self, tctx: TenantContext, layer: Layer, ids: LayerIdentifiers,
                         content: str) -> list[ScoredEntry]:
-        """Seed 003 §4.3: semantic candidates (score ≥ threshold) that also share key terms."""
+        """Duplicate candidates: semantic matches (score ≥ threshold) that also share key terms."""
         return [h for h, _ in self._matches(tctx, layer, ids, content)]
 
     def _matches(self, tctx: TenantContext, layer: Layer, ids: LayerIdentifiers,
@@ -205,7 +207,7 @@ class WriteGate:
             return self._ignore(tctx, decision.reason or "not worth remembering", layer)
         formatted = self._llm(lambda llm: llm.format(clean, system=prompts.system("format_memory")))
         content = sanitize(formatted.content)
-        if not content or find_secrets(content):  # output validation (seed 003 §9.2)
+        if not content or find_secrets(content):  # output validation: the LLM's text is checked too
             return self._ignore(tctx, "formatted memory failed validation", layer)
         source: Literal["inferred", "explicit"] = "explicit" if intent == "remember" else "inferred"
         reason = decision.reason or ("explicitly requested" if intent == "remember" else "")

@@ -29,7 +29,7 @@ def _deny(engine: MemoryEngine, ctx: TenantContext, operation: str, code: ErrorC
 
 
 class SanitizeGuard:
-    """Strips control characters and prompt-injection markers (seed 003 §9.2)."""
+    """Strips control characters and prompt-injection markers before anything is stored."""
 
     def __init__(self, engine: MemoryEngine) -> None:
         self.engine = engine

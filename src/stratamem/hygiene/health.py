@@ -1,4 +1,4 @@
-"""Memory health report (seed 003 §7.1 ``MemoryHealth``).
+"""Memory health report: counts, age, duplicates and rejected writes of a tenant's memories.
 
 * totals by category (``metadata.category``) and by source (``metadata.source.type``:
   inferred | explicit; anything else counts as ``other``);

@@ -1,4 +1,4 @@
-"""PII detection and redaction (seed 000 "PII Redaction").
+"""PII detection and redaction (emails, phone numbers … replaced by ``[REDACTED_…]`` markers).
 
 ``redact_pii("mail user@example.com or 123-456-7890")`` →
 ``"mail [REDACTED_EMAIL] or [REDACTED_PHONE]"``. Patterns are applied most specific first so a card

@@ -1,4 +1,4 @@
-"""Per-tenant governance policies (seed 000 "Governance Validation"), stored in the database.
+"""Per-tenant governance policies (validated on every write), stored in the database.
 
 A :class:`TenantPolicy` holds deny patterns (case-insensitive regular expressions), the allowed
 categories, a maximum content length, the PII mode (reject | redact | allow) and a per-user quota

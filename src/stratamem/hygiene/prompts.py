@@ -1,4 +1,4 @@
-"""Prompt templates of the hygiene layer (seed 003 §2.2.3 / §3.1.3), in our own words.
+"""Prompt templates of the hygiene layer: write decision, formatting, classification, summary.
 
 Every template can be overridden: ``PromptTemplates(write_decision="…")`` passed to
 ``Memory.open(..., hygiene=HygieneConfig(prompts=...))`` or ``mem.hygiene.prompts = ...``. The HTTP
@@ -56,7 +56,7 @@ Answer with a JSON object {"content": "<statement>"}."""
 
 
 class PromptTemplates(BaseModel):
-    """Seed 003 ``PromptTemplates``; override any field."""
+    """The prompts sent to the LLM by the write gate; override any field."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 

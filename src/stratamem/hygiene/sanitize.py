@@ -1,4 +1,4 @@
-"""Input sanitisation (seed 003 §9.2): control characters and prompt-injection markers are removed.
+"""Input sanitisation: control characters and prompt-injection markers are removed.
 
 Kept: newlines and tabs. Removed: other C0/C1 controls, zero-width and bidirectional override
 characters, chat-template tokens (``<|im_start|>``, ``[INST]``, ``<<SYS>>`` …), role prefixes at

@@ -1,4 +1,4 @@
-"""Secret detection (seed 003 §4.2 "My API key is sk-abc123 → REJECTED", §9.1).
+"""Secret detection: "My API key is sk-abc123" is rejected, never stored.
 
 Secrets are never stored, whatever the tenant's PII mode: content containing one is refused with
 UNSAFE_CONTENT. Detection combines well-known token shapes (OpenAI, AWS, GitHub, Slack, Google,
@@ -51,7 +51,7 @@ SECRET_KINDS: tuple[str, ...] = (*(kind for kind, _ in _PATTERNS), "credit_card"
 
 #: Substrings one of which every match of a pattern contains (for ``_ANY_CASE`` kinds: in the
 #: lowercased text). In ASCII text a pattern only runs where one occurs: a write is scanned for
-#: twelve shapes, and most memories contain none of these (30 → 9 µs a memory).
+#: twelve shapes, and most memories contain none of these, so most writes run no pattern at all.
 _NEEDS: dict[str, tuple[str, ...]] = {
     "private_key": ("-----begin ",),
     "openai_key": ("sk-",),

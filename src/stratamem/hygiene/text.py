@@ -1,4 +1,4 @@
-"""Small text utilities of the hygiene layer: key terms and overlap measures (seed 003 §4.3)."""
+"""Small text utilities of the hygiene layer: key terms and overlap measures (duplicate detection)."""
 
 from __future__ import annotations
 

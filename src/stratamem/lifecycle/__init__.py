@@ -1,4 +1,4 @@
-"""Memory lifecycle (SPEC R-LIFE): importance, promotion, compaction, TTL, decay, consolidation,
+"""Memory lifecycle: importance, promotion, compaction, TTL, decay, consolidation,
 reward feedback and pruning, optimistic-concurrency conflicts, maintenance.
 
 One responsibility per module: ``importance`` (score + access tracking), ``promotion`` (upward

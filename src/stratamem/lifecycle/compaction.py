@@ -1,5 +1,5 @@
-"""Compaction with a caller callback (seed 002 §5.4, §8.8) and consolidation of near-duplicates
-(seed 000 ``ConsolidationConfig``).
+"""Compaction with a caller callback (many entries summarised into one, sources kept as provenance)
+and consolidation of near-duplicates.
 
 Compaction: every source must share one scope (layer + identifiers) and the result is written
 there; the callback receives the source entries and returns the new content (sync or async);

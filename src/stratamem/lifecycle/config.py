@@ -1,7 +1,7 @@
 """Lifecycle configuration: every knob of importance, promotion, TTL, decay, consolidation and pruning.
 
 Durations accept a :class:`~datetime.timedelta`, seconds, or strings like ``"7d"``, ``"12h"``,
-``"30m"``, ``"45s"`` (seed 000 ``SessionCleanupConfig.retentionPeriod``).
+``"30m"``, ``"45s"`` (e.g. the session retention period).
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ class ImportanceConfig(_Cfg):
 
 
 class SessionCleanupConfig(_Cfg):
-    """Seed 000 ``SessionCleanupConfig`` plus the promotion target."""
+    """What happens when a session closes: retention and promotion of important entries."""
 
     auto_delete: bool = True
     #: Session memories expire this long after the session closes; None = soft-delete at close.
@@ -67,11 +67,11 @@ class SessionCleanupConfig(_Cfg):
     #: Also promote a session memory that states something durable (a preference, instruction, fact,
     #: relationship or dated plan: ``llm.rules.worth_keeping``) even when it was never accessed.
     promote_durable: bool = True
-    #: Layer that receives promotions when close_session gets no project_id (seed 000: user).
+    #: Layer that receives promotions when close_session gets no project_id.
     default_target: Layer = Layer.USER
-    #: Project that receives promotions when close_session gets none (seed 000: project layer).
+    #: Project that receives promotions when close_session gets none (the project layer).
     project_id: str | None = None
-    #: Redact PII ([REDACTED_EMAIL] …) from promoted content (seed 000 "PII Redaction").
+    #: Redact PII ([REDACTED_EMAIL] …) from promoted content.
     redact_pii: bool = True
 
 
@@ -83,7 +83,7 @@ class TtlConfig(_Cfg):
 
 
 class DecayConfig(_Cfg):
-    """Seed 000 ``DecayConfig``: ``relevance = initial · (1 - rate)^days_since_creation``.
+    """Decay of relevance over time: ``relevance = initial · (1 - rate)^days_since_creation``.
 
     ``initial`` = ``metadata.relevance`` (default 1.0); ``rate`` = ``metadata.decayFactor`` when set,
     else ``rate_per_day``. Below ``archive_threshold`` the entry is archived (leaves search).
@@ -96,7 +96,7 @@ class DecayConfig(_Cfg):
 
 
 class ConsolidationConfig(_Cfg):
-    """Seed 000 ``ConsolidationConfig``: merge near-duplicates of a scope once it holds more than
+    """Consolidation: merge near-duplicates of a scope once it holds more than
     ``max_memories_before_trigger`` entries (score = (1+cosine)/2 ≥ ``similarity_threshold``)."""
 
     enabled: bool = True

@@ -1,4 +1,4 @@
-"""Optimistic-concurrency conflicts (seed 001 "Conflict Handling").
+"""Optimistic-concurrency conflicts: a stale ``if_match`` update is kept as a conflict entry.
 
 On an ``if_match`` mismatch the update is rejected with CONFLICT *and* the caller's new content is
 stored as a separate entry in the same scope with ``conflict: true`` and ``conflict_of`` = the

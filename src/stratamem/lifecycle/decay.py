@@ -1,4 +1,4 @@
-"""Decay (seed 000 ``DecayConfig``): ``relevance = initial · (1 - rate)^days_since_creation``.
+"""Decay of relevance over time: ``relevance = initial · (1 - rate)^days_since_creation``.
 
 Entries of non-exempt layers whose relevance falls below ``archive_threshold`` are archived: they
 leave search and get, and stay listable (``status == "archived"``) until restored or purged.

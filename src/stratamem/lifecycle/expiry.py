@@ -1,4 +1,4 @@
-"""TTL and soft delete (seed 002 §5.5; seed 000 "Soft delete with deferred cleanup").
+"""TTL and soft delete: expired or deleted entries are hidden at once and removed later by cleanup.
 
 Expired entries are never returned by get/search/list (the providers filter on ``expires_at``);
 this module purges them ``ttl.purge_after`` after expiry, and purges soft-deleted entries
@@ -66,7 +66,7 @@ def purge(engine: MemoryEngine, tenant_id: str, cfg: TtlConfig, now: datetime | 
 
 
 def delete_by_scope(engine: MemoryEngine, ctx: TenantContext, layer: object, identifiers: object) -> int:
-    """Hard-delete every entry (any status, expired or not) of one scope; returns the count (seed 002)."""
+    """Hard-delete every entry (any status, expired or not) of one scope; returns the count."""
     op = "delete_by_scope"
     lyr = parse_layer(layer, op)
     ids = parse_identifiers(identifiers, op)  # type: ignore[arg-type]

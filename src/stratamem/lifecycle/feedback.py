@@ -1,4 +1,6 @@
-"""Reward feedback after a task (seed 000 "Memory-R1"): ``feedback(t, memory_ids, reward)``.
+"""Reward feedback after a task (did the recalled memories help?).
+
+``feedback(t, memory_ids, reward)``.
 
 Each call adds one signal per memory (reward in [-1, 1]); the running mean decides pruning (see
 :mod:`stratamem.lifecycle.pruning`). A memory that becomes a candidate is archived at once, so it

@@ -1,4 +1,4 @@
-"""Importance scoring (seed 000 "Importance Scoring"): frequency + recency, optional explicit value.
+"""Importance scoring: frequency + recency, optional explicit value.
 
 See :class:`~stratamem.lifecycle.config.ImportanceConfig` for the formula. Access tracking is one
 batched provider write per get/search (never per hit) and never fails the read.

@@ -150,7 +150,7 @@ class Lifecycle:
 
     def close_session(self, ctx: Any, user_id: str, session_id: str,
                       project_id: str | None = None) -> CloseSessionResult:
-        """Seed 000 "Promotion check at session end" + ``SessionCleanupConfig``."""
+        """Promotion check when a session ends, then cleanup per the session retention settings."""
         with self.engine.operation("close_session", ctx) as (tctx, extra):
             op = "close_session"
             cfg = self._config.session

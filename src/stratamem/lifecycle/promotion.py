@@ -1,4 +1,4 @@
-"""Promotion (seed 000 "Memory Promotion", "Sensitivity Check"; seed 002 §5.3, §8.7, §11).
+"""Promotion: copying a memory to a broader layer, after a sensitivity check, keeping provenance.
 
 Upward only: a broader layer than the source (``session``/``agent`` → ``user`` → ``project`` →
 ``team`` → ``org`` → ``company``); ``object`` is lateral: ``session → object`` and ``object →
@@ -21,7 +21,7 @@ BREADTH: dict[Layer, int] = {
     Layer.AGENT: 0, Layer.SESSION: 0, Layer.USER: 1, Layer.PROJECT: 2, Layer.TEAM: 3, Layer.ORG: 4,
     Layer.COMPANY: 5,
 }
-#: Seed 002 / seed 001 scope names accepted as promotion targets.
+#: Alternative scope names (workspace, global) accepted as promotion targets.
 SCOPE_ALIASES: dict[str, str] = {"workspace": "project", "global": "company"}
 
 

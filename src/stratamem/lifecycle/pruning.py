@@ -1,4 +1,4 @@
-"""Memory-R1 pruning rule (seed 000 "Memory-R1 Pruning").
+"""Reward-based pruning: memories whose feedback is consistently negative are removed.
 
 Rule: a memory with at least ``min_signals`` reward signals whose mean reward is below
 ``threshold`` (defaults: 3 signals, mean < -0.5, rewards in [-1, 1]) is a pruning candidate. It is

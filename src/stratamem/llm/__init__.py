@@ -1,4 +1,4 @@
-"""LLM protocol (SPEC R-LLM): write decisions, formatting, classification, summaries.
+"""LLM protocol: write decisions, formatting, classification, summaries.
 
 ``make_llm()`` returns the OpenAI-compatible HTTP client when ``STRATAMEM_LLM_URL`` (or an explicit
 base URL) is configured, and the deterministic :class:`RuleBasedLLM` otherwise, so every feature
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 def __getattr__(name: str) -> Any:
     """``OpenAIChatLLM`` is imported on first use: its HTTP client (httpx) is not needed offline and
-    importing it costs ~0.1 s of every cold start."""
+    importing it would slow every cold start."""
     if name == "OpenAIChatLLM":
         from .openai import OpenAIChatLLM  # noqa: PLC0415  httpx, only for the OpenAI-compatible backend (offline runs never load it)
 

@@ -23,7 +23,7 @@ class _Out(BaseModel):
 
 
 class DecisionContext(BaseModel):
-    """Seed 003 §3.1.2 DecisionContext."""
+    """What the LLM sees when deciding about a write: the new text and similar stored memories."""
 
     recent_messages: list[str] = Field(default_factory=list)
     existing_memories: list[str] = Field(default_factory=list)
@@ -31,7 +31,7 @@ class DecisionContext(BaseModel):
 
 
 class WriteDecision(_Out):
-    """Seed 003 §3.1.2 WriteDecision: store, ignore, or update an existing memory."""
+    """The LLM's write decision: store, ignore, or update an existing memory."""
 
     action: Literal["store", "ignore", "update"]
     reason: str = ""

@@ -242,7 +242,7 @@ def worth_keeping(text: str) -> bool:
 
 
 def categorize(text: str) -> Category:
-    """preference | fact | context | instruction, by keyword (seed 003 ``categorizeMemory``)."""
+    """preference | fact | context | instruction, by keyword (no LLM needed)."""
     low = text.lower().replace("\u2019", "'")
     if (_INSTRUCTION.search(low) or _STYLE.search(low)
             or re.search(r"\buser wants (?:the assistant|to be called|answers|responses)\b", low)):

@@ -1,1 +1,1 @@
-"""MCP surface (SPEC R-MCP): the seed-003 memory tools over stdio and streamable HTTP."""
+"""MCP surface: the memory tools over stdio and streamable HTTP."""

@@ -1,6 +1,6 @@
 """MCP server with the official ``mcp`` SDK (``MCPServer``): tools createMemory, searchMemory,
-updateMemory, deleteMemory, listMemory with the input schemas of seed 003 §3.3; the seed-001
-``memory_crud`` skill; ``memory_process`` (the seed-003 write gate, intent none|remember|forget) with
+updateMemory, deleteMemory, listMemory with camelCase input schemas; the
+``memory_crud`` skill; ``memory_process`` (the write gate, intent none|remember|forget) with
 its shortcuts ``remember``/``forget``; ``memory_promote`` and ``close_session`` (lifecycle).
 
 The tenant and the identifiers never come from the model: over stdio they are the command's options
@@ -182,7 +182,7 @@ def build_mcp_server(memory: Memory, resolve: Resolver) -> MCPServer[Any]:
             raise _tool_error(exc) from None
         return {"memories": [_view(e) for e in res.memories], "totalCount": res.total_count}
 
-    # -- seed 001: the memory_crud skill ------------------------------------------------------------
+    # -- the memory_crud skill ----------------------------------------------------------------------
     @server.tool(name="memory_crud",
                  description="One entry point for memory CRUD (seed memory_crud skill): action create|read|update|"
                              "delete|list|promote on scope agent|team|global; errors are returned in 'errors'.")
@@ -217,7 +217,7 @@ def build_mcp_server(memory: Memory, resolve: Resolver) -> MCPServer[Any]:
         res = memory.crud(b.ctx, {k: v for k, v in request.items() if v is not None})
         return dict(res.model_dump(mode="json"))
 
-    # -- seed 003: write gate, remember / forget ---------------------------------------------------
+    # -- write gate, remember / forget -------------------------------------------------------------
     def process(context: Context[Any, Any], text: str, intent: Intent,
                 recent_messages: list[str] | None = None) -> dict[str, Any]:
         b = binding(context, write=True)

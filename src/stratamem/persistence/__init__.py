@@ -1,4 +1,4 @@
-"""Persistence to S3-compatible object storage: Parquet snapshots with atomic publish (SPEC R-S3)."""
+"""Persistence to S3-compatible object storage: Parquet snapshots with atomic publish."""
 
 from __future__ import annotations
 

@@ -1,20 +1,18 @@
 """Bookkeeping appends written right after the operation that made them, off its request path.
 
 A search on the embedded store leaves two append-only rows behind: its access statistics and its
-``memory_events`` row. Written inside the search, their commit syncs the DuckDB WAL, and on a VM the
-sync slows the next few milliseconds of compute: a query embedding right after a one-row commit took
-5.0 ms against 1.9 ms otherwise (``benchmarks/scale.py``: 18.4 ms end to end at 100k with the commit
-in the search, 9.0 ms with it on a worker thread).
+``memory_events`` row. Written inside the search, their commit syncs the DuckDB WAL, and the sync
+can slow the compute that follows it (a query embedding right after a one-row commit was measured
+markedly slower; see ``benchmarks/RESULTS.md``), so the commit is moved off the request path.
 
 :class:`AppendQueue` takes those writes when the operation ends and one worker thread writes them,
 everything queued so far in one transaction. Every read of stored rows and every write transaction
 of the store first calls :meth:`AppendQueue.drain`, which writes what is queued (or waits for the
 batch being written), so access counts and events are exact for those readers as soon as the
 operation has returned. A search served from the in-process index does not wait: its hits carry the
-statistics written so far. Measured on 10k memories (``mem.search`` p50, 200 searches per mode):
-end to end 13.2 ms with the write inside the search, 9.7 ms with it here; with the query vector
-cached, 4.6 ms when searches waited for the queue, 1.3 ms without. Only a crash of the process
-within those milliseconds loses queued appends, and they are statistics, never memory content.
+statistics written so far (waiting for the queue would cost a search most of what moving the
+write saved). Only a crash of the process before the worker's commit loses queued appends, and they
+are statistics, never memory content.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The provider trait (SPEC R-PROV, seed 000 "Provider Adapter Interface").
+"""The provider trait: what every storage backend implements.
 
 A provider is storage and nothing else: it persists fully-built entries, answers scoped vector
 queries and keeps the embedding cache. Validation, governance, embedding and merging live in the
@@ -462,7 +462,7 @@ class MemoryProvider(ABC):
         """Live memories whose identifiers carry this user_id (any layer); ``tx`` = open write transaction."""
         raise self._unsupported("hygiene", "hygiene")
 
-    # -- embedding (seed trait: generateEmbedding) ------------------------------------------------
+    # -- embedding (the provider's hook to turn text into vectors) ----------------------------------
     _embed_fn: Any = None
 
     def attach_embedder(self, embed_fn: Any) -> None:

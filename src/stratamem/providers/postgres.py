@@ -1,4 +1,4 @@
-"""Scale-out provider: PostgreSQL + pgvector (SPEC R-PROV; seed 003 §3.4.1).
+"""Scale-out provider: PostgreSQL + pgvector, for many processes writing one store.
 
 * psycopg 3 with a :class:`psycopg_pool.ConnectionPool` (connections checked on checkout), and the
   ``pgvector`` package's adapters, so vectors travel as binary ``vector`` values.
@@ -83,7 +83,8 @@ _COPY_TYPES = [
 _QUOTA_LOCK_SEED = 0x71756F7461
 _SCHEMA_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 
-#: Failures worth retrying: the engine backs off and tries again (SPEC R-OPS "Retries").
+#: Failures worth retrying (transient connection and serialization errors): the engine backs off and
+#: tries again.
 _TRANSIENT: tuple[type[BaseException], ...] = (
     pg_errors.SerializationFailure,
     pg_errors.DeadlockDetected,

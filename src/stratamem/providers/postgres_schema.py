@@ -1,4 +1,4 @@
-"""Versioned, additive schema migrations of the PostgreSQL store (seed 003 §3.4.1).
+"""Versioned, additive schema migrations of the PostgreSQL store.
 
 Same rules as :mod:`duckdb_schema`: each migration runs in its own transaction, is recorded in
 ``schema_version``, and the applied *set* (not the max) decides what runs, so features merged in

@@ -1,7 +1,7 @@
 """In-process search index of the embedded store: exact while a partition is small, HNSW once large.
 
 DuckDB answers a search by scanning every row of the scope (``array_cosine_similarity`` plus the
-BM25 postings join): fine at 1k rows, about 1.4 s at 100k. DuckDB's ``vss`` extension filters
+BM25 postings join): fine at 1k rows, far too slow at 100k. DuckDB's ``vss`` extension filters
 *after* its top-k, which would break tenant and layer filtering. So the embedded provider keeps,
 for each searched **partition** (tenant, layer, scope key), an in-memory mirror of the committed
 rows:
@@ -87,9 +87,9 @@ def search_expansion(base: int, rows: int, reference: int = EXPANSION_REFERENCE_
 
     Measured by ``benchmarks/ann_sweep.py`` on all-MiniLM-L6-v2 embeddings of ``benchmarks/sentences.py``
     (i8 graph, connectivity 32, expansion 128 on add; dense recall@10 of 64 re-scored candidates
-    against the exact scan, 600 queries): at 100k expansion 192 gives 0.975 (HNSW 0.42 ms); at 300k
-    192 gives 0.946, 416 0.977 (1.3 ms); at 1M 192 gives 0.880, 512 0.949, 768 0.963, 864 0.970
-    (3.4 ms). The rule gives 192, 416 and 864 for those sizes."""
+    against the exact scan, 600 queries): at 100k expansion 192 gives 0.975; at 300k
+    192 gives 0.946, 416 0.977; at 1M 192 gives 0.880, 512 0.949, 768 0.963, 864 0.970
+    (latencies in ``benchmarks/RESULTS.md``). The rule gives 192, 416 and 864 for those sizes."""
     if rows <= reference:
         return base
     grown = base * (rows / reference) ** EXPANSION_GROWTH
@@ -811,9 +811,9 @@ class SearchIndex:
     sentence embeddings (``benchmarks/sentences.py``): recall@10 of the re-ranked candidates 0.995,
     where 16/64/128 gave 0.956 (and 0.86 at 100k). The graph stores vectors as int8 (``ann_dtype``;
     candidates are re-scored from the float32 matrix): on 100k such sentences, dense recall@10 of
-    64 re-scored candidates was 0.987 for i8, f16 and f32 alike at expansion 256 (HNSW search 1.9 /
-    2.7 / 3.8 ms, build on 2 threads 24 / 45 / 58 s). Search expansion 192: recall 0.980 as at 256
-    on the same i8 graph, 1.1 instead of 1.6 ms (160: 0.977, 128: 0.967). Larger partitions search
+    64 re-scored candidates was 0.987 for i8, f16 and f32 alike at expansion 256, and i8 both searched
+    and built fastest. Search expansion 192: recall 0.980 as at 256 on the same i8 graph, and
+    faster (160: 0.977, 128: 0.967). Larger partitions search
     wider (:func:`search_expansion`): at 1M, expansion 192 found only 0.878 of the exact top 10.
     """
 

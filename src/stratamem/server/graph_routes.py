@@ -1,4 +1,4 @@
-"""REST routes of the knowledge graph (SPEC R-API): ``/v1/graph/…``, ``/health/graph``, ``/ready/graph``.
+"""REST routes of the knowledge graph: ``/v1/graph/…``, ``/health/graph``, ``/ready/graph``.
 
 The server app includes ``graph_router(get_memory, get_tenant)``; both arguments are FastAPI
 dependency callables (``Depends(get_memory)`` → :class:`~stratamem.Memory`,

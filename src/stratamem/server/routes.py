@@ -1,4 +1,4 @@
-"""REST routes under /v1 (SPEC R-API). Handlers only translate HTTP ↔ the SDK; JSON is camelCase."""
+"""REST routes under /v1. Handlers only translate HTTP ↔ the SDK; JSON is camelCase."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Audit log (SPEC R-OBS): structured JSON lines, one per security-relevant event.
+"""Audit log: structured JSON lines, one per security-relevant event.
 
 Records who did what to which memory ids, in which tenant, and with what outcome — never memory
 content. Sinks: an optional JSON-lines file (``STRATAMEM_AUDIT_LOG`` or ``AuditLog(path=…)``), the

@@ -1,7 +1,7 @@
-"""Prometheus metrics of seed 000 "Observability" (dots become underscores).
+"""Prometheus metrics of the memory operations (metric names use underscores, not dots).
 
 * ``memory_operations_total{op}`` counter, ``memory_operations_errors_total{code}`` counter,
-* ``memory_operations_latency{op}`` histogram in milliseconds (the seed's unit),
+* ``memory_operations_latency{op}`` histogram in milliseconds,
 * ``memory_search_results{layer}`` histogram of results per searched layer,
 * ``memory_storage_size{layer}`` gauge of live memories per layer (all tenants), refreshed on scrape.
 

@@ -1,4 +1,4 @@
-"""OpenTelemetry spans, one per memory operation (SPEC R-OBS).
+"""OpenTelemetry spans, one per memory operation.
 
 The engine notifies observers after an operation, so each span is recorded with the operation's real
 start and end times. Without a configured SDK ``TracerProvider`` the OpenTelemetry API is a no-op.

@@ -264,10 +264,9 @@ class DuckDBConnection(MemoryProvider):
     def bulk_import(self) -> Iterator[None]:
         """Run a bulk import of Parquet files (a snapshot being pulled) with DuckDB on one thread.
 
-        Measured on 2 cores: inserting 100k rows with 384-d vectors from 20 Parquet files takes
-        0.93 s on one thread and 1.07 s on two (1.08 vs 1.67 s from one file), and one thread
-        leaves the other core to the search index being built from the same files beside it (the
-        cold start to the first answer: 3.3 → 3.0 s). ``threads`` is a database-wide setting:
+        On a small machine one thread inserts the rows no slower than two (measured: a little
+        faster), and it leaves the other cores to the search index being built from the same files
+        beside it, so the cold start reaches its first answer sooner. ``threads`` is a database-wide setting:
         queries running meanwhile use one thread too. The last import to end restores the value."""
         db = self.db
         with db.imports_lock:

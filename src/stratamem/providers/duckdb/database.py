@@ -20,9 +20,9 @@ from ..append_queue import AppendQueue
 from . import schema as duckdb_schema
 
 #: WAL size that makes a commit checkpoint the file (DuckDB's default is 16 MB). A checkpoint
-#: rewrites every changed table's indexes: at 100k memories it takes ~3.8 s, and with 16 MB one ran
-#: every third batch of 1000 memories. 128 MB: about one per 25 batches; a crash leaves at most that
-#: much WAL to replay at the next open (26 MB replayed in 0.5 s).
+#: rewrites every changed table's indexes, which takes seconds at 100k memories, and with 16 MB one
+#: ran every third batch of 1000 memories. 128 MB: about one per 25 batches; a crash leaves at most
+#: that much WAL to replay at the next open (replay is far quicker than a checkpoint).
 CHECKPOINT_THRESHOLD = "128MB"
 
 

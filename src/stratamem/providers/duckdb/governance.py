@@ -58,7 +58,7 @@ class GovernanceMixin(DuckDBConnection):
                 cur.execute("INSERT INTO memory_events VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows[0])
                 return
             # Many rows (a bulk_add's create events): one Arrow table, no per-value conversion
-            # (executemany converts value by value and costs ~1.5 s per 1000 rows).
+            # (executemany converts value by value, far too slow for a thousand rows).
             table = pa.Table.from_arrays(
                 [pa.array([r[i] for r in rows], type=pa.timestamp("us") if i == 2 else pa.string()) for i in range(10)],
                 names=[

@@ -45,9 +45,9 @@ class MemoriesMixin(SearchIndexMixin):
             try:
                 cur.execute(f"INSERT INTO memories ({_INSERT_COLUMNS}) SELECT {_INSERT_COLUMNS} FROM stratamem_batch")
                 # The store's own model needs no copy: cache_get reads its vectors from ``memories``
-                # (1000 rows: ~20 ms of insert and ~1.5 MB of WAL less per add; a 100k store's file
+                # (1000 rows: ~1.5 MB of WAL and an insert less per add; a 100k store's file
                 # 0.81 GB instead of 1.31).
-                # DISTINCT ON only where the batch repeats a content (~5 ms per 1000).
+                # DISTINCT ON only where the batch repeats a content (it is not free on large batches).
                 if cache_model is not None and cache_model != self.db.model:
                     repeats = len({e.content_hash for e in entries}) < len(entries)
                     cur.execute(

@@ -75,7 +75,7 @@ ACCESS_LOG_TABLE = "memory_access_log"
 
 
 def _v8_access_log(cur: Any, dims: int) -> None:
-    # Appending a row costs ~2 ms; the UPDATE it replaces scans ``memories`` (~8 ms at 100k rows).
+    # Appending a row is cheap; the UPDATE it replaces scanned ``memories`` and grew with the store.
     cur.execute("CREATE SEQUENCE IF NOT EXISTS memory_access_seq")
     cur.execute(
         f"""
