@@ -382,9 +382,10 @@ class AsyncMemory:
 
     async def update(self, ctx: TenantContext | None = None, memory_id: str | None = None, content: str | None = None,
                      metadata: dict[str, Any] | None = None, if_match: str | None = None, *,
-                     expires_at: datetime | str | None = None, tier: str | None = None) -> UpdateMemoryOutput:
+                     expires_at: datetime | str | None = None, tier: str | None = None,
+                     record_conflict: bool = True) -> UpdateMemoryOutput:
         return await asyncio.to_thread(self.sync.update, ctx, memory_id, content, metadata, if_match,
-                                       expires_at=expires_at, tier=tier)
+                                       expires_at=expires_at, tier=tier, record_conflict=record_conflict)
 
     async def delete(self, ctx: TenantContext | None = None, memory_id: str | None = None,
                      if_match: str | None = None) -> DeleteMemoryOutput:
@@ -520,6 +521,9 @@ class AsyncMemory:
     async def forget(self, ctx: TenantContext | None = None, text: str | None = None, identifiers: Any = None,
                      *, layer: str | Layer | None = None) -> ProcessResult:
         return await asyncio.to_thread(self.sync.forget, ctx, text, identifiers, layer=layer)
+
+    async def forget_user(self, ctx: TenantContext | None = None, user_id: str | None = None) -> ForgetUserReport:
+        return await asyncio.to_thread(self.sync.forget_user, ctx, user_id)
 
     async def health(self, ctx: TenantContext | None = None, *, since: datetime | None = None) -> MemoryHealth:
         return await asyncio.to_thread(self.sync.health, ctx, since=since)

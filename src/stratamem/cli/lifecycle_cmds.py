@@ -58,12 +58,12 @@ def register(app: typer.Typer) -> None:
     @app.command("forget-user")
     def forget_user(
         user_id: Annotated[str, typer.Option("--user-id", help="The user to forget.")],
-        db: DbOpt = "stratamem.duckdb",
-        tenant_id: TenantOpt = "default",
+        db: DbOpt = DEFAULT_DB,
+        tenant_id: TenantOpt = None,
         embedder: EmbedderOpt = None, as_json: JsonOpt = False,
     ) -> None:
         """Remove every memory, graph node/edge, event row and cached vector of a user; revoke their keys."""
-        with open_store(db, embedder) as mem:
+        with open_store(db, embedder, must_exist=True) as mem:
             report = mem.forget_user(tenant(tenant_id), user_id)
         if as_json:
             emit_json(report.model_dump(mode="json"))

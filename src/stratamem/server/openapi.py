@@ -161,6 +161,22 @@ FIELDS: dict[str, tuple[str, Any]] = {
     "maxLength": ("Longest content in characters (in addition to the store's limit).", 2000),
     "piiMode": ("What to do with PII (email, phone, card, IBAN, SSN, IP): reject, redact or allow.", "redact"),
     "maxMemories": ("Live memories per user; null = unlimited.", 500),
+    "shared_pii_mode": ("PII handling in shared layers (project, team, org, company, object): reject, redact or "
+                        "allow; the stricter of this and piiMode applies there.", "redact"),
+    # keys and grants
+    "grants": ("Scopes the key may act on beyond its identifiers: team:t1, project:p1, object:type/id, all.",
+               ["team:platform"]),
+    # forget_user
+    "graphMemoryNodes": ("Knowledge-graph memory nodes removed.", 3),
+    "graphEntities": ("Knowledge-graph entities removed (no longer mentioned by any memory).", 2),
+    "graphEdges": ("Knowledge-graph edges removed.", 4),
+    "keysRevoked": ("API keys of the user that were revoked.", 1),
+    # provider capabilities
+    "ProviderCapabilities.graph": ("Whether the store keeps the knowledge graph.", True),
+    "ProviderCapabilities.lifecycle": ("Whether the store supports the lifecycle operations (TTL, decay, …).", True),
+    "ProviderCapabilities.keys": ("Whether the store keeps API keys.", True),
+    "ProviderCapabilities.governance": ("Whether the store keeps tenant policies and memory events.", True),
+    "ProviderCapabilities.snapshots": ("Whether the store can be snapshotted to S3.", True),
     # lifecycle
     "targetLayer": ("Layer to promote or compact into.", "project"),
     "deleteOriginal": ("Move instead of copy: delete the source after promoting.", False),
