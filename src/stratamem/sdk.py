@@ -11,7 +11,7 @@ import functools
 import itertools
 import os
 import re
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, ParamSpec, Self, TypeVar
@@ -40,6 +40,7 @@ from .model import (
 from .providers import MemoryProvider, open_provider
 
 if TYPE_CHECKING:
+    from .agent.loop import ConversationResult, MemoryLike, Message
     from .hygiene.gate import ProcessResult
     from .hygiene.health import MemoryHealth
     from .hygiene.policies import PolicyManager
@@ -286,6 +287,32 @@ class Memory:
     def hygiene(self) -> Hygiene:
         return self.engine.hygiene
 
+    # -- agent loop utilities (stratamem.agent.loop) -------------------------------------------
+    def system_contract(self) -> str:
+        """The system-prompt text telling a model how to use its memory tools (the hygiene prompts)."""
+        from .agent.loop import system_contract
+
+        return system_contract(self.engine.hygiene.config.prompts)
+
+    def mcp_tools(self) -> builtins.list[dict[str, Any]]:
+        """The MCP tool definitions (``name``, ``description``, ``inputSchema``) of ``stratamem mcp``."""
+        from .agent.loop import mcp_tools
+
+        return mcp_tools(self)
+
+    def format_context(self, memories: SearchMemoryOutput | Iterable[MemoryLike], max_tokens: int = 1000) -> str:
+        """A compact layer-labelled block of memories within ``max_tokens`` (see ``agent.loop.format_context``)."""
+        from .agent.loop import format_context
+
+        return format_context(memories, max_tokens)
+
+    def process_conversation(self, ctx: TenantContext | None, messages: Sequence[Message],
+                             response: Message | None = None, identifiers: Any = None) -> ConversationResult:
+        """Run the write gate over the user messages of a turn; returns what was created/updated/ignored."""
+        from .agent.loop import process_conversation
+
+        return process_conversation(self, ctx, messages, response, identifiers)
+
     # -- lifecycle ---------------------------------------------------------------------------
     def close(self) -> None:
         self.lifecycle.close()
@@ -517,6 +544,21 @@ class AsyncMemory:
 
     async def health(self, ctx: TenantContext | None = None, *, since: datetime | None = None) -> MemoryHealth:
         return await asyncio.to_thread(self.sync.health, ctx, since=since)
+
+    async def system_contract(self) -> str:
+        return self.sync.system_contract()
+
+    async def mcp_tools(self) -> builtins.list[dict[str, Any]]:
+        from .agent.loop import amcp_tools
+
+        return await amcp_tools(self.sync)
+
+    async def format_context(self, memories: SearchMemoryOutput | Iterable[MemoryLike], max_tokens: int = 1000) -> str:
+        return self.sync.format_context(memories, max_tokens)
+
+    async def process_conversation(self, ctx: TenantContext | None, messages: Sequence[Message],
+                                   response: Message | None = None, identifiers: Any = None) -> ConversationResult:
+        return await asyncio.to_thread(self.sync.process_conversation, ctx, messages, response, identifiers)
 
     async def close(self) -> None:
         await asyncio.to_thread(self.sync.close)

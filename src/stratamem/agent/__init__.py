@@ -1,0 +1,12 @@
+"""Agent-side utilities: what an agent loop needs around its model call (see :mod:`.loop`)."""
+
+from .loop import ConversationResult, estimate_tokens, format_context, mcp_tools, process_conversation, system_contract
+
+__all__ = [
+    "ConversationResult",
+    "estimate_tokens",
+    "format_context",
+    "mcp_tools",
+    "process_conversation",
+    "system_contract",
+]
