@@ -211,3 +211,62 @@ def test_a_compiled_graph_uses_the_store(store: StratamemStore) -> None:
     out = graph.invoke({"user": "alice", "message": "My cat is called Miso", "recalled": []})
     assert set(out["recalled"]) == {"I live in Lisbon", "My cat is called Miso"}
     assert store.list_namespaces() == [("memories", "alice")]
+
+
+def test_same_answers_as_langgraphs_in_memory_store(open_mem: Callable[..., Memory]) -> None:
+    """Differential check against LangGraph's own reference store (``InMemoryStore``): the same puts and
+    deletes, then the same reads. Unranked search order is not part of the contract (the reference
+    keeps insertion order, this store answers newest first), so those are compared as sets."""
+    from langgraph.store.memory import InMemoryStore
+
+    ours, ref = StratamemStore(open_mem(embedder="hashing"), ACME, ALICE), InMemoryStore()
+    namespaces = [
+        ("p", "q", "r"),
+        ("p", "q", "s", "t"),
+        ("p", "q", "s", "u"),
+        ("p", "w", "r"),
+        ("z", "p", "r"),
+        ("accounts", "7"),
+        ("accounts", "8", "config"),
+        ("ops", "accounts", "9"),
+    ]
+    for store in (ours, ref):
+        for i, ns in enumerate(namespaces):
+            store.put(ns, f"k{i}", {"data": f"v{i}", "i": i, "group": {"parity": i % 2}})
+            store.put(ns, "extra", {"data": "x", "i": -1, "group": {"parity": 2}})
+        store.delete(("ops", "accounts", "9"), "extra")
+        store.put(("p", "q", "r"), "k0", {"data": "replaced", "i": 100, "group": {"parity": 0}})
+    queries: list[dict[str, Any]] = [
+        {},
+        {"prefix": ("p", "q")},
+        {"suffix": ("r",)},
+        {"prefix": ("p",), "suffix": ("r",)},
+        {"prefix": ("p", "q"), "max_depth": 3},
+        {"prefix": ("p", "*", "r")},
+        {"suffix": ("*", "r")},
+        {"prefix": ("accounts", "*")},
+        {"prefix": ("*", "accounts"), "suffix": ("*", "config")},
+        {"prefix": ("missing",)},
+        {"max_depth": 1},
+        {"prefix": ("p", "q"), "limit": 2},
+        {"prefix": ("p", "q"), "offset": 2},
+    ]
+    for q in queries:
+        assert ours.list_namespaces(**q) == ref.list_namespaces(**q), q
+    filters: list[dict[str, Any] | None] = [
+        None,
+        {"data": "x"},
+        {"i": {"$gte": 3}},
+        {"i": {"$lt": 2, "$ne": -1}},
+        {"group": {"parity": 1}},
+        {"group": {"parity": {"$eq": 2}}},
+    ]
+    for prefix in [(), ("p",), ("p", "q"), ("accounts", "8", "config"), ("nothing",)]:
+        for flt in filters:
+            got = {(r.namespace, r.key, str(r.value)) for r in ours.search(prefix, filter=flt, limit=100)}
+            want = {(r.namespace, r.key, str(r.value)) for r in ref.search(prefix, filter=flt, limit=100)}
+            assert got == want, (prefix, flt)
+    for i, ns in enumerate(namespaces):
+        for key in (f"k{i}", "extra", "nope"):
+            a, b = ours.get(ns, key), ref.get(ns, key)
+            assert (a.value if a else None) == (b.value if b else None), (ns, key)
