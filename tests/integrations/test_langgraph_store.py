@@ -69,8 +69,9 @@ def test_invalid_namespaces_are_rejected(store: StratamemStore) -> None:
     for bad in [(), ("langgraph", "x"), ("a.b",), ("",)]:
         with pytest.raises(InvalidNamespaceError):
             store.put(bad, "k", {"v": 1})
-    with pytest.raises(InvalidNamespaceError):  # ops passed to batch directly are checked too
-        store.batch([PutOp(("a.b",), "k", {"v": 1})])
+    for bad in [(), ("langgraph",), ("a.b",)]:  # ops passed to batch directly are checked too
+        with pytest.raises(InvalidNamespaceError):
+            store.batch([PutOp(bad, "k", {"v": 1})])
 
 
 def test_search_without_query_filters_and_pages(store: StratamemStore, clock: Clock) -> None:
@@ -270,3 +271,14 @@ def test_same_answers_as_langgraphs_in_memory_store(open_mem: Callable[..., Memo
         for key in (f"k{i}", "extra", "nope"):
             a, b = ours.get(ns, key), ref.get(ns, key)
             assert (a.value if a else None) == (b.value if b else None), (ns, key)
+
+
+def test_reads_page_through_more_items_than_one_list_page(open_mem: Callable[..., Memory]) -> None:
+    mem = open_mem(embedder="hashing")
+    store = StratamemStore(mem, ACME, ALICE)
+    count = mem.engine.config.max_list_limit + 30
+    store.batch([PutOp(("bulk", f"g{i % 3}"), f"k{i}", {"i": i}) for i in range(count)])
+    assert len(store.search(("bulk",), limit=count + 10)) == count
+    assert store.list_namespaces(prefix=("bulk",)) == [("bulk", "g0"), ("bulk", "g1"), ("bulk", "g2")]
+    last = store.get(("bulk", f"g{(count - 1) % 3}"), f"k{count - 1}")
+    assert last is not None and last.value == {"i": count - 1}

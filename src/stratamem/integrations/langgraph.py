@@ -18,7 +18,8 @@ Mapping (one store object serves one tenant):
 
 A put on an existing key replaces the item (delete, then add: ``created_at`` restarts, as in
 LangGraph's own stores); ``value=None`` deletes it. Reads without a query scan the tenant's
-LangGraph items page by page, so they cost time linear in that count.
+LangGraph items page by page, so they cost time linear in that count. A semantic search returns at
+most ``max_search_limit`` (the store's config) results counted from the first, offset included.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from langgraph.store.base import (
     TTLConfig,
 )
 
+from ..config import MemoryConfig
 from ..layers import REQUIRED_IDENTIFIERS
 from ..model import Layer, MemoryEntry, TenantContext
 from ..sdk import Memory
@@ -164,6 +166,10 @@ class StratamemStore(BaseStore):
                 _check_labels(op.namespace)
                 results.append(self._get(op))
             elif isinstance(op, PutOp):
+                if not op.namespace or op.namespace[0] == "langgraph":
+                    raise InvalidNamespaceError(
+                        f"a namespace must be non-empty and not start with 'langgraph': {op.namespace}"
+                    )
                 _check_labels(op.namespace)
                 self._put(op)
                 results.append(None)
@@ -180,11 +186,17 @@ class StratamemStore(BaseStore):
         return await asyncio.to_thread(self.batch, list(ops))
 
     # -- operations -------------------------------------------------------------------------
+    @property
+    def _config(self) -> MemoryConfig:
+        return self.memory.engine.config
+
     def _scan(self, filter: dict[str, Any]) -> Iterator[MemoryEntry]:
         """Every LangGraph item of the tenant matching a stratamem metadata filter, page by page."""
         cursor: str | None = None
         while True:
-            page = self.memory.list(self.ctx, cursor=cursor, limit=100, filter={_KEY: {"exists": True}, **filter})
+            page = self.memory.list(
+                self.ctx, cursor=cursor, limit=self._config.max_list_limit, filter={_KEY: {"exists": True}, **filter}
+            )
             yield from page.memories
             cursor = page.next_cursor
             if cursor is None:
@@ -257,7 +269,7 @@ class StratamemStore(BaseStore):
                 op.query,
                 identifiers,
                 [layer],
-                limit=min(op.offset + op.limit, 100),
+                limit=min(op.offset + op.limit, self._config.max_search_limit),
                 threshold=0.0,
                 filter={_KEY: {"exists": True}, **flt},
             )
