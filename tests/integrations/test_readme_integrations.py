@@ -21,9 +21,9 @@ def _snippets() -> list[str]:
     return re.findall(r"```python\n(.*?)```", section, flags=re.S)
 
 
-@pytest.mark.parametrize("framework", ["langgraph", "autogen"])
+@pytest.mark.parametrize("framework", ["langgraph", "autogen", "openai_agents"])
 def test_snippet_runs(framework: str, tmp_path: Path) -> None:
-    pytest.importorskip("langgraph" if framework == "langgraph" else "autogen_core")
+    pytest.importorskip({"langgraph": "langgraph", "autogen": "autogen_core", "openai_agents": "agents"}[framework])
     code = next(s for s in _snippets() if f"integrations.{framework}" in s)
     env = {k: v for k, v in os.environ.items() if k != "STRATAMEM_EMBEDDER"} | {"PYTHONPATH": str(ROOT / "src")}
     out = subprocess.run(
@@ -32,6 +32,8 @@ def test_snippet_runs(framework: str, tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     if framework == "langgraph":
         assert out.stdout.splitlines() == ["{'content': 'Alice loves pizza'}", "[('memories', 'alice')]"]
+    elif framework == "openai_agents":
+        assert out.stdout.strip() == "[{'role': 'user', 'content': 'My cat is called Miso'}]"
     else:
         lines = out.stdout.strip().splitlines()
         assert lines[0] == CONTEXT_HEADER
