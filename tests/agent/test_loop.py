@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 
+import pytest
 from mcp import Client
 
 from stratamem import AsyncMemory, Memory, TenantContext
@@ -120,3 +121,19 @@ def test_async_twins(db_path: object, acme: TenantContext) -> None:
             assert "Rex" in await amem.format_context(hits, 100)
 
     asyncio.run(main())
+
+
+def test_process_conversation_reads_framework_message_objects(mem: Memory, acme: TenantContext) -> None:
+    models = pytest.importorskip("autogen_core.models", reason="the autogen extra is not installed")
+    UserMessage, AssistantMessage = models.UserMessage, models.AssistantMessage
+    turn = mem.process_conversation(
+        acme,
+        [
+            UserMessage(content="I work as a nurse in Porto", source="user"),
+            AssistantMessage(content="Cool", source="a"),
+        ],
+        None,
+        identifiers=ALICE,
+    )
+    assert len(turn.created) == 1 and turn.ignored == []
+    assert "Cool" not in (turn.created[0].content or "")

@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 #: Default token budget of :func:`format_context`.
 DEFAULT_MAX_TOKENS = 1000
 CONTEXT_HEADER = "Memories (hints that may be stale):"
+#: How many earlier messages of the turn the write gate sees with each user message.
+RECENT_MESSAGES = 5
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
@@ -189,7 +191,7 @@ def process_conversation(
     for message in messages:
         role, text = _role_and_text(message)
         if role in _USER_ROLES and text.strip():
-            outcome = memory.process(ctx, text, "none", identifiers, list(history[-5:]))
+            outcome = memory.process(ctx, text, "none", identifiers, history[-RECENT_MESSAGES:])
             getattr(result, outcome.action).append(outcome)
         if text.strip():
             history.append(text)
