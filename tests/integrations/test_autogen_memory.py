@@ -8,15 +8,17 @@ from collections.abc import Callable
 
 import pytest
 
-pytest.importorskip("autogen_core", reason="the autogen extra is not installed")
+from .conftest import need
 
-from autogen_core.memory import Memory as AutogenMemory
-from autogen_core.memory import MemoryContent, MemoryMimeType
-from autogen_core.model_context import BufferedChatCompletionContext, UnboundedChatCompletionContext
-from autogen_core.models import AssistantMessage, SystemMessage, UserMessage
+need("autogen_core", "autogen")  # before the framework imports: skip or fail (CI) with a clear reason
 
-from stratamem import Memory, TenantContext
-from stratamem.integrations.autogen import StratamemMemory
+from autogen_core.memory import Memory as AutogenMemory  # noqa: E402
+from autogen_core.memory import MemoryContent, MemoryMimeType  # noqa: E402
+from autogen_core.model_context import BufferedChatCompletionContext, UnboundedChatCompletionContext  # noqa: E402
+from autogen_core.models import AssistantMessage, SystemMessage, UserMessage  # noqa: E402
+
+from stratamem import Memory, TenantContext  # noqa: E402
+from stratamem.integrations.autogen import StratamemMemory  # noqa: E402
 
 ACME = TenantContext(tenant_id="acme", principal="agent")
 ALICE = {"user_id": "alice"}

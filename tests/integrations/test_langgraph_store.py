@@ -14,13 +14,15 @@ from typing import Any, TypedDict
 
 import pytest
 
-pytest.importorskip("langgraph", reason="the langgraph extra is not installed")
+from .conftest import need
 
-from langgraph.graph import END, START, StateGraph
-from langgraph.store.base import BaseStore, GetOp, InvalidNamespaceError, ListNamespacesOp, PutOp, SearchOp
+need("langgraph", "langgraph")  # before the framework imports: skip or fail (CI) with a clear reason
 
-from stratamem import Memory, TenantContext
-from stratamem.integrations.langgraph import StratamemStore, layer_scope
+from langgraph.graph import END, START, StateGraph  # noqa: E402
+from langgraph.store.base import BaseStore, GetOp, InvalidNamespaceError, ListNamespacesOp, PutOp, SearchOp  # noqa: E402
+
+from stratamem import Memory, TenantContext  # noqa: E402
+from stratamem.integrations.langgraph import StratamemStore, layer_scope  # noqa: E402
 
 ACME = TenantContext(tenant_id="acme", principal="graph")
 GLOBEX = TenantContext(tenant_id="globex", principal="graph")

@@ -7,16 +7,16 @@ import asyncio
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-import pytest
+from .conftest import need
 
-pytest.importorskip("agents", reason="the openai-agents extra is not installed")
+need("agents", "openai-agents")  # before the framework imports: skip or fail (CI) with a clear reason
 
-from agents import Agent, Model, ModelResponse, Runner, Usage, set_tracing_disabled
-from agents.memory import SessionABC, SessionSettings
-from openai.types.responses import ResponseOutputMessage, ResponseOutputText
+from agents import Agent, Model, ModelResponse, Runner, Usage, set_tracing_disabled  # noqa: E402
+from agents.memory import SessionABC, SessionSettings  # noqa: E402
+from openai.types.responses import ResponseOutputMessage, ResponseOutputText  # noqa: E402
 
-from stratamem import Memory, TenantContext
-from stratamem.integrations.openai_agents import StratamemSession
+from stratamem import Memory, TenantContext  # noqa: E402
+from stratamem.integrations.openai_agents import StratamemSession  # noqa: E402
 
 ACME = TenantContext(tenant_id="acme", principal="agent")
 

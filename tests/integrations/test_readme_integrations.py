@@ -12,6 +12,8 @@ import pytest
 
 from stratamem.agent.loop import CONTEXT_HEADER
 
+from .conftest import need
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -23,7 +25,12 @@ def _snippets() -> list[str]:
 
 @pytest.mark.parametrize("framework", ["langgraph", "autogen", "openai_agents"])
 def test_snippet_runs(framework: str, tmp_path: Path) -> None:
-    pytest.importorskip({"langgraph": "langgraph", "autogen": "autogen_core", "openai_agents": "agents"}[framework])
+    module, extra = {
+        "langgraph": ("langgraph", "langgraph"),
+        "autogen": ("autogen_core", "autogen"),
+        "openai_agents": ("agents", "openai-agents"),
+    }[framework]
+    need(module, extra)
     code = next(s for s in _snippets() if f"integrations.{framework}" in s)
     env = {k: v for k, v in os.environ.items() if k != "STRATAMEM_EMBEDDER"} | {"PYTHONPATH": str(ROOT / "src")}
     out = subprocess.run(
