@@ -11,11 +11,12 @@ import functools
 import itertools
 import os
 import re
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, ParamSpec, Self, TypeVar
 
+from .agent.loop import ConversationResult, MemoryLike, Message, format_context, process_conversation, system_contract
 from .assembly import build_engine, graph_of, hygiene_of
 from .config import MemoryConfig
 from .crud.skill import handle_memory_crud
@@ -295,6 +296,20 @@ class Memory:
     def hygiene(self) -> Hygiene:
         return hygiene_of(self.engine)
 
+    # -- agent loop utilities (stratamem.agent.loop) -------------------------------------------
+    def system_contract(self) -> str:
+        """The system-prompt text telling a model how to use its memory tools (the hygiene prompts)."""
+        return system_contract(self.hygiene.config.prompts)
+
+    def format_context(self, memories: SearchMemoryOutput | Iterable[MemoryLike], max_tokens: int = 1000) -> str:
+        """A compact layer-labelled block of memories within ``max_tokens`` (see ``agent.loop.format_context``)."""
+        return format_context(memories, max_tokens)
+
+    def process_conversation(self, ctx: TenantContext | None, messages: Sequence[Message],
+                             response: Message | None = None, identifiers: Any = None) -> ConversationResult:
+        """Run the write gate over the user messages of a turn; returns what was created/updated/ignored."""
+        return process_conversation(self, ctx, messages, response, identifiers)
+
     # -- lifecycle ---------------------------------------------------------------------------
     def close(self) -> None:
         self.lifecycle.close()
@@ -527,6 +542,17 @@ class AsyncMemory:
 
     async def health(self, ctx: TenantContext | None = None, *, since: datetime | None = None) -> MemoryHealth:
         return await asyncio.to_thread(self.sync.health, ctx, since=since)
+
+    async def system_contract(self) -> str:
+        return self.sync.system_contract()
+
+
+    async def format_context(self, memories: SearchMemoryOutput | Iterable[MemoryLike], max_tokens: int = 1000) -> str:
+        return self.sync.format_context(memories, max_tokens)
+
+    async def process_conversation(self, ctx: TenantContext | None, messages: Sequence[Message],
+                                   response: Message | None = None, identifiers: Any = None) -> ConversationResult:
+        return await asyncio.to_thread(self.sync.process_conversation, ctx, messages, response, identifiers)
 
     async def close(self) -> None:
         await asyncio.to_thread(self.sync.close)

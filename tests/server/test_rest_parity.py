@@ -27,6 +27,10 @@ EXCLUDED = {
     "graph": "its operations are the /v1/graph/* routes (graph_routes.py)",
     "lifecycle": "an accessor: its operations have the routes of the Memory methods",
     "hygiene": "an accessor: its operations have the routes of the Memory methods",
+    # agent loop utilities: in-process helpers around a model call, not store operations
+    "system_contract": "static prompt text for the caller's own model; no store access",
+    "format_context": "pure formatting of results the client already holds from /v1/search",
+    "process_conversation": "a loop over /v1/process, one call per user message of the turn",
 }
 
 ALICE = {"userId": "alice"}

@@ -1,0 +1,1 @@
+"""Framework adapters; each module needs its framework (an optional extra: ``pip install stratamem[langgraph]``)."""
