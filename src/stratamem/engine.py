@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 from pydantic import ValidationError
 
+from .arguments import check_str_list, split_ids
 from .config import MemoryConfig
 from .coordination.ratelimit import RateLimiter, make_rate_limiter
 from .cursor import decode_cursor, encode_cursor, fingerprint
@@ -591,7 +592,7 @@ class MemoryEngine:
             item = {
                 "content": content, "layer": layer, "identifiers": identifiers, "metadata": metadata or {},
                 "tier": tier, "expires_at": expires_at, "importance": importance, "provenance": provenance,
-                "supersedes": None if supersedes is None else builtins.list(supersedes),
+                "supersedes": None if supersedes is None else check_str_list(supersedes, "supersedes", "add"),
             }
             out = self.add_many(tctx, [item], "add")[0]
             extra.update(layer=out.memory.layer.value, memory_id=out.memory.id)
@@ -828,11 +829,11 @@ class MemoryEngine:
                 raise MemoryError(ErrorCode.INVALID_PARAMS,
                                   f"at most {self.config.max_bulk_items} ids per bulk_delete (got {len(ids)})",
                                   operation="bulk_delete", details={"max_items": self.config.max_bulk_items})
-            checked = [self._check_id(i, "bulk_delete") for i in ids]
+            checked, rejected = split_ids(ids, "bulk_delete")
             deleted: list[str] = self._store(lambda: self.provider.delete(tctx.tenant_id, checked), "bulk_delete")
             extra["deleted"] = len(deleted)
             extra["memory_ids"] = deleted
-            return BulkDeleteOutput(deleted=len(deleted), failed=[])
+            return BulkDeleteOutput.of(checked, deleted, rejected)
 
     # ------------------------------------------------------------------------------ list
     def list(self, ctx: Any, layer: Any = None, identifiers: Any = None, cursor: str | None = None,

@@ -7,6 +7,7 @@ Python attributes are snake_case; every model also accepts and can emit the seed
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Literal
@@ -244,9 +245,30 @@ class BulkAddOutput(_Model):
     results: list[AddMemoryOutput]
 
 
+class BulkDeleteFailure(_Model):
+    """One id a bulk delete refused, and why."""
+
+    id: str
+    code: str
+    reason: str
+
+
 class BulkDeleteOutput(_Model):
     deleted: int
+    #: Ids refused (malformed), in request order; ``failures`` gives the code and reason of each.
     failed: list[str] = Field(default_factory=list)
+    failures: list[BulkDeleteFailure] = Field(default_factory=list)
+    #: Well-formed ids with nothing to delete (unknown, already deleted, or another tenant's): delete
+    #: is idempotent, so these are not failures.
+    not_found: list[str] = Field(default_factory=list)
+
+    @classmethod
+    def of(cls, requested: Sequence[str], deleted: Sequence[str],
+           rejected: Sequence[BulkDeleteFailure] = ()) -> BulkDeleteOutput:
+        """The answer for ``requested`` well-formed ids of which the store deleted ``deleted``."""
+        done = set(deleted)
+        return cls(deleted=len(done), failed=[f.id for f in rejected], failures=list(rejected),
+                   not_found=[i for i in dict.fromkeys(requested) if i not in done])
 
 
 HealthStatus = Literal["healthy", "degraded", "unhealthy"]

@@ -16,6 +16,7 @@ from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, ParamSpec, Self, TypeVar
 
+from .arguments import check_text
 from .config import MemoryConfig
 from .embeddings import Embedder, make_embedder
 from .engine import Clock, MemoryEngine
@@ -171,7 +172,7 @@ class Memory:
         return self.engine.export(ctx, include_embeddings=include_embeddings)
 
     def generate_embedding(self, text: str) -> builtins.list[float]:
-        return self.engine.provider.generate_embedding(text)
+        return self.engine.provider.generate_embedding(check_text(text, "text", "generate_embedding"))
 
     @staticmethod
     def get_accessible_layers(identifiers: Any) -> builtins.list[Layer]:
@@ -245,8 +246,10 @@ class Memory:
     def prune(self, ctx: TenantContext | None, *, dry_run: bool = True) -> Any:
         return self.lifecycle.prune(ctx, dry_run=dry_run)
 
-    def conflicts(self, ctx: TenantContext | None, memory_id: str | None = None, **kwargs: Any) -> ListMemoriesOutput:
-        return self.lifecycle.conflicts(ctx, memory_id, **kwargs)
+    def conflicts(self, ctx: TenantContext | None, memory_id: str | None = None, *, layer: str | Layer | None = None,
+                  identifiers: Any = None, cursor: str | None = None, limit: int | None = None) -> ListMemoriesOutput:
+        return self.lifecycle.conflicts(ctx, memory_id, layer=layer, identifiers=identifiers, cursor=cursor,
+                                        limit=limit)
 
     def maintain(self, tenants: Sequence[str] | None = None) -> Any:
         return self.lifecycle.maintain(tenants)
@@ -482,9 +485,11 @@ class AsyncMemory:
     async def feedback(self, ctx: TenantContext | None, memory_ids: Sequence[str], reward: float) -> Any:
         return await asyncio.to_thread(self.sync.feedback, ctx, memory_ids, reward)
 
-    async def conflicts(self, ctx: TenantContext | None, memory_id: str | None = None,
-                        **kwargs: Any) -> ListMemoriesOutput:
-        return await asyncio.to_thread(self.sync.conflicts, ctx, memory_id, **kwargs)
+    async def conflicts(self, ctx: TenantContext | None, memory_id: str | None = None, *,
+                        layer: str | Layer | None = None, identifiers: Any = None, cursor: str | None = None,
+                        limit: int | None = None) -> ListMemoriesOutput:
+        return await asyncio.to_thread(lambda: self.sync.conflicts(ctx, memory_id, layer=layer, identifiers=identifiers,
+                                                                   cursor=cursor, limit=limit))
 
     async def crud(self, ctx: TenantContext | None, request: Any) -> Any:
         return await asyncio.to_thread(self.sync.crud, ctx, request)

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
+from ..arguments import check_bool, check_str_list
 from ..errors import ErrorCode, MemoryError
 from ..layers import parse_identifiers, scope_key
 from ..llm.rules import worth_keeping
@@ -157,7 +158,7 @@ class Lifecycle:
                                   operation=op, details={"layer": "session", "identifier": "userId/sessionId"})
             project = project_id or cfg.project_id
             target = Layer.PROJECT if project else cfg.default_target
-            target_ids = LayerIdentifiers(user_id=ids.user_id, project_id=project)
+            target_ids = parse_identifiers({"user_id": ids.user_id, "project_id": project}, op)
             now = self.engine.now()
             entries = list(iter_scope(self.engine.provider, tctx.tenant_id, now,
                                       scope=Scope(Layer.SESSION, scope_key(Layer.SESSION, ids))))
@@ -271,7 +272,7 @@ class Lifecycle:
 
     def prune(self, ctx: Any, *, dry_run: bool = True) -> PruneReport:
         with self.engine.operation("prune", ctx) as (tctx, _):
-            return prune(self.engine, tctx, self._config.pruning, dry_run=dry_run)
+            return prune(self.engine, tctx, self._config.pruning, dry_run=check_bool(dry_run, "dry_run", "prune"))
 
     def conflicts(self, ctx: Any, memory_id: str | None = None, *, layer: Any = None, identifiers: Any = None,
                   cursor: str | None = None, limit: int | None = None) -> ListMemoriesOutput:
@@ -280,7 +281,7 @@ class Lifecycle:
 
     # -- maintenance --------------------------------------------------------------------------------
     def maintain(self, tenants: Sequence[str] | None = None) -> MaintenanceReport:
-        return run_maintenance(self, tenants)
+        return run_maintenance(self, None if tenants is None else check_str_list(tenants, "tenants", "maintain"))
 
     def schedule(self, interval_s: float) -> MaintenanceScheduler:
         return MaintenanceScheduler(self, interval_s).start()
