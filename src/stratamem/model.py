@@ -12,10 +12,11 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 from .errors import ErrorCode, MemoryError
+from .scopes import IDENTIFIER_ALIASES
 
 
 class Layer(StrEnum):
@@ -56,6 +57,24 @@ class LayerIdentifiers(_Model):
     company_id: str | None = None
     object_type: str | None = None
     object_id: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _scope_aliases(cls, value: Any) -> Any:
+        """Other APIs' identifier keys (``workspaceId`` → ``projectId``, see ``stratamem.scopes``)."""
+        if not isinstance(value, dict) or not any(k in IDENTIFIER_ALIASES for k in value):
+            return value
+        out = {k: v for k, v in value.items() if k not in IDENTIFIER_ALIASES}
+        for key, field in IDENTIFIER_ALIASES.items():
+            if key not in value:
+                continue
+            given = [out[k] for k in (field, to_camel(field)) if out.get(k) is not None]
+            if given and value[key] is not None and any(g != value[key] for g in given):
+                raise ValueError(f"{key} and {to_camel(field)} name the same identifier and differ")
+            if not given:
+                out.pop(to_camel(field), None)
+                out[field] = value[key]
+        return out
 
     @field_validator("*", mode="before")
     @classmethod

@@ -37,6 +37,7 @@ FIELDS: dict[str, tuple[str, Any]] = {
     "userId": ("End user the memory belongs to (user and session layers).", "alice"),
     "sessionId": ("Conversation session (session layer; needs userId).", "sess-42"),
     "projectId": ("Project the memory belongs to (project layer).", "backend"),
+    "workspaceId": ("Another name for projectId (a workspace is the project layer).", "backend"),
     "teamId": ("Team the memory belongs to (team layer).", "platform"),
     "orgId": ("Organisation unit (org layer).", "engineering"),
     "companyId": ("Company (company layer).", "acme"),
