@@ -798,7 +798,10 @@ class MemoryEngine:
                 )
                 if self._store(lambda u=updated, c=current: self.provider.update(u, c), op):  # type: ignore[misc]
                     extra["embedding_regenerated"] = regenerate
-                    return UpdateMemoryOutput(memory=updated.model_copy(update={"embedding": None}),
+                    # an update counts as an access for importance; answer with the counts it left
+                    self._accessed(tctx, [updated])
+                    stored = self.provider.get(tctx.tenant_id, mid, self.now()) if self.access_hooks else None
+                    return UpdateMemoryOutput(memory=(stored or updated).model_copy(update={"embedding": None}),
                                               embedding_regenerated=regenerate)
                 if if_match is not None:  # someone else won the race: the caller's etag is now stale
                     raise MemoryError(ErrorCode.CONFLICT, "the memory changed concurrently (etag mismatch)",

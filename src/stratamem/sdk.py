@@ -216,8 +216,8 @@ class Memory:
 
     # -- memory lifecycle (stratamem.lifecycle; thin delegation) ----------------------------------
     def close_session(self, ctx: TenantContext | None, user_id: str, session_id: str,
-                      project_id: str | None = None) -> Any:
-        return self.lifecycle.close_session(ctx, user_id, session_id, project_id)
+                      project_id: str | None = None, *, agent_id: str | None = None) -> Any:
+        return self.lifecycle.close_session(ctx, user_id, session_id, project_id, agent_id=agent_id)
 
     def promote(self, ctx: TenantContext | None, source_id: str, target_layer: str | Layer, identifiers: Any = None,
                 delete_original: bool = False, content: str | None = None,
@@ -463,8 +463,9 @@ class AsyncMemory:
         return AsyncProxy(self.sync.hygiene)
 
     async def close_session(self, ctx: TenantContext | None, user_id: str, session_id: str,
-                            project_id: str | None = None) -> Any:
-        return await asyncio.to_thread(self.sync.close_session, ctx, user_id, session_id, project_id)
+                            project_id: str | None = None, *, agent_id: str | None = None) -> Any:
+        return await asyncio.to_thread(lambda: self.sync.close_session(ctx, user_id, session_id, project_id,
+                                                                       agent_id=agent_id))
 
     async def promote(self, ctx: TenantContext | None, source_id: str, target_layer: str | Layer,
                       identifiers: Any = None, delete_original: bool = False, content: str | None = None,

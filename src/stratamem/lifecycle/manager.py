@@ -147,8 +147,11 @@ class Lifecycle:
         return BlockedPromotion(source_id=source.id, reason=reason, importance=importance)
 
     def close_session(self, ctx: Any, user_id: str, session_id: str,
-                      project_id: str | None = None) -> CloseSessionResult:
-        """Seed 000 "Promotion check at session end" + ``SessionCleanupConfig``."""
+                      project_id: str | None = None, *, agent_id: str | None = None) -> CloseSessionResult:
+        """Seed 000 "Promotion check at session end" + ``SessionCleanupConfig``.
+
+        With ``agent_id``, that agent's memories (agent layer, this user) written during this session
+        are evaluated too, by the same importance/durability rules; they are not deleted at close."""
         with self.engine.operation("close_session", ctx) as (tctx, extra):
             op = "close_session"
             cfg = self._config.session
@@ -162,11 +165,12 @@ class Lifecycle:
             now = self.engine.now()
             entries = list(iter_scope(self.engine.provider, tctx.tenant_id, now,
                                       scope=Scope(Layer.SESSION, scope_key(Layer.SESSION, ids))))
-            result = CloseSessionResult(evaluated=len(entries), target_layer=target)
+            volatile = entries + self._agent_entries(tctx, ids, agent_id, now, op)
+            result = CloseSessionResult(evaluated=len(volatile), target_layer=target)
             items = []
             sources: list[tuple[MemoryEntry, float]] = []
-            done = self._already_promoted(tctx, target, target_ids, [e.id for e in entries], now)
-            for entry in entries:
+            done = self._already_promoted(tctx, target, target_ids, [e.id for e in volatile], now)
+            for entry in volatile:
                 imp = importance_at(self._config.importance, entry, now)
                 important = imp >= cfg.promotion_threshold or (cfg.promote_durable and worth_keeping(entry.content))
                 if not cfg.promote_important or not important or entry.id in done:
@@ -199,6 +203,19 @@ class Lifecycle:
             )
             extra.update(promoted=len(result.promoted), blocked=len(result.blocked))
             return result
+
+    def _agent_entries(self, ctx: TenantContext, ids: LayerIdentifiers, agent_id: Any, now: Any,
+                       op: str) -> list[MemoryEntry]:
+        """The agent's live memories for this user that were written in this session."""
+        if agent_id is None:
+            return []
+        agent = parse_identifiers({"agent_id": agent_id, "user_id": ids.user_id}, op)
+        if agent.agent_id is None:
+            raise MemoryError(ErrorCode.MISSING_IDENTIFIER, "agent_id must not be blank", operation=op,
+                              details={"layer": "agent", "identifier": "agentId"})
+        scope = Scope(Layer.AGENT, scope_key(Layer.AGENT, agent))
+        return [e for e in iter_scope(self.engine.provider, ctx.tenant_id, now, scope=scope)
+                if e.provenance.created_in_session_id == ids.session_id]
 
     def _already_promoted(self, ctx: TenantContext, target: Layer, ids: LayerIdentifiers, source_ids: list[str],
                           now: Any) -> set[str]:
