@@ -716,6 +716,15 @@ class MemoryEngine:
             return SearchMemoryOutput(results=results, total_count=total, searched_layers=target)
 
     # ------------------------------------------------------------------------------ get/update/delete
+    def _shared_cache_hashes(self, tenant_id: str, ids: Sequence[str]) -> list[str]:
+        """Content hashes of these memories when a shared (Redis) embedding cache holds vectors that
+        a delete must remove too; no reads when there is none."""
+        if self.embeddings.shared is None:
+            return []
+        now = self.now()
+        entries = (self.provider.get(tenant_id, i, now, statuses=CURRENT_AND_HISTORY) for i in ids)
+        return [e.content_hash for e in entries if e is not None and e.content_hash]
+
     def _check_id(self, memory_id: Any, operation: str) -> str:
         if not isinstance(memory_id, str) or not memory_id.strip() or len(memory_id) > 256:
             raise MemoryError(ErrorCode.INVALID_PARAMS, "id must be a non-empty string of at most 256 characters",
@@ -820,7 +829,9 @@ class MemoryEngine:
                     raise MemoryError(ErrorCode.CONFLICT, "the memory changed since it was read (etag mismatch)",
                                       operation="delete",
                                       details={"id": mid, "current_etag": current.etag}, retryable=False)
+            hashes = self._shared_cache_hashes(tctx.tenant_id, [mid])
             deleted: list[str] = self._store(lambda: self.provider.delete(tctx.tenant_id, [mid]), "delete")
+            self.embeddings.forget(tctx.tenant_id, hashes)
             extra["deleted"] = len(deleted)
             return DeleteMemoryOutput(success=True)
 
@@ -833,7 +844,9 @@ class MemoryEngine:
                                   f"at most {self.config.max_bulk_items} ids per bulk_delete (got {len(ids)})",
                                   operation="bulk_delete", details={"max_items": self.config.max_bulk_items})
             checked, rejected = split_ids(ids, "bulk_delete")
+            hashes = self._shared_cache_hashes(tctx.tenant_id, checked)
             deleted: list[str] = self._store(lambda: self.provider.delete(tctx.tenant_id, checked), "bulk_delete")
+            self.embeddings.forget(tctx.tenant_id, hashes)
             extra["deleted"] = len(deleted)
             extra["memory_ids"] = deleted
             return BulkDeleteOutput.of(checked, deleted, rejected)
