@@ -27,6 +27,7 @@ import numpy as np
 from pydantic import ValidationError
 
 from . import supersession
+from .arguments import check_str_list, split_ids
 from .config import MemoryConfig
 from .coordination.ratelimit import RateLimiter, make_rate_limiter
 from .cursor import decode_cursor, encode_cursor, fingerprint
@@ -624,7 +625,7 @@ class MemoryEngine:
             item = {
                 "content": content, "layer": layer, "identifiers": identifiers, "metadata": metadata or {},
                 "tier": tier, "expires_at": expires_at, "importance": importance, "provenance": provenance,
-                "supersedes": None if supersedes is None else builtins.list(supersedes),
+                "supersedes": None if supersedes is None else check_str_list(supersedes, "supersedes", "add"),
             }
             out = self.add_many(tctx, [item], "add")[0]
             extra.update(layer=out.memory.layer.value, memory_id=out.memory.id)
@@ -751,6 +752,15 @@ class MemoryEngine:
             return SearchMemoryOutput(results=results, total_count=total, searched_layers=target)
 
     # ------------------------------------------------------------------------------ get/update/delete
+    def _shared_cache_hashes(self, tenant_id: str, ids: Sequence[str]) -> list[str]:
+        """Content hashes of these memories when a shared (Redis) embedding cache holds vectors that
+        a delete must remove too; no reads when there is none."""
+        if self.embeddings.shared is None:
+            return []
+        now = self.now()
+        entries = (self.provider.get(tenant_id, i, now, statuses=CURRENT_AND_HISTORY) for i in ids)
+        return [e.content_hash for e in entries if e is not None and e.content_hash]
+
     def _check_id(self, memory_id: Any, operation: str) -> str:
         return check_id(memory_id, operation)
 
@@ -830,7 +840,10 @@ class MemoryEngine:
                 )
                 if self._store(lambda u=updated, c=current: self.provider.update(u, c), op):  # type: ignore[misc]
                     extra["embedding_regenerated"] = regenerate
-                    return UpdateMemoryOutput(memory=updated.model_copy(update={"embedding": None}),
+                    # an update counts as an access for importance; answer with the counts it left
+                    self._accessed(tctx, [updated])
+                    stored = self.provider.get(tctx.tenant_id, mid, self.now()) if self.access_hooks else None
+                    return UpdateMemoryOutput(memory=(stored or updated).model_copy(update={"embedding": None}),
                                               embedding_regenerated=regenerate)
                 if if_match is not None:  # someone else won the race: the caller's etag is now stale
                     raise MemoryError(ErrorCode.CONFLICT, "the memory changed concurrently (etag mismatch)",
@@ -853,7 +866,9 @@ class MemoryEngine:
                     raise MemoryError(ErrorCode.CONFLICT, "the memory changed since it was read (etag mismatch)",
                                       operation="delete",
                                       details={"id": mid, "current_etag": current.etag}, retryable=False)
+            hashes = self._shared_cache_hashes(tctx.tenant_id, [mid])
             deleted: list[str] = self._store(lambda: self.provider.delete(tctx.tenant_id, [mid]), "delete")
+            self.embeddings.forget(tctx.tenant_id, hashes)
             extra["deleted"] = len(deleted)
             return DeleteMemoryOutput(success=True)
 
@@ -865,13 +880,16 @@ class MemoryEngine:
                 raise MemoryError(ErrorCode.INVALID_PARAMS,
                                   f"at most {self.config.max_bulk_items} ids per bulk_delete (got {len(ids)})",
                                   operation="bulk_delete", details={"max_items": self.config.max_bulk_items})
-            checked = [self._check_id(i, "bulk_delete") for i in ids]
+            checked, rejected = split_ids(ids, "bulk_delete")
+            allowed = checked
             if tctx.grant is not None:  # ids outside the grant are treated like missing ones
-                checked = [i for i in checked if self.get_visible(tctx, i, "bulk_delete") is not None]
-            deleted: list[str] = self._store(lambda: self.provider.delete(tctx.tenant_id, checked), "bulk_delete")
+                allowed = [i for i in checked if self.get_visible(tctx, i, "bulk_delete") is not None]
+            hashes = self._shared_cache_hashes(tctx.tenant_id, allowed)
+            deleted: list[str] = self._store(lambda: self.provider.delete(tctx.tenant_id, allowed), "bulk_delete")
+            self.embeddings.forget(tctx.tenant_id, hashes)
             extra["deleted"] = len(deleted)
             extra["memory_ids"] = deleted
-            return BulkDeleteOutput(deleted=len(deleted), failed=[])
+            return BulkDeleteOutput.of(checked, deleted, rejected)
 
     # ------------------------------------------------------------------------------ list
     def list(self, ctx: Any, layer: Any = None, identifiers: Any = None, cursor: str | None = None,

@@ -17,6 +17,8 @@ class ErrorCode(StrEnum):
     MISSING_IDENTIFIER = "MISSING_IDENTIFIER"
     MISSING_TENANT_CONTEXT = "MISSING_TENANT_CONTEXT"
     INVALID_TENANT_CONTEXT = "INVALID_TENANT_CONTEXT"
+    #: A credential for a non-tenant endpoint (an operator token, e.g. for metrics) is missing or wrong.
+    #: Tenant credentials use MISSING_TENANT_CONTEXT / INVALID_TENANT_CONTEXT.
     UNAUTHORIZED = "UNAUTHORIZED"
     FORBIDDEN = "FORBIDDEN"
     MEMORY_NOT_FOUND = "MEMORY_NOT_FOUND"

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from .errors import ErrorCode, MemoryError
 from .model import Layer, LayerIdentifiers
+from .scopes import LAYER_ALIASES
 
 #: Required identifiers per layer (snake_case field names of :class:`LayerIdentifiers`).
 REQUIRED_IDENTIFIERS: dict[Layer, tuple[str, ...]] = {
@@ -64,11 +65,13 @@ def parse_layer(value: Any, operation: str = "") -> Layer:
     try:
         if value is None:
             raise ValueError
-        return Layer(str(value).strip().lower())
+        name = str(value).strip().lower()
+        return Layer(LAYER_ALIASES.get(name, name))
     except ValueError:
         raise MemoryError(
             ErrorCode.INVALID_LAYER,
-            f"unknown layer {value!r}; expected one of {', '.join(layer.value for layer in Layer)}",
+            f"unknown layer {value!r}; expected one of {', '.join(layer.value for layer in Layer)} "
+            f"(or {', '.join(f'{k} for {v}' for k, v in LAYER_ALIASES.items())})",
             operation=operation,
             details={"layer": str(value), "valid_layers": [layer.value for layer in Layer]},
             retryable=False,

@@ -7,14 +7,16 @@ Python attributes are snake_case; every model also accepts and can emit the came
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 from .errors import ErrorCode, MemoryError
+from .scopes import IDENTIFIER_ALIASES
 
 
 class Layer(StrEnum):
@@ -55,6 +57,24 @@ class LayerIdentifiers(_Model):
     company_id: str | None = None
     object_type: str | None = None
     object_id: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _scope_aliases(cls, value: Any) -> Any:
+        """Other APIs' identifier keys (``workspaceId`` → ``projectId``, see ``stratamem.scopes``)."""
+        if not isinstance(value, dict) or not any(k in IDENTIFIER_ALIASES for k in value):
+            return value
+        out = {k: v for k, v in value.items() if k not in IDENTIFIER_ALIASES}
+        for key, field in IDENTIFIER_ALIASES.items():
+            if key not in value:
+                continue
+            given = [out[k] for k in (field, to_camel(field)) if out.get(k) is not None]
+            if given and value[key] is not None and any(g != value[key] for g in given):
+                raise ValueError(f"{key} and {to_camel(field)} name the same identifier and differ")
+            if not given:
+                out.pop(to_camel(field), None)
+                out[field] = value[key]
+        return out
 
     @field_validator("*", mode="before")
     @classmethod
@@ -335,9 +355,30 @@ class BulkAddOutput(_Model):
     results: list[AddMemoryOutput]
 
 
+class BulkDeleteFailure(_Model):
+    """One id a bulk delete refused, and why."""
+
+    id: str
+    code: str
+    reason: str
+
+
 class BulkDeleteOutput(_Model):
     deleted: int
+    #: Ids refused (malformed), in request order; ``failures`` gives the code and reason of each.
     failed: list[str] = Field(default_factory=list)
+    failures: list[BulkDeleteFailure] = Field(default_factory=list)
+    #: Well-formed ids with nothing to delete (unknown, already deleted, or another tenant's): delete
+    #: is idempotent, so these are not failures.
+    not_found: list[str] = Field(default_factory=list)
+
+    @classmethod
+    def of(cls, requested: Sequence[str], deleted: Sequence[str],
+           rejected: Sequence[BulkDeleteFailure] = ()) -> BulkDeleteOutput:
+        """The answer for ``requested`` well-formed ids of which the store deleted ``deleted``."""
+        done = set(deleted)
+        return cls(deleted=len(done), failed=[f.id for f in rejected], failures=list(rejected),
+                   not_found=[i for i in dict.fromkeys(requested) if i not in done])
 
 
 HealthStatus = Literal["healthy", "degraded", "unhealthy"]

@@ -17,6 +17,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, ParamSpec, Self, TypeVar
 
 from .agent.loop import ConversationResult, MemoryLike, Message, format_context, process_conversation, system_contract
+from .arguments import check_text
 from .assembly import build_engine, graph_of, hygiene_of
 from .config import MemoryConfig
 from .crud.skill import handle_memory_crud
@@ -179,7 +180,7 @@ class Memory:
         return self.engine.export(ctx, include_embeddings=include_embeddings)
 
     def generate_embedding(self, text: str) -> builtins.list[float]:
-        return self.engine.provider.generate_embedding(text)
+        return self.engine.provider.generate_embedding(check_text(text, "text", "generate_embedding"))
 
     @staticmethod
     def get_accessible_layers(identifiers: Any) -> builtins.list[Layer]:
@@ -221,8 +222,8 @@ class Memory:
 
     # -- memory lifecycle (stratamem.lifecycle; thin delegation) ----------------------------------
     def close_session(self, ctx: TenantContext | None, user_id: str, session_id: str,
-                      project_id: str | None = None) -> Any:
-        return self.lifecycle.close_session(ctx, user_id, session_id, project_id)
+                      project_id: str | None = None, *, agent_id: str | None = None) -> Any:
+        return self.lifecycle.close_session(ctx, user_id, session_id, project_id, agent_id=agent_id)
 
     def promote(self, ctx: TenantContext | None, source_id: str, target_layer: str | Layer, identifiers: Any = None,
                 delete_original: bool = False, content: str | None = None,
@@ -251,8 +252,10 @@ class Memory:
     def prune(self, ctx: TenantContext | None, *, dry_run: bool = True) -> Any:
         return self.lifecycle.prune(ctx, dry_run=dry_run)
 
-    def conflicts(self, ctx: TenantContext | None, memory_id: str | None = None, **kwargs: Any) -> ListMemoriesOutput:
-        return self.lifecycle.conflicts(ctx, memory_id, **kwargs)
+    def conflicts(self, ctx: TenantContext | None, memory_id: str | None = None, *, layer: str | Layer | None = None,
+                  identifiers: Any = None, cursor: str | None = None, limit: int | None = None) -> ListMemoriesOutput:
+        return self.lifecycle.conflicts(ctx, memory_id, layer=layer, identifiers=identifiers, cursor=cursor,
+                                        limit=limit)
 
     def maintain(self, tenants: Sequence[str] | None = None) -> Any:
         return self.lifecycle.maintain(tenants)
@@ -482,8 +485,9 @@ class AsyncMemory:
         return AsyncProxy(self.sync.hygiene)
 
     async def close_session(self, ctx: TenantContext | None, user_id: str, session_id: str,
-                            project_id: str | None = None) -> Any:
-        return await asyncio.to_thread(self.sync.close_session, ctx, user_id, session_id, project_id)
+                            project_id: str | None = None, *, agent_id: str | None = None) -> Any:
+        return await asyncio.to_thread(lambda: self.sync.close_session(ctx, user_id, session_id, project_id,
+                                                                       agent_id=agent_id))
 
     async def promote(self, ctx: TenantContext | None, source_id: str, target_layer: str | Layer,
                       identifiers: Any = None, delete_original: bool = False, content: str | None = None,
@@ -504,9 +508,11 @@ class AsyncMemory:
     async def feedback(self, ctx: TenantContext | None, memory_ids: Sequence[str], reward: float) -> Any:
         return await asyncio.to_thread(self.sync.feedback, ctx, memory_ids, reward)
 
-    async def conflicts(self, ctx: TenantContext | None, memory_id: str | None = None,
-                        **kwargs: Any) -> ListMemoriesOutput:
-        return await asyncio.to_thread(self.sync.conflicts, ctx, memory_id, **kwargs)
+    async def conflicts(self, ctx: TenantContext | None, memory_id: str | None = None, *,
+                        layer: str | Layer | None = None, identifiers: Any = None, cursor: str | None = None,
+                        limit: int | None = None) -> ListMemoriesOutput:
+        return await asyncio.to_thread(lambda: self.sync.conflicts(ctx, memory_id, layer=layer, identifiers=identifiers,
+                                                                   cursor=cursor, limit=limit))
 
     async def crud(self, ctx: TenantContext | None, request: Any) -> Any:
         return await asyncio.to_thread(self.sync.crud, ctx, request)

@@ -70,9 +70,12 @@ def test_rest_key_bound_to_alice_cannot_touch_bob(
     r = client.patch(f"/v1/memories/{ids['bob']}", headers=h, json={"content": "Bob earns nothing"})
     assert r.status_code == 404 and r.json()["code"] == "MEMORY_NOT_FOUND"
     assert client.delete(f"/v1/memories/{ids['bob']}", headers=h).status_code == 200
+    # ids outside the grant are reported exactly like ids that do not exist
     assert client.post("/v1/memories/bulk-delete", headers=h, json={"ids": [ids["bob"], ids["t1"]]}).json() == {
         "deleted": 0,
         "failed": [],
+        "failures": [],
+        "notFound": [ids["bob"], ids["t1"]],
     }
     r = client.post(
         "/v1/memories", headers=h, json={"content": "Bob is fired", "layer": "user", "identifiers": {"userId": "bob"}}

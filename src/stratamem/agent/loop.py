@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
+from ..errors import ErrorCode, MemoryError
 from ..hygiene.gate import ProcessResult
 from ..hygiene.prompts import PromptTemplates
 from ..model import MemoryEntry, SearchMemoryOutput, SearchResult, TenantContext
@@ -91,10 +92,16 @@ def format_context(memories: SearchMemoryOutput | Iterable[MemoryLike], max_toke
     sentences if those fit, and left out otherwise: no memory is cut mid-sentence. Empty string when
     nothing fits. Accepts a :class:`SearchMemoryOutput`, search results, entries or their dicts.
     """
-    if max_tokens < 1:
-        raise ValueError("max_tokens must be at least 1")
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+        raise MemoryError(ErrorCode.INVALID_PARAMS, "max_tokens must be an integer of at least 1",
+                          operation="format_context", details={"field": "max_tokens"})
+    try:
+        entries = _entries(memories)
+    except (TypeError, ValueError, AttributeError):  # pydantic's ValidationError is a ValueError
+        raise MemoryError(ErrorCode.INVALID_PARAMS, "memories must be search results, memories or their dicts",
+                          operation="format_context", details={"field": "memories"}) from None
     ranked = sorted(
-        _entries(memories),
+        entries,
         key=lambda pair: (pair[1] if pair[1] is not None else float("-inf"), pair[0].updated_at),
         reverse=True,
     )
@@ -161,6 +168,9 @@ def process_conversation(
     """Run the write gate (:meth:`Memory.process`) over the user messages of a turn, each with the
     turn's earlier messages as ``recent_messages``. The assistant ``response`` is context only: it is
     never stored (facts about the user come from the user)."""
+    if isinstance(messages, str | bytes) or not isinstance(messages, Iterable):
+        raise MemoryError(ErrorCode.INVALID_PARAMS, "messages must be a list of messages",
+                          operation="process_conversation", details={"field": "messages"})
     result = ConversationResult()
     history: list[str] = []
     for message in messages:

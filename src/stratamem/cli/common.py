@@ -51,7 +51,8 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON out
 AgentOpt = Annotated[str | None, typer.Option("--agent-id", help="agentId identifier.")]
 UserOpt = Annotated[str | None, typer.Option("--user-id", help="userId identifier.")]
 SessionOpt = Annotated[str | None, typer.Option("--session-id", help="sessionId identifier.")]
-ProjectOpt = Annotated[str | None, typer.Option("--project-id", help="projectId identifier.")]
+ProjectOpt = Annotated[str | None, typer.Option("--project-id", "--workspace-id",
+                                                help="projectId identifier (workspaceId is the same).")]
 TeamOpt = Annotated[str | None, typer.Option("--team-id", help="teamId identifier.")]
 OrgOpt = Annotated[str | None, typer.Option("--org-id", help="orgId identifier.")]
 CompanyOpt = Annotated[str | None, typer.Option("--company-id", help="companyId identifier.")]

@@ -19,7 +19,7 @@ from redis import Redis
 from redis.exceptions import LockError, LockNotOwnedError
 
 from ..errors import ErrorCode, MemoryError
-from . import metrics
+from . import contention, metrics
 
 
 class LockTimeout(MemoryError):
@@ -58,6 +58,7 @@ class RedisLock:
                 metrics.LOCK_WAIT_SECONDS.labels(self.name).observe(time.monotonic() - start)
                 return
             metrics.LOCK_CONTENTION.labels(self.name).inc()
+            contention.alert.observe(self.name)
             remaining = limit - (time.monotonic() - start)
             if remaining <= 0:
                 metrics.TIMEOUTS.labels("lock").inc()
@@ -70,6 +71,7 @@ class RedisLock:
         if self._lock.acquire(blocking=False):
             return True
         metrics.LOCK_CONTENTION.labels(self.name).inc()
+        contention.alert.observe(self.name)
         return False
 
     def extend(self) -> bool:

@@ -37,6 +37,8 @@ class SharedEmbeddingCache(Protocol):
 
     def put_many(self, tenant_id: str, model_id: str, items: dict[str, Vector]) -> None: ...
 
+    def delete_many(self, tenant_id: str, model_id: str, hashes: Sequence[str]) -> None: ...
+
 
 class _LRU:
     def __init__(self, capacity: int) -> None:
@@ -173,6 +175,8 @@ class EmbeddingService:
         return vec
 
     def forget(self, tenant_id: str, hashes: Sequence[str]) -> None:
-        """Drop in-process cache entries of deleted content."""
+        """Drop cache entries of deleted content: in this process and in the shared (Redis) cache."""
         gone = set(hashes)
         self._contents.discard(lambda key: key[0] == tenant_id and key[2] in gone)
+        if self.shared is not None and gone:
+            self.shared.delete_many(tenant_id, self.model_id, sorted(gone))

@@ -11,8 +11,9 @@ already stored exactly this text — the same reason the provider's ``embedding_
 in-process LRU are keyed by tenant. The tenant id is hashed, so Redis holds no tenant names and no
 content, only vectors.
 
-Deleting a memory does not reach back into Redis (the cache does not know which hashes a delete
-removed); a vector of deleted content stays until its TTL, which bounds how long that can be.
+Deleting a memory (``delete``, ``bulk_delete``, the write gate's forget) removes the vector of its
+content from Redis at once (:meth:`RedisEmbeddingCache.delete_many`, called by
+``EmbeddingService.forget``); if Redis is unreachable then, the TTL still bounds how long it stays.
 
 Redis errors never fail an embedding: lookups count as ``error`` and miss, writes are skipped, and
 Redis is left alone for a cooldown (see :class:`stratamem.coordination.redisconn.Breaker`).
@@ -80,6 +81,17 @@ class RedisEmbeddingCache:
         metrics.CACHE_LOOKUPS.labels("redis", "hit").inc(len(found))
         metrics.CACHE_LOOKUPS.labels("redis", "miss").inc(len(hashes) - len(found))
         return found
+
+    def delete_many(self, tenant_id: str, model_id: str, hashes: Sequence[str]) -> None:
+        """Drop the vectors of these content hashes (content that was deleted)."""
+        if not hashes or not self.breaker.available():
+            return
+        try:
+            self.client.delete(*[self.key(tenant_id, model_id, h) for h in hashes])
+        except self._errors as exc:
+            self.breaker.failed(exc)
+            return
+        self.breaker.succeeded()
 
     def put_many(self, tenant_id: str, model_id: str, items: Mapping[str, Vector]) -> None:
         if not items or not self.breaker.available():

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import ErrorCode, MemoryError
-from ..layers import scope_key
+from ..layers import parse_layer, scope_key
 from ..model import AddMemoryInput, Layer, MemoryEntry, TenantContext
 from .config import ConsolidationConfig
 from .importance import importance_at
@@ -94,7 +94,7 @@ def compact(engine: MemoryEngine, ctx: TenantContext, source_ids: Any, callback:
                           "identifiers); cross-scope compaction is not allowed", operation=operation,
                           details={"scopes": sorted(f"{layer.value}:{key}" for layer, key in scopes)})
     layer = sources[0].layer
-    if target_layer is not None and Layer(str(target_layer)) != layer:
+    if target_layer is not None and parse_layer(target_layer, operation) != layer:
         raise MemoryError(ErrorCode.INVALID_PARAMS, f"the target scope must be the sources' scope ({layer.value})",
                           operation=operation, details={"field": "target_layer", "layer": layer.value})
     content = _run_callback(callback, [s.model_copy(deep=True) for s in sources], operation)

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
+from ..arguments import check_bool, check_str_list
 from ..errors import ErrorCode, MemoryError
 from ..filters import compile_filter, parse_filter
 from ..layers import parse_identifiers, parse_layer, require_identifiers, scope_key
@@ -149,8 +150,11 @@ class Lifecycle:
         return BlockedPromotion(source_id=source.id, reason=reason, importance=importance)
 
     def close_session(self, ctx: Any, user_id: str, session_id: str,
-                      project_id: str | None = None) -> CloseSessionResult:
-        """Promotion check when a session ends, then cleanup per the session retention settings."""
+                      project_id: str | None = None, *, agent_id: str | None = None) -> CloseSessionResult:
+        """Promotion check when a session ends, then cleanup per the session retention settings.
+
+        With ``agent_id``, that agent's memories (agent layer, this user) written during this session
+        are evaluated too, by the same importance/durability rules; they are not deleted at close."""
         with self.engine.operation("close_session", ctx) as (tctx, extra):
             op = "close_session"
             cfg = self._config.session
@@ -161,15 +165,16 @@ class Lifecycle:
             self.engine.require_grant(tctx, Layer.SESSION, ids, op)
             project = project_id or cfg.project_id
             target = Layer.PROJECT if project else cfg.default_target
-            target_ids = LayerIdentifiers(user_id=ids.user_id, project_id=project)
+            target_ids = parse_identifiers({"user_id": ids.user_id, "project_id": project}, op)
             now = self.engine.now()
             entries = list(iter_scope(self.engine.provider, tctx.tenant_id, now,
                                       scope=Scope(Layer.SESSION, scope_key(Layer.SESSION, ids))))
-            result = CloseSessionResult(evaluated=len(entries), target_layer=target)
+            volatile = entries + self._agent_entries(tctx, ids, agent_id, now, op)
+            result = CloseSessionResult(evaluated=len(volatile), target_layer=target)
             items = []
             sources: list[tuple[MemoryEntry, float]] = []
-            done = self._already_promoted(tctx, target, target_ids, [e.id for e in entries], now)
-            for entry in entries:
+            done = self._already_promoted(tctx, target, target_ids, [e.id for e in volatile], now)
+            for entry in volatile:
                 imp = importance_at(self._config.importance, entry, now)
                 important = imp >= cfg.promotion_threshold or (cfg.promote_durable and worth_keeping(entry.content))
                 if not cfg.promote_important or not important or entry.id in done:
@@ -202,6 +207,19 @@ class Lifecycle:
             )
             extra.update(promoted=len(result.promoted), blocked=len(result.blocked))
             return result
+
+    def _agent_entries(self, ctx: TenantContext, ids: LayerIdentifiers, agent_id: Any, now: Any,
+                       op: str) -> list[MemoryEntry]:
+        """The agent's live memories for this user that were written in this session."""
+        if agent_id is None:
+            return []
+        agent = parse_identifiers({"agent_id": agent_id, "user_id": ids.user_id}, op)
+        if agent.agent_id is None:
+            raise MemoryError(ErrorCode.MISSING_IDENTIFIER, "agent_id must not be blank", operation=op,
+                              details={"layer": "agent", "identifier": "agentId"})
+        scope = Scope(Layer.AGENT, scope_key(Layer.AGENT, agent))
+        return [e for e in iter_scope(self.engine.provider, ctx.tenant_id, now, scope=scope)
+                if e.provenance.created_in_session_id == ids.session_id]
 
     def _already_promoted(self, ctx: TenantContext, target: Layer, ids: LayerIdentifiers, source_ids: list[str],
                           now: Any) -> set[str]:
@@ -282,7 +300,7 @@ class Lifecycle:
     def prune(self, ctx: Any, *, dry_run: bool = True) -> PruneReport:
         with self.engine.operation("prune", ctx) as (tctx, _):
             self.engine.require_tenant_grant(tctx, "prune")
-            return prune(self.engine, tctx, self._config.pruning, dry_run=dry_run)
+            return prune(self.engine, tctx, self._config.pruning, dry_run=check_bool(dry_run, "dry_run", "prune"))
 
     def conflicts(self, ctx: Any, memory_id: str | None = None, *, layer: Any = None, identifiers: Any = None,
                   cursor: str | None = None, limit: int | None = None) -> ListMemoriesOutput:
@@ -291,7 +309,7 @@ class Lifecycle:
 
     # -- maintenance --------------------------------------------------------------------------------
     def maintain(self, tenants: Sequence[str] | None = None) -> MaintenanceReport:
-        return run_maintenance(self, tenants)
+        return run_maintenance(self, None if tenants is None else check_str_list(tenants, "tenants", "maintain"))
 
     def schedule(self, interval_s: float) -> MaintenanceScheduler:
         return MaintenanceScheduler(self, interval_s).start()

@@ -21,13 +21,9 @@ BREADTH: dict[Layer, int] = {
     Layer.AGENT: 0, Layer.SESSION: 0, Layer.USER: 1, Layer.PROJECT: 2, Layer.TEAM: 3, Layer.ORG: 4,
     Layer.COMPANY: 5,
 }
-#: Alternative scope names (workspace, global) accepted as promotion targets.
-SCOPE_ALIASES: dict[str, str] = {"workspace": "project", "global": "company"}
-
-
 def parse_target(value: Any, operation: str = "promote") -> Layer:
-    if isinstance(value, str):
-        value = SCOPE_ALIASES.get(value.strip().lower(), value)
+    """The target layer; other APIs' scope names (``workspace``, ``global``) are understood by the
+    layer parser itself (``stratamem.scopes``)."""
     return parse_layer(value, operation)
 
 

@@ -20,6 +20,7 @@ from pydantic.alias_generators import to_camel
 
 from ..graph.traverse import MAX_HOPS
 from ..model import TenantContext
+from ..persistence.health import snapshot_bucket_health
 from ..sdk import Memory
 from .http_errors import COMMON, responses
 
@@ -74,8 +75,14 @@ def graph_router(get_memory: Callable[..., Any], get_tenant: Callable[..., Any])
 
     @router.get("/health/graph", operation_id="getGraphHealth")
     def health(mem: MemoryDep) -> Any:
-        """Health of the knowledge graph (503 when unhealthy)."""
+        """Health of the knowledge graph and, when snapshots are configured, of their S3 bucket
+        (503 when unhealthy)."""
         result = mem.graph.health()
+        bucket = snapshot_bucket_health(mem)
+        if bucket is not None:
+            result.components["snapshots_s3"] = bucket
+            if bucket.status == "unhealthy":
+                result.status = "unhealthy"
         code = 200 if result.status == "healthy" else 503
         return JSONResponse(result.to_json_dict(), status_code=code)
 

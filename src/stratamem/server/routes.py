@@ -30,6 +30,8 @@ from .deps import MemoryDep, ReaderDep, WriterDep
 from .http_errors import COMMON, responses
 
 #: A layer name: documented as an enum; any other string is answered by the store with 400 INVALID_LAYER.
+#: The schema lists the layers; the parser also takes other APIs' scope names (``workspace``, see
+#: ``stratamem.scopes``), kept out of the enum so answers and inputs document one vocabulary.
 LayerName = Annotated[str, Field(max_length=32, json_schema_extra={"enum": [x.value for x in Layer]})]
 
 
@@ -208,6 +210,7 @@ def build_router() -> APIRouter:
         user_id: Annotated[str | None, Query(alias="userId", max_length=256)] = None,
         session_id: Annotated[str | None, Query(alias="sessionId", max_length=256)] = None,
         project_id: Annotated[str | None, Query(alias="projectId", max_length=256)] = None,
+        workspace_id: Annotated[str | None, Query(alias="workspaceId", max_length=256)] = None,
         team_id: Annotated[str | None, Query(alias="teamId", max_length=256)] = None,
         org_id: Annotated[str | None, Query(alias="orgId", max_length=256)] = None,
         company_id: Annotated[str | None, Query(alias="companyId", max_length=256)] = None,
@@ -220,7 +223,7 @@ def build_router() -> APIRouter:
         follow `nextCursor` for the next page."""
         ids = {"agent_id": agent_id, "user_id": user_id, "session_id": session_id, "project_id": project_id,
                "team_id": team_id, "org_id": org_id, "company_id": company_id, "object_type": object_type,
-               "object_id": object_id}
+               "object_id": object_id, "workspace_id": workspace_id}
         flt: Any = None
         if filter is not None:
             try:
