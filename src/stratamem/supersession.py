@@ -91,12 +91,34 @@ def replaced_phrases(content: str) -> list[set[str]]:
     return [words for m in _FROM.finditer(content) if (words := set(tokenize(m.group("old") or m.group("giver"))))]
 
 
+_LEADING_WORD = re.compile(r"^\s*([A-Z][\w-]*)(?:'s|\u2019s)?\b")
+#: Capitalised words that open a sentence without naming whom it is about.
+_NOT_A_NAME = frozenset({"user", "the", "we", "our", "this", "that", "these", "those", "my", "his", "her", "their",
+                         "a", "an", "it", "they", "i", "you", "there", "every", "each", "all", "no", "some"})
+
+
+def subject(content: str) -> str | None:
+    """The (stemmed) word a memory opens with, which names whom or what it is about ("Dana" of "Dana
+    moved to Berlin", "Marco" of "Marco's manager …"), or None when it opens with a word that names
+    nobody ("The team …", "We moved …", "User prefers …")."""
+    match = _LEADING_WORD.match(content)
+    if match is None or match.group(1).lower() in _NOT_A_NAME:
+        return None
+    stems = tokenize(match.group(1))  # "Sessions …" and "Session caching …" open with the same word
+    return stems[0] if stems else None
+
+
 def superseded(content: str, candidates: Sequence[Candidate]) -> list[MemoryEntry]:
-    """The candidates that the memory ``content`` makes out of date (see module doc)."""
+    """The candidates that the memory ``content`` makes out of date (see module doc). A candidate that
+    opens with another name is about someone else ("Ana switched from Jenkins" leaves "Ben uses
+    Jenkins" alone), as scopes shared by several people hold."""
     phrases = replaced_phrases(content)
     marker = has_change_marker(content)
     if not phrases and not marker:
         return []
+    who = subject(content)
+    if who is not None:
+        candidates = [c for c in candidates if subject(c.entry.content) in (None, who)]
     out: dict[str, MemoryEntry] = {}
     for cand in candidates:
         if cand.cosine < MIN_COSINE_FROM_TO:

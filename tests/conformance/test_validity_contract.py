@@ -148,3 +148,14 @@ def test_a_plain_from_phrase_supersedes_nothing(open_store: Callable[..., Memory
     out = mem.add(tenant, content="from a 12", layer="user", identifiers=U)
     assert out.superseded == [] and mem.get(tenant, first.id) is not None
     assert mem.list(tenant, layer="user", identifiers=U).total_count == 2
+
+
+@pytest.mark.model
+def test_a_change_about_someone_else_supersedes_nothing(model_store: Memory, tenant: TenantContext) -> None:
+    """A team scope holds facts about several people: Ana's switch does not replace Ben's tool."""
+    team = {"team_id": "platform"}
+    ben = model_store.add(tenant, content="Ben uses Jenkins for CI", layer="team", identifiers=team).memory
+    out = model_store.add(tenant, content="Ana switched from Jenkins to GitHub Actions", layer="team",
+                          identifiers=team)
+    assert out.superseded == [] and model_store.get(tenant, ben.id) is not None
+    assert model_store.list(tenant, layer="team", identifiers=team).total_count == 2
