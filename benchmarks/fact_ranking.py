@@ -40,6 +40,8 @@ from stratamem import Memory, MemoryConfig, TenantContext
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
+#: The row of a default search (``MemoryConfig`` threshold and relevance floor), not a cut at a threshold.
+DEFAULT = -1.0
 
 
 class Clock:
@@ -92,12 +94,15 @@ def evaluate(mem: Memory, scenario: Scenario, tallies: dict[float, Tally], dump:
     for question in scenario.questions:
         res = mem.search(ctx, question.text, identifiers=scenario.identifiers, limit=10, threshold=0.0, **search)
         scored = [(str(r.memory.metadata.get("key")), r.score) for r in res.results]
+        default = mem.search(ctx, question.text, identifiers=scenario.identifiers, limit=10, **search)
+        kept = [str(r.memory.metadata.get("key")) for r in default.results]
         top = scored[0][1] if scored else 0.0
         if dump:
             shown = ", ".join(f"{key} {score:.3f}" for key, score in scored[:3])
-            print(f"  [{scenario.name}] {question.text!r} -> {list(question.answers)}: {shown}")
+            print(f"  [{scenario.name}] {question.text!r} -> {list(question.answers)}: {shown}; default: {kept[:3]}")
         for threshold, tally in tallies.items():
-            ranked = [key for key, score in scored if score >= threshold]
+            # DEFAULT: what a default search returns (the threshold and the relevance floor)
+            ranked = kept if threshold == DEFAULT else [key for key, score in scored if score >= threshold]
             if not question.answers:
                 tally.unans_fp.append(1.0 if ranked else 0.0)
                 tally.top_unans.append(top)
@@ -120,13 +125,13 @@ def evaluate(mem: Memory, scenario: Scenario, tallies: dict[float, Tally], dump:
                 tally.stale.append(1.0 if stale else 0.0)
 
 
-def run(embedder: str | None, splits: list[str], dump: bool, thresholds: list[float],
+def run(embedder: str | None, splits: list[str], dump: bool, thresholds: list[float], config: MemoryConfig,
         **search: Any) -> dict[float, dict[str, dict[str, float]]]:
     """Metrics per threshold, per split (and ``all``)."""
     tallies = {t: {split: Tally() for split in splits} for t in thresholds}
     with tempfile.TemporaryDirectory(prefix="stratamem-facts-") as tmp:
         clock = Clock()
-        with Memory.open(Path(tmp) / "facts.duckdb", embedder=embedder, clock=clock) as mem:
+        with Memory.open(Path(tmp) / "facts.duckdb", embedder=embedder, clock=clock, config=config) as mem:
             for scenario in SCENARIOS:
                 if scenario.split not in splits:
                     continue
@@ -154,23 +159,33 @@ def main(argv: list[str] | None = None) -> int:
                         help="the threshold of the main table (default: MemoryConfig.default_threshold)")
     parser.add_argument("--sweep", type=float, nargs="*", default=[],
                         help="more thresholds to report (e.g. --sweep 0.7 0.75 0.8)")
+    parser.add_argument("--floor", type=float, default=None,
+                        help="MemoryConfig.relevance_floor (default: its default; < -1 turns it off)")
     parser.add_argument("--out", type=Path, default=RESULTS / "fact_ranking.json")
     args = parser.parse_args(argv)
+    config = MemoryConfig()
+    if args.floor is not None:
+        config = MemoryConfig(relevance_floor=None if args.floor < -1 else args.floor)
     search: dict[str, Any] = {}
     if args.hybrid_weight is not None:
         search["hybrid_weight"] = args.hybrid_weight
     default = MemoryConfig().default_threshold if args.threshold is None else args.threshold
-    thresholds = list(dict.fromkeys([default, *args.sweep]))
-    results = run(args.embedder, args.split, args.dump, thresholds, **search)
+    thresholds = list(dict.fromkeys([DEFAULT, default, *args.sweep]))
+    if args.threshold is not None:  # the main table is the cut at that threshold, without the floor
+        thresholds.remove(DEFAULT)
+    results = run(args.embedder, args.split, args.dump, thresholds, config, **search)
     cols = ["p@1", "MRR", "pair@3", "stale>cur", "miss", "unans FP", "top1 ans", "top1 unans"]
     print(f"{'threshold':<10}{'split':<8} {'n':>4} " + " ".join(f"{c:>10}" for c in cols))
     for t, rows in results.items():
         for split, row in rows.items():
-            print(f"{t:<10.3f}{split:<8} {int(row['questions']):>4} " + " ".join(f"{row[c]:>10.3f}" for c in cols))
+            label = "default" if t == DEFAULT else f"{t:.3f}"
+            print(f"{label:<10}{split:<8} {int(row['questions']):>4} " + " ".join(f"{row[c]:>10.3f}" for c in cols))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"benchmark": "fact_ranking", "embedder": args.embedder, "search": search,
-                                    "default_threshold": default, "machine": platform.platform(),
-                                    "results": {f"{t:g}": rows for t, rows in results.items()}}, indent=2))
+                                    "default_threshold": default, "relevance_floor": config.relevance_floor,
+                                    "machine": platform.platform(),
+                                    "results": {"default" if t == DEFAULT else f"{t:g}": rows
+                                                for t, rows in results.items()}}, indent=2))
     print(f"wrote {args.out.relative_to(ROOT) if args.out.is_relative_to(ROOT) else args.out}")
     return 0
 

@@ -70,7 +70,7 @@ from .providers.base import ListPage, ListQuery, MemoryProvider, PreparedAdd, Sc
 from .retrieval.boosts import Boosts, boosted_page
 from .retrieval.context import context_page
 from .retry import call_with_retry
-from .search import merge_results
+from .search import above_relevance_floor, merge_results
 from .telemetry.audit import AuditLog
 from .validation import check_id, check_limit
 
@@ -679,6 +679,7 @@ class MemoryEngine:
                                   f"query is {len(query)} characters; the limit is {max_q}", operation=op,
                                   details={"max_length": max_q, "length": len(query)}, retryable=False)
             limit = self._check_limit(limit, self.config.default_search_limit, self.config.max_search_limit, op)
+            floor = self.config.relevance_floor if threshold is None else None  # default search only
             if threshold is None:
                 threshold = self.config.default_threshold
             if isinstance(threshold, bool) or not isinstance(threshold, int | float) or not 0.0 <= threshold <= 1.0:
@@ -729,6 +730,14 @@ class MemoryEngine:
                 dedup_threshold=self.config.dedup_threshold,
             )
             total = max(0, sum(p.total for p in pages) - dropped)
+            if floor is not None and merged:
+                centroids = {layer: self._store(lambda lr=layer: self.provider.scope_centroid(  # type: ignore[misc]
+                    tctx.tenant_id, Scope(lr, scope_key(lr, ids)), now), op) for layer in {lr for lr, _ in merged}}
+                kept = above_relevance_floor(merged, vector, centroids, floor)
+                # every candidate was seen when fewer than ``limit`` came back: the count is exact
+                seen_all = len(merged) < limit or not kept
+                total = len(kept) if seen_all else max(len(kept), total - (len(merged) - len(kept)))
+                merged = kept
             for result_filter in self.result_filters:
                 kept = result_filter(tctx, merged)
                 total, merged = max(0, total - (len(merged) - len(kept))), kept

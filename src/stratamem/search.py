@@ -7,13 +7,15 @@ kept is dropped, so the more specific layer wins ("project overrides company").
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
+from .embeddings.base import Vector
 from .layers import precedence
 from .model import Layer
 from .providers.base import ScoredEntry
+from .retrieval.centering import MIN_ROWS, Centroid, centered_cosines
 
 
 def merge_results(
@@ -42,3 +44,22 @@ def merge_results(
         if vec is not None:
             kept_vecs.append(vec)
     return kept, dropped
+
+
+def above_relevance_floor(
+    merged: list[tuple[Layer, ScoredEntry]],
+    query: Vector,
+    centroids: Mapping[Layer, Centroid | None],
+    floor: float,
+) -> list[tuple[Layer, ScoredEntry]]:
+    """The results whose cosine to the query, both measured from their scope's centroid, is at least
+    ``floor`` (``retrieval/centering.py``); a result without a vector, or whose scope has no centroid
+    or fewer than ``MIN_ROWS`` memories, is kept."""
+    return [(layer, hit) for layer, hit in merged
+            if _above_floor(query, hit.entry.embedding, centroids.get(layer), floor)]
+
+
+def _above_floor(query: Vector, vector: Sequence[float] | None, centroid: Centroid | None, floor: float) -> bool:
+    if centroid is None or centroid.rows < MIN_ROWS or vector is None:
+        return True
+    return float(centered_cosines(query, [vector], centroid)[0]) >= floor

@@ -344,3 +344,57 @@ def test_churn_reloads_the_partition_and_rows_stay_raw_until_needed(
     res = mem.search(acme, "Zanzibar telemetry revision", identifiers=IDS, threshold=0.0, limit=20)
     assert [r.memory.content for r in res.results].count("Revision final: Zanzibar telemetry moved") == 1
     assert len(res.results) == 8
+
+
+def test_partition_centroid_follows_enough_changes() -> None:
+    """The relevance floor's centroid is cached per partition and recomputed once more than 5% of the
+    rows (at least 8) changed; removed and superseded rows leave it."""
+    import numpy as np
+
+    from stratamem.retrieval.centering import centered_cosines, mean_of_unit_rows
+    from stratamem.retrieval.search_index import Partition
+
+    dims = 4
+    part = Partition(("t", "user", "u"), dims)
+    rows = np.eye(dims, dtype=np.float32)
+    for i in range(dims):
+        part._new_slot(f"m{i}", f"row {i}", rows[i], None, "active", None)
+    first = part.centroid()
+    assert first is not None and first.rows == dims
+    np.testing.assert_allclose(first.mean, np.full(dims, 0.25), atol=1e-6)
+    part.remove("m0")  # one change of four rows: the cached centroid stays (within 8 changes)
+    assert part.centroid() is first
+    for i in range(8):
+        part._new_slot(f"n{i}", f"new {i}", rows[1], None, "active", None)
+    again = part.centroid()
+    assert again is not first and again is not None and again.rows == 3 + 8
+    # centering removes what every row shares: two rows alike but for one axis score by that axis
+    shared = np.array([1.0, 0.0, 0.0, 0.0], dtype=np.float32)
+    pool = np.vstack([shared + 0.3 * rows[i % 3 + 1] for i in range(30)])
+    centroid = mean_of_unit_rows(pool)
+    assert centroid is not None
+    raw = float(pool[0] @ pool[1] / (np.linalg.norm(pool[0]) * np.linalg.norm(pool[1])))
+    centered = float(centered_cosines(pool[0], [pool[1]], centroid)[0])
+    assert raw > 0.9 and centered < 0.0
+
+
+def test_warm_search_index_loads_the_largest_scopes_before_any_search(tmp_path: Path) -> None:
+    """Warm start: a reopened store has an empty index; ``warm_search_index`` (run by the server
+    before it listens) loads every scope that fits, largest first, so no search pays for the load."""
+    path = tmp_path / "warm.duckdb"
+    ctx = TenantContext(tenant_id="warm")
+    with Memory.open(path, embedder="hashing") as mem:
+        mem.bulk_add(ctx, [{"content": f"fact {i} about alice", "layer": "user", "identifiers": {"user_id": "alice"}}
+                           for i in range(30)])
+        mem.bulk_add(ctx, [{"content": f"fact {i} about bob", "layer": "user", "identifiers": {"user_id": "bob"}}
+                           for i in range(5)])
+    with Memory.open(path, embedder="hashing") as mem:
+        stats = provider(mem).search_index_stats()
+        assert stats is not None and stats["rows"] == 0
+        assert provider(mem).warm_search_index(timeout=30) == 35
+        stats = provider(mem).search_index_stats()
+        assert stats is not None and stats["partitions"] == 2 and stats["rows"] == 35
+        provider(mem).configure_search_index(max_rows=31)  # only what fits: the largest scope
+    with Memory.open(path, embedder="hashing") as mem:
+        provider(mem).configure_search_index(max_rows=31)
+        assert provider(mem).warm_search_index(timeout=30) == 30

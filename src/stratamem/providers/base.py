@@ -43,6 +43,7 @@ from ..model import (
     Provenance,
     ProviderCapabilities,
 )
+from ..retrieval.centering import Centroid
 
 ACTIVE: tuple[str, ...] = ("active",)
 
@@ -215,6 +216,12 @@ class MemoryProvider(ABC):
         """Partitions and rows of the in-process search index, None where the provider has none."""
         return None
 
+    def warm_search_index(self, timeout: float | None = None) -> int:
+        """Load the largest scopes into the in-process search index (as many rows as it keeps) and
+        wait up to ``timeout`` seconds for their HNSW graphs, so a server's first searches are as
+        fast as later ones; returns the rows loaded (0 where the provider has no such index)."""
+        return 0
+
     def _rows_changed(self, tenant_id: str, ids: Sequence[str]) -> None:
         for listener in self.row_listeners:
             listener(tenant_id, ids)
@@ -343,6 +350,12 @@ class MemoryProvider(ABC):
     @abstractmethod
     def search(self, query: SearchQuery) -> SearchPage:
         """Top ``limit`` entries of one scope by score, filter applied before the cut."""
+
+    def scope_centroid(self, tenant_id: str, scope: Scope, now: datetime) -> Centroid | None:
+        """The centroid of the unit vectors of the scope's current memories
+        (``retrieval/centering.py``); None when the store cannot tell (the relevance floor is then
+        not applied) or the scope is empty."""
+        return None
 
     @abstractmethod
     def count_by_layer(self, tenant_id: str, now: datetime) -> dict[str, int]: ...

@@ -16,6 +16,7 @@ from ..embeddings.base import Vector
 from ..errors import ErrorCode, MemoryError
 from ..layers import scope_key
 from ..model import MemoryEntry, ProviderCapabilities
+from ..retrieval.centering import Centroid, mean_of_unit_rows
 from ..retrieval.lexical import bm25_normalized, fuse_scores, query_terms, term_counts
 from .base import (
     ACTIVE,
@@ -23,6 +24,7 @@ from .base import (
     ListQuery,
     MemoryProvider,
     PreparedAdd,
+    Scope,
     ScoredEntry,
     SearchPage,
     SearchQuery,
@@ -168,6 +170,12 @@ class InMemoryProvider(MemoryProvider):
             rows_after = rows if after is None else [e for e in rows if (e.created_at, e.id) > after]
             page = [self._public(e, False) for e in rows_after[: query.limit]]
             return ListPage(entries=page, total=len(rows), has_more=len(rows_after) > query.limit)
+
+    def scope_centroid(self, tenant_id: str, scope: Scope, now: datetime) -> Centroid | None:
+        with self._lock:
+            rows = [self._vectors[(e.tenant_id, e.id)] for e in self._scoped(tenant_id, scope.layer.value, scope.key)
+                    if self._live(e, now, ACTIVE) and (e.tenant_id, e.id) in self._vectors]
+        return mean_of_unit_rows(np.vstack(rows)) if rows else None
 
     def search(self, query: SearchQuery) -> SearchPage:
         with self._lock:

@@ -42,6 +42,7 @@ from ..errors import ErrorCode, MemoryError, TransientProviderError
 from ..keys_model import ApiKeyRecord
 from ..layers import scope_key
 from ..model import MemoryEntry, ProviderCapabilities
+from ..retrieval.centering import Centroid
 from ..retrieval.lexical import query_terms
 from ..retrieval.postgres_lexical import PostgresLexicalIndex, fused_scope_sql
 from . import postgres_schema
@@ -51,6 +52,7 @@ from .base import (
     ListQuery,
     MemoryProvider,
     PreparedAdd,
+    Scope,
     ScoredEntry,
     SearchPage,
     SearchQuery,
@@ -147,6 +149,8 @@ class PostgresProvider(MemoryProvider):
         self._min_size, self._max_size, self._pool_timeout = min_size, max_size, pool_timeout
         self._read_batch = read_batch
         self._pool: ConnectionPool[psycopg.Connection[Any]] | None = None
+        #: scope -> (centroid, rows when computed); recomputed once the count moved by 5% (at least 8)
+        self._centroids: dict[tuple[str, str, str], tuple[Centroid | None, int]] = {}
         self._dims = 0
         self.display_url = _redact(conninfo)
         self.write_hooks.append(PostgresLexicalIndex())  # hybrid search: postings in the write transaction
@@ -465,6 +469,28 @@ class PostgresProvider(MemoryProvider):
 
     _SCOPE_WHERE = ("tenant_id = %s AND layer = %s AND scope = %s AND status = ANY(%s) "
                     "AND (expires_at IS NULL OR expires_at > %s)")
+
+    def scope_centroid(self, tenant_id: str, scope: Scope, now: datetime) -> Centroid | None:
+        key = (tenant_id, scope.layer.value, scope.key)
+        where = ("tenant_id = %s AND layer = %s AND scope = %s AND status = 'active' "
+                 "AND (expires_at IS NULL OR expires_at > %s)")
+        params = [*key, now]
+        with self._conn("search") as conn:
+            counted = conn.execute(f"SELECT count(*) FROM memories WHERE {where}", params).fetchone()
+            rows = int(counted[0]) if counted else 0
+            cached = self._centroids.get(key)
+            if cached is not None and abs(rows - cached[1]) <= max(8, rows // 20):
+                return cached[0]
+            averaged = conn.execute(f"SELECT avg(embedding) FROM memories WHERE {where}", params).fetchone()
+            mean: Any = averaged[0] if averaged else None
+        # stored vectors are unit length, so their average is the centroid of unit vectors
+        if mean is not None and hasattr(mean, "to_numpy"):  # pgvector's Vector
+            mean = mean.to_numpy()
+        centroid = None if mean is None or rows == 0 else Centroid(np.asarray(mean, dtype=np.float32), rows)
+        if len(self._centroids) > 10_000:
+            self._centroids.clear()
+        self._centroids[key] = (centroid, rows)
+        return centroid
 
     def search(self, query: SearchQuery) -> SearchPage:
         vector = np.asarray(query.vector, dtype=np.float32)

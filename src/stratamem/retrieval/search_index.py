@@ -60,6 +60,7 @@ import numpy as np
 from ..model import MemoryEntry
 from ..providers.base import ScoredEntry, SearchPage, SearchQuery
 from .ann_store import AnnStore, SavedGraph, vector_hashes
+from .centering import Centroid, mean_of_unit_rows
 from .lexical import BM25_B, BM25_K1, GATE_HIGH, GATE_LOW, best_bm25, idf, query_terms, term_counts
 
 log = logging.getLogger(__name__)
@@ -333,6 +334,8 @@ class Partition:
         self.saved: SavedGraph | None = None  # read at load, consumed by the background build
         self.restored = False  # the graph came from a saved file
         self.last_used = time.monotonic()
+        self.changes = 0  # rows added, removed or changed in status (the centroid's staleness)
+        self._centroid: tuple[Centroid | None, int] | None = None  # (centroid, ``changes`` when computed)
 
     @property
     def dead(self) -> int:
@@ -366,6 +369,7 @@ class Partition:
         self.active[slot] = status == "active"
         self.expires[slot] = _epoch(expires_at)
         self.n_live += 1
+        self.changes += 1
         self._index_terms(slot, content)
         vec = np.asarray(vector, dtype=np.float32).reshape(-1)
         self.vectors[slot] = vec
@@ -472,6 +476,7 @@ class Partition:
             self._new_slot(entry.id, entry.content, vector, stored, entry.status, entry.expires_at)
             return
         self.entries[slot] = stored
+        self.changes += bool(self.active[slot]) != (entry.status == "active")
         self.active[slot] = entry.status == "active"
         self.expires[slot] = _epoch(entry.expires_at)
 
@@ -501,6 +506,7 @@ class Partition:
             self.on_remove(self.key)
             self.on_disk = False
         self.n_live -= 1
+        self.changes += 1
 
     def entry(self, slot: int) -> MemoryEntry | None:
         value = self.entries[slot]
@@ -521,8 +527,21 @@ class Partition:
             return
         new = fn(entry)
         self.entries[slot] = new
+        self.changes += bool(self.active[slot]) != (new.status == "active")
         self.active[slot] = new.status == "active"
         self.expires[slot] = _epoch(new.expires_at)
+
+    def centroid(self) -> Centroid | None:
+        """The centroid of the current (active) rows (``retrieval/centering.py``), recomputed once
+        more than 5% of the rows (at least 8) changed since it was last computed: a few new rows
+        hardly move the mean of many."""
+        if self._centroid is not None and self.changes - self._centroid[1] <= max(8, self.n_live // 20):
+            return self._centroid[0]
+        n = len(self.ids)
+        live = self.present[:n] & self.active[:n]
+        centroid = mean_of_unit_rows(self.vectors[:n][live]) if live.any() else None
+        self._centroid = (centroid, self.changes)
+        return centroid
 
     # -- scoring ---------------------------------------------------------------------------------
     def _bm25(self, terms: Sequence[str]) -> _Bm25 | None:
@@ -1082,6 +1101,11 @@ class SearchIndex:
         part = self.partition(key, load)
         with part.lock:
             return part.search(query, use_ann=not query.exact and part.n_live > self.ann_threshold)
+
+    def centroid(self, key: PartitionKey, load: Callable[[], LoadedRows]) -> Centroid | None:
+        part = self.partition(key, load)
+        with part.lock:
+            return part.centroid()
 
     def stats(self) -> dict[str, Any]:
         with self._lock:

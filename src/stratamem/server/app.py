@@ -154,6 +154,9 @@ def create_app(memory: Memory, settings: ServerSettings | None = None, *,
         # binds the socket after this startup), so /health and /ready answer only once a request
         # would not pay for the model's loading, and the first search is as fast as later ones.
         await asyncio.to_thread(engine.embeddings.embedder.warm_up)
+        # and the search index: the largest scopes loaded, their HNSW graphs built or read back
+        rows = await asyncio.to_thread(engine.provider.warm_search_index, settings.warm_index_timeout)
+        log.info("search index warm: %d rows loaded", rows)
         async with contextlib.AsyncExitStack() as stack:
             if mcp_app is not None:
                 await stack.enter_async_context(mcp_app.session_manager.run())

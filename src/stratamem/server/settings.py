@@ -32,6 +32,9 @@ class ServerSettings(BaseSettings):
     port: int = Field(8080, ge=0, le=65535)
     #: Largest accepted request body; bigger ones get 413 CONTENT_TOO_LONG.
     max_body_bytes: int = Field(1_048_576, ge=1024)
+    #: Seconds the server waits at start for the search index to load the largest scopes and build
+    #: (or read back) their HNSW graphs before it listens (``STRATAMEM_WARM_INDEX_TIMEOUT``).
+    warm_index_timeout: float = Field(120.0, ge=0.0)
     #: Items per bulk request (REST cap; the SDK allows more).
     max_bulk_items: int = Field(100, ge=1, le=1000)
     #: Token bucket per API key / token subject: sustained requests per second (0 disables) and burst.

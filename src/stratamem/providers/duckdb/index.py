@@ -4,6 +4,7 @@ built from a snapshot's Parquet files, and the changes a write transaction stage
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -77,6 +78,23 @@ class SearchIndexMixin(RowsMixin):
     def search_index_stats(self) -> dict[str, Any] | None:
         index = self.search_index
         return None if index is None else index.stats()
+
+    def warm_search_index(self, timeout: float | None = None) -> int:
+        index = self.search_index
+        if index is None:
+            return 0
+        with self._read() as cur:
+            scopes = cur.execute(
+                "SELECT tenant_id, layer, scope, count(*) AS n FROM memories GROUP BY ALL ORDER BY n DESC, "
+                "tenant_id, layer, scope").fetchall()
+        loaded = 0
+        for tenant_id, layer, scope, rows in scopes:
+            if loaded + int(rows) > index.max_rows:
+                break
+            index.partition((tenant_id, layer, scope), functools.partial(self._load_partition, tenant_id, layer, scope))
+            loaded += int(rows)
+        index.wait_ready(timeout)
+        return loaded
 
     def rows_replaced(self, tenant_id: str) -> None:
         index = self._db.search_index if self._db is not None else None

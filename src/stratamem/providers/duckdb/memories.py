@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from ...model import MemoryEntry
+from ...retrieval.centering import Centroid, mean_of_unit_rows
 from ...retrieval.duckdb_lexical import lexical_scores_sql
 from ...retrieval.lexical import gate_sql, query_terms
 from ...retrieval.search_index import (
@@ -19,6 +20,7 @@ from ..base import (
     ListPage,
     ListQuery,
     PreparedAdd,
+    Scope,
     ScoredEntry,
     SearchPage,
     SearchQuery,
@@ -207,6 +209,19 @@ class MemoriesMixin(SearchIndexMixin):
             tenant_id, layer, scope = query.tenant_id, query.scope.layer.value, query.scope.key
             return index.search((tenant_id, layer, scope), lambda: self._load_partition(tenant_id, layer, scope), query)
         return self._search_sql(query)
+
+    def scope_centroid(self, tenant_id: str, scope: Scope, now: datetime) -> Centroid | None:
+        index = self.search_index
+        layer, key = scope.layer.value, scope.key
+        if index is not None:  # kept by the partition, recomputed when enough rows changed
+            return index.centroid((tenant_id, layer, key), lambda: self._load_partition(tenant_id, layer, key))
+        with self._read() as cur:
+            rows = cur.execute(
+                "SELECT embedding FROM memories WHERE tenant_id = ? AND layer = ? AND scope = ? "
+                "AND status = 'active' AND embedding IS NOT NULL AND (expires_at IS NULL OR expires_at > ?)",
+                [tenant_id, layer, key, to_naive_utc(now)],
+            ).fetchall()
+        return mean_of_unit_rows([r[0] for r in rows]) if rows else None
 
     def _search_sql(self, query: SearchQuery) -> SearchPage:
         """The search as one SQL scan of the scope (no in-process index)."""

@@ -1,0 +1,58 @@
+"""Default search returns nothing for a question the scope cannot answer (``retrieval/centering.py``).
+
+Repro: every unanswerable question about a user whose scope holds a dozen facts got that user's
+memories back above the default threshold (the shared "about Dana" direction of the embeddings put
+them at a raw cosine near the answering ones). Measured from the scope's centroid, they fall below
+``MemoryConfig.relevance_floor``; answerable questions keep their answer. Every provider the same.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from stratamem import Memory, MemoryConfig, TenantContext
+from stratamem.embeddings import Embedder
+
+pytestmark = pytest.mark.model
+
+IDS = {"user_id": "dana"}
+FACTS = [
+    "Dana is a vegetarian", "Dana lives in Hamburg", "Dana prefers dark mode in every app",
+    "Dana's daughter Emma starts school in September", "Dana works as a product designer at Figma",
+    "Dana is allergic to peanuts", "Dana is learning Portuguese on Duolingo",
+    "Dana is planning a trip to Lisbon in October", "Dana drinks her coffee black",
+    "Dana's manager is Lena Fischer", "Dana plays tennis on Sundays", "Dana drives a blue Volvo",
+]
+ANSWERABLE = [("which city does Dana live in?", "Dana lives in Hamburg"),
+              ("is Dana allergic to anything?", "Dana is allergic to peanuts")]
+UNANSWERABLE = ["what is Dana's blood type?", "what is Dana's favourite movie?", "which bank does Dana use?"]
+
+
+def _fill(mem: Memory, tenant: TenantContext) -> None:
+    mem.bulk_add(tenant, [{"content": c, "layer": "user", "identifiers": IDS} for c in FACTS])
+
+
+def test_unanswerable_questions_return_nothing_by_default(model_store: Memory, tenant: TenantContext) -> None:
+    _fill(model_store, tenant)
+    for question in UNANSWERABLE:
+        default = model_store.search(tenant, question, identifiers=IDS)
+        assert default.results == [], (question, [(r.memory.content, r.score) for r in default.results])
+        assert default.total_count == 0
+        # the floor belongs to the default only: an explicit threshold still ranks the whole scope
+        assert model_store.search(tenant, question, identifiers=IDS, threshold=0.0).results
+
+
+def test_answerable_questions_keep_their_answer_first(model_store: Memory, tenant: TenantContext) -> None:
+    _fill(model_store, tenant)
+    for question, answer in ANSWERABLE:
+        res = model_store.search(tenant, question, identifiers=IDS)
+        assert res.results and res.results[0].memory.content == answer, (
+            question, [(r.memory.content, r.score) for r in res.results])
+
+
+def test_the_floor_can_be_turned_off(tmp_path: Path, minilm: Embedder, tenant: TenantContext) -> None:
+    with Memory.open(tmp_path / "off.duckdb", embedder=minilm, config=MemoryConfig(relevance_floor=None)) as mem:
+        _fill(mem, tenant)
+        assert mem.search(tenant, "what is Dana's blood type?", identifiers=IDS).results
