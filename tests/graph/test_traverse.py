@@ -164,7 +164,7 @@ def test_invalidate_forgets_snapshot_and_rows(mem: Memory, acme: TenantContext, 
     """A bulk replace behind the engine's back (what a restore does) + ``Generations.invalidate``."""
     queries = mem.graph.queries  # type: ignore[union-attr]
     assert story["b"] in {i.node.id for i in mem.graph.related(acme, story["a"], hops=3).items}
-    with mem.engine.provider.graph_read() as cur:  # type: ignore[attr-defined]
+    with mem.engine.provider.graph_transaction() as cur:  # type: ignore[attr-defined]
         cur.execute("UPDATE memories SET status = 'archived' WHERE tenant_id = 'acme' AND id = ?", [story["b"]])
     queries.generations.invalidate("acme")
     assert story["b"] not in {i.node.id for i in mem.graph.related(acme, story["a"], hops=3).items}

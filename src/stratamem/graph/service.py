@@ -299,7 +299,8 @@ class GraphService:
                 names = {r[0] for r in cur.execute(TABLES_SQL[self.dialect]).fetchall()}
                 if not set(GRAPH_TABLES) <= names:
                     return False
-                self.queries._bfs(cur, "\x00ready", ["\x00"], 1, None)
+                # a tenant that cannot exist (no NUL byte: PostgreSQL text refuses it)
+                self.queries._bfs(cur, "\x01ready", ["\x01"], 1, None)
             return True
         except Exception:
             return False

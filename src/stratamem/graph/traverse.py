@@ -159,7 +159,7 @@ adj AS MATERIALIZED (
       FROM entity_edges WHERE tenant_id = $tenant AND deleted_at IS NULL
 ),
 walk(node, dist) AS (
-    SELECT DISTINCT x, 0 FROM json_array_elements_text($starts::json) AS x
+    SELECT DISTINCT x COLLATE "C", 0 FROM json_array_elements_text($starts::json) AS x
     UNION
     SELECT adj.d, walk.dist + 1 FROM walk JOIN adj ON adj.s = walk.node WHERE walk.dist < $hops
 ),
@@ -776,7 +776,7 @@ class GraphQueries:
                  WHERE a.tenant_id = $tenant AND a.deleted_at IS NULL AND a.rel_type = 'MENTIONS'
                    AND list_contains($seeds::JSON::VARCHAR[], a.source_id)
                    AND NOT list_contains($seeds::JSON::VARCHAR[], b.source_id)
-                   AND list_contains($scopes::JSON::VARCHAR[], m.layer || ':' || m.scope)
+                   AND list_contains($scopes::JSON::VARCHAR[], (m.layer || ':' || m.scope))
                  ORDER BY list_position($seeds::JSON::VARCHAR[], a.source_id), b.source_id, e.name
                 """,
                 {"tenant": tenant_id, "seeds": json_list(seeds), "scopes": json_list(scopes)},

@@ -18,8 +18,9 @@ from typing import Any, Literal
 Dialect = Literal["duckdb", "postgres"]
 
 _IDS = r"(\?|\$[A-Za-z_]\w*)::JSON::VARCHAR\[\]"
-_LIST_CONTAINS = re.compile(r"list_contains\(\s*" + _IDS + r",\s*([\w.]+)\s*\)")
-_LIST_POSITION = re.compile(r"list_position\(\s*" + _IDS + r",\s*([\w.]+)\s*\)")
+_ARG = r"(\([^()]*\)|[\w.]+)"  # a column, or an expression in parentheses
+_LIST_CONTAINS = re.compile(r"list_contains\(\s*" + _IDS + r",\s*" + _ARG + r"\s*\)")
+_LIST_POSITION = re.compile(r"list_position\(\s*" + _IDS + r",\s*" + _ARG + r"\s*\)")
 _EPOCH_US = re.compile(r"epoch_us\(([\w.]+)\)")
 _NAMED = re.compile(r"\$([A-Za-z_]\w*)")
 #: DuckDB-only planner hint (``tenant_id || ''`` avoids a single-column ART index); PostgreSQL
