@@ -56,13 +56,16 @@ def open_mem(store_kind: str, db_path: Path) -> Iterator[Callable[..., Memory]]:
     yield factory
     for mem in opened:
         mem.close()
-    if schemas:
-        import psycopg  # noqa: PLC0415 - only the PostgreSQL runs need the driver
-        from psycopg import sql  # noqa: PLC0415
+    for name in schemas:
+        drop_schema(pg_url, name)
 
-        with psycopg.connect(pg_url, autocommit=True) as conn:
-            for name in schemas:
-                conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(name)))
+
+def drop_schema(pg_url: str, name: str) -> None:
+    import psycopg  # noqa: PLC0415 - only the PostgreSQL runs need the driver
+    from psycopg import sql  # noqa: PLC0415
+
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(name)))
 
 
 @pytest.fixture()
