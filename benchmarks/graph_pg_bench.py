@@ -32,7 +32,6 @@ from stratamem.graph.traverse import _LRU
 from stratamem.layers import scope_key
 from stratamem.model import Layer, LayerIdentifiers
 
-
 RESULTS = Path(__file__).resolve().parent / "results"
 ENTITIES_PER_TENANT = 600  # as in graph_bench.py
 
@@ -52,7 +51,8 @@ BUILD = (
     """INSERT INTO memory_nodes SELECT 't' || (i % $T), 'm' || i, 'm' || i, 'user', 'synthetic memory ' || i,
               now()::TIMESTAMP, now()::TIMESTAMP, NULL FROM generate_series(0, $N - 1) i""",
     """INSERT INTO entities SELECT 't' || t, 'ent_t' || t || '_' || k, 'Entity ' || k, 'entity ' || k, 'ENTITY',
-              now()::TIMESTAMP, now()::TIMESTAMP, NULL FROM generate_series(0, $T - 1) t, generate_series(0, $E - 1) k""",
+              now()::TIMESTAMP, now()::TIMESTAMP, NULL
+         FROM generate_series(0, $T - 1) t, generate_series(0, $E - 1) k""",
     """INSERT INTO memory_edges SELECT 't' || (i % $T), 'me' || i || '_' || j, 'm' || i,
               'ent_t' || (i % $T) || '_' || ((i::bigint * (2654435761 + j * 40503)) % $E), 'entity', 'MENTIONS',
               'm' || i, 1.0, now()::TIMESTAMP, NULL FROM generate_series(0, $N - 1) i, generate_series(0, 1) j
@@ -78,9 +78,13 @@ def main() -> int:
     try:
         mem = Memory.open(f"{url}{'&' if '?' in url else '?'}schema={schema}", embedder="hashing")
         provider: Any = mem.engine.provider
-        params = {"T": args.tenants, "N": args.memories, "E": ENTITIES_PER_TENANT,
-                  "scope": scope_key(Layer.USER, LayerIdentifiers(user_id="u")),
-                  "dims": mem.engine.store_info.dimensions}
+        params = {
+            "T": args.tenants,
+            "N": args.memories,
+            "E": ENTITIES_PER_TENANT,
+            "scope": scope_key(Layer.USER, LayerIdentifiers(user_id="u")),
+            "dims": mem.engine.store_info.dimensions,
+        }
         t0 = time.perf_counter()
         with provider.graph_transaction() as tx:
             for statement in BUILD:
@@ -119,8 +123,9 @@ def main() -> int:
                 graph.path(TenantContext(tenant_id=f"t{t}"), f"ent_t{t}_{a}", f"ent_t{t}_{b}", max_hops=6)
                 lat.append((time.perf_counter() - t1) * 1000)
             label = "recursive SQL" if engine == "sql" else "CSR snapshot (warm)"
-            rows.append({"query": f"shortest path <=6 hops, {label}", "p50_ms": pct(lat, 0.5),
-                         "p95_ms": pct(lat, 0.95)})
+            rows.append(
+                {"query": f"shortest path <=6 hops, {label}", "p50_ms": pct(lat, 0.5), "p95_ms": pct(lat, 0.95)}
+            )
         queries.adjacency_cache = True
         lat = []
         for t in range(args.tenants):
@@ -128,24 +133,42 @@ def main() -> int:
             t1 = time.perf_counter()
             graph.related(TenantContext(tenant_id=f"t{t}"), f"m{t}", 1)
             lat.append((time.perf_counter() - t1) * 1000)
-        rows.append({"query": "related 1-hop right after a write (snapshot load)", "p50_ms": pct(lat, 0.5),
-                     "p95_ms": pct(lat, 0.95)})
+        rows.append(
+            {
+                "query": "related 1-hop right after a write (snapshot load)",
+                "p50_ms": pct(lat, 0.5),
+                "p95_ms": pct(lat, 0.95),
+            }
+        )
         mem.close()
     finally:
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
     per_tenant = args.memories // args.tenants
-    print(f"PostgreSQL graph: {args.memories} memories, {args.tenants} tenants ({per_tenant} memories, "
-          f"~{3 * per_tenant} edges per tenant), built in {build_s:.1f}s")
+    print(
+        f"PostgreSQL graph: {args.memories} memories, {args.tenants} tenants ({per_tenant} memories, "
+        f"~{3 * per_tenant} edges per tenant), built in {build_s:.1f}s"
+    )
     print(f"{'query':<52}{'p50 ms':>10}{'p95 ms':>10}")
     for r in rows:
         print(f"{r['query']:<52}{r['p50_ms']:>10.2f}{r['p95_ms']:>10.2f}")
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "graph_pg_bench.json").write_text(json.dumps({
-        "memories": args.memories, "tenants": args.tenants, "queries": args.queries, "build_s": round(build_s, 2),
-        "python": platform.python_version(), "cpus": os.cpu_count(), "load_avg_at_end": os.getloadavg(),
-        "rows": rows,
-    }, indent=2), encoding="utf-8")
+    (RESULTS / "graph_pg_bench.json").write_text(
+        json.dumps(
+            {
+                "memories": args.memories,
+                "tenants": args.tenants,
+                "queries": args.queries,
+                "build_s": round(build_s, 2),
+                "python": platform.python_version(),
+                "cpus": os.cpu_count(),
+                "load_avg_at_end": os.getloadavg(),
+                "rows": rows,
+            },
+            indent=2,
+        ),
+        encoding="utf-8",
+    )
     return 0
 
 

@@ -61,8 +61,8 @@ def open_mem(store_kind: str, db_path: Path) -> Iterator[Callable[..., Memory]]:
 
 
 def drop_schema(pg_url: str, name: str) -> None:
-    import psycopg  # noqa: PLC0415 - only the PostgreSQL runs need the driver
-    from psycopg import sql  # noqa: PLC0415
+    import psycopg
+    from psycopg import sql
 
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(name)))

@@ -26,8 +26,10 @@ def store_kind() -> str:
 
 def _dump(mem: Memory, tenant: str) -> dict[str, list[dict[str, Any]]]:
     provider: Any = mem.engine.provider
-    return {t: [r for batch in export_graph_rows(provider, tenant, t, batch_size=7) for r in batch]
-            for t in GRAPH_TABLES_IN_ORDER}
+    return {
+        t: [r for batch in export_graph_rows(provider, tenant, t, batch_size=7) for r in batch]
+        for t in GRAPH_TABLES_IN_ORDER
+    }
 
 
 def _copy(src: Memory, dst: Memory, tenant: str) -> None:
@@ -43,12 +45,16 @@ def _copy(src: Memory, dst: Memory, tenant: str) -> None:
 def _views(mem: Memory, ctx: TenantContext) -> tuple[Any, ...]:
     related = mem.graph.related(ctx, "Alice", hops=3, include_entities=True)
     path = mem.graph.path(ctx, "Project A", "memory leak")
-    return ([(i.node.id, i.hops, i.reasoning) for i in related.items], path.reasoning,
-            [n.node.id for n in mem.graph.neighbors(ctx, "Alice")])
+    return (
+        [(i.node.id, i.hops, i.reasoning) for i in related.items],
+        path.reasoning,
+        [n.node.id for n in mem.graph.neighbors(ctx, "Alice")],
+    )
 
 
-def test_graph_round_trips_duckdb_postgres_duckdb(open_mem: Callable[..., Memory], tmp_path: Path,
-                                                   acme: TenantContext) -> None:
+def test_graph_round_trips_duckdb_postgres_duckdb(
+    open_mem: Callable[..., Memory], tmp_path: Path, acme: TenantContext
+) -> None:
     first = open_mem(tmp_path / "a.duckdb")
     a = first.add(acme, "Alice works on Project A", "user", {"user_id": "u1"}).memory.id
     first.add(acme, "Alice found a memory leak", "user", {"user_id": "u1"})
@@ -60,7 +66,8 @@ def test_graph_round_trips_duckdb_postgres_duckdb(open_mem: Callable[..., Memory
     _copy(first, pg, "acme")
     assert _dump(pg, "acme") == _dump(first, "acme")
     assert graph_row_counts(pg.engine.provider, "acme") == graph_row_counts(  # type: ignore[arg-type]
-        first.engine.provider, "acme")  # type: ignore[arg-type]
+        first.engine.provider, "acme"
+    )  # type: ignore[arg-type]
     assert _views(pg, acme) == _views(first, acme)
     assert pg.graph.check().ok
     # re-sending a batch (a resumed copy) changes nothing

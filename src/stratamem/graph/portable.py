@@ -17,19 +17,35 @@ from ..providers.contracts import GraphBackend
 from .store import generations_for
 
 #: Import order (entities before the edges that name them, nodes before their edges).
-GRAPH_TABLES_IN_ORDER: tuple[str, ...] = ("graph_settings", "entities", "memory_nodes", "memory_edges",
-                                          "entity_edges")
+GRAPH_TABLES_IN_ORDER: tuple[str, ...] = ("graph_settings", "entities", "memory_nodes", "memory_edges", "entity_edges")
 
 #: Columns of each table in schema order, and its primary key.
 COLUMNS: dict[str, tuple[str, ...]] = {
     "graph_settings": ("tenant_id", "enabled", "updated_at"),
     "entities": ("tenant_id", "entity_id", "name", "norm_name", "type", "created_at", "updated_at", "deleted_at"),
-    "memory_nodes": ("tenant_id", "node_id", "memory_id", "layer", "label", "created_at", "updated_at",
-                     "deleted_at"),
-    "memory_edges": ("tenant_id", "edge_id", "source_id", "target_id", "target_kind", "rel_type", "memory_id",
-                     "weight", "created_at", "deleted_at"),
-    "entity_edges": ("tenant_id", "edge_id", "source_id", "target_id", "rel_type", "memory_id", "created_at",
-                     "deleted_at"),
+    "memory_nodes": ("tenant_id", "node_id", "memory_id", "layer", "label", "created_at", "updated_at", "deleted_at"),
+    "memory_edges": (
+        "tenant_id",
+        "edge_id",
+        "source_id",
+        "target_id",
+        "target_kind",
+        "rel_type",
+        "memory_id",
+        "weight",
+        "created_at",
+        "deleted_at",
+    ),
+    "entity_edges": (
+        "tenant_id",
+        "edge_id",
+        "source_id",
+        "target_id",
+        "rel_type",
+        "memory_id",
+        "created_at",
+        "deleted_at",
+    ),
 }
 KEYS: dict[str, tuple[str, ...]] = {
     "graph_settings": ("tenant_id",),
@@ -42,25 +58,30 @@ KEYS: dict[str, tuple[str, ...]] = {
 
 def _table(table: str) -> str:
     if table not in COLUMNS:
-        raise MemoryError(ErrorCode.INVALID_PARAMS, f"unknown graph table {table!r}",
-                          details={"field": "table", "allowed": list(GRAPH_TABLES_IN_ORDER)})
+        raise MemoryError(
+            ErrorCode.INVALID_PARAMS,
+            f"unknown graph table {table!r}",
+            details={"field": "table", "allowed": list(GRAPH_TABLES_IN_ORDER)},
+        )
     return table
 
 
-def export_graph_rows(provider: GraphBackend, tenant_id: str, table: str, *,
-                      batch_size: int = 1000) -> Iterator[list[dict[str, Any]]]:
+def export_graph_rows(
+    provider: GraphBackend, tenant_id: str, table: str, *, batch_size: int = 1000
+) -> Iterator[list[dict[str, Any]]]:
     """Batches of the tenant's rows of ``table`` (soft-deleted ones included), in primary-key order."""
     cols = COLUMNS[_table(table)]
     key = KEYS[table][-1]
-    select = f"SELECT {', '.join(cols)} FROM {table} WHERE tenant_id = ?"  # names: constants above
+    select = f"SELECT {', '.join(cols)} FROM {table} WHERE tenant_id = ?"  # noqa: S608 - names are constants above
     after: str | None = None
     while True:
         with provider.graph_read() as cur:
             if after is None:
                 rows = cur.execute(f"{select} ORDER BY {key} LIMIT ?", [tenant_id, batch_size]).fetchall()
             else:
-                rows = cur.execute(f"{select} AND {key} > ? ORDER BY {key} LIMIT ?",
-                                   [tenant_id, after, batch_size]).fetchall()
+                rows = cur.execute(
+                    f"{select} AND {key} > ? ORDER BY {key} LIMIT ?", [tenant_id, after, batch_size]
+                ).fetchall()
         if not rows:
             return
         batch = [dict(zip(cols, row, strict=True)) for row in rows]
@@ -75,8 +96,7 @@ def export_graph_rows(provider: GraphBackend, tenant_id: str, table: str, *,
         after = str(batch[-1][key])
 
 
-def import_graph_rows(provider: GraphBackend, tenant_id: str, table: str,
-                      rows: Sequence[Mapping[str, Any]]) -> int:
+def import_graph_rows(provider: GraphBackend, tenant_id: str, table: str, rows: Sequence[Mapping[str, Any]]) -> int:
     """Upsert ``rows`` (as :func:`export_graph_rows` yields them) in one transaction of the target;
     the number written. Every row must belong to ``tenant_id``."""
     cols = COLUMNS[_table(table)]
@@ -84,12 +104,16 @@ def import_graph_rows(provider: GraphBackend, tenant_id: str, table: str,
         return 0
     for row in rows:
         if row.get("tenant_id") != tenant_id:
-            raise MemoryError(ErrorCode.INVALID_PARAMS, "every imported graph row must belong to the tenant",
-                              details={"table": table})
+            raise MemoryError(
+                ErrorCode.INVALID_PARAMS, "every imported graph row must belong to the tenant", details={"table": table}
+            )
     keys = KEYS[table]
     updates = ", ".join(f"{c} = excluded.{c}" for c in cols if c not in keys and _updatable(table, c))
-    sql = (f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' for _ in cols)}) "
-           f"ON CONFLICT ({', '.join(keys)}) DO UPDATE SET {updates}")
+    # table and column names are the constants above; every value is a bound parameter
+    sql = (
+        f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' for _ in cols)}) "  # noqa: S608
+        f"ON CONFLICT ({', '.join(keys)}) DO UPDATE SET {updates}"
+    )
     with provider.graph_transaction() as tx:
         tx.executemany(sql, [[row.get(c) for c in cols] for row in rows])
     generations_for(provider.database_key()).invalidate(tenant_id)
@@ -98,8 +122,11 @@ def import_graph_rows(provider: GraphBackend, tenant_id: str, table: str,
 
 def _updatable(table: str, column: str) -> bool:
     """DuckDB refuses ``DO UPDATE`` of an indexed column; those are part of the id's hash anyway."""
-    indexed = {"memory_edges": {"source_id", "target_id"}, "entity_edges": {"source_id", "target_id"},
-               "entities": {"norm_name"}}
+    indexed = {
+        "memory_edges": {"source_id", "target_id"},
+        "entity_edges": {"source_id", "target_id"},
+        "entities": {"norm_name"},
+    }
     return column not in indexed.get(table, set())
 
 
@@ -121,5 +148,12 @@ def graph_row_counts(provider: GraphBackend, tenant_id: str) -> dict[str, int]:
     return out
 
 
-__all__ = ["COLUMNS", "GRAPH_TABLES_IN_ORDER", "KEYS", "delete_graph", "export_graph_rows", "graph_row_counts",
-           "import_graph_rows"]
+__all__ = [
+    "COLUMNS",
+    "GRAPH_TABLES_IN_ORDER",
+    "KEYS",
+    "delete_graph",
+    "export_graph_rows",
+    "graph_row_counts",
+    "import_graph_rows",
+]

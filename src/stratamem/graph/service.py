@@ -23,6 +23,7 @@ from ..errors import ErrorCode, MemoryError
 from ..layers import scope_key
 from ..model import HealthCheckResult, Layer, LayerIdentifiers, SearchResult, TenantContext
 from ..providers.contracts import GraphBackend, SqlStore, implements
+from ..providers.graph_sql import Dialect
 from ..validation import check_limit
 from .extract import GraphExtractor, LLMBackedExtractor, LLMGraphExtractor, normalize_name
 from .integrity import (
@@ -108,9 +109,9 @@ class GraphService:
             raise TypeError(f"provider {provider.name} is not a knowledge-graph backend (contracts.GraphBackend)")
         self.provider: GraphBackend = provider
         gens = generations_for(provider.database_key())
-        self.dialect = provider.graph_dialect
+        self.dialect: Dialect = "postgres" if provider.graph_dialect == "postgres" else "duckdb"
         self.store = GraphStore(enabled_by_default=engine.config.graph_enabled, generations=gens,
-                                cursor=provider.graph_cursor, dialect=provider.graph_dialect)
+                                cursor=provider.graph_cursor, dialect=self.dialect)
         self.queries = GraphQueries(self.provider, gens)
         self.pgq_available = isinstance(provider, SqlStore) and self.dialect == "duckdb" and detect_pgq(
             provider.new_cursor)

@@ -141,7 +141,7 @@ SELECT node, dist, parent, rel, fwd FROM bfs ORDER BY dist, node"""
 
 #: The same breadth-first search on PostgreSQL, whose recursive CTEs allow neither aggregates nor a
 #: second reference to the recursive table: (node, distance) pairs reachable by a walk (UNION keeps
-#: each pair once, so at most nodes × hops rows), a node's distance is its smallest, and its parent
+#: each pair once, so at most nodes x hops rows), a node's distance is its smallest, and its parent
 #: is chosen afterwards among the nodes one level closer, with the same tie rule. It does not stop
 #: early at ``$target``: the tree up to the target's level is the same.
 BFS_SQL_POSTGRES = """WITH RECURSIVE
