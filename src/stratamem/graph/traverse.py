@@ -357,16 +357,16 @@ class GraphQueries:
         self._rows = _LRU(adjacency_tenants)
 
     # -- plumbing ------------------------------------------------------------------------------
-    def _versions(self, tenant_id: str) -> tuple[Any, Any]:
+    def _versions(self, tenant_id: str, cur: Any = None) -> tuple[Any, Any]:
         """(graph, row) generations of the tenant; on a store with a database-side counter (PostgreSQL:
         writers may be other servers) each is paired with it, read before the data it keys."""
         graph, rows = self.generations.get(tenant_id), self.generations.row_generation(tenant_id)
-        shared = self.provider.graph_generation(tenant_id)
+        shared = self.provider.graph_generation(tenant_id, cur)
         if shared is None:
             return graph, rows
         return (graph, shared), (rows, shared)
 
-    def _stable_versions(self, tenant_id: str) -> tuple[Any, Any] | None:
+    def _stable_versions(self, tenant_id: str, cur: Any = None) -> tuple[Any, Any] | None:
         """The tenant's (graph, row) generations, or None while a write transaction is in flight.
 
         Generations are bumped inside the write transaction, before it commits; a value read while
@@ -380,7 +380,7 @@ class GraphQueries:
         if not lock.acquire(blocking=False):
             return None
         try:
-            return self._versions(tenant_id)
+            return self._versions(tenant_id, cur)
         finally:
             lock.release()
 
@@ -455,8 +455,8 @@ class GraphQueries:
 
     def _snapshot(self, cur: Any, tenant_id: str) -> _Snapshot:
         """The tenant's live graph at the current write generation (tenant-scoped scans)."""
-        stable = self._stable_versions(tenant_id)
-        key = (tenant_id, stable[0] if stable is not None else self._versions(tenant_id)[0])
+        stable = self._stable_versions(tenant_id, cur)
+        key = (tenant_id, stable[0] if stable is not None else self._versions(tenant_id, cur)[0])
         snap: _Snapshot | None = self._adjacency.get(key)
         if snap is not None:
             return snap
@@ -474,18 +474,18 @@ class GraphQueries:
             refs.sort()
         snap = _Snapshot(graph, nodes)
         snap.names = names
-        if stable is not None and stable[0] == key[1] == self._versions(tenant_id)[0]:
+        if stable is not None and stable[0] == key[1] == self._versions(tenant_id, cur)[0]:
             self._adjacency.put(key, snap)
         return snap
 
     def _rows_of(self, cur: Any, tenant_id: str, snap: _Snapshot) -> _Rows:
-        if self.provider.graph_generation(tenant_id) is not None:
+        if self.provider.graph_generation(tenant_id, cur) is not None:
             # other servers change rows without this process's row-change log: read them with SQL
             return _Rows(None, -1)
         rows: _Rows | None = self._rows.get(tenant_id)
         if rows is not None and self._sync_rows(rows, tenant_id):
             return rows
-        stable = self._stable_versions(tenant_id)
+        stable = self._stable_versions(tenant_id, cur)
         rows = _Rows(None, stable[1] if stable else -1)
         # Loaded only with no write in flight (its row-change notice could predate the load).
         if stable is not None and int(snap.memory.sum()) <= self.row_cache_limit:
@@ -544,7 +544,7 @@ class GraphQueries:
         return out
 
     def _fetch_rows(self, cur: Any, tenant_id: str, rows: _Rows, ids: Sequence[str]) -> dict[str, MemoryEntry]:
-        stable = self._stable_versions(tenant_id)
+        stable = self._stable_versions(tenant_id, cur)
         found = {e.id: e for e in self.provider.fetch_entries(cur, tenant_id, ids, False)}
         if rows.live is not None and stable is not None:
             with rows.lock:

@@ -241,10 +241,10 @@ class GraphBackend(Protocol):
         """The ``tx`` a write hook receives (or a ``PreparingWriteHook`` reader) as such a cursor."""
         ...
 
-    def graph_generation(self, tenant_id: str) -> int | None:
+    def graph_generation(self, tenant_id: str, cur: Any = None) -> int | None:
         """A per-tenant counter kept by the database and bumped in every transaction that changes the
-        tenant's graph or the memory rows a traversal reads; None when the in-process counters see
-        every writer (an embedded store)."""
+        tenant's graph or the memory rows a traversal reads, read on ``cur`` (a :meth:`graph_read`
+        cursor) when given; None when the in-process counters see every writer (an embedded store)."""
         ...
 
     def database_key(self) -> Hashable:

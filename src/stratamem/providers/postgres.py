@@ -228,12 +228,16 @@ class PostgresProvider(MemoryProvider):
         """The write hooks' ``tx`` (a psycopg connection) as a graph SQL cursor."""
         return tx if isinstance(tx, PgSqlCursor) else PgSqlCursor(tx)
 
-    def graph_generation(self, tenant_id: str) -> int | None:
+    def graph_generation(self, tenant_id: str, cur: Any = None) -> int | None:
         """The tenant's database-side graph generation (bumped by triggers in every writer's
-        transaction, whichever server it runs on)."""
-        with self._conn("graph") as conn:
-            row = conn.execute("SELECT generation FROM graph_generation WHERE tenant_id = %s",
-                               [tenant_id]).fetchone()
+        transaction, whichever server it runs on); read on ``cur`` (a :meth:`graph_read` cursor:
+        the value its snapshot sees, without a second connection) or on a pooled connection."""
+        query = "SELECT generation FROM graph_generation WHERE tenant_id = %s"
+        if isinstance(cur, PgSqlCursor):
+            row = cur.conn.execute(query, [tenant_id]).fetchone()
+        else:
+            with self._conn("graph") as conn:
+                row = conn.execute(query, [tenant_id]).fetchone()
         return int(row[0]) if row else 0
 
     def database_key(self) -> Hashable:

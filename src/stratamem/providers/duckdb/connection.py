@@ -204,9 +204,9 @@ class DuckDBConnection(MemoryProvider):
     def graph_cursor(self, tx: Any) -> Any:
         return tx
 
-    def graph_generation(self, tenant_id: str) -> int | None:
+    def graph_generation(self, tenant_id: str, cur: Any = None) -> int | None:
         """None: every writer of the file is in this process, the in-process counters suffice."""
-        del tenant_id
+        del tenant_id, cur
         return None
 
     def writer_lock(self) -> threading.RLock:
