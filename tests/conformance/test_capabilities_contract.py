@@ -38,7 +38,7 @@ CONTRACTS = {
 EXPECTED = {
     "duckdb": dict.fromkeys(CONTRACTS, True),
     "inmemory": {"graph": False, "lifecycle": True, "keys": True, "governance": True, "snapshots": False},
-    "postgres": {"graph": False, "lifecycle": True, "keys": True, "governance": True, "snapshots": False},
+    "postgres": {"graph": True, "lifecycle": True, "keys": True, "governance": True, "snapshots": False},
 }
 
 

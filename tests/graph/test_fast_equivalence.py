@@ -12,6 +12,7 @@ restore) and the comparison is repeated: the snapshot's cached rows must follow.
 from __future__ import annotations
 
 import itertools
+import uuid
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -23,6 +24,8 @@ from hypothesis import strategies as st
 
 from stratamem import Memory, MemoryError, TenantContext
 from stratamem.graph.traverse import _LRU
+
+from .conftest import STORES, _pg_url, drop_schema
 
 MEM_RELS = ["MENTIONS", "RELATES_TO"]
 ENT_RELS = ["CAUSED_BY", "USES", "WORKS_ON"]
@@ -49,12 +52,22 @@ queries = st.fixed_dictionaries({
 _counter = itertools.count()
 
 
-@pytest.fixture(scope="module")
-def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Memory]:
-    mem = Memory.open(Path(tmp_path_factory.mktemp("eq")) / "eq.duckdb", embedder="hashing")
+@pytest.fixture(scope="module", params=STORES)
+def shared(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Memory]:
+    """One store per kind for the module (on PostgreSQL: the recursive CTE of ``BFS_SQL_POSTGRES``)."""
+    schema = ""
+    if request.param == "postgres":
+        url = _pg_url()
+        schema = f"g_{uuid.uuid4().hex[:16]}"
+        location: Any = f"{url}{'&' if '?' in url else '?'}schema={schema}"
+    else:
+        location = Path(tmp_path_factory.mktemp("eq")) / "eq.duckdb"
+    mem = Memory.open(location, embedder="hashing")
     mem.graph.queries._cache = _LRU(0)  # type: ignore[union-attr]  # compare traversals, not the cache
     yield mem
     mem.close()
+    if schema:
+        drop_schema(_pg_url(), schema)
 
 
 def _ent(j: int) -> str:
@@ -68,7 +81,7 @@ def _build(mem: Memory, tenant: str, spec: dict[str, Any]) -> list[str]:
            for i in range(spec["memories"])]
     provider: Any = mem.engine.provider
     ts = "2025-01-01 00:00:00"
-    with provider.transaction() as tx:
+    with provider.graph_transaction() as tx:
         for i, mid in enumerate(ids):
             tx.execute("INSERT INTO memory_nodes VALUES (?, ?, ?, 'user', ?, ?, ?, NULL)",
                        [tenant, mid, mid, f"{tenant} memory {i}", ts, ts])
@@ -130,7 +143,7 @@ def _compare(mem: Memory, tenants: dict[str, list[str]], q: dict[str, Any]) -> i
                 assert all(n["label"].startswith(f"{tenant} ") for n in _nodes_of(fast))
         queries: Any = mem.graph.queries  # type: ignore[union-attr]
         provider: Any = mem.engine.provider
-        with provider._read() as cur:
+        with provider.graph_read() as cur:
             for start in refs[: len(ids) + N_ENT]:
                 for hops in (1, q["hops"]):
                     queries.adjacency_cache = False
@@ -172,7 +185,7 @@ def test_hub_entity_limit_and_order(shared: Memory) -> None:
     ctx = TenantContext(tenant_id=tenant)
     more = [shared.add(ctx, f"{tenant} memory {i}", "user", {"user_id": "u"}).memory.id for i in range(6, 80)]
     provider: Any = shared.engine.provider
-    with provider.transaction() as tx:
+    with provider.graph_transaction() as tx:
         for k, mid in enumerate([*ids, *more]):
             if k >= len(ids):
                 tx.execute("INSERT INTO memory_nodes VALUES (?, ?, ?, 'user', ?, now()::TIMESTAMP, "

@@ -116,7 +116,7 @@ def test_integrity_scan_reports_to_audit_and_repairs(mem: Memory, acme: TenantCo
     add(acme, "Carol manages Project B.")
     assert mem.graph.check().ok
     # Simulate damage behind the application's back (e.g. an old build without cascades).
-    with mem.engine.provider.transaction() as tx:  # type: ignore[attr-defined]
+    with mem.engine.provider.graph_transaction() as tx:  # type: ignore[attr-defined]
         tx.execute("DELETE FROM memories WHERE tenant_id = ? AND id = ?", ["acme", a])
         tx.execute("DELETE FROM entities WHERE tenant_id = ? AND name = 'Carol'", ["acme"])
     report = mem.graph.check()

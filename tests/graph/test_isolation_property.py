@@ -32,7 +32,7 @@ def test_no_traversal_crosses_tenants(tmp_path: Path, data: list[tuple[str, str]
         for tenant, content in data:
             mid = mem.add(TenantContext(tenant_id=tenant), content, "user", {"user_id": "u"}).memory.id
             owner[mid] = tenant
-        with mem.engine.provider._read() as cur:  # type: ignore[attr-defined]
+        with mem.engine.provider.graph_read() as cur:  # type: ignore[attr-defined]
             for eid, tenant in cur.execute("SELECT entity_id, tenant_id FROM entities").fetchall():
                 owner[eid] = tenant
         for tenant in TENANTS:

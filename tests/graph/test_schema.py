@@ -15,6 +15,12 @@ from stratamem.providers.duckdb.schema import Migration
 from .conftest import rows
 
 
+@pytest.fixture()
+def store_kind() -> str:
+    """The DuckDB migration itself is under test here (PostgreSQL's: test_postgres_graph_schema)."""
+    return "duckdb"
+
+
 def test_tables_have_tenant_id_and_indexes_exist(mem: Memory, db_path: Path) -> None:
     assert db_path.exists()  # one local file, no server
     for table in GRAPH_TABLES:

@@ -118,7 +118,7 @@ def test_sql_and_in_memory_bfs_agree(mem: Memory, acme: TenantContext, story: di
     add(acme, "Acme Corp uses Redis. The outage was caused by Redis.")
     queries = mem.graph.queries  # type: ignore[union-attr]
     provider = mem.engine.provider
-    with provider._read() as cur:  # type: ignore[attr-defined]
+    with provider.graph_read() as cur:  # type: ignore[attr-defined]
         nodes = [r[0] for r in cur.execute(
             "SELECT node_id FROM memory_nodes WHERE tenant_id = 'acme' UNION ALL "
             "SELECT entity_id FROM entities WHERE tenant_id = 'acme'").fetchall()]
@@ -164,7 +164,7 @@ def test_invalidate_forgets_snapshot_and_rows(mem: Memory, acme: TenantContext, 
     """A bulk replace behind the engine's back (what a restore does) + ``Generations.invalidate``."""
     queries = mem.graph.queries  # type: ignore[union-attr]
     assert story["b"] in {i.node.id for i in mem.graph.related(acme, story["a"], hops=3).items}
-    with mem.engine.provider._read() as cur:  # type: ignore[attr-defined]
+    with mem.engine.provider.graph_transaction() as cur:  # type: ignore[attr-defined]
         cur.execute("UPDATE memories SET status = 'archived' WHERE tenant_id = 'acme' AND id = ?", [story["b"]])
     queries.generations.invalidate("acme")
     assert story["b"] not in {i.node.id for i in mem.graph.related(acme, story["a"], hops=3).items}

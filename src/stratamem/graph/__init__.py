@@ -1,8 +1,9 @@
-"""Knowledge graph on the embedded DuckDB store.
+"""Knowledge graph on the DuckDB and PostgreSQL stores (docs/graph.md).
 
-``schema`` (migration 5) · ``extract`` (offline rules + LLM protocol) · ``store`` (write hook) ·
-``traverse`` (recursive-SQL traversal) · ``integrity`` (validation, scan, purge) · ``service``
-(what ``Memory.graph`` returns) · ``metrics`` (Prometheus + OpenTelemetry).
+``schema`` (DuckDB migration 5; PostgreSQL's is in ``providers/postgres_schema.py``) · ``extract``
+(offline rules + LLM protocol) · ``store`` (write hook) · ``traverse`` (CSR snapshot and recursive
+SQL) · ``integrity`` (validation, scan, purge) · ``service`` (what ``Memory.graph`` returns) ·
+``portable`` (copy a tenant's graph between stores) · ``metrics`` (Prometheus + OpenTelemetry).
 """
 
 from .extract import (

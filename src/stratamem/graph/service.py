@@ -1,9 +1,10 @@
 """The knowledge-graph service behind ``mem.graph`` (SDK), the REST router and the CLI.
 
-:func:`attach_graph` is called once by the engine: on the DuckDB provider it registers the
+:func:`attach_graph` is called once by the engine: on a provider that meets
+``contracts.GraphBackend`` (DuckDB, PostgreSQL) it registers the
 :class:`~stratamem.graph.store.GraphStore` write hook and returns a :class:`GraphService`; on any
-other provider (in-memory, PostgreSQL until ported) it returns a :class:`GraphUnavailable` whose
-methods raise ``CONFIGURATION_ERROR`` and whose health reports the graph as disabled.
+other provider (the in-memory store) it returns a :class:`GraphUnavailable` whose methods raise
+``CONFIGURATION_ERROR`` and whose health reports the graph as disabled.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from pydantic import BaseModel, ConfigDict
 from ..errors import ErrorCode, MemoryError
 from ..layers import scope_key
 from ..model import HealthCheckResult, Layer, LayerIdentifiers, SearchResult, TenantContext
-from ..providers.contracts import GraphBackend, implements
+from ..providers.contracts import GraphBackend, SqlStore, implements
+from ..providers.graph_sql import Dialect
 from ..validation import check_limit
 from .extract import GraphExtractor, LLMBackedExtractor, LLMGraphExtractor, normalize_name
 from .integrity import (
@@ -49,6 +51,12 @@ from .traverse import (
 if TYPE_CHECKING:
     from ..engine import MemoryEngine
 
+#: The tables of the store's schema (``ready``), per dialect.
+TABLES_SQL = {
+    "duckdb": "SELECT table_name FROM duckdb_tables()",
+    "postgres": "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()",
+}
+
 #: Score of a graph-expanded search result = score of the hit it was reached from, times this factor.
 EXPANSION_FACTOR = 0.8
 
@@ -75,7 +83,7 @@ class GraphUnavailable:
     def _fail(self, *_: Any, **__: Any) -> Any:
         raise MemoryError(ErrorCode.CONFIGURATION_ERROR,
                           f"the knowledge graph is not supported by provider {self.provider_name}; "
-                          "use the DuckDB store", operation="graph")
+                          "use the DuckDB or PostgreSQL store", operation="graph")
 
     related = path = neighbors = stats = set_enabled = is_enabled = link = relate = check = _fail
     purge = set_extractor = reindex = entity_id = expand_search = _fail
@@ -101,9 +109,12 @@ class GraphService:
             raise TypeError(f"provider {provider.name} is not a knowledge-graph backend (contracts.GraphBackend)")
         self.provider: GraphBackend = provider
         gens = generations_for(provider.database_key())
-        self.store = GraphStore(enabled_by_default=engine.config.graph_enabled, generations=gens)
+        self.dialect: Dialect = "postgres" if provider.graph_dialect == "postgres" else "duckdb"
+        self.store = GraphStore(enabled_by_default=engine.config.graph_enabled, generations=gens,
+                                cursor=provider.graph_cursor, dialect=self.dialect)
         self.queries = GraphQueries(self.provider, gens)
-        self.pgq_available = detect_pgq(provider.new_cursor)
+        self.pgq_available = isinstance(provider, SqlStore) and self.dialect == "duckdb" and detect_pgq(
+            provider.new_cursor)
         engine.hooks.write_hooks.append(self.store)
         # status / expiry / access-count writes that bypass the hooks: cached rows forget them
         engine.hooks.row_listeners.append(gens.rows_changed)
@@ -147,12 +158,12 @@ class GraphService:
     # -- configuration -------------------------------------------------------------------------
     def set_enabled(self, ctx: Any, enabled: bool) -> None:
         """Switch extraction on/off for this tenant (stored in the database)."""
-        with self._op("set_enabled", ctx) as (t, _), self.provider.transaction() as tx:
+        with self._op("set_enabled", ctx) as (t, _), self.provider.graph_transaction() as tx:
             self.store.set_enabled(tx, t.tenant_id, bool(enabled))
         self.store.forget_setting(t.tenant_id)
 
     def is_enabled(self, ctx: Any) -> bool:
-        with self._op("is_enabled", ctx) as (t, _), self.provider.read() as cur:
+        with self._op("is_enabled", ctx) as (t, _), self.provider.graph_read() as cur:
             self.store.forget_setting(t.tenant_id)
             return self.store.enabled(cur, t.tenant_id)
 
@@ -167,7 +178,7 @@ class GraphService:
         """(Re)build this tenant's graph from its active memories (e.g. after enabling it)."""
         with self._op("reindex", ctx) as (t, extra):
             entries = [e for e in self.provider.iter_entries(t.tenant_id) if e.status == "active"]
-            with self.provider.transaction() as tx:
+            with self.provider.graph_transaction() as tx:
                 self.store.hard_delete(tx, t.tenant_id, [e.id for e in entries])
                 for i in range(0, len(entries), 500):
                     self.store.index_entries(tx, entries[i:i + 500])
@@ -180,10 +191,13 @@ class GraphService:
         """Add a typed edge from a memory to another memory or an entity id; both ends must exist."""
         with self._op("link", ctx) as (t, _):
             rel = _rel(rel_type)
-            with self.provider.transaction() as tx:
+            with self.provider.graph_transaction() as tx:
                 validate_memory_edge(tx, t.tenant_id, source_memory_id, target, target_kind)
                 eid = edge_id(source_memory_id, target, rel)
-                tx.execute("INSERT OR REPLACE INTO memory_edges VALUES (?, ?, ?, ?, ?, ?, ?, 1.0, ?, NULL)",
+                tx.execute("INSERT INTO memory_edges VALUES (?, ?, ?, ?, ?, ?, ?, 1.0, ?, NULL) "
+                           # the id hashes both ends and the type: only the time and the deletion mark change
+                           "ON CONFLICT (tenant_id, edge_id) DO UPDATE SET created_at = excluded.created_at, "
+                           "deleted_at = NULL",
                            [t.tenant_id, eid, source_memory_id, target, target_kind, rel, source_memory_id,
                             now_naive()])
             self.store.generations.bump(t.tenant_id)
@@ -194,14 +208,16 @@ class GraphService:
         """Add a typed edge between two existing entity ids, attributed to ``memory_id``."""
         with self._op("relate", ctx) as (t, _):
             rel = _rel(rel_type)
-            with self.provider.transaction() as tx:
+            with self.provider.graph_transaction() as tx:
                 validate_entity_edge(tx, t.tenant_id, source_entity, target_entity)
                 if tx.execute("SELECT 1 FROM memory_nodes WHERE tenant_id = ? AND node_id = ?",
                               [t.tenant_id, memory_id]).fetchone() is None:
                     raise MemoryError(ErrorCode.INVALID_PARAMS, f"memory node {memory_id!r} does not exist",
                                       details={"missing": "memory", "id": memory_id})
                 eid = edge_id(memory_id, source_entity, target_entity, rel)
-                tx.execute("INSERT OR REPLACE INTO entity_edges VALUES (?, ?, ?, ?, ?, ?, ?, NULL)",
+                tx.execute("INSERT INTO entity_edges VALUES (?, ?, ?, ?, ?, ?, ?, NULL) "
+                           "ON CONFLICT (tenant_id, edge_id) DO UPDATE SET created_at = excluded.created_at, "
+                           "deleted_at = NULL",
                            [t.tenant_id, eid, source_entity, target_entity, rel, memory_id, now_naive()])
             self.store.generations.bump(t.tenant_id)
             return eid
@@ -215,7 +231,7 @@ class GraphService:
               principal: str | None = None) -> IntegrityReport:
         """Integrity scan of every tenant (or one); orphans are reported to ``engine.audit``."""
         report = IntegrityReport(repaired=repair)
-        with self.provider.transaction() as tx:
+        with self.provider.graph_transaction() as tx:
             tenants = [tenant_id] if tenant_id is not None else graph_tenants(tx)
             for tid in tenants:
                 found = scan_tenant(tx, tid, repair=repair)
@@ -236,7 +252,7 @@ class GraphService:
         """Permanently remove graph rows soft-deleted longer than ``retention`` ago."""
         cutoff = ((now or datetime.now(UTC)) - retention).astimezone(UTC).replace(tzinfo=None)
         removed = 0
-        with self.provider.transaction() as tx:
+        with self.provider.graph_transaction() as tx:
             for tid in ([tenant_id] if tenant_id is not None else graph_tenants(tx)):
                 n = purge(tx, tid, cutoff)
                 removed += n
@@ -245,7 +261,7 @@ class GraphService:
         return removed
 
     def stats(self, ctx: Any) -> GraphStats:
-        with self._op("stats", ctx) as (t, _), self.provider.read() as cur:
+        with self._op("stats", ctx) as (t, _), self.provider.graph_read() as cur:
             counts = {}
             for table, sql in (
                 ("memory_nodes", "SELECT count(*) FROM memory_nodes WHERE tenant_id = ? AND deleted_at IS NULL"),
@@ -261,9 +277,12 @@ class GraphService:
     def health(self) -> HealthCheckResult:
         start = time.perf_counter()
         status: Any = "healthy"
-        message = "pgq: duckpgq loaded" if self.pgq_available else "pgq: unavailable, recursive SQL"
+        if self.dialect == "postgres":
+            message = "postgres: CSR snapshots built from PostgreSQL, recursive SQL fallback"
+        else:
+            message = "pgq: duckpgq loaded" if self.pgq_available else "pgq: unavailable, recursive SQL"
         try:
-            with self.provider.read() as cur:
+            with self.provider.graph_read() as cur:
                 cur.execute("SELECT 1").fetchone()
         except Exception as exc:
             status, message = "unhealthy", f"{type(exc).__name__}"
@@ -277,11 +296,12 @@ class GraphService:
     def ready(self) -> bool:
         """True when every graph table exists and a traversal query runs."""
         try:
-            with self.provider.read() as cur:
-                names = {r[0] for r in cur.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+            with self.provider.graph_read() as cur:
+                names = {r[0] for r in cur.execute(TABLES_SQL[self.dialect]).fetchall()}
                 if not set(GRAPH_TABLES) <= names:
                     return False
-                self.queries._bfs(cur, "\x00ready", ["\x00"], 1, None)
+                # a tenant that cannot exist (no NUL byte: PostgreSQL text refuses it)
+                self.queries._bfs(cur, "\x01ready", ["\x01"], 1, None)
             return True
         except Exception:
             return False
@@ -299,7 +319,7 @@ class GraphService:
         if not links:
             return []
         by_id = {r.memory.id: r for r in top}
-        with self.provider.read() as cur:
+        with self.provider.graph_read() as cur:
             linked = [lk[1] for lk in links]
             entries = {e.id: e for e in self.provider.fetch_entries(cur, tctx.tenant_id, linked, False)}
         now = self.engine.now()

@@ -23,6 +23,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..model import MemoryEntry
+from ..providers.graph_sql import Dialect
 from .extract import (
     GraphExtractor,
     KnownEntity,
@@ -104,34 +105,40 @@ _ARROW_ROWS = "stratamem_graph_rows"
 _KEYS = "stratamem_graph_keys"  # the name _known's SQL reads
 INSERT_NODES = (
     "INSERT INTO memory_nodes SELECT r.t, r.id, r.m, r.layer, r.label, r.ts::TIMESTAMP, r.ts::TIMESTAMP, NULL "
-    "FROM {rows} r"
+    "FROM {rows}"
 )
 UPSERT_ENTITIES = (
     "INSERT INTO entities SELECT r.t, r.id, r.name, r.norm, r.type, r.ts::TIMESTAMP, r.ts::TIMESTAMP, NULL "
-    "FROM {rows} r "
+    "FROM {rows} "
     "ON CONFLICT (tenant_id, entity_id) DO UPDATE SET deleted_at = NULL, updated_at = excluded.updated_at"
 )
 INSERT_MENTIONS = (
     "INSERT INTO memory_edges SELECT r.t, r.id, r.src, r.tgt, 'entity', 'MENTIONS', r.m, 1.0, r.ts::TIMESTAMP, NULL "
-    "FROM {rows} r"
+    "FROM {rows}"
 )
 INSERT_RELATIONS = (
     "INSERT INTO entity_edges SELECT r.t, r.id, r.src, r.tgt, r.rel, r.m, r.ts::TIMESTAMP, NULL "
-    "FROM {rows} r"
+    "FROM {rows}"
 )
 
 
-def _insert(tx: Any, sql: str, keys: tuple[str, ...], rows: Sequence[dict[str, str]]) -> None:
+def _insert(tx: Any, sql: str, keys: tuple[str, ...], rows: Sequence[dict[str, str]],
+            dialect: Dialect = "duckdb") -> None:
     """Insert plan rows (dicts of strings under ``keys``) with ``sql`` (a constant template)."""
     if not rows:
         return
+    if dialect == "postgres":  # one JSON parameter expanded by PostgreSQL, whatever the batch size
+        columns = ", ".join(f"{key} text" for key in keys)  # keys: constants of this module
+        tx.execute(sql.format(rows=f"json_to_recordset(?::json) AS r({columns})"), [json.dumps(rows)])
+        return
     if len(rows) < ARROW_MIN_ROWS:
-        tx.execute(sql.format(rows=_JSON_ROWS), [json.dumps(rows), json.dumps([dict.fromkeys(keys, "VARCHAR")])])
+        tx.execute(sql.format(rows=_JSON_ROWS + " r"),
+                   [json.dumps(rows), json.dumps([dict.fromkeys(keys, "VARCHAR")])])
         return
     table = pa.table({key: [row[key] for row in rows] for key in keys})
     tx.register(_ARROW_ROWS, table)
     try:
-        tx.execute(sql.format(rows=_ARROW_ROWS))
+        tx.execute(sql.format(rows=_ARROW_ROWS + " r"))
     finally:
         tx.unregister(_ARROW_ROWS)
 
@@ -202,7 +209,11 @@ class GraphStore:
     """The write hook plus the graph's low-level writers (all take an open cursor)."""
 
     def __init__(self, *, extractor: GraphExtractor | None = None, enabled_by_default: bool = True,
-                 generations: Generations | None = None) -> None:
+                 generations: Generations | None = None, cursor: Callable[[Any], Any] | None = None,
+                 dialect: Dialect = "duckdb") -> None:
+        #: The write hooks' ``tx`` as a cursor of the graph's SQL (``GraphBackend.graph_cursor``).
+        self.cursor: Callable[[Any], Any] = cursor or (lambda tx: tx)
+        self.dialect: Dialect = dialect
         self.extractor: GraphExtractor = extractor or RuleBasedExtractor()
         self.enabled_by_default = enabled_by_default
         self.generations = generations or Generations()
@@ -238,6 +249,7 @@ class GraphStore:
 
     # -- WriteHook -----------------------------------------------------------------------------
     def after_add(self, tx: Any, entries: Sequence[MemoryEntry]) -> None:
+        tx = self.cursor(tx)
         for tenant in {e.tenant_id for e in entries}:
             self.generations.rows_changed(tenant, [e.id for e in entries if e.tenant_id == tenant])
         todo = [e for e in entries if e.status == "active" and self.enabled(tx, e.tenant_id)]
@@ -245,6 +257,7 @@ class GraphStore:
             self.index_entries(tx, todo)
 
     def after_update(self, tx: Any, entry: MemoryEntry, previous: MemoryEntry) -> None:
+        tx = self.cursor(tx)
         tenant = entry.tenant_id
         self.generations.rows_changed(tenant, [entry.id])
         if entry.status != "active":
@@ -262,6 +275,7 @@ class GraphStore:
                 self.index_memory(tx, entry)
 
     def after_delete(self, tx: Any, tenant_id: str, ids: Sequence[str]) -> None:
+        tx = self.cursor(tx)
         self.generations.rows_changed(tenant_id, ids)
         self.hard_delete(tx, tenant_id, ids)
 
@@ -274,6 +288,14 @@ class GraphStore:
         """The tenant's live entities whose normalised name is one of ``keys`` (oldest spelling wins)."""
         if not keys:
             return {}
+        if self.dialect == "postgres":
+            rows = tx.execute(
+                "SELECT e.norm_name, e.name, e.type FROM entities e "
+                "WHERE e.tenant_id = ? AND e.deleted_at IS NULL "
+                "AND e.norm_name = ANY(ARRAY(SELECT json_array_elements_text(?::json))) ORDER BY e.created_at",
+                [tenant_id, json_list(sorted(set(keys)))],
+            ).fetchall()
+            return self._known_rows(rows)
         # A hash join with the keys (list_contains would scan the key list per row), handed over as
         # an Arrow table: a batch of 1000 memories has ~23k keys, and parsing them from one JSON
         # parameter took about twice as long.
@@ -287,6 +309,10 @@ class GraphStore:
             ).fetchall()
         finally:
             tx.unregister(_KEYS)
+        return self._known_rows(rows)
+
+    @staticmethod
+    def _known_rows(rows: Sequence[Any]) -> dict[str, KnownEntity]:
         known: dict[str, KnownEntity] = {}
         for norm, name, type_ in rows:
             known.setdefault(norm, KnownEntity(name=name, type=type_))
@@ -311,8 +337,9 @@ class GraphStore:
     def prepare_add(self, reader: Any, entries: Sequence[MemoryEntry]) -> _Prepared | None:
         """Extract the graph of a one-tenant batch of active memories before its transaction, from the
         dictionary as ``reader`` sees it (the engine does this while the batch is being embedded)."""
-        if not entries:
+        if not entries or reader is None:  # no read handle (PostgreSQL): all of it in the transaction
             return None
+        reader = self.cursor(reader)
         tenant = entries[0].tenant_id
         if any(e.tenant_id != tenant or e.status != "active" for e in entries):
             return None
@@ -327,6 +354,7 @@ class GraphStore:
         """``after_add`` with the extraction done ahead; it is redone here if the dictionary changed
         since (another writer added or removed one of the batch's names). ``unchanged`` (nothing was
         committed since the dictionary was read) spares reading it again."""
+        tx = self.cursor(tx)
         tenant = entries[0].tenant_id
         self.generations.rows_changed(tenant, [e.id for e in entries])
         if not self.enabled(tx, tenant):
@@ -377,12 +405,12 @@ class GraphStore:
 
     def _write(self, tx: Any, tenant: str, plan: _Plan) -> None:
         self._stage("node", tenant)
-        _insert(tx, INSERT_NODES, _NODE_KEYS, plan.nodes)
+        _insert(tx, INSERT_NODES, _NODE_KEYS, plan.nodes, self.dialect)
         self._stage("entities", tenant)
-        _insert(tx, UPSERT_ENTITIES, _ENTITY_KEYS, plan.entities)
+        _insert(tx, UPSERT_ENTITIES, _ENTITY_KEYS, plan.entities, self.dialect)
         self._stage("edges", tenant)
-        _insert(tx, INSERT_MENTIONS, _MENTION_KEYS, plan.mentions)
-        _insert(tx, INSERT_RELATIONS, _REL_KEYS, plan.relations)
+        _insert(tx, INSERT_MENTIONS, _MENTION_KEYS, plan.mentions, self.dialect)
+        _insert(tx, INSERT_RELATIONS, _REL_KEYS, plan.relations, self.dialect)
         self.generations.bump(tenant)
 
     # -- cascades (deleting a memory removes the graph rows only it supported) -------------------

@@ -139,6 +139,40 @@ bfs(node, dist, parent, rel, fwd) USING KEY (node) AS (
 SELECT node, dist, parent, rel, fwd FROM bfs ORDER BY dist, node"""
 )
 
+#: The same breadth-first search on PostgreSQL, whose recursive CTEs allow neither aggregates nor a
+#: second reference to the recursive table: (node, distance) pairs reachable by a walk (UNION keeps
+#: each pair once, so at most nodes x hops rows), a node's distance is its smallest, and its parent
+#: is chosen afterwards among the nodes one level closer, with the same tie rule. It does not stop
+#: early at ``$target``: the tree up to the target's level is the same.
+BFS_SQL_POSTGRES = """WITH RECURSIVE
+adj AS MATERIALIZED (
+    SELECT source_id AS s, target_id AS d, rel_type AS rel, true AS fwd
+      FROM memory_edges WHERE tenant_id = $tenant AND deleted_at IS NULL
+    UNION ALL
+    SELECT target_id, source_id, rel_type, false
+      FROM memory_edges WHERE tenant_id = $tenant AND deleted_at IS NULL
+    UNION ALL
+    SELECT source_id, target_id, rel_type, true
+      FROM entity_edges WHERE tenant_id = $tenant AND deleted_at IS NULL
+    UNION ALL
+    SELECT target_id, source_id, rel_type, false
+      FROM entity_edges WHERE tenant_id = $tenant AND deleted_at IS NULL
+),
+walk(node, dist) AS (
+    SELECT DISTINCT x COLLATE "C", 0 FROM json_array_elements_text($starts::json) AS x
+    UNION
+    SELECT adj.d, walk.dist + 1 FROM walk JOIN adj ON adj.s = walk.node WHERE walk.dist < $hops
+),
+best AS (SELECT node, min(dist) AS dist FROM walk GROUP BY node)
+SELECT b.node, b.dist, p.parent, p.rel, p.fwd
+  FROM best b
+  LEFT JOIN LATERAL (
+      SELECT a.s AS parent, a.rel, a.fwd FROM adj a JOIN best q ON q.node = a.s AND q.dist = b.dist - 1
+       WHERE a.d = b.node ORDER BY a.s COLLATE "C", a.rel COLLATE "C", a.fwd LIMIT 1
+  ) p ON b.dist > 0
+ ORDER BY b.dist, b.node COLLATE "C"
+"""
+
 NEIGHBORS_SQL = """
 SELECT target_id AS node, rel_type, 'out' AS direction FROM memory_edges
  WHERE tenant_id = $tenant AND source_id = $node AND deleted_at IS NULL
@@ -306,7 +340,7 @@ def _short(node: GraphNode) -> str:
 
 
 class GraphQueries:
-    """Read side of the graph for one DuckDB provider."""
+    """Read side of the graph for one provider (DuckDB or PostgreSQL)."""
 
     def __init__(self, provider: GraphBackend, generations: Generations, *, cache_size: int = 2048,
                  adjacency_cache: bool = True, adjacency_tenants: int = 64,
@@ -323,10 +357,16 @@ class GraphQueries:
         self._rows = _LRU(adjacency_tenants)
 
     # -- plumbing ------------------------------------------------------------------------------
-    def _versions(self, tenant_id: str) -> tuple[int, int]:
-        return self.generations.get(tenant_id), self.generations.row_generation(tenant_id)
+    def _versions(self, tenant_id: str, cur: Any = None) -> tuple[Any, Any]:
+        """(graph, row) generations of the tenant; on a store with a database-side counter (PostgreSQL:
+        writers may be other servers) each is paired with it, read before the data it keys."""
+        graph, rows = self.generations.get(tenant_id), self.generations.row_generation(tenant_id)
+        shared = self.provider.graph_generation(tenant_id, cur)
+        if shared is None:
+            return graph, rows
+        return (graph, shared), (rows, shared)
 
-    def _stable_versions(self, tenant_id: str) -> tuple[int, int] | None:
+    def _stable_versions(self, tenant_id: str, cur: Any = None) -> tuple[Any, Any] | None:
         """The tenant's (graph, row) generations, or None while a write transaction is in flight.
 
         Generations are bumped inside the write transaction, before it commits; a value read while
@@ -340,18 +380,18 @@ class GraphQueries:
         if not lock.acquire(blocking=False):
             return None
         try:
-            return self._versions(tenant_id)
+            return self._versions(tenant_id, cur)
         finally:
             lock.release()
 
-    def _put(self, key: tuple[Any, ...], stable: tuple[int, int] | None, value: Any) -> None:
+    def _put(self, key: tuple[Any, ...], stable: tuple[Any, Any] | None, value: Any) -> None:
         if stable is not None and stable == (key[1], key[2]) == self._versions(str(key[0])):
             self._cache.put(key, value)
 
     def _cached(self, tenant_id: str,
-                key: tuple[Any, ...]) -> tuple[tuple[Any, ...], tuple[int, int] | None, Any]:
+                key: tuple[Any, ...]) -> tuple[tuple[Any, ...], tuple[Any, Any] | None, Any]:
         stable = self._stable_versions(tenant_id)
-        full = (tenant_id, *self._versions(tenant_id), *key)
+        full = (tenant_id, *(stable if stable is not None else self._versions(tenant_id)), *key)
         value = self._cache.get(full)
         CACHE_STATS.record(value is not None)
         return full, stable, value
@@ -415,8 +455,8 @@ class GraphQueries:
 
     def _snapshot(self, cur: Any, tenant_id: str) -> _Snapshot:
         """The tenant's live graph at the current write generation (tenant-scoped scans)."""
-        stable = self._stable_versions(tenant_id)
-        key = (tenant_id, self.generations.get(tenant_id))
+        stable = self._stable_versions(tenant_id, cur)
+        key = (tenant_id, stable[0] if stable is not None else self._versions(tenant_id, cur)[0])
         snap: _Snapshot | None = self._adjacency.get(key)
         if snap is not None:
             return snap
@@ -434,15 +474,18 @@ class GraphQueries:
             refs.sort()
         snap = _Snapshot(graph, nodes)
         snap.names = names
-        if stable is not None and stable[0] == key[1] == self.generations.get(tenant_id):
+        if stable is not None and stable[0] == key[1] == self._versions(tenant_id, cur)[0]:
             self._adjacency.put(key, snap)
         return snap
 
     def _rows_of(self, cur: Any, tenant_id: str, snap: _Snapshot) -> _Rows:
+        if self.provider.graph_generation(tenant_id, cur) is not None:
+            # other servers change rows without this process's row-change log: read them with SQL
+            return _Rows(None, -1)
         rows: _Rows | None = self._rows.get(tenant_id)
         if rows is not None and self._sync_rows(rows, tenant_id):
             return rows
-        stable = self._stable_versions(tenant_id)
+        stable = self._stable_versions(tenant_id, cur)
         rows = _Rows(None, stable[1] if stable else -1)
         # Loaded only with no write in flight (its row-change notice could predate the load).
         if stable is not None and int(snap.memory.sum()) <= self.row_cache_limit:
@@ -501,7 +544,7 @@ class GraphQueries:
         return out
 
     def _fetch_rows(self, cur: Any, tenant_id: str, rows: _Rows, ids: Sequence[str]) -> dict[str, MemoryEntry]:
-        stable = self._stable_versions(tenant_id)
+        stable = self._stable_versions(tenant_id, cur)
         found = {e.id: e for e in self.provider.fetch_entries(cur, tenant_id, ids, False)}
         if rows.live is not None and stable is not None:
             with rows.lock:
@@ -515,7 +558,8 @@ class GraphQueries:
 
     def _bfs_sql(self, cur: Any, tenant_id: str, starts: Sequence[str], hops: int,
                  target: str | None) -> dict[str, tuple[int, str | None, str | None, bool | None]]:
-        rows = cur.execute(BFS_SQL, {"tenant": tenant_id, "starts": json_list(starts), "hops": hops,
+        sql = BFS_SQL_POSTGRES if self.provider.graph_dialect == "postgres" else BFS_SQL
+        rows = cur.execute(sql, {"tenant": tenant_id, "starts": json_list(starts), "hops": hops,
                                      "target": target or ""}).fetchall()
         return {r[0]: (int(r[1]), r[2], r[3], r[4]) for r in rows}
 
@@ -553,7 +597,7 @@ class GraphQueries:
                 timer.cached = True
                 timer.result_count = len(hit.items)
                 return hit.model_copy(update={"cached": True})  # type: ignore[no-any-return]
-            with self.provider.read() as cur:
+            with self.provider.graph_read() as cur:
                 starts = self.resolve(cur, tenant_id, ref)
                 if self.adjacency_cache:
                     result = self._related_snapshot(cur, tenant_id, starts, hops, limit, include_entities, now)
@@ -647,7 +691,7 @@ class GraphQueries:
                 timer.cached = True
                 timer.result_count = len(hit.nodes)
                 return hit.model_copy(update={"cached": True})  # type: ignore[no-any-return]
-            with self.provider.read() as cur:
+            with self.provider.graph_read() as cur:
                 starts = self.resolve(cur, tenant_id, a)
                 targets = self.resolve(cur, tenant_id, b)
                 if self.adjacency_cache:
@@ -701,7 +745,7 @@ class GraphQueries:
 
     def neighbors(self, tenant_id: str, ref: str, *, rel_type: str | None = None,
                   direction: Literal["out", "in", "both"] = "both", limit: int = 100) -> list[Neighbor]:
-        with observe("neighbors", tenant_id, 1) as timer, self.provider.read() as cur:
+        with observe("neighbors", tenant_id, 1) as timer, self.provider.graph_read() as cur:
             starts = self.resolve(cur, tenant_id, ref)
             seen: dict[tuple[str, str, str], None] = {}
             for start in starts:
@@ -720,7 +764,7 @@ class GraphQueries:
         (seed id, other id, entity id, entity name), closest seeds first."""
         if not seeds:
             return []
-        with self.provider.read() as cur:
+        with self.provider.graph_read() as cur:
             rows = cur.execute(
                 """
                 SELECT a.source_id, b.source_id, e.entity_id, e.name
@@ -732,7 +776,7 @@ class GraphQueries:
                  WHERE a.tenant_id = $tenant AND a.deleted_at IS NULL AND a.rel_type = 'MENTIONS'
                    AND list_contains($seeds::JSON::VARCHAR[], a.source_id)
                    AND NOT list_contains($seeds::JSON::VARCHAR[], b.source_id)
-                   AND list_contains($scopes::JSON::VARCHAR[], m.layer || ':' || m.scope)
+                   AND list_contains($scopes::JSON::VARCHAR[], (m.layer || ':' || m.scope))
                  ORDER BY list_position($seeds::JSON::VARCHAR[], a.source_id), b.source_id, e.name
                 """,
                 {"tenant": tenant_id, "seeds": json_list(seeds), "scopes": json_list(scopes)},

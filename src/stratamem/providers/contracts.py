@@ -6,7 +6,8 @@ protocols are optional concerns a provider may meet:
 * :class:`LifecycleStore`: access statistics, status, expiry and feedback (decay, pruning, TTL);
 * :class:`KeyStore`: API key records of the server;
 * :class:`GovernanceStore`: tenant policies, the ``memory_events`` log and per-user counts (hygiene);
-* :class:`GraphBackend`: the SQL access the knowledge graph runs its tables and traversals on;
+* :class:`GraphBackend`: the SQL access the knowledge graph runs its tables and traversals on
+  (DuckDB and PostgreSQL);
 * :class:`SnapshotSource`: the SQL access S3 snapshots export from and import into.
 
 Features check a provider against the protocol they need (:func:`implements`), never against a
@@ -212,11 +213,39 @@ class SqlStore(Protocol):
 
 
 @runtime_checkable
-class GraphBackend(SqlStore, Protocol):
-    """What the knowledge graph needs of a store: SQL on its database, row decoding, write hooks."""
+class GraphBackend(Protocol):
+    """What the knowledge graph needs of a store (DuckDB and PostgreSQL meet it).
 
+    The graph's statements are written once in DuckDB's SQL dialect; ``graph_dialect`` tells the
+    few places that differ (bulk inserts, the recursive search, the catalogue) which to use, and the
+    cursors handed out here accept that dialect (``providers/graph_sql.py`` rewrites it for
+    PostgreSQL). Graph rows are written with the memory rows through ``write_hooks``, in the
+    memory's transaction; every statement binds ``tenant_id``.
+    """
+
+    name: str
+    #: ``"duckdb"`` or ``"postgres"``.
+    graph_dialect: str
     write_hooks: builtins.list[WriteHook]
     row_listeners: builtins.list[Callable[[str, Sequence[str]], None]]
+
+    def graph_read(self) -> AbstractContextManager[Any]:
+        """A cursor (``execute(sql, params).fetchall()``) that sees every committed write."""
+        ...
+
+    def graph_transaction(self) -> AbstractContextManager[Any]:
+        """A write transaction's cursor: commit on success, roll back on any error."""
+        ...
+
+    def graph_cursor(self, tx: Any) -> Any:
+        """The ``tx`` a write hook receives (or a ``PreparingWriteHook`` reader) as such a cursor."""
+        ...
+
+    def graph_generation(self, tenant_id: str, cur: Any = None) -> int | None:
+        """A per-tenant counter kept by the database and bumped in every transaction that changes the
+        tenant's graph or the memory rows a traversal reads, read on ``cur`` (a :meth:`graph_read`
+        cursor) when given; None when the in-process counters see every writer (an embedded store)."""
+        ...
 
     def database_key(self) -> Hashable:
         """Identity of the database (its resolved path; an object id in memory): providers opened on

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import builtins
 import re
-from collections.abc import Iterator, Mapping, Sequence
+import threading
+from collections.abc import Hashable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
@@ -62,6 +63,7 @@ from .base import (
     to_utc,
 )
 from .contracts import concern_flags
+from .graph_sql import PgSqlCursor
 
 MAX_CONTENT_LENGTH = 32_000
 
@@ -154,6 +156,7 @@ class PostgresProvider(MemoryProvider):
         self._dims = 0
         self.display_url = _redact(conninfo)
         self.write_hooks.append(PostgresLexicalIndex())  # hybrid search: postings in the write transaction
+        self._graph_lock = threading.RLock()
 
     # ------------------------------------------------------------------------------- connection
     def _session_options(self) -> dict[str, Any]:
@@ -204,6 +207,64 @@ class PostgresProvider(MemoryProvider):
                 yield conn
         except (psycopg.Error, PoolTimeout) as exc:
             raise self._translate(exc, operation) from exc
+
+    # ------------------------------------------------ knowledge graph (contracts.GraphBackend)
+    #: The graph's SQL is shared with DuckDB and rewritten for PostgreSQL (``graph/sql.py``).
+    graph_dialect = "postgres"
+
+    @contextmanager
+    def graph_read(self) -> Iterator[PgSqlCursor]:
+        """One read-only REPEATABLE READ transaction: every graph query of a traversal sees the
+        same committed state (generation counter included)."""
+        try:
+            with self.pool.connection() as conn, conn.transaction():
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                yield PgSqlCursor(conn)
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise self._translate(exc, "graph") from exc
+
+    @contextmanager
+    def graph_transaction(self) -> Iterator[PgSqlCursor]:
+        with self.transaction("graph") as conn:
+            yield PgSqlCursor(conn)
+
+    def graph_cursor(self, tx: Any) -> Any:
+        """The write hooks' ``tx`` (a psycopg connection) as a graph SQL cursor."""
+        return tx if isinstance(tx, PgSqlCursor) else PgSqlCursor(tx)
+
+    def graph_generation(self, tenant_id: str, cur: Any = None) -> int | None:
+        """The tenant's database-side graph generation (bumped by triggers in every writer's
+        transaction, whichever server it runs on); read on ``cur`` (a :meth:`graph_read` cursor:
+        the value its snapshot sees, without a second connection) or on a pooled connection."""
+        query = "SELECT generation FROM graph_generation WHERE tenant_id = %s"
+        if isinstance(cur, PgSqlCursor):
+            row = cur.conn.execute(query, [tenant_id]).fetchone()
+        else:
+            with self._conn("graph") as conn:
+                row = conn.execute(query, [tenant_id]).fetchone()
+        return int(row[0]) if row else 0
+
+    def database_key(self) -> Hashable:
+        return ("postgres", self.conninfo, self.schema)
+
+    def writer_lock(self) -> threading.RLock:
+        """A process-local lock no PostgreSQL write holds: writers are other connections (maybe other
+        servers); traversal caches key on :meth:`graph_generation` instead."""
+        return self._graph_lock
+
+    def flush_appends(self) -> None:
+        """Appends are written synchronously on PostgreSQL: nothing is queued."""
+
+    def select_sql(self, with_embedding: bool) -> str:
+        return self._select(with_embedding)
+
+    def entry_from_row(self, row: Sequence[Any], with_embedding: bool) -> MemoryEntry:
+        return self._entry(row, with_embedding)
+
+    def fetch_entries(self, cur: Any, tenant_id: str, ids: Sequence[str],
+                      with_embedding: bool) -> builtins.list[MemoryEntry]:
+        conn = cur.conn if isinstance(cur, PgSqlCursor) else cur
+        return self._fetch_ids(conn, tenant_id, ids, with_embedding)
 
     # -------------------------------------------------------------------------------- lifecycle
     def initialize(self, embedding_model: str, dimensions: int) -> StoreInfo:

@@ -161,6 +161,111 @@ def _v4_lifecycle(conn: Any, dims: int) -> None:
     )
 
 
+#: The knowledge graph (version 5, as on DuckDB): the same tables, columns and indexes as
+#: ``graph/schema.py``. Timestamps are ``TIMESTAMP`` (naive UTC) there and here, so rows copy as they are.
+#: Text columns compare bytewise (``COLLATE "C"``) as on DuckDB, so ties and orders match.
+#: ``graph_generation`` is a per-tenant counter that triggers bump whenever a graph row or a memory
+#: row a traversal depends on (status, expiry, content, scope) changes, in the same transaction: a
+#: server keys its traversal caches on it, so a write committed by another server is seen.
+_GRAPH_DDL = (
+    """CREATE TABLE IF NOT EXISTS memory_nodes (
+        tenant_id TEXT COLLATE "C" NOT NULL,
+        node_id TEXT COLLATE "C" NOT NULL,
+        memory_id TEXT COLLATE "C" NOT NULL,
+        layer TEXT COLLATE "C" NOT NULL,
+        label TEXT COLLATE "C" NOT NULL,
+        created_at TIMESTAMP NOT NULL,
+        updated_at TIMESTAMP NOT NULL,
+        deleted_at TIMESTAMP,
+        PRIMARY KEY (tenant_id, node_id))""",
+    """CREATE TABLE IF NOT EXISTS entities (
+        tenant_id TEXT COLLATE "C" NOT NULL,
+        entity_id TEXT COLLATE "C" NOT NULL,
+        name TEXT COLLATE "C" NOT NULL,
+        norm_name TEXT COLLATE "C" NOT NULL,
+        type TEXT COLLATE "C" NOT NULL,
+        created_at TIMESTAMP NOT NULL,
+        updated_at TIMESTAMP NOT NULL,
+        deleted_at TIMESTAMP,
+        PRIMARY KEY (tenant_id, entity_id))""",
+    """CREATE TABLE IF NOT EXISTS memory_edges (
+        tenant_id TEXT COLLATE "C" NOT NULL,
+        edge_id TEXT COLLATE "C" NOT NULL,
+        source_id TEXT COLLATE "C" NOT NULL,
+        target_id TEXT COLLATE "C" NOT NULL,
+        target_kind TEXT COLLATE "C" NOT NULL,
+        rel_type TEXT COLLATE "C" NOT NULL,
+        memory_id TEXT COLLATE "C" NOT NULL,
+        weight DOUBLE PRECISION NOT NULL DEFAULT 1.0,
+        created_at TIMESTAMP NOT NULL,
+        deleted_at TIMESTAMP,
+        PRIMARY KEY (tenant_id, edge_id))""",
+    """CREATE TABLE IF NOT EXISTS entity_edges (
+        tenant_id TEXT COLLATE "C" NOT NULL,
+        edge_id TEXT COLLATE "C" NOT NULL,
+        source_id TEXT COLLATE "C" NOT NULL,
+        target_id TEXT COLLATE "C" NOT NULL,
+        rel_type TEXT COLLATE "C" NOT NULL,
+        memory_id TEXT COLLATE "C" NOT NULL,
+        created_at TIMESTAMP NOT NULL,
+        deleted_at TIMESTAMP,
+        PRIMARY KEY (tenant_id, edge_id))""",
+    """CREATE TABLE IF NOT EXISTS graph_settings (
+        tenant_id TEXT COLLATE "C" NOT NULL PRIMARY KEY,
+        enabled BOOLEAN NOT NULL,
+        updated_at TIMESTAMP NOT NULL)""",
+    "CREATE TABLE IF NOT EXISTS graph_generation (tenant_id TEXT NOT NULL PRIMARY KEY, generation BIGINT NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS idx_edges_tenant_source ON memory_edges (tenant_id, source_id)",
+    "CREATE INDEX IF NOT EXISTS idx_edges_tenant_target ON memory_edges (tenant_id, target_id)",
+    "CREATE INDEX IF NOT EXISTS idx_edges_tenant_memory ON memory_edges (tenant_id, memory_id)",
+    "CREATE INDEX IF NOT EXISTS idx_nodes_tenant ON memory_nodes (tenant_id)",
+    "CREATE INDEX IF NOT EXISTS idx_entities_tenant ON entities (tenant_id)",
+    "CREATE INDEX IF NOT EXISTS idx_entities_tenant_name ON entities (tenant_id, norm_name)",
+    "CREATE INDEX IF NOT EXISTS idx_entity_edges_tenant_source ON entity_edges (tenant_id, source_id)",
+    "CREATE INDEX IF NOT EXISTS idx_entity_edges_tenant_target ON entity_edges (tenant_id, target_id)",
+    "CREATE INDEX IF NOT EXISTS idx_entity_edges_tenant_memory ON entity_edges (tenant_id, memory_id)",
+    # One bump per tenant per statement (transition tables), whatever the number of rows.
+    """CREATE OR REPLACE FUNCTION stratamem_graph_bump() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF TG_OP IN ('INSERT', 'UPDATE') THEN
+            INSERT INTO graph_generation AS g SELECT DISTINCT tenant_id, 1 FROM changed_new
+            ON CONFLICT (tenant_id) DO UPDATE SET generation = g.generation + 1;
+        END IF;
+        IF TG_OP IN ('DELETE', 'UPDATE') THEN
+            INSERT INTO graph_generation AS g SELECT DISTINCT tenant_id, 1 FROM changed_old
+            ON CONFLICT (tenant_id) DO UPDATE SET generation = g.generation + 1;
+        END IF;
+        RETURN NULL;
+    END $$""",
+    # Memory rows: only the columns a traversal reads (record_access does not bump).
+    """CREATE OR REPLACE FUNCTION stratamem_graph_bump_row() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        INSERT INTO graph_generation AS g VALUES (OLD.tenant_id, 1)
+        ON CONFLICT (tenant_id) DO UPDATE SET generation = g.generation + 1;
+        RETURN NULL;
+    END $$""",
+    """CREATE TRIGGER stratamem_memories_graph AFTER UPDATE OF status, expires_at, content, layer, scope,
+        identifiers, metadata, deleted_at OR DELETE ON memories
+        FOR EACH ROW EXECUTE FUNCTION stratamem_graph_bump_row()""",
+)
+_GRAPH_TABLES = ("memory_nodes", "entities", "memory_edges", "entity_edges", "graph_settings")
+
+
+def _v5_graph(conn: Any, dims: int) -> None:
+    del dims  # the graph stores no vectors
+    for statement in _GRAPH_DDL:
+        conn.execute(statement)
+    for table in _GRAPH_TABLES:
+        ident = sql.Identifier(table)
+        for op, old, new in (("INSERT", "", "NEW TABLE AS changed_new"),
+                             ("UPDATE", "OLD TABLE AS changed_old", "NEW TABLE AS changed_new"),
+                             ("DELETE", "OLD TABLE AS changed_old", "")):
+            conn.execute(sql.SQL(
+                "CREATE TRIGGER {} AFTER " + op + " ON {} REFERENCING " + old + " " + new
+                + " FOR EACH STATEMENT EXECUTE FUNCTION stratamem_graph_bump()"
+            ).format(sql.Identifier(f"stratamem_{table}_{op.lower()}"), ident))
+
+
 #: Versions are reserved per feature exactly as in ``duckdb_schema`` (1 core, 2 server, …); features
 #: that need PostgreSQL tables append their ``Migration`` here.
 MIGRATIONS: list[Migration] = [
@@ -168,6 +273,7 @@ MIGRATIONS: list[Migration] = [
     Migration(2, "server: api keys", _v2_server),
     Migration(3, "hygiene: tenant policies, memory events", _v3_hygiene),
     Migration(4, "lifecycle: memory_feedback", _v4_lifecycle),
+    Migration(5, "knowledge graph: nodes, edges, entities, entity edges", _v5_graph),
 ]
 
 

@@ -192,6 +192,23 @@ class DuckDBConnection(MemoryProvider):
         """A cursor of its own on the database, outside the provider's locks; the caller closes it."""
         return self.db.conn.cursor()
 
+    # knowledge graph (contracts.GraphBackend): the graph's SQL is written in DuckDB's dialect
+    graph_dialect = "duckdb"
+
+    def graph_read(self) -> AbstractContextManager[Any]:
+        return self._read()
+
+    def graph_transaction(self) -> AbstractContextManager[Any]:
+        return self.transaction()
+
+    def graph_cursor(self, tx: Any) -> Any:
+        return tx
+
+    def graph_generation(self, tenant_id: str, cur: Any = None) -> int | None:
+        """None: every writer of the file is in this process, the in-process counters suffice."""
+        del tenant_id, cur
+        return None
+
     def writer_lock(self) -> threading.RLock:
         """The lock every write transaction of the database holds (shared by every provider on the file)."""
         return self.db.write_lock
