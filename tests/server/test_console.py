@@ -148,16 +148,6 @@ def test_console_end_to_end_in_chromium(live_db: Path, live_server: Callable[[],
         assert "Version" in b.eval("document.getElementById('detail').innerText")
         b.screenshot(shots / "browse.png")
 
-        # Edit with If-Match: the detail shows the new version
-        _type(b, "edit-content", "Alice prefers dark mode everywhere")
-        b.eval("document.getElementById('save').click(); true")
-        b.wait("document.querySelector('#detail-msg .ok')")
-        assert "Saved version 2" in b.eval("document.getElementById('detail-msg').innerText")
-        assert b.eval("document.getElementById('detail-content').textContent") == "Alice prefers dark mode everywhere"
-        with httpx.Client(base_url=srv.url, timeout=30) as http:
-            got = http.get(f"/v1/memories/{memory_id}", headers={"Authorization": f"Bearer {admin}"}).json()
-        assert got["version"] == 2 and got["content"] == "Alice prefers dark mode everywhere"
-
         # Search playground: per-layer results with the dense and lexical parts and the threshold line
         b.eval("location.hash = '#search'; true")
         b.wait("document.getElementById('search-form')")
@@ -170,7 +160,21 @@ def test_console_end_to_end_in_chromium(live_db: Path, live_server: Callable[[],
         assert "dense" in parts and "lexical" in parts, parts
         assert b.eval("document.querySelectorAll('#search-results .scorebar line.threshold').length") >= 1
         assert b.eval("[...document.querySelectorAll('.layer-group')].map(g => g.dataset.layer)") == ["user", "project"]
+        removed = b.wait("document.getElementById('removed') && document.getElementById('removed').innerText")
+        assert "duplicate" in removed, removed  # the project's copy of alice's preference
         b.screenshot(shots / "search.png")
+        b.eval("location.hash = '#browse'; true")
+        b.wait("document.getElementById('detail-content')")
+
+        # Edit with If-Match: the detail shows the new version
+        _type(b, "edit-content", "Alice prefers dark mode everywhere")
+        b.eval("document.getElementById('save').click(); true")
+        b.wait("document.querySelector('#detail-msg .ok')")
+        assert "Saved version 2" in b.eval("document.getElementById('detail-msg').innerText")
+        assert b.eval("document.getElementById('detail-content').textContent") == "Alice prefers dark mode everywhere"
+        with httpx.Client(base_url=srv.url, timeout=30) as http:
+            got = http.get(f"/v1/memories/{memory_id}", headers={"Authorization": f"Bearer {admin}"}).json()
+        assert got["version"] == 2 and got["content"] == "Alice prefers dark mode everywhere"
 
         # Graph view: the neighbourhood of an entity, and a path between two entities
         b.eval("location.hash = '#graph'; true")
