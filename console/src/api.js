@@ -40,8 +40,9 @@ export function qs(params) {
 /** Call the API; resolves to {data, headers}, rejects with an ApiError carrying the coded error. */
 export async function api(method, path, { body, query, headers } = {}) {
   const key = getKey();
-  const init = { method, headers: { Accept: "application/json", ...(headers || {}) }, credentials: "omit" };
+  const init = { method, headers: { Accept: "application/json" }, credentials: "omit" };
   if (key) init.headers.Authorization = `Bearer ${key}`;
+  Object.assign(init.headers, headers || {}); // a caller may search as another key
   if (body !== undefined) {
     init.headers["Content-Type"] = "application/json";
     init.body = JSON.stringify(body);

@@ -279,6 +279,7 @@ function scoreBar(r, threshold) {
 function search(main) {
   const q = h("input", { id: "s-query", placeholder: "What does the user prefer?", required: true });
   const ids = h("input", { id: "s-ids", placeholder: "userId=alice, projectId=web" });
+  const asKey = h("input", { id: "s-key", type: "password", autocomplete: "off", placeholder: "signed-in key" });
   const threshold = h("input", { id: "s-threshold", type: "number", step: "0.05", min: 0, max: 1, placeholder: "0.7" });
   const weight = h("input", { id: "s-weight", type: "number", step: "0.1", min: 0, max: 1, placeholder: "1.0" });
   const limit = h("input", { id: "s-limit", type: "number", min: 1, max: 100, value: 10 });
@@ -293,13 +294,15 @@ function search(main) {
     if (weight.value !== "") body.hybridWeight = Number(weight.value);
     clear(out, "Searching…");
     try {
-      const { data } = await api("POST", "/v1/memories/search/explain", { body });
+      // Another principal's key is used for this one request only (never stored).
+      const headers = asKey.value.trim() ? { Authorization: `Bearer ${asKey.value.trim()}` } : undefined;
+      const { data } = await api("POST", "/v1/memories/search/explain", { body, headers });
       renderSearch(out, data);
     } catch (err) {
       clear(out, errorBox(err));
     }
   } },
-    field("Query", q), field("As principal (identifiers)", ids), field("Threshold", threshold),
+    field("Query", q), field("Identifiers", ids), field("As key (optional)", asKey), field("Threshold", threshold),
     field("Lexical weight", weight), field("Limit", limit), h("fieldset", {}, h("legend", {}, "Layers"), layerBoxes),
     h("button", { type: "submit" }, "Search"));
   clear(main, form, out);

@@ -163,6 +163,20 @@ def test_console_end_to_end_in_chromium(live_db: Path, live_server: Callable[[],
         removed = b.wait("document.getElementById('removed') && document.getElementById('removed').innerText")
         assert "duplicate" in removed, removed  # the project's copy of alice's preference
         b.screenshot(shots / "search.png")
+        # the same search as another principal (bob's key, for this request only) is refused
+        _type(b, "s-key", bob)
+        b.eval("document.getElementById('search-form').requestSubmit(); true")
+        refused = b.wait(
+            "document.querySelector('#search-results .error') && "
+            "document.querySelector('#search-results .error').textContent"
+        )
+        assert refused.startswith("FORBIDDEN") and ALICE_PREF not in b.eval("document.body.innerText"), refused
+        _type(b, "s-ids", "userId=bob")
+        _type(b, "s-query", "green tea")
+        b.eval("document.getElementById('search-form').requestSubmit(); true")
+        b.wait("document.querySelector('#search-results .result')")
+        assert "Bob drinks green tea" in b.eval("document.getElementById('search-results').innerText")
+        assert b.eval("sessionStorage.getItem('stratamem.apiKey')") == admin
         b.eval("location.hash = '#browse'; true")
         b.wait("document.getElementById('detail-content')")
 
@@ -175,6 +189,20 @@ def test_console_end_to_end_in_chromium(live_db: Path, live_server: Callable[[],
         with httpx.Client(base_url=srv.url, timeout=30) as http:
             got = http.get(f"/v1/memories/{memory_id}", headers={"Authorization": f"Bearer {admin}"}).json()
         assert got["version"] == 2 and got["content"] == "Alice prefers dark mode everywhere"
+        # a change behind the console's back: its next save (If-Match version 2) is a 409 CONFLICT
+        with httpx.Client(base_url=srv.url, timeout=30) as http:
+            r = http.patch(
+                f"/v1/memories/{memory_id}",
+                json={"content": "Alice prefers light mode"},
+                headers={"Authorization": f"Bearer {admin}"},
+            )
+            assert r.status_code == 200 and r.json()["memory"]["version"] == 3
+        _type(b, "edit-content", "Alice prefers dark mode, again")
+        b.eval("document.getElementById('save').click(); true")
+        conflict = b.wait(
+            "document.querySelector('#detail-msg .error') && document.querySelector('#detail-msg .error').textContent"
+        )
+        assert conflict.startswith("CONFLICT"), conflict
 
         # Graph view: the neighbourhood of an entity, and a path between two entities
         b.eval("location.hash = '#graph'; true")
@@ -211,7 +239,7 @@ def test_console_end_to_end_in_chromium(live_db: Path, live_server: Callable[[],
         assert any("/v1/memories/search/explain" in u for u in urls)
         for url in urls:
             assert url.startswith(srv.url) or url.startswith("data:"), url  # nothing leaves the server
-            assert admin not in url and new_key not in url, url
+            assert admin not in url and bob not in url and new_key not in url, url
         assert admin not in b.eval("location.href")
 
         # A key limited to bob sees nothing of alice's or the project's memories
