@@ -230,7 +230,13 @@ def test_console_end_to_end_in_chromium(live_db: Path, live_server: Callable[[],
         b.eval("document.getElementById('key-form').requestSubmit(); true")
         new_key = b.wait("document.getElementById('new-key') && document.getElementById('new-key').textContent")
         b.wait("document.getElementById('keys').innerText.includes('console-made')")
+        b.eval("document.getElementById('new-key').textContent = 'smk_… (shown once)'; true")  # not in the picture
         b.screenshot(shots / "actions.png")
+        revoke = "[...document.querySelectorAll('#keys tr')].find(r => r.innerText.includes('console-made'))"
+        b.eval(f"{revoke}.querySelector('button').click(); true")
+        b.wait("document.getElementById('action-msg').innerText.includes('Revoked')")
+        with httpx.Client(base_url=srv.url, timeout=30) as http:
+            assert http.get("/v1/memories", headers={"Authorization": f"Bearer {new_key}"}).status_code == 401
 
         # The key is kept in session storage only and never appears in a URL
         assert b.eval("sessionStorage.getItem('stratamem.apiKey')") == admin
