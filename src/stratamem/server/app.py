@@ -26,7 +26,7 @@ from ..lifecycle.runner import ScheduleRunner, maintenance_job, snapshot_job
 from ..model import HealthCheckResult
 from ..sdk import Memory
 from ..telemetry import audit_observer, metrics, tracing
-from . import docs, http_errors, openapi
+from . import console_routes, docs, http_errors, openapi
 from .admin_routes import build_admin_router
 from .auth import require_role
 from .auth_failures import AuthFailures
@@ -235,6 +235,7 @@ def create_app(memory: Memory, settings: ServerSettings | None = None, *,
         return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)
 
     docs.install(app)
+    console_routes.install(app)
     openapi.install(app, lambda: {
         "max_content_length": engine.max_content_length,
         "max_query_chars": engine.embeddings.embedder.max_query_chars,
@@ -248,6 +249,7 @@ def create_app(memory: Memory, settings: ServerSettings | None = None, *,
     app.include_router(build_snapshot_router())
     app.include_router(build_admin_router())
     app.include_router(graph_router(get_memory, get_tenant))
+    app.include_router(console_routes.build_console_router())
     for router in extra_routers:
         app.include_router(router)
 

@@ -1,0 +1,262 @@
+"""The web console (/console): its assets are served offline, its two API routes answer within the
+key's grants, and end to end in a real headless Chromium against a live server (sign in, browse,
+edit with If-Match, search with score parts, graph, health, actions, a restricted key)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+import pytest
+from fastapi.testclient import TestClient
+
+from ..conftest import require_service
+from .cdp import Browser, chromium_binary
+from .conftest import LiveServer, cli_key
+
+#: Namespace URIs that appear in the bundle as identifiers, never fetched.
+NAMESPACES = {"http://www.w3.org/2000/svg"}
+
+ALICE_PREF = "Alice prefers dark mode in the editor"
+
+
+def _assets(client: TestClient) -> dict[str, str]:
+    index = client.get("/console/")
+    assert index.status_code == 200 and "text/html" in index.headers["content-type"]
+    refs = re.findall(r'(?:src|href)="([^"]+)"', index.text)
+    assert refs, index.text
+    out = {"/console/": index.text}
+    for ref in refs:
+        assert not ref.startswith(("http:", "https:", "//")), ref
+        path = "/console/" + ref.removeprefix("./")
+        resp = client.get(path)
+        assert resp.status_code == 200 and resp.text, path
+        out[path] = resp.text
+    return out
+
+
+def test_console_is_served_with_local_assets_only(client: TestClient) -> None:
+    assert client.get("/console", follow_redirects=False).status_code in (307, 308)
+    assets = _assets(client)
+    assert any(p.endswith(".js") for p in assets) and any(p.endswith(".css") for p in assets)
+    for path, text in assets.items():
+        urls = set(re.findall(r"https?://[^\s\"'`)]+", text)) - NAMESPACES
+        assert urls == set(), (path, urls)
+    assert "/console" not in json.dumps(client.get("/openapi.json").json()["paths"])
+
+
+def _seed(client: httpx.Client, headers: dict[str, str]) -> None:
+    items = [
+        (ALICE_PREF, "user", {"userId": "alice"}, {"tags": ["ui"]}),
+        (ALICE_PREF, "project", {"projectId": "web"}, {}),
+        ("The web project deploys on Fridays", "project", {"projectId": "web"}, {}),
+        ("Bob drinks green tea", "user", {"userId": "bob"}, {}),
+    ]
+    for content, layer, ids, meta in items:
+        r = client.post(
+            "/v1/memories",
+            json={"content": content, "layer": layer, "identifiers": ids, "metadata": meta},
+            headers=headers,
+        )
+        assert r.status_code == 201, r.text
+
+
+def test_scope_tree_and_explained_search_keep_to_the_grant(client: TestClient, make_key: Callable[..., str]) -> None:
+    admin = {"Authorization": f"Bearer {make_key(role='admin')}"}
+    bob = {"Authorization": f"Bearer {make_key(role='reader', userId='bob')}"}
+    _seed(client, admin)
+    tree = client.get("/v1/scopes", headers=admin).json()
+    assert [(x["layer"], x["count"]) for x in tree["layers"]] == [("user", 2), ("project", 2)]
+    assert tree["scanned"] == 4 and tree["truncated"] is False
+    assert {s["identifiers"]["projectId"]: s["count"] for s in tree["layers"][1]["scopes"]} == {"web": 2}
+    only_bob = client.get("/v1/scopes", headers=bob).json()
+    assert [(x["layer"], x["count"]) for x in only_bob["layers"]] == [("user", 1)]
+    assert "alice" not in json.dumps(only_bob)
+
+    body = {"query": "dark mode editor", "identifiers": {"userId": "alice", "projectId": "web"}, "threshold": 0.1}
+    r = client.post("/v1/memories/search/explain", json=body, headers=admin)
+    assert r.status_code == 200, r.text
+    out = r.json()
+    assert out["searchedLayers"] == ["user", "project"] and out["threshold"] == 0.1
+    top = out["results"][0]
+    assert top["layer"] == "user" and top["memory"]["content"] == ALICE_PREF and top["memory"]["embedding"] is None
+    parts = top["parts"]
+    assert parts["lexical"] > 0 and parts["boostFactor"] == 1.0
+    assert parts["dense"] + parts["lexical"] == pytest.approx(parts["relevance"], abs=1e-5)
+    assert parts["relevance"] == pytest.approx(top["score"], abs=1e-5)
+    plain = client.post("/v1/memories/search", json=body, headers=admin).json()
+    assert [x["memory"]["id"] for x in plain["results"]] == [x["memory"]["id"] for x in out["results"]]
+    dup = [x for x in out["removed"] if x["reason"] == "duplicate"]
+    assert [(x["layer"], x["duplicateOf"]) for x in dup] == [("project", top["memory"]["id"])]
+    # a key limited to bob cannot search alice's layer through the explain route either
+    denied = client.post("/v1/memories/search/explain", json=body, headers=bob)
+    assert denied.status_code == 403 and ALICE_PREF not in denied.text
+
+
+def _screens() -> Path | None:
+    where = os.environ.get("STRATAMEM_CONSOLE_SCREENSHOTS")
+    return Path(where) if where else None
+
+
+def _sign_in(b: Browser, key: str) -> None:
+    b.wait("document.getElementById('signin')")
+    b.eval(
+        f"document.getElementById('key').value = {json.dumps(key)}; "
+        "document.getElementById('signin').requestSubmit(); true"
+    )
+
+
+def _type(b: Browser, element_id: str, value: str) -> None:
+    b.eval(f"document.getElementById({json.dumps(element_id)}).value = {json.dumps(value)}; true")
+
+
+def test_console_end_to_end_in_chromium(live_db: Path, live_server: Callable[[], LiveServer], tmp_path: Path) -> None:
+    binary = chromium_binary()
+    require_service("chromium", binary is not None, "no chromium binary (apt-get install chromium)")
+    assert binary is not None
+    admin = cli_key(live_db, "acme", "admin")
+    bob = cli_key(live_db, "acme", "reader", "--user-id", "bob")
+    srv = live_server()
+    with httpx.Client(base_url=srv.url, timeout=60) as http:
+        _seed(http, {"Authorization": f"Bearer {admin}"})
+        for text in ("Alice works on Project A.", "Alice found a memory leak."):
+            r = http.post(
+                "/v1/memories",
+                json={"content": text, "layer": "project", "identifiers": {"projectId": "web"}},
+                headers={"Authorization": f"Bearer {admin}"},
+            )
+            assert r.status_code == 201, r.text
+    shots = _screens() or tmp_path / "screenshots"
+    b = Browser(binary)
+    try:
+        b.navigate(srv.url + "/console/")
+        _sign_in(b, admin)
+
+        # Browse: the tree has the layers with counts, the table the stored memories
+        b.wait("document.querySelector('#memories tbody tr')")
+        b.wait("document.querySelector('.tree') && document.querySelector('.tree').innerText.includes('project')")
+        assert ALICE_PREF in b.eval("document.getElementById('memories').innerText")
+        assert "projectId=web 4" in b.eval("document.querySelector('.tree').innerText").replace("\n", " ")
+        row = "[...document.querySelectorAll('#memories tbody tr')].find(r => r.innerText.includes('Alice prefers'))"
+        b.eval(f"{row}.click(); true")
+        b.wait("document.getElementById('detail-content')")
+        memory_id = b.eval("document.querySelector('#detail h2 .mono').textContent")
+        assert "Version" in b.eval("document.getElementById('detail').innerText")
+        b.screenshot(shots / "browse.png")
+
+        # Search playground: per-layer results with the dense and lexical parts and the threshold line
+        b.eval("location.hash = '#search'; true")
+        b.wait("document.getElementById('search-form')")
+        _type(b, "s-query", "dark mode in the editor")
+        _type(b, "s-ids", "userId=alice, projectId=web")
+        _type(b, "s-threshold", "0.1")
+        b.eval("document.getElementById('search-form').requestSubmit(); true")
+        b.wait("document.querySelector('#search-results .result')")
+        parts = b.eval("document.querySelector('#search-results .result .parts').textContent")
+        assert "dense" in parts and "lexical" in parts, parts
+        assert b.eval("document.querySelectorAll('#search-results .scorebar line.threshold').length") >= 1
+        assert b.eval("[...document.querySelectorAll('.layer-group')].map(g => g.dataset.layer)") == ["user", "project"]
+        removed = b.wait("document.getElementById('removed') && document.getElementById('removed').innerText")
+        assert "duplicate" in removed, removed  # the project's copy of alice's preference
+        b.screenshot(shots / "search.png")
+        # the same search as another principal (bob's key, for this request only) is refused
+        _type(b, "s-key", bob)
+        b.eval("document.getElementById('search-form').requestSubmit(); true")
+        refused = b.wait(
+            "document.querySelector('#search-results .error') && "
+            "document.querySelector('#search-results .error').textContent"
+        )
+        assert refused.startswith("FORBIDDEN") and ALICE_PREF not in b.eval("document.body.innerText"), refused
+        _type(b, "s-ids", "userId=bob")
+        _type(b, "s-query", "green tea")
+        b.eval("document.getElementById('search-form').requestSubmit(); true")
+        b.wait("document.querySelector('#search-results .result')")
+        assert "Bob drinks green tea" in b.eval("document.getElementById('search-results').innerText")
+        assert b.eval("sessionStorage.getItem('stratamem.apiKey')") == admin
+        b.eval("location.hash = '#browse'; true")
+        b.wait("document.getElementById('detail-content')")
+
+        # Edit with If-Match: the detail shows the new version
+        _type(b, "edit-content", "Alice prefers dark mode everywhere")
+        b.eval("document.getElementById('save').click(); true")
+        b.wait("document.querySelector('#detail-msg .ok')")
+        assert "Saved version 2" in b.eval("document.getElementById('detail-msg').innerText")
+        assert b.eval("document.getElementById('detail-content').textContent") == "Alice prefers dark mode everywhere"
+        with httpx.Client(base_url=srv.url, timeout=30) as http:
+            got = http.get(f"/v1/memories/{memory_id}", headers={"Authorization": f"Bearer {admin}"}).json()
+        assert got["version"] == 2 and got["content"] == "Alice prefers dark mode everywhere"
+        # a change behind the console's back: its next save (If-Match version 2) is a 409 CONFLICT
+        with httpx.Client(base_url=srv.url, timeout=30) as http:
+            r = http.patch(
+                f"/v1/memories/{memory_id}",
+                json={"content": "Alice prefers light mode"},
+                headers={"Authorization": f"Bearer {admin}"},
+            )
+            assert r.status_code == 200 and r.json()["memory"]["version"] == 3
+        _type(b, "edit-content", "Alice prefers dark mode, again")
+        b.eval("document.getElementById('save').click(); true")
+        conflict = b.wait(
+            "document.querySelector('#detail-msg .error') && document.querySelector('#detail-msg .error').textContent"
+        )
+        assert conflict.startswith("CONFLICT"), conflict
+
+        # Graph view: the neighbourhood of an entity, and a path between two entities
+        b.eval("location.hash = '#graph'; true")
+        b.wait("document.getElementById('graph-form')")
+        _type(b, "g-node", "Alice")
+        b.eval("document.getElementById('graph-form').requestSubmit(); true")
+        b.wait("document.querySelectorAll('#graph-svg .node').length > 1")
+        b.screenshot(shots / "graph.png")
+        _type(b, "g-a", "Project A")
+        _type(b, "g-b", "memory leak")
+        b.eval("document.getElementById('path-form').requestSubmit(); true")
+        reasoning = b.wait(
+            "document.getElementById('path-reasoning') && document.getElementById('path-reasoning').textContent"
+        )
+        assert "Alice" in reasoning and "memory leak" in reasoning
+
+        # Health and Actions
+        b.eval("location.hash = '#health'; true")
+        b.wait("document.querySelectorAll('#health .card').length >= 4")
+        assert "memories" in b.eval("document.getElementById('health').innerText")
+        b.screenshot(shots / "health.png")
+        b.eval("location.hash = '#actions'; true")
+        b.wait("document.querySelector('#keys table')")
+        _type(b, "k-name", "console-made")
+        b.eval("document.getElementById('key-form').requestSubmit(); true")
+        new_key = b.wait("document.getElementById('new-key') && document.getElementById('new-key').textContent")
+        b.wait("document.getElementById('keys').innerText.includes('console-made')")
+        b.eval("document.getElementById('new-key').textContent = 'smk_… (shown once)'; true")  # not in the picture
+        b.screenshot(shots / "actions.png")
+        revoke = "[...document.querySelectorAll('#keys tr')].find(r => r.innerText.includes('console-made'))"
+        b.eval(f"{revoke}.querySelector('button').click(); true")
+        b.wait("document.getElementById('action-msg').innerText.includes('Revoked')")
+        with httpx.Client(base_url=srv.url, timeout=30) as http:
+            assert http.get("/v1/memories", headers={"Authorization": f"Bearer {new_key}"}).status_code == 401
+
+        # The key is kept in session storage only and never appears in a URL
+        assert b.eval("sessionStorage.getItem('stratamem.apiKey')") == admin
+        assert b.eval("localStorage.length") == 0 and b.eval("document.cookie") == ""
+        urls = b.requested_urls()
+        assert any("/v1/memories/search/explain" in u for u in urls)
+        for url in urls:
+            assert url.startswith(srv.url) or url.startswith("data:"), url  # nothing leaves the server
+            assert admin not in url and bob not in url and new_key not in url, url
+        assert admin not in b.eval("location.href")
+
+        # A key limited to bob sees nothing of alice's or the project's memories
+        b.eval("document.getElementById('signout').click(); true")
+        b.eval("location.hash = '#browse'; true")
+        _sign_in(b, bob)
+        b.wait("document.querySelector('#memories tbody tr')")
+        b.wait("document.querySelector('.tree h2')")
+        table = b.eval("document.getElementById('memories').innerText")
+        tree = b.eval("document.querySelector('.tree').innerText")
+        assert "Bob drinks green tea" in table
+        assert "Alice" not in table and "alice" not in tree and "project" not in tree
+    finally:
+        b.close()
