@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from .erasure import ForgetUserReport
     from .hygiene.gate import ProcessResult
     from .hygiene.health import MemoryHealth
+    from .hygiene.history import EventTrends, MaintenanceRunsOutput, MemoryEventsOutput
     from .hygiene.policies import PolicyManager
     from .hygiene.service import Hygiene
     from .persistence.snapshots import AsyncSnapshotManager, SnapshotManager
@@ -289,6 +290,20 @@ class Memory:
     def health(self, ctx: TenantContext | None = None, *, since: datetime | None = None) -> MemoryHealth:
         """Memory health report of the tenant; ``health_check()`` is the provider's liveness."""
         return hygiene_of(self.engine).health(ctx, since=since)
+
+    def memory_events(self, ctx: TenantContext | None = None, memory_id: str | None = None, *,
+                      limit: int = 50) -> MemoryEventsOutput:
+        """One memory's logged events (create, update, delete…), newest first; a memory outside the
+        caller's grant answers MEMORY_NOT_FOUND like a missing one."""
+        return hygiene_of(self.engine).memory_events(ctx, memory_id, limit=limit)
+
+    def event_trends(self, ctx: TenantContext | None = None, *, days: int = 14) -> EventTrends:
+        """Per-day counts of the tenant's writes, searches and rejected writes over the last ``days`` days."""
+        return hygiene_of(self.engine).event_trends(ctx, days=days)
+
+    def maintenance_runs(self, ctx: TenantContext | None = None, *, limit: int = 20) -> MaintenanceRunsOutput:
+        """The tenant's recorded maintenance runs (what each did), newest first."""
+        return hygiene_of(self.engine).maintenance_runs(ctx, limit=limit)
 
     @property
     def policies(self) -> PolicyManager:
@@ -548,6 +563,16 @@ class AsyncMemory:
 
     async def health(self, ctx: TenantContext | None = None, *, since: datetime | None = None) -> MemoryHealth:
         return await asyncio.to_thread(self.sync.health, ctx, since=since)
+
+    async def memory_events(self, ctx: TenantContext | None = None, memory_id: str | None = None, *,
+                            limit: int = 50) -> MemoryEventsOutput:
+        return await asyncio.to_thread(self.sync.memory_events, ctx, memory_id, limit=limit)
+
+    async def event_trends(self, ctx: TenantContext | None = None, *, days: int = 14) -> EventTrends:
+        return await asyncio.to_thread(self.sync.event_trends, ctx, days=days)
+
+    async def maintenance_runs(self, ctx: TenantContext | None = None, *, limit: int = 20) -> MaintenanceRunsOutput:
+        return await asyncio.to_thread(self.sync.maintenance_runs, ctx, limit=limit)
 
     async def system_contract(self) -> str:
         return self.sync.system_contract()

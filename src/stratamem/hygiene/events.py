@@ -115,14 +115,16 @@ class EventLog:
                             details={"operation": ev.operation})
             return
         if ev.operation == "add":
-            self.record(ev.tenant_id, "create", memory_id=x.get("memory_id"), layer=x.get("layer"))
+            self.record(ev.tenant_id, "create", memory_id=x.get("memory_id"), layer=x.get("layer"),
+                        principal=ev.principal)
         elif ev.operation == "bulk_add":
             self.record(ev.tenant_id, "create", count=int(x.get("count", 0)))
         elif ev.operation == "update":
-            self.record(ev.tenant_id, "update", memory_id=x.get("memory_id"))
+            self.record(ev.tenant_id, "update", memory_id=x.get("memory_id"), principal=ev.principal)
         elif ev.operation in ("delete", "bulk_delete"):
             n = int(x.get("deleted", 0))
-            self.record(ev.tenant_id, "delete", memory_id=x.get("memory_id") if n == 1 else None, count=n)
+            self.record(ev.tenant_id, "delete", memory_id=x.get("memory_id") if n == 1 else None, count=n,
+                        principal=ev.principal)
         elif ev.operation == "search":
             hits = int(x.get("result_count", 0))
             self.record(ev.tenant_id, "search", outcome="hit" if hits else "miss", details={"results": hits})

@@ -12,6 +12,7 @@ from .events import EventLog
 from .gate import HygieneConfig, ProcessResult, WriteGate
 from .guards import PolicyGuard, PolicySearchFilter, QuotaHook, SanitizeGuard, SecretGuard
 from .health import MemoryHealth, compute_health
+from .history import EventTrends, MaintenanceRunsOutput, MemoryEventsOutput, event_trends, maintenance_runs, memory_events
 from .policies import PolicyManager
 
 if TYPE_CHECKING:
@@ -67,3 +68,15 @@ class Hygiene:
             self.events.flush()  # counts include every event queued before the call
             return compute_health(self.engine, tctx.tenant_id, since=since,
                                   duplicate_score=self.engine.config.dedup_threshold)
+
+    def memory_events(self, ctx: Any, memory_id: Any, *, limit: int = 50) -> MemoryEventsOutput:
+        self.events.flush()
+        return memory_events(self.engine, ctx, memory_id, limit=limit)
+
+    def event_trends(self, ctx: Any, *, days: int = 14) -> EventTrends:
+        self.events.flush()
+        return event_trends(self.engine, ctx, days=days)
+
+    def maintenance_runs(self, ctx: Any, *, limit: int = 20) -> MaintenanceRunsOutput:
+        self.events.flush()
+        return maintenance_runs(self.engine, ctx, limit=limit)

@@ -10,11 +10,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from pydantic import BaseModel, Field
 
+from ..errors import ErrorCode, MemoryError
 from ..model import TenantContext
 from . import metrics
 from .compaction import consolidate
@@ -67,12 +69,26 @@ def _integrity(lc: Lifecycle, tenant_id: str) -> int:
     return len(orphans)
 
 
+def _record_run(engine: MemoryEngine, rep: TenantReport, duration_s: float) -> None:
+    """Keep the run's report in the tenant's memory_events log (kind ``maintenance``), so the
+    console and ``Memory.maintenance_runs`` can list recent runs. A store without the log keeps none."""
+    details = {**rep.model_dump(exclude={"tenant_id"}), "duration_s": round(duration_s, 6)}
+    row = {"tenant_id": rep.tenant_id, "id": str(uuid.uuid4()), "ts": engine.now(), "event": "maintenance",
+           "principal": "maintenance", "outcome": "error" if rep.errors else "ok", "details": details}
+    try:
+        engine.provider.append_memory_events([row])
+    except MemoryError as exc:
+        if exc.code != ErrorCode.CONFIGURATION_ERROR:  # CONFIGURATION_ERROR: the store has no event log
+            log.warning("maintenance run of tenant %s could not be recorded", rep.tenant_id, exc_info=True)
+
+
 def run_maintenance(lc: Lifecycle, tenants: Sequence[str] | None = None) -> MaintenanceReport:
     start = time.perf_counter()
     cfg = lc.config
     engine = lc.engine
     reports: list[TenantReport] = []
     for tenant_id in tenants if tenants is not None else engine.provider.tenants():
+        tenant_start = time.perf_counter()
         rep = TenantReport(tenant_id=tenant_id)
         ctx = TenantContext(tenant_id=tenant_id, principal="maintenance", roles=("system",))
 
@@ -116,6 +132,7 @@ def run_maintenance(lc: Lifecycle, tenants: Sequence[str] | None = None) -> Main
         engine.audit.record(tenant_id=tenant_id, principal="maintenance", action="maintain",
                             outcome="error" if rep.errors else "ok",
                             details=rep.model_dump(exclude={"tenant_id"}))
+        _record_run(engine, rep, time.perf_counter() - tenant_start)
         reports.append(rep)
     return MaintenanceReport(tenants=reports, duration_s=round(time.perf_counter() - start, 6))
 

@@ -28,7 +28,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Any, Protocol, TypeVar
 
 from ..embeddings.base import Vector
@@ -467,6 +467,18 @@ class MemoryProvider(ABC):
     def count_memory_events(self, tenant_id: str, since: datetime | None = None) -> dict[str, int]:
         """Logged events of a tenant (optionally since a time) counted per ``event`` and per
         ``event.outcome`` (e.g. ``search`` and ``search.hit``)."""
+        raise self._unsupported("hygiene", "hygiene")
+
+    @_unsupported_default
+    def list_memory_events(self, tenant_id: str, *, memory_id: str | None = None,
+                           events: Sequence[str] | None = None, limit: int = 50) -> builtins.list[dict[str, Any]]:
+        """The tenant's newest memory_events rows (same keys as appended; ``details`` a dict), newest
+        first; only rows of ``memory_id`` and/or of these ``events`` kinds when given."""
+        raise self._unsupported("hygiene", "hygiene")
+
+    @_unsupported_default
+    def daily_memory_events(self, tenant_id: str, since: datetime) -> builtins.list[tuple[date, str, int]]:
+        """``(UTC day, event, count)`` of the tenant's events logged at or after ``since``."""
         raise self._unsupported("hygiene", "hygiene")
 
     @_unsupported_default

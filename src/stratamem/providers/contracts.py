@@ -23,7 +23,7 @@ import builtins
 import threading
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from datetime import datetime
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -184,6 +184,12 @@ class GovernanceStore(Protocol):
     def append_memory_events(self, events: Sequence[Mapping[str, Any]]) -> None: ...
 
     def count_memory_events(self, tenant_id: str, since: datetime | None = None) -> dict[str, int]: ...
+
+    def list_memory_events(
+        self, tenant_id: str, *, memory_id: str | None = None, events: Sequence[str] | None = None, limit: int = 50
+    ) -> builtins.list[dict[str, Any]]: ...
+
+    def daily_memory_events(self, tenant_id: str, since: datetime) -> builtins.list[tuple[date, str, int]]: ...
 
     def count_user_memories(
         self, tenant_id: str, user_id: str, now: datetime, *, exclude_ids: Sequence[str] = (), tx: Any = None

@@ -7,7 +7,7 @@ import copy
 import dataclasses
 import threading
 from collections.abc import Iterator, Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, date, datetime
 from typing import Any
 
 import numpy as np
@@ -359,6 +359,27 @@ class InMemoryProvider(MemoryProvider):
                     for key in (e["event"], f"{e['event']}.{e.get('outcome') or 'ok'}"):
                         counts[key] = counts.get(key, 0) + 1
             return counts
+
+    def list_memory_events(self, tenant_id: str, *, memory_id: str | None = None,
+                           events: Sequence[str] | None = None, limit: int = 50) -> builtins.list[dict[str, Any]]:
+        with self._lock:
+            self._hygiene_state()
+            kinds = set(events) if events is not None else None
+            rows = [e for e in self._events if e["tenant_id"] == tenant_id
+                    and (memory_id is None or e.get("memory_id") == memory_id)
+                    and (kinds is None or e["event"] in kinds)]
+            rows.sort(key=lambda e: (e["ts"], e["id"]), reverse=True)
+            return [copy.deepcopy(e) for e in rows[:limit]]
+
+    def daily_memory_events(self, tenant_id: str, since: datetime) -> builtins.list[tuple[date, str, int]]:
+        with self._lock:
+            self._hygiene_state()
+            counts: dict[tuple[date, str], int] = {}
+            for e in self._events:
+                if e["tenant_id"] == tenant_id and e["ts"] >= since:
+                    key = (e["ts"].astimezone(UTC).date(), str(e["event"]))
+                    counts[key] = counts.get(key, 0) + 1
+            return sorted((day, event, n) for (day, event), n in counts.items())
 
     def count_user_memories(self, tenant_id: str, user_id: str, now: datetime, *,
                             exclude_ids: Sequence[str] = (), tx: Any = None) -> int:

@@ -26,7 +26,7 @@ import re
 import threading
 from collections.abc import Hashable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -876,6 +876,32 @@ class PostgresProvider(MemoryProvider):
             counts[str(event)] = counts.get(str(event), 0) + int(n)
             counts[f"{event}.{outcome}"] = counts.get(f"{event}.{outcome}", 0) + int(n)
         return counts
+
+    def list_memory_events(self, tenant_id: str, *, memory_id: str | None = None,
+                           events: Sequence[str] | None = None, limit: int = 50) -> builtins.list[dict[str, Any]]:
+        where = "tenant_id = %s"
+        params: builtins.list[Any] = [tenant_id]
+        if memory_id is not None:
+            where += " AND memory_id = %s"
+            params.append(memory_id)
+        if events is not None:
+            where += " AND event = ANY(%s)"
+            params.append(builtins.list(events))
+        params.append(int(limit))
+        with self._conn("memory_events") as conn:
+            rows = conn.execute(
+                "SELECT id, ts, event, memory_id, layer, principal, code, outcome, details FROM memory_events "
+                f"WHERE {where} ORDER BY ts DESC, id DESC LIMIT %s", params).fetchall()
+        return [{"tenant_id": tenant_id, "id": r[0], "ts": r[1], "event": r[2], "memory_id": r[3], "layer": r[4],
+                 "principal": r[5], "code": r[6], "outcome": r[7], "details": r[8] or {}} for r in rows]
+
+    def daily_memory_events(self, tenant_id: str, since: datetime) -> builtins.list[tuple[date, str, int]]:
+        with self._conn("memory_events") as conn:
+            rows = conn.execute(
+                "SELECT (ts AT TIME ZONE 'UTC')::date AS day, event, count(*) FROM memory_events "
+                "WHERE tenant_id = %s AND ts >= %s GROUP BY day, event ORDER BY day, event",
+                [tenant_id, to_utc(since)]).fetchall()
+        return [(r[0], str(r[1]), int(r[2])) for r in rows]
 
     def count_user_memories(self, tenant_id: str, user_id: str, now: datetime, *,
                             exclude_ids: Sequence[str] = (), tx: Any = None) -> int:

@@ -24,6 +24,7 @@ from pydantic.alias_generators import to_camel
 from ..crud.skill import MemoryCrudResponse
 from ..hygiene.gate import ProcessResult
 from ..hygiene.health import MemoryHealth
+from ..hygiene.history import EventTrends, MaintenanceRunsOutput, MemoryEventsOutput
 from ..hygiene.policies import TenantPolicy
 from ..layers import get_accessible_layers
 from ..lifecycle.feedback import FeedbackResult
@@ -362,6 +363,47 @@ def build_operations_router() -> APIRouter:
     def health(memory: MemoryDep, ctx: ReaderDep, since: Annotated[datetime | None, Query()] = None) -> MemoryHealth:
         """Memory health of the tenant: totals, age, duplicate, write-rejection and search-hit rates."""
         return memory.health(ctx, since=since)
+
+    @r.get(
+        "/memories/{memory_id}/events",
+        response_model=MemoryEventsOutput,
+        responses=responses(*COMMON),
+        name="memory_events",
+        operation_id="listMemoryEvents",
+        tags=["hygiene"],
+    )
+    def memory_events(
+        memory_id: MemoryId, memory: MemoryDep, ctx: ReaderDep, limit: Annotated[int, Query()] = 50
+    ) -> MemoryEventsOutput:
+        """Logged events of one memory (create, update, delete), newest first. A memory outside the
+        key's grant answers 404 like a missing one."""
+        return memory.memory_events(ctx, memory_id, limit=limit)
+
+    @r.get(
+        "/health-report/trends",
+        response_model=EventTrends,
+        responses=responses(*COMMON),
+        name="event_trends",
+        operation_id="getEventTrends",
+        tags=["hygiene"],
+    )
+    def event_trends(memory: MemoryDep, ctx: ReaderDep, days: Annotated[int, Query()] = 14) -> EventTrends:
+        """Per-day counts (UTC days) of the tenant's writes, searches and rejected writes over the last `days` days."""
+        return memory.event_trends(ctx, days=days)
+
+    @r.get(
+        "/maintenance/runs",
+        response_model=MaintenanceRunsOutput,
+        responses=responses(*COMMON),
+        name="maintenance_runs",
+        operation_id="listMaintenanceRuns",
+        tags=["lifecycle"],
+    )
+    def maintenance_runs(
+        memory: MemoryDep, ctx: ReaderDep, limit: Annotated[int, Query()] = 20
+    ) -> MaintenanceRunsOutput:
+        """The tenant's recorded maintenance runs, newest first: when, outcome and what each task did."""
+        return memory.maintenance_runs(ctx, limit=limit)
 
     @r.get(
         "/policies",

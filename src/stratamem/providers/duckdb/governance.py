@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, date, datetime
 from typing import Any
 
 import pyarrow as pa
@@ -94,6 +94,32 @@ class GovernanceMixin(DuckDBConnection):
             counts[str(event)] = counts.get(str(event), 0) + int(n)
             counts[f"{event}.{outcome}"] = counts.get(f"{event}.{outcome}", 0) + int(n)
         return counts
+
+    def list_memory_events(
+        self, tenant_id: str, *, memory_id: str | None = None, events: Sequence[str] | None = None, limit: int = 50
+    ) -> list[dict[str, Any]]:
+        with self._read() as cur:
+            rows = cur.execute(
+                "SELECT id, ts, event, memory_id, layer, principal, code, outcome, details FROM memory_events "
+                "WHERE tenant_id = ? AND (?::VARCHAR IS NULL OR memory_id = ?) "
+                "AND (?::BOOLEAN OR list_contains(?::JSON::VARCHAR[], event)) "
+                "ORDER BY ts DESC, id DESC LIMIT ?",
+                [tenant_id, memory_id, memory_id, events is None, _text_list(events or ()), int(limit)],
+            ).fetchall()
+        return [
+            {"tenant_id": tenant_id, "id": r[0], "ts": r[1].replace(tzinfo=UTC), "event": r[2], "memory_id": r[3],
+             "layer": r[4], "principal": r[5], "code": r[6], "outcome": r[7], "details": json.loads(r[8] or "{}")}
+            for r in rows
+        ]
+
+    def daily_memory_events(self, tenant_id: str, since: datetime) -> list[tuple[date, str, int]]:
+        with self._read() as cur:
+            rows = cur.execute(
+                "SELECT CAST(ts AS DATE) AS day, event, count(*) FROM memory_events WHERE tenant_id = ? AND ts >= ? "
+                "GROUP BY day, event ORDER BY day, event",
+                [tenant_id, to_naive_utc(since)],
+            ).fetchall()
+        return [(r[0], str(r[1]), int(r[2])) for r in rows]
 
     def count_user_memories(
         self, tenant_id: str, user_id: str, now: datetime, *, exclude_ids: Sequence[str] = (), tx: Any = None
