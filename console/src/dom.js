@@ -73,3 +73,31 @@ export function barChart(values, { width = 360, unit = "" } = {}) {
   });
   return svg;
 }
+
+/** A small line chart of per-day counts: days = [{day, writes, searches, rejections}], one polyline
+ *  per series with a point per day (each point's title gives the exact count). */
+export function trendChart(days, series, { width = 360, height = 140 } = {}) {
+  const pad = { l: 28, r: 8, t: 8, b: 22 };
+  const n = Math.max(1, days.length - 1);
+  const max = Math.max(1, ...days.flatMap((d) => series.map(([key]) => Number(d[key]) || 0)));
+  const x = (i) => pad.l + (i / n) * (width - pad.l - pad.r);
+  const y = (v) => height - pad.b - (v / max) * (height - pad.t - pad.b);
+  const svg = s("svg", { width, height, class: "chart trend", role: "img",
+                         "aria-label": `Events per day over ${days.length} days` });
+  svg.append(
+    s("line", { x1: pad.l, y1: y(0), x2: width - pad.r, y2: y(0), class: "axis" }),
+    s("text", { x: 0, y: y(max) + 4 }, String(max)),
+    s("text", { x: 0, y: y(0) + 4 }, "0"));
+  if (days.length) {
+    svg.append(s("text", { x: pad.l, y: height - 6 }, days[0].day.slice(5)),
+               s("text", { x: width - pad.r, y: height - 6, "text-anchor": "end" }, days[days.length - 1].day.slice(5)));
+  }
+  for (const [key, , cls] of series) {
+    const pts = days.map((d, i) => `${x(i).toFixed(1)},${y(Number(d[key]) || 0).toFixed(1)}`).join(" ");
+    svg.append(s("polyline", { points: pts, class: `line ${cls}`, "data-series": key }));
+    days.forEach((d, i) => svg.append(
+      s("circle", { cx: x(i).toFixed(1), cy: y(Number(d[key]) || 0).toFixed(1), r: 2.5, class: `pt ${cls}` },
+        s("title", {}, `${d.day} ${key}: ${d[key]}`))));
+  }
+  return svg;
+}

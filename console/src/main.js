@@ -1,6 +1,6 @@
 // The stratamem web console: Browse, Search, Graph, Health and Actions over the REST API.
 import { api, clearKey, formatIds, getKey, parseIds, setKey } from "./api.js";
-import { barChart, clear, errorBox, fmtTime, h, s, short } from "./dom.js";
+import { barChart, clear, errorBox, fmtTime, h, s, short, trendChart } from "./dom.js";
 
 const LAYERS = ["agent", "user", "session", "project", "team", "org", "company", "object"];
 const TABS = [
@@ -196,6 +196,15 @@ async function showDetail(detail, id) {
   const target = layerSelect("promote-layer", "", false);
   const promoteIds = h("input", { id: "promote-ids", placeholder: "projectId=web" });
   let armed = false;
+  const events = h("div", { id: "detail-events" }, "Loading events…");
+  api("GET", `/v1/memories/${encodeURIComponent(m.id)}/events`, { query: { limit: 20 } }).then(
+    ({ data }) => clear(events, data.events.length === 0 ? h("p", { class: "hint" }, "No events logged.") :
+      h("table", { class: "events" },
+        h("thead", {}, h("tr", {}, h("th", {}, "When"), h("th", {}, "Event"), h("th", {}, "By"), h("th", {}, "Outcome"))),
+        h("tbody", {}, data.events.map((e) => h("tr", { class: `ev ev-${e.event}` },
+          h("td", {}, fmtTime(e.ts)), h("td", {}, e.event), h("td", {}, e.principal || "—"),
+          h("td", {}, e.code ? `${e.outcome} (${e.code})` : e.outcome)))))),
+    (err) => clear(events, errorBox(err)));
   clear(detail,
     h("h2", {}, "Memory ", h("span", { class: "mono" }, m.id)),
     h("p", { class: "content-full", id: "detail-content" }, m.content),
@@ -219,6 +228,8 @@ async function showDetail(detail, id) {
       p.createdInSessionId ? h("li", {}, `Session ${p.createdInSessionId}`) : null,
       p.validTo ? h("li", {}, `Valid to ${fmtTime(p.validTo)}`) : null,
       p.threadId ? h("li", {}, `Thread ${p.threadId} #${p.position ?? "?"}`) : null),
+    h("h3", {}, "Events"),
+    events,
     h("h3", {}, "Metadata"),
     h("pre", {}, JSON.stringify(m.metadata, null, 2)),
     h("h3", {}, "Edit"),
@@ -409,17 +420,36 @@ function graph(main) {
 }
 
 // ------------------------------------------------------------------ Health
+/** "purged 2 · archived 1 (0.03 s)": the non-zero counts of one maintenance run. */
+function runSummary(r) {
+  const parts = [["purged", r.purged], ["archived", r.archived], ["merged", r.consolidated],
+                 ["pruned", r.pruned], ["prune candidates", r.prune_candidates], ["repaired", r.integrity_repaired]]
+    .filter(([, n]) => n).map(([label, n]) => `${label} ${n}`);
+  const errors = Object.keys(r.errors || {});
+  if (errors.length) parts.push(`failed: ${errors.join(", ")}`);
+  return `${parts.length ? parts.join(" · ") : "nothing to do"} (${Number(r.duration_s).toFixed(2)} s)`;
+}
+
 async function health(main) {
   clear(main, "Loading…");
   const get = (path) => api("GET", path).then((r) => r.data, (err) => ({ error: err }));
-  const [live, stats, report, graphHealth, snapshots] = await Promise.all(
-    ["/health", "/v1/stats", "/v1/health-report", "/health/graph", "/v1/snapshots"].map(get));
+  const [live, stats, report, graphHealth, snapshots, trends, runs] = await Promise.all(
+    ["/health", "/v1/stats", "/v1/health-report", "/health/graph", "/v1/snapshots",
+     "/v1/health-report/trends?days=14", "/v1/maintenance/runs?limit=10"].map(get));
+  const series = [["writes", "Writes", "writes"], ["searches", "Searches", "searches"],
+                  ["rejections", "Rejected writes", "rejections"]];
+  const total = (key) => (trends.days || []).reduce((a, d) => a + (Number(d[key]) || 0), 0);
   const card = (title, body) => h("section", { class: "card" }, h("h2", {}, title), body);
   const status = (d) => (d.error ? errorBox(d.error) : h("p", { class: `status ${d.status}` }, d.status));
   const comps = (d) => (d.components ? h("ul", {}, Object.entries(d.components).map(([k, c]) =>
     h("li", {}, `${k}: ${c.status}${c.message ? ` — ${c.message}` : ""}`))) : null);
   clear(main, h("div", { class: "cards", id: "health" },
     card("Service", [status(live), comps(live)]),
+    card("Trends (14 days)", trends.error ? errorBox(trends.error) : h("div", { id: "trends" },
+      trendChart(trends.days, series),
+      h("p", { class: "legend" }, series.map(([key, label, cls]) =>
+        h("span", { class: "check" }, h("span", { class: `sw ${cls}` }), ` ${label} `,
+          h("span", { class: "count", "data-total": key }, total(key))))))),
     card("Storage per layer", stats.error ? errorBox(stats.error) : [
       h("p", {}, `${stats.total} memories · ${stats.provider} · ${stats.embeddingModel} (${stats.embeddingDimensions}d)`),
       barChart(stats.byLayer)]),
@@ -431,6 +461,15 @@ async function health(main) {
         h("dt", {}, "Average age (days)"), h("dd", {}, report.average_age_days)),
       h("h3", {}, "Events"), barChart(report.events || {}),
       h("h3", {}, "By source"), barChart(report.memories_by_source || {})]),
+    card("Maintenance runs", runs.error ? errorBox(runs.error) : runs.runs.length === 0 ?
+      h("p", { id: "maintenance-runs" }, "No maintenance run recorded yet.") :
+      h("table", { id: "maintenance-runs" },
+        h("thead", {}, h("tr", {}, ["When", "Outcome", "What it did"].map((x) => h("th", {}, x)))),
+        h("tbody", {}, runs.runs.map((r) => h("tr", {},
+          h("td", {}, fmtTime(r.ts)),
+          h("td", { class: r.outcome === "ok" ? "ok" : "error", title: Object.entries(r.errors || {}).map(
+            ([k, v]) => `${k}: ${v}`).join("\n") || null }, r.outcome),
+          h("td", {}, runSummary(r))))))),
     card("Knowledge graph", [status(graphHealth), comps(graphHealth)]),
     card("Snapshots", snapshots.error ? errorBox(snapshots.error) : snapshots.length === 0 ? h("p", {}, "None yet.") :
       h("ul", {}, snapshots.slice(0, 10).map((x) =>

@@ -97,6 +97,40 @@ def test_scope_tree_and_explained_search_keep_to_the_grant(client: TestClient, m
     assert denied.status_code == 403 and ALICE_PREF not in denied.text
 
 
+def test_memory_events_trends_and_maintenance_runs_over_rest(client: TestClient, make_key: Callable[..., str]) -> None:
+    admin = {"Authorization": f"Bearer {make_key(role='admin')}"}
+    bob = {"Authorization": f"Bearer {make_key(role='reader', userId='bob')}"}
+    _seed(client, admin)
+    listed = client.get("/v1/memories", params={"layer": "user", "userId": "alice"}, headers=admin).json()
+    mid = listed["memories"][0]["id"]
+    assert (
+        client.patch(f"/v1/memories/{mid}", json={"metadata": {"tags": ["ui", "x"]}}, headers=admin).status_code == 200
+    )
+    r = client.get(f"/v1/memories/{mid}/events", headers=admin)
+    assert r.status_code == 200, r.text
+    assert [e["event"] for e in r.json()["events"]] == ["update", "create"]
+    assert [e["event"] for e in client.get(f"/v1/memories/{mid}/events?limit=1", headers=admin).json()["events"]] == [
+        "update"
+    ]
+    # outside bob's grant: the same 404 as an id that does not exist
+    denied = client.get(f"/v1/memories/{mid}/events", headers=bob)
+    missing = client.get("/v1/memories/no-such-id/events", headers=bob)
+    assert denied.status_code == missing.status_code == 404
+    assert denied.json()["code"] == missing.json()["code"] == "MEMORY_NOT_FOUND" and "alice" not in denied.text
+    assert client.get(f"/v1/memories/{mid}/events?limit=0", headers=admin).status_code == 400
+
+    client.post("/v1/memories/search", json={"query": "tea", "identifiers": {"userId": "bob"}}, headers=bob)
+    trends = client.get("/v1/health-report/trends", params={"days": 3}, headers=bob).json()
+    assert len(trends["days"]) == 3
+    today = trends["days"][-1]
+    assert (today["writes"], today["searches"], today["rejections"]) == (5, 1, 0)
+
+    assert client.get("/v1/maintenance/runs", headers=admin).json()["runs"] == []
+    assert client.post("/v1/maintenance", headers=admin).status_code == 200
+    runs = client.get("/v1/maintenance/runs", headers=bob).json()["runs"]
+    assert len(runs) == 1 and runs[0]["outcome"] == "ok" and runs[0]["errors"] == {}
+
+
 def _screens() -> Path | None:
     where = os.environ.get("STRATAMEM_CONSOLE_SCREENSHOTS")
     return Path(where) if where else None
@@ -146,6 +180,9 @@ def test_console_end_to_end_in_chromium(live_db: Path, live_server: Callable[[],
         b.wait("document.getElementById('detail-content')")
         memory_id = b.eval("document.querySelector('#detail h2 .mono').textContent")
         assert "Version" in b.eval("document.getElementById('detail').innerText")
+        # the detail pane lists the memory's logged events (the seed's create, by the admin key)
+        b.wait("document.querySelector('#detail-events tr.ev-create')")
+        assert b.eval("document.querySelectorAll('#detail-events tbody tr').length") == 1
         b.screenshot(shots / "browse.png")
 
         # Search playground: per-layer results with the dense and lexical parts and the threshold line
@@ -185,6 +222,9 @@ def test_console_end_to_end_in_chromium(live_db: Path, live_server: Callable[[],
         b.eval("document.getElementById('save').click(); true")
         b.wait("document.querySelector('#detail-msg .ok')")
         assert "Saved version 2" in b.eval("document.getElementById('detail-msg').innerText")
+        b.wait("document.querySelector('#detail-events tr.ev-update')")
+        events = b.eval("[...document.querySelectorAll('#detail-events tbody tr')].map(r => r.className)")
+        assert events == ["ev ev-update", "ev ev-create"], events
         assert b.eval("document.getElementById('detail-content').textContent") == "Alice prefers dark mode everywhere"
         with httpx.Client(base_url=srv.url, timeout=30) as http:
             got = http.get(f"/v1/memories/{memory_id}", headers={"Authorization": f"Bearer {admin}"}).json()
@@ -219,10 +259,24 @@ def test_console_end_to_end_in_chromium(live_db: Path, live_server: Callable[[],
         )
         assert "Alice" in reasoning and "memory leak" in reasoning
 
-        # Health and Actions
+        # Health: the trend chart of writes, searches and rejected writes, and the maintenance runs
+        with httpx.Client(base_url=srv.url, timeout=60) as http:
+            assert http.post("/v1/maintenance", headers={"Authorization": f"Bearer {admin}"}).status_code == 200
         b.eval("location.hash = '#health'; true")
         b.wait("document.querySelectorAll('#health .card').length >= 4")
         assert "memories" in b.eval("document.getElementById('health').innerText")
+        b.wait("document.querySelector('#trends svg.trend')")
+        lines = b.eval("[...document.querySelectorAll('#trends polyline')].map(p => p.dataset.series)")
+        assert lines == ["writes", "searches", "rejections"], lines
+        assert b.eval("document.querySelectorAll('#trends circle').length") == 3 * 14
+        totals = b.eval(
+            "Object.fromEntries([...document.querySelectorAll('#trends [data-total]')]"
+            ".map(e => [e.dataset.total, Number(e.textContent)]))"
+        )
+        # 6 creates and 2 updates (the console's save, the change behind its back; the 409 stores nothing)
+        assert totals["writes"] == 8 and totals["searches"] >= 2 and totals["rejections"] == 0, totals
+        runs = b.eval("[...document.querySelectorAll('#maintenance-runs tbody tr')].map(r => r.innerText)")
+        assert len(runs) == 1 and "ok" in runs[0], runs
         b.screenshot(shots / "health.png")
         b.eval("location.hash = '#actions'; true")
         b.wait("document.querySelector('#keys table')")

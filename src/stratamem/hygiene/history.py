@@ -83,24 +83,38 @@ class MaintenanceRunsOutput(BaseModel):
 
 def _limit(value: Any, operation: str, maximum: int, name: str = "limit") -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= maximum:
-        raise MemoryError(ErrorCode.INVALID_PARAMS, f"{name} must be an integer from 1 to {maximum}",
-                          operation=operation, details={"field": name})
+        raise MemoryError(
+            ErrorCode.INVALID_PARAMS,
+            f"{name} must be an integer from 1 to {maximum}",
+            operation=operation,
+            details={"field": name},
+        )
     return value
 
 
-def memory_events(engine: MemoryEngine, ctx: TenantContext | None, memory_id: Any, *,
-                  limit: int = 50) -> MemoryEventsOutput:
+def memory_events(
+    engine: MemoryEngine, ctx: TenantContext | None, memory_id: Any, *, limit: int = 50
+) -> MemoryEventsOutput:
     op = "memory_events"
     with engine.operation(op, ctx) as (tctx, extra):
         n = _limit(limit, op, MAX_EVENTS)
         if not isinstance(memory_id, str) or not memory_id or len(memory_id) > 256:
-            raise MemoryError(ErrorCode.INVALID_PARAMS, "memory_id must be a non-empty string", operation=op,
-                              details={"field": "memory_id"})
+            raise MemoryError(
+                ErrorCode.INVALID_PARAMS,
+                "memory_id must be a non-empty string",
+                operation=op,
+                details={"field": "memory_id"},
+            )
         extra["memory_id"] = memory_id
         entry = engine.get_visible(tctx, memory_id, op, statuses=("active", "superseded"))
         if entry is None:  # missing, another tenant's, or outside the grant: one answer
-            raise MemoryError(ErrorCode.MEMORY_NOT_FOUND, f"no memory with id {memory_id!r}", operation=op,
-                              details={"id": memory_id}, retryable=False)
+            raise MemoryError(
+                ErrorCode.MEMORY_NOT_FOUND,
+                f"no memory with id {memory_id!r}",
+                operation=op,
+                details={"id": memory_id},
+                retryable=False,
+            )
         rows = engine.provider.list_memory_events(tctx.tenant_id, memory_id=memory_id, limit=n)
         return MemoryEventsOutput(memory_id=memory_id, events=[MemoryEvent.model_validate(r) for r in rows])
 
@@ -128,6 +142,8 @@ def maintenance_runs(engine: MemoryEngine, ctx: TenantContext | None, *, limit: 
     with engine.operation(op, ctx) as (tctx, _):
         n = _limit(limit, op, MAX_EVENTS)
         rows = engine.provider.list_memory_events(tctx.tenant_id, events=["maintenance"], limit=n)
-        runs = [MaintenanceRun.model_validate({**r.get("details", {}), "ts": r["ts"], "outcome": r["outcome"]})
-                for r in rows]
+        runs = [
+            MaintenanceRun.model_validate({**r.get("details", {}), "ts": r["ts"], "outcome": r["outcome"]})
+            for r in rows
+        ]
         return MaintenanceRunsOutput(tenant_id=tctx.tenant_id, runs=runs)

@@ -12,7 +12,14 @@ from .events import EventLog
 from .gate import HygieneConfig, ProcessResult, WriteGate
 from .guards import PolicyGuard, PolicySearchFilter, QuotaHook, SanitizeGuard, SecretGuard
 from .health import MemoryHealth, compute_health
-from .history import EventTrends, MaintenanceRunsOutput, MemoryEventsOutput, event_trends, maintenance_runs, memory_events
+from .history import (
+    EventTrends,
+    MaintenanceRunsOutput,
+    MemoryEventsOutput,
+    event_trends,
+    maintenance_runs,
+    memory_events,
+)
 from .policies import PolicyManager
 
 if TYPE_CHECKING:
@@ -20,8 +27,9 @@ if TYPE_CHECKING:
 
 
 class Hygiene:
-    def __init__(self, engine: MemoryEngine, config: HygieneConfig | None = None,
-                 llm: LLMClient | str | None = None) -> None:
+    def __init__(
+        self, engine: MemoryEngine, config: HygieneConfig | None = None, llm: LLMClient | str | None = None
+    ) -> None:
         self.engine = engine
         self.config = config or HygieneConfig()
         self._llm: LLMClient | None = make_llm(llm) if llm is not None else None
@@ -59,15 +67,24 @@ class Hygiene:
                 self.events.flush()
         return self.config
 
-    def process(self, ctx: Any, text: Any, intent: Any = "none", identifiers: Any = None,
-                recent_messages: Sequence[str] | None = None, *, layer: Any = None) -> ProcessResult:
+    def process(
+        self,
+        ctx: Any,
+        text: Any,
+        intent: Any = "none",
+        identifiers: Any = None,
+        recent_messages: Sequence[str] | None = None,
+        *,
+        layer: Any = None,
+    ) -> ProcessResult:
         return self.gate.process(ctx, text, intent, identifiers, recent_messages, layer=layer)
 
     def health(self, ctx: Any, *, since: datetime | None = None) -> MemoryHealth:
         with self.engine.operation("memory_health", ctx) as (tctx, _):
             self.events.flush()  # counts include every event queued before the call
-            return compute_health(self.engine, tctx.tenant_id, since=since,
-                                  duplicate_score=self.engine.config.dedup_threshold)
+            return compute_health(
+                self.engine, tctx.tenant_id, since=since, duplicate_score=self.engine.config.dedup_threshold
+            )
 
     def memory_events(self, ctx: Any, memory_id: Any, *, limit: int = 50) -> MemoryEventsOutput:
         self.events.flush()
