@@ -46,7 +46,8 @@ def test_hygiene_migration_creates_tenant_leading_tables(pg_mem: Memory, pg_url:
     assert [c[0] for c in by_table["memory_events"]] == [
         "tenant_id", "id", "ts", "event", "memory_id", "layer", "principal", "code", "outcome", "details"]
     assert dict((c[0], c[1]) for c in by_table["memory_events"])["ts"] == "timestamp with time zone"
-    assert set(indexes) == {"tenant_policies_pkey", "memory_events_pkey", "memory_events_ts_idx", "memories_user_idx"}
+    assert set(indexes) == {"tenant_policies_pkey", "memory_events_pkey", "memory_events_ts_idx", "memories_user_idx",
+                            "memory_events_memory_idx"}  # the last one: migration 9
     for name, ddl in indexes.items():
         assert "USING btree (tenant_id" in ddl, (name, ddl)
     assert "(tenant_id, id)" in indexes["memory_events_pkey"]
@@ -125,3 +126,16 @@ def test_quota_holds_under_concurrent_writers(open_pg: Callable[..., Memory]) ->
         th.join()
     assert sorted(outcomes) == ["QUOTA_EXCEEDED"] * 5 + ["ok"] * 3
     assert stores[0].list(t, "user", {"user_id": "u1"}).total_count == 3
+
+
+def test_memory_events_of_one_memory_use_the_migration_9_index(pg_mem: Memory, pg_url: str, pg_schema: str) -> None:
+    assert 9 in {m.version for m in postgres_schema.all_migrations()}
+    with admin(pg_url) as conn:
+        indexdef = conn.execute(
+            "SELECT indexdef FROM pg_indexes WHERE schemaname = %s AND indexname = 'memory_events_memory_idx'",
+            [pg_schema]).fetchone()
+    assert indexdef is not None and "(tenant_id, memory_id, ts)" in indexdef[0]
+    assert "memory_id IS NOT NULL" in indexdef[0]
+    t = _tenant()
+    added = pg_mem.add(t, "the user prefers tea", layer="user", identifiers={"user_id": "u1"})
+    assert [e.event for e in pg_mem.memory_events(t, added.memory.id).events] == ["create"]

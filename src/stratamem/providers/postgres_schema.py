@@ -266,6 +266,14 @@ def _v5_graph(conn: Any, dims: int) -> None:
             ).format(sql.Identifier(f"stratamem_{table}_{op.lower()}"), ident))
 
 
+def _v9_memory_event_index(conn: Any, dims: int) -> None:
+    """One memory's events (``list_memory_events(memory_id=…)``, the console's detail pane) read
+    through this index instead of scanning the tenant's whole log by time. PostgreSQL only: DuckDB
+    reads the columnar table with its zone maps and keeps its appends index-free."""
+    conn.execute("CREATE INDEX IF NOT EXISTS memory_events_memory_idx ON memory_events (tenant_id, memory_id, ts) "
+                 "WHERE memory_id IS NOT NULL")
+
+
 #: Versions are reserved per feature exactly as in ``duckdb_schema`` (1 core, 2 server, …); features
 #: that need PostgreSQL tables append their ``Migration`` here.
 MIGRATIONS: list[Migration] = [
@@ -274,6 +282,7 @@ MIGRATIONS: list[Migration] = [
     Migration(3, "hygiene: tenant policies, memory events", _v3_hygiene),
     Migration(4, "lifecycle: memory_feedback", _v4_lifecycle),
     Migration(5, "knowledge graph: nodes, edges, entities, entity edges", _v5_graph),
+    Migration(9, "hygiene: memory_events index by memory", _v9_memory_event_index),
 ]
 
 
