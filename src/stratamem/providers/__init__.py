@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 
+from ..encryption import EncryptionKey
 from ..errors import ErrorCode, MemoryError
 from .base import MemoryProvider, Scope, WriteHook
 from .duckdb import DuckDBProvider
@@ -20,7 +21,11 @@ from .inmemory import InMemoryProvider
 __all__ = ["DuckDBProvider", "InMemoryProvider", "MemoryProvider", "Scope", "WriteHook", "open_provider"]
 
 
-def open_provider(location: str | os.PathLike[str] | MemoryProvider | None) -> MemoryProvider:
+def open_provider(
+    location: str | os.PathLike[str] | MemoryProvider | None, *, encryption_key: EncryptionKey | None = None
+) -> MemoryProvider:
+    """The provider of ``location``. ``encryption_key``: a DuckDB file is opened encrypted with it;
+    other stores ignore it (PostgreSQL relies on the server's disk encryption, see docs/security.md)."""
     if isinstance(location, MemoryProvider):
         return location
     loc = os.fspath(location) if location is not None else "stratamem.duckdb"
@@ -30,7 +35,7 @@ def open_provider(location: str | os.PathLike[str] | MemoryProvider | None) -> M
         rest = loc.removeprefix("duckdb://")
         if rest in ("", "/:memory:", ":memory:"):
             return DuckDBProvider(":memory:")
-        return DuckDBProvider(rest)
+        return DuckDBProvider(rest, encryption_key=encryption_key)
     if loc.startswith(("postgresql://", "postgres://")):
         try:
             from .postgres import PostgresProvider  # type: ignore[import-not-found,unused-ignore]  # noqa: PLC0415  postgres extra (psycopg)
@@ -49,4 +54,4 @@ def open_provider(location: str | os.PathLike[str] | MemoryProvider | None) -> M
             "memory:// or postgresql://",
             operation="open",
         )
-    return DuckDBProvider(loc)
+    return DuckDBProvider(loc, encryption_key=encryption_key)
