@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 
 from ..encryption import EncryptionKey
@@ -17,6 +18,8 @@ from ..errors import ErrorCode, MemoryError
 from .base import MemoryProvider, Scope, WriteHook
 from .duckdb import DuckDBProvider
 from .inmemory import InMemoryProvider
+
+log = logging.getLogger("stratamem.providers")
 
 __all__ = ["DuckDBProvider", "InMemoryProvider", "MemoryProvider", "Scope", "WriteHook", "open_provider"]
 
@@ -46,6 +49,13 @@ def open_provider(
                 operation="open",
             ) from exc
         provider: MemoryProvider = PostgresProvider(loc)
+        if encryption_key is not None:
+            log.warning(
+                "encryption key %s configured, but a PostgreSQL store is not encrypted by stratamem: its "
+                "columns (content, metadata, identifiers, vectors) rely on the server's disk encryption "
+                "(see docs/security.md)",
+                encryption_key.key_id,
+            )
         return provider
     if "://" in loc:
         raise MemoryError(
