@@ -22,8 +22,8 @@ from .assembly import build_engine, graph_of, hygiene_of
 from .config import MemoryConfig
 from .crud.skill import handle_memory_crud
 from .embeddings import Embedder, make_embedder
-from .engine import Clock, MemoryEngine
 from .encryption import EncryptionKey, resolve_key
+from .engine import Clock, MemoryEngine
 from .erasure import forget_user
 from .errors import ErrorCode, MemoryError
 from .graph.service import AsyncGraph, GraphService, GraphUnavailable

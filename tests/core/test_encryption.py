@@ -149,8 +149,16 @@ def test_rotation_keeps_every_row_and_the_old_key_stops_working(tmp_path: Path) 
     mem.close()
     new_file = tmp_path / "new.key"
     new_file.write_text(NEW_KEY + "\n")
-    out = _cli("encryption", "rotate", "--db", str(path), "--new-key-file", str(new_file), "--json",
-               env={"STRATAMEM_ENCRYPTION_KEY": KEY})
+    out = _cli(
+        "encryption",
+        "rotate",
+        "--db",
+        str(path),
+        "--new-key-file",
+        str(new_file),
+        "--json",
+        env={"STRATAMEM_ENCRYPTION_KEY": KEY},
+    )
     assert out.returncode == 0, out.stderr
     assert EncryptionKey(NEW_KEY).key_id in out.stdout and NEW_KEY not in out.stdout
     assert not list(tmp_path.glob("*.rotating*"))
@@ -168,8 +176,13 @@ def test_rotation_with_a_wrong_current_key_changes_nothing(tmp_path: Path) -> No
     path = tmp_path / "rot.duckdb"
     _fill(path, KEY).close()
     before = _digest(path)
-    out = _cli("encryption", "rotate", "--db", str(path), env={
-        "STRATAMEM_ENCRYPTION_KEY": "not the key of this file at all", "STRATAMEM_NEW_ENCRYPTION_KEY": NEW_KEY})
+    out = _cli(
+        "encryption",
+        "rotate",
+        "--db",
+        str(path),
+        env={"STRATAMEM_ENCRYPTION_KEY": "not the key of this file at all", "STRATAMEM_NEW_ENCRYPTION_KEY": NEW_KEY},
+    )
     assert out.returncode == 2
     assert out.stderr.startswith("error CONFIGURATION_ERROR:") and "Traceback" not in out.stderr
     assert _digest(path) == before

@@ -23,8 +23,13 @@ SECRETS = ("Vindelicorum", "Pemberthwaite", "ledger-Ochre-913")
 
 def _fill(mem: Memory) -> None:
     for i in range(12):
-        mem.add(ACME, f"note {i}: {SECRETS[0]} met {SECRETS[1]} at the harbour", "user", {"user_id": "u1"},
-                metadata={"ref": SECRETS[2]})
+        mem.add(
+            ACME,
+            f"note {i}: {SECRETS[0]} met {SECRETS[1]} at the harbour",
+            "user",
+            {"user_id": "u1"},
+            metadata={"ref": SECRETS[2]},
+        )
 
 
 def _bucket_bytes(s3: S3Store) -> list[tuple[str, bytes]]:

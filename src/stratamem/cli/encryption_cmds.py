@@ -36,9 +36,7 @@ def register(app: typer.Typer) -> None:
         from_plaintext: Annotated[
             bool, typer.Option("--from-plaintext", help="The file is not encrypted yet (encrypt it).")
         ] = False,
-        to_plaintext: Annotated[
-            bool, typer.Option("--to-plaintext", help="Decrypt the file (no new key).")
-        ] = False,
+        to_plaintext: Annotated[bool, typer.Option("--to-plaintext", help="Decrypt the file (no new key).")] = False,
         as_json: JsonOpt = False,
     ) -> None:
         """Re-encrypt a DuckDB store file with a new key.

@@ -47,7 +47,7 @@ class DuckDBConnection(MemoryProvider):
             if db is None:
                 if key != ":memory:":
                     Path(key).parent.mkdir(parents=True, exist_ok=True)
-                config = {"checkpoint_threshold": self.checkpoint_threshold}
+                config: dict[str, Any] = {"checkpoint_threshold": self.checkpoint_threshold}
                 enc = self.encryption_key if key != ":memory:" else None
                 try:
                     conn = encrypted.connect(key, enc, config) if enc else duckdb.connect(key, config=config)

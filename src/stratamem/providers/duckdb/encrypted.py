@@ -33,7 +33,7 @@ def load_crypto(conn: Any) -> None:
     """Load the extension that lets DuckDB write encrypted files, or raise CONFIGURATION_ERROR."""
     errors: list[str] = []
     try:
-        import duckdb_extension_httpfs  # type: ignore[import-not-found,unused-ignore]  # noqa: PLC0415  encryption extra
+        import duckdb_extension_httpfs  # type: ignore[import-untyped,import-not-found,unused-ignore]  # noqa: PLC0415  encryption extra
 
         path = Path(duckdb_extension_httpfs.__file__).parent / "extensions" / f"v{duckdb.__version__}"
         candidates = sorted(path.glob("httpfs.duckdb_extension"))
