@@ -294,3 +294,79 @@ def decrypt_file(src: Path, dst: Path, keys: Sequence[EncryptionKey]) -> None:
             raise _envelope_error(
                 "encrypted snapshot file failed authentication (corrupted or tampered with)", "corrupt"
             ) from exc
+
+
+# ------------------------------------------------------------------------------- sealed fields
+class FieldSealer:
+    """Encrypts JSON values stored in a database column (PostgreSQL ``memories.metadata``).
+
+    Each tenant has its own data key, derived from the master key and the tenant id with HKDF; a value
+    is encrypted with AES-256-GCM bound (associated data) to its tenant and row id, so a sealed value
+    copied to another row or tenant does not decrypt. The sealed form is a JSON object
+    ``{"$stratamem_enc": 1, "k": key_id, "n": nonce, "c": ciphertext}``; a value without that mark
+    (written before encryption was turned on) is returned as it is."""
+
+    MARK = "$stratamem_enc"
+
+    def __init__(self, key: EncryptionKey, previous: Sequence[EncryptionKey] = ()) -> None:
+        self.key = key
+        self._keys = {k.key_id: k for k in (*previous, key)}
+        self._tenant_keys: dict[tuple[str, str], Any] = {}
+
+    @property
+    def key_ids(self) -> set[str]:
+        return set(self._keys)
+
+    def _cipher(self, key: EncryptionKey, tenant_id: str) -> Any:
+        cached = self._tenant_keys.get((key.key_id, tenant_id))
+        if cached is None:
+            cached = _aesgcm(key.derive(b"column key v1:" + tenant_id.encode()))
+            self._tenant_keys[(key.key_id, tenant_id)] = cached
+        return cached
+
+    @staticmethod
+    def _aad(tenant_id: str, row_id: str) -> bytes:
+        return f"{tenant_id}\x00{row_id}".encode()
+
+    def seal(self, tenant_id: str, row_id: str, value: Any) -> dict[str, Any]:
+        nonce = secrets.token_bytes(12)
+        plain = json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+        sealed = self._cipher(self.key, tenant_id).encrypt(nonce, plain, self._aad(tenant_id, row_id))
+        return {
+            self.MARK: 1,
+            "k": self.key.key_id,
+            "n": base64.b64encode(nonce).decode(),
+            "c": base64.b64encode(sealed).decode(),
+        }
+
+    @classmethod
+    def is_sealed(cls, value: Any) -> bool:
+        return isinstance(value, dict) and cls.MARK in value
+
+    def open(self, tenant_id: str, row_id: str, value: Any) -> Any:
+        if not self.is_sealed(value):
+            return value
+        from cryptography.exceptions import InvalidTag  # noqa: PLC0415  encryption extra (cryptography)
+
+        key = self._keys.get(str(value.get("k")))
+        if key is None:
+            raise MemoryError(
+                ErrorCode.CONFIGURATION_ERROR,
+                f"a stored value is encrypted with key id {value.get('k')}, which is not configured",
+                operation="provider",
+                details={"reason": "encryption_key_wrong", "key_id": value.get("k")},
+                retryable=False,
+            )
+        try:
+            plain = self._cipher(key, tenant_id).decrypt(
+                base64.b64decode(value["n"]), base64.b64decode(value["c"]), self._aad(tenant_id, row_id)
+            )
+        except (InvalidTag, KeyError, ValueError, TypeError) as exc:
+            raise MemoryError(
+                ErrorCode.PROVIDER_ERROR,
+                "a stored encrypted value failed authentication (corrupted, or moved from another row)",
+                operation="provider",
+                details={"reason": "corrupt"},
+                retryable=False,
+            ) from exc
+        return json.loads(plain)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import os
 
-from ..encryption import EncryptionKey
+from ..encryption import EncryptionKey, previous_keys_from_env
 from ..errors import ErrorCode, MemoryError
 from .base import MemoryProvider, Scope, WriteHook
 from .duckdb import DuckDBProvider
@@ -27,8 +27,9 @@ __all__ = ["DuckDBProvider", "InMemoryProvider", "MemoryProvider", "Scope", "Wri
 def open_provider(
     location: str | os.PathLike[str] | MemoryProvider | None, *, encryption_key: EncryptionKey | None = None
 ) -> MemoryProvider:
-    """The provider of ``location``. ``encryption_key``: a DuckDB file is opened encrypted with it;
-    other stores ignore it (PostgreSQL relies on the server's disk encryption, see docs/security.md)."""
+    """The provider of ``location``. ``encryption_key``: a DuckDB file is opened encrypted with it; a
+    PostgreSQL store encrypts its memories' metadata with it (the rest relies on the server's disk
+    encryption, see docs/security.md); in-memory stores keep nothing on disk."""
     if isinstance(location, MemoryProvider):
         return location
     loc = os.fspath(location) if location is not None else "stratamem.duckdb"
@@ -48,12 +49,13 @@ def open_provider(
                 "PostgreSQL stores need the postgres extra: pip install 'stratamem[postgres]'",
                 operation="open",
             ) from exc
-        provider: MemoryProvider = PostgresProvider(loc)
+        provider: MemoryProvider = PostgresProvider(
+            loc, encryption_key=encryption_key, previous_keys=previous_keys_from_env() if encryption_key else ()
+        )
         if encryption_key is not None:
-            log.warning(
-                "encryption key %s configured, but a PostgreSQL store is not encrypted by stratamem: its "
-                "columns (content, metadata, identifiers, vectors) rely on the server's disk encryption "
-                "(see docs/security.md)",
+            log.info(
+                "PostgreSQL store: metadata encrypted with key %s; content, identifiers and vectors rely on "
+                "the server's disk encryption (docs/security.md)",
                 encryption_key.key_id,
             )
         return provider
