@@ -117,3 +117,24 @@ def test_plain_snapshots_unchanged_without_a_key(
     enc = open_mem(tmp_path / "enc.duckdb", encryption_key=KEY)
     enc.configure_snapshots(s3_settings).restore("acme")
     assert contents(enc, ACME) == contents(mem, ACME)
+
+
+def test_lazy_cold_start_decrypts(
+    open_mem: Callable[..., Memory], tmp_path: Path, s3_settings: S3Settings, s3: S3Store
+) -> None:
+    mem = open_mem(tmp_path / "src.duckdb", encryption_key=KEY)
+    _fill(mem)
+    mem.configure_snapshots(s3_settings).push("acme")
+    restored = Memory.open_from_snapshot(
+        "acme",
+        settings=s3_settings,
+        embedder="hashing",
+        encryption_key=KEY,
+        lazy=True,
+        wait_for="loaded",
+        budget_s=60.0,
+    )
+    try:
+        assert contents(restored, ACME) == contents(mem, ACME)
+    finally:
+        restored.close()
