@@ -97,7 +97,9 @@ class EncryptionKey:
         return _hkdf(self._secret.encode(), b"stratamem " + purpose)
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, EncryptionKey) and secrets.compare_digest(self._secret, other._secret)
+        return isinstance(other, EncryptionKey) and secrets.compare_digest(
+            self._secret.encode(), other._secret.encode()
+        )
 
     def __hash__(self) -> int:
         return hash(self.key_id)
@@ -236,15 +238,6 @@ def _read_header(fh: IO[bytes]) -> tuple[dict[str, Any], bytes]:
     return header, raw
 
 
-def file_key_id(path: Path) -> str | None:
-    """The key id an encrypted file names, or None for a plain file."""
-    with path.open("rb") as fh:
-        if fh.read(len(MAGIC)) != MAGIC:
-            return None
-        fh.seek(0)
-        return str(_read_header(fh)[0].get("key_id"))
-
-
 def decrypt_file(src: Path, dst: Path, keys: Sequence[EncryptionKey]) -> None:
     """Decrypt an envelope written by :func:`encrypt_file` with whichever of ``keys`` it names.
 
@@ -279,6 +272,8 @@ def decrypt_file(src: Path, dst: Path, keys: Sequence[EncryptionKey]) -> None:
                 _WRAP_AAD + key_id.encode(),
             )
             prefix, chunk = base64.b64decode(header["nonce_prefix"]), int(header["chunk"])
+            if not 1 <= chunk <= 16 * _CHUNK or len(prefix) != 7:
+                raise ValueError("invalid chunk size or nonce")
             cipher = _aesgcm(data_key)
             with dst.open("wb") as fout:
                 index, block = 0, fin.read(chunk + _TAG)

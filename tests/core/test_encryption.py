@@ -211,3 +211,36 @@ def test_generate_key_and_cli_error_without_key(tmp_path: Path) -> None:
     out = _cli("list", "--db", str(path), "-t", "acme", "--embedder", "hashing", env={})
     assert out.returncode == 2
     assert out.stderr.startswith("error CONFIGURATION_ERROR:") and "no encryption key" in out.stderr
+
+
+def test_envelope_round_trip_and_tampering(tmp_path: Path) -> None:
+    from stratamem.encryption import decrypt_file, encrypt_file, is_encrypted
+
+    key = EncryptionKey(KEY)
+    for size in (0, 1, (1 << 20), (5 << 19) + 7):  # empty, tiny, exactly one chunk, several chunks
+        src, sealed, out = tmp_path / f"p{size}", tmp_path / f"s{size}", tmp_path / f"o{size}"
+        src.write_bytes(os.urandom(size))
+        encrypt_file(src, sealed, key)
+        assert is_encrypted(sealed) and not is_encrypted(src)
+        decrypt_file(sealed, out, [EncryptionKey(NEW_KEY), key])
+        assert out.read_bytes() == src.read_bytes()
+    data = sealed.read_bytes()
+    # cut mid-chunk, cut at a chunk boundary (the last chunk dropped), cut one byte, one bit flipped
+    for bad in (
+        data[: -(1 << 20)],
+        data[: -((1 << 19) + 7 + 16)],
+        data[:-1],
+        data[:-20] + bytes([data[-20] ^ 1]) + data[-19:],
+    ):
+        sealed.write_bytes(bad)
+        with pytest.raises(MemoryError) as err:
+            decrypt_file(sealed, out, [key])
+        assert err.value.details["reason"] == "corrupt"
+        assert not out.exists()
+    sealed.write_bytes(data)
+    with pytest.raises(MemoryError) as err:
+        decrypt_file(sealed, out, [EncryptionKey(NEW_KEY)])
+    assert err.value.details["reason"] == "encryption_key_wrong"
+    with pytest.raises(MemoryError) as err:
+        decrypt_file(sealed, out, [])
+    assert err.value.details["reason"] == "encryption_key_missing"
