@@ -54,6 +54,7 @@ def test_encrypted_file_holds_no_plaintext_and_reopens_with_the_key(tmp_path: Pa
     for needle in (SECRET_CONTENT, "Quentavius", SECRET_META, "Fridays", "acme"):
         assert needle.encode() not in data, needle
     with Memory.open(path, embedder="hashing", encryption_key=KEY) as mem:
+        assert mem.engine.provider._ann_store() is None  # type: ignore[attr-defined]  # no plain HNSW files
         hits = mem.search(CTX, "Quentavius bees", USER, threshold=0.0).results
         assert hits and hits[0].memory.content == SECRET_CONTENT
         assert hits[0].memory.metadata == {"ledger": SECRET_META}
