@@ -22,6 +22,7 @@ from .assembly import build_engine, graph_of, hygiene_of
 from .config import MemoryConfig
 from .crud.skill import handle_memory_crud
 from .embeddings import Embedder, make_embedder
+from .encryption import EncryptionKey, resolve_key
 from .engine import Clock, MemoryEngine
 from .erasure import forget_user
 from .errors import ErrorCode, MemoryError
@@ -88,6 +89,8 @@ class Memory:
 
     def __init__(self, engine: MemoryEngine) -> None:
         self.engine = engine
+        #: Key of encryption at rest (the DuckDB file, snapshots); None: nothing is encrypted.
+        self.encryption_key: EncryptionKey | None = None
 
         #: Lifecycle features (importance tracking, promotion, TTL, decay, pruning, conflicts);
         #: configure with ``mem.lifecycle.config = LifecycleConfig(...)``.
@@ -101,6 +104,7 @@ class Memory:
         embedder: str | Embedder | None = None,
         config: MemoryConfig | None = None,
         clock: Clock | None = None,
+        encryption_key: EncryptionKey | str | None = None,
     ) -> Self:
         """Open (or create) a store.
 
@@ -110,7 +114,9 @@ class Memory:
         ``"hashing"``, ``"openai"`` or an :class:`Embedder`;
         ``STRATAMEM_EMBEDDER`` sets the default. ``STRATAMEM_REDIS_URL`` / ``STRATAMEM_REDIS_PREFIX`` set
         ``config.redis_url`` / ``redis_prefix`` (shared embedding cache and memory_crud rate limiter)
-        unless the config sets them.
+        unless the config sets them. ``encryption_key`` (default: ``STRATAMEM_ENCRYPTION_KEY`` or the
+        file named by ``STRATAMEM_ENCRYPTION_KEY_FILE``): a DuckDB file is encrypted with it and
+        snapshots are encrypted before upload (docs/security.md "Encryption at rest").
         """
         if location is None:
             location = os.environ.get("STRATAMEM_DB") or os.environ.get("STRATAMEM_STORE") or DEFAULT_STORE
@@ -119,14 +125,17 @@ class Memory:
         if update:
             config = MemoryConfig.model_validate({**(config or MemoryConfig()).model_dump(exclude_unset=True),
                                                   **update})
-        provider = open_provider(location)
+        key = resolve_key(encryption_key)
+        provider = open_provider(location, encryption_key=key)
         try:
             engine = build_engine(provider, make_embedder(embedder), config, clock=clock)
         except MemoryError as exc:
             if exc.details.get("reason") == "locked":
                 raise _lock_error(exc) from exc.__cause__
             raise
-        return cls(engine)
+        mem = cls(engine)
+        mem.encryption_key = key
+        return mem
 
     # -- operations --------------------------------------------------------------------------
     def add(self, ctx: TenantContext | None = None, content: str | None = None, layer: str | Layer | None = None,
@@ -209,6 +218,7 @@ class Memory:
     def configure_snapshots(self, settings: Any = None, **kwargs: Any) -> SnapshotManager:
         """Explicit snapshot settings (an ``S3Settings`` and/or ``SnapshotManager`` keyword args)."""
 
+        kwargs.setdefault("encryption_key", self.encryption_key)
         self._snapshots: SnapshotManager = SnapshotManager(self, settings, **kwargs)
         return self._snapshots
 
@@ -369,8 +379,10 @@ class AsyncMemory:
         embedder: str | Embedder | None = None,
         config: MemoryConfig | None = None,
         clock: Clock | None = None,
+        encryption_key: EncryptionKey | str | None = None,
     ) -> Self:
-        return cls(await asyncio.to_thread(Memory.open, location, embedder=embedder, config=config, clock=clock))
+        return cls(await asyncio.to_thread(Memory.open, location, embedder=embedder, config=config, clock=clock,
+                                           encryption_key=encryption_key))
 
     @property
     def engine(self) -> MemoryEngine:

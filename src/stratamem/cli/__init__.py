@@ -16,6 +16,7 @@ from .. import __version__
 from . import (
     coordination_cmds,
     demo_cmd,
+    encryption_cmds,
     graph_cmds,
     hygiene_cmds,
     keys_cmds,
@@ -62,6 +63,7 @@ snapshot_cmds.register(app)
 lifecycle_cmds.register(app)
 models_cmds.register(app)
 hygiene_cmds.register(app)
+encryption_cmds.register(app)
 
 
 def _click_exceptions() -> ModuleType:

@@ -39,6 +39,7 @@ from psycopg.types.json import Json
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ..embeddings.base import Vector
+from ..encryption import EncryptionKey, FieldSealer
 from ..errors import ErrorCode, MemoryError, TransientProviderError
 from ..keys_model import ApiKeyRecord
 from ..layers import scope_key
@@ -67,6 +68,8 @@ from .graph_sql import PgSqlCursor
 
 MAX_CONTENT_LENGTH = 32_000
 
+#: ``store_meta`` key: id of the key ``memories.metadata`` is encrypted with (absent: plain metadata).
+_KEY_META = "metadata_encryption_key_id"
 _COLUMNS = (
     "tenant_id, id, layer, content, content_hash, identifiers, metadata, provenance, tier, status, "
     "version, etag, importance, access_count, created_at, updated_at, expires_at, last_accessed_at, "
@@ -134,8 +137,14 @@ class PostgresProvider(MemoryProvider):
 
     def __init__(self, url: str, *, schema: str | None = None, min_size: int = 1, max_size: int = 10,
                  max_content_length: int = MAX_CONTENT_LENGTH, search_mode: str = "exact",
-                 pool_timeout: float = 30.0, read_batch: int = 1000, application_name: str = "stratamem") -> None:
+                 pool_timeout: float = 30.0, read_batch: int = 1000, application_name: str = "stratamem",
+                 encryption_key: EncryptionKey | str | None = None,
+                 previous_keys: Sequence[EncryptionKey] = ()) -> None:
         super().__init__()
+        key = EncryptionKey(encryption_key) if isinstance(encryption_key, str) else encryption_key
+        #: With a key, ``memories.metadata`` is stored encrypted per tenant (``encryption.FieldSealer``);
+        #: content, identifiers and vectors stay plaintext for SQL (full-text, scopes, pgvector).
+        self.sealer = FieldSealer(key, previous_keys) if key is not None else None
         conninfo, url_schema = split_url(url)
         self.conninfo = conninfo
         self.schema = schema or url_schema
@@ -345,9 +354,42 @@ class PostgresProvider(MemoryProvider):
                     "ON CONFLICT (key) DO NOTHING",
                     [embedding_model, str(dimensions)],
                 )
+            self._check_encryption_key(conn, meta.get(_KEY_META))
             return postgres_schema.current_version(conn)
         finally:
             conn.execute("SELECT pg_advisory_unlock(%s)", [postgres_schema.MIGRATION_LOCK_KEY])
+
+    def _check_encryption_key(self, conn: psycopg.Connection[Any], stored: str | None) -> None:
+        """The store records the id of the key its metadata is encrypted with: a store opened without
+        it, or with a key it does not know, is refused before anything is read or written."""
+        if stored is None:
+            if self.sealer is not None:
+                conn.execute("INSERT INTO store_meta VALUES (%s, %s) ON CONFLICT (key) DO NOTHING",
+                             [_KEY_META, self.sealer.key.key_id])
+            return
+        if self.sealer is None:
+            raise MemoryError(
+                ErrorCode.CONFIGURATION_ERROR,
+                f"PostgreSQL store {self.display_url} holds metadata encrypted with key id {stored} and no "
+                "encryption key is configured (set STRATAMEM_ENCRYPTION_KEY or STRATAMEM_ENCRYPTION_KEY_FILE)",
+                operation="open", details={"reason": "encryption_key_missing", "key_id": stored}, retryable=False,
+            )
+        if stored not in self.sealer.key_ids:
+            raise MemoryError(
+                ErrorCode.CONFIGURATION_ERROR,
+                f"PostgreSQL store {self.display_url} holds metadata encrypted with key id {stored}, not with "
+                f"the configured key ({self.sealer.key.key_id}); give that key (STRATAMEM_ENCRYPTION_PREVIOUS_"
+                "KEY_FILE holds old keys)",
+                operation="open", details={"reason": "encryption_key_wrong", "key_id": stored}, retryable=False,
+            )
+        if stored != self.sealer.key.key_id:  # rotated: new writes use the new key, old rows still open
+            conn.execute("UPDATE store_meta SET value = %s WHERE key = %s", [self.sealer.key.key_id, _KEY_META])
+
+    def _seal(self, tenant_id: str, row_id: str, metadata: Any) -> Any:
+        return self.sealer.seal(tenant_id, row_id, metadata) if self.sealer is not None else metadata
+
+    def _unseal(self, tenant_id: str, row_id: str, metadata: Any) -> Any:
+        return self.sealer.open(tenant_id, row_id, metadata) if self.sealer is not None else metadata
 
     def shutdown(self) -> None:
         pool, self._pool = self._pool, None
@@ -372,23 +414,23 @@ class PostgresProvider(MemoryProvider):
         )
 
     # ------------------------------------------------------------------------------------ rows
-    @staticmethod
-    def _row_values(e: MemoryEntry) -> list[Any]:
+    def _row_values(self, e: MemoryEntry) -> list[Any]:
         return [
             e.tenant_id, e.id, e.layer.value, scope_key(e.layer, e.identifiers), e.content, e.content_hash,
-            e.identifiers.model_dump(exclude_none=True), e.metadata, e.provenance.model_dump(exclude_none=True),
+            e.identifiers.model_dump(exclude_none=True), self._seal(e.tenant_id, e.id, e.metadata),
+            e.provenance.model_dump(exclude_none=True),
             e.tier, e.status, e.version, e.etag, float(e.importance), int(e.access_count), e.created_at,
             e.updated_at, e.expires_at, e.last_accessed_at, e.deleted_at,
             np.asarray(e.embedding, dtype=np.float32) if e.embedding is not None else None,
         ]
 
-    @staticmethod
-    def _entry(row: Sequence[Any], with_embedding: bool) -> MemoryEntry:
+    def _entry(self, row: Sequence[Any], with_embedding: bool) -> MemoryEntry:
         (tenant_id, id_, layer, content, chash, idents, metadata, prov, tier, status, version, etag,
          importance, access_count, created_at, updated_at, expires_at, last_accessed_at, deleted_at) = row[:_N_COLS]
         return entry_from_parts(
             id=id_, tenant_id=tenant_id, layer=layer, content=content, content_hash=chash,
-            identifiers=idents, metadata=metadata, provenance=prov, tier=tier, status=status,
+            identifiers=idents, metadata=self._unseal(tenant_id, id_, metadata), provenance=prov, tier=tier,
+            status=status,
             version=version, etag=etag, importance=importance, access_count=access_count,
             created_at=created_at, updated_at=updated_at, expires_at=expires_at,
             last_accessed_at=last_accessed_at, deleted_at=deleted_at,
@@ -510,7 +552,7 @@ class PostgresProvider(MemoryProvider):
             with conn.transaction(), conn.cursor(name="stratamem_list") as cur:
                 cur.itersize = self._read_batch
                 cur.execute(f"SELECT id, created_at, metadata FROM memories{where} ORDER BY created_at, id", params)
-                matching = [(r[1], r[0]) for r in cur if query.predicate(r[2])]
+                matching = [(r[1], r[0]) for r in cur if query.predicate(self._unseal(query.tenant_id, r[0], r[2]))]
             start = 0
             if query.after is not None:
                 pos = (query.after[0], query.after[1])
@@ -581,7 +623,7 @@ class PostgresProvider(MemoryProvider):
                 cur.execute(f"SELECT id, score, metadata FROM ({scored}) s WHERE score >= %s ORDER BY score DESC, id",
                             [*scored_params, query.min_score])
                 for r in cur:
-                    if query.predicate(r[2]):
+                    if query.predicate(self._unseal(query.tenant_id, r[0], r[2])):
                         total += 1
                         if len(ranked) < query.limit:
                             ranked.append((r[0], float(r[1])))
