@@ -45,6 +45,8 @@ from .model import (
 )
 from .persistence.snapshots import AsyncSnapshotManager, SnapshotManager, open_from_snapshot
 from .providers import MemoryProvider, open_provider
+from .telemetry import observe as telemetry
+from .telemetry.observe import Observation, ObserveConfig
 
 if TYPE_CHECKING:
     from .erasure import ForgetUserReport
@@ -86,8 +88,10 @@ class Memory:
     >>> mem.add(t, content="User prefers dark mode", layer="user", identifiers={"user_id": "u1"})  # doctest: +SKIP
     """
 
-    def __init__(self, engine: MemoryEngine) -> None:
+    def __init__(self, engine: MemoryEngine, *, observe: bool | ObserveConfig | None = False) -> None:
         self.engine = engine
+        config = telemetry.resolve(observe)
+        self._observation = telemetry.install(engine, config) if config is not None else None
 
         #: Lifecycle features (importance tracking, promotion, TTL, decay, pruning, conflicts);
         #: configure with ``mem.lifecycle.config = LifecycleConfig(...)``.
@@ -101,6 +105,7 @@ class Memory:
         embedder: str | Embedder | None = None,
         config: MemoryConfig | None = None,
         clock: Clock | None = None,
+        observe: bool | ObserveConfig | None = None,
     ) -> Self:
         """Open (or create) a store.
 
@@ -110,7 +115,10 @@ class Memory:
         ``"hashing"``, ``"openai"`` or an :class:`Embedder`;
         ``STRATAMEM_EMBEDDER`` sets the default. ``STRATAMEM_REDIS_URL`` / ``STRATAMEM_REDIS_PREFIX`` set
         ``config.redis_url`` / ``redis_prefix`` (shared embedding cache and memory_crud rate limiter)
-        unless the config sets them.
+        unless the config sets them. ``observe``: metrics, per-operation spans and the audit of writes,
+        denials and cross-tenant attempts, as under ``stratamem serve`` (True, or an
+        :class:`~stratamem.telemetry.observe.ObserveConfig` with a metrics port, audit file or tracer
+        provider); None (the default) reads ``STRATAMEM_OBSERVE`` / ``STRATAMEM_METRICS_PORT``, off when unset.
         """
         if location is None:
             location = os.environ.get("STRATAMEM_DB") or os.environ.get("STRATAMEM_STORE") or DEFAULT_STORE
@@ -126,7 +134,11 @@ class Memory:
             if exc.details.get("reason") == "locked":
                 raise _lock_error(exc) from exc.__cause__
             raise
-        return cls(engine)
+        try:
+            return cls(engine, observe=observe)
+        except BaseException:  # e.g. the metrics port is taken: do not leave the store open
+            engine.close()
+            raise
 
     # -- operations --------------------------------------------------------------------------
     def add(self, ctx: TenantContext | None = None, content: str | None = None, layer: str | Layer | None = None,
@@ -313,9 +325,25 @@ class Memory:
         """Run the write gate over the user messages of a turn; returns what was created/updated/ignored."""
         return process_conversation(self, ctx, messages, response, identifiers)
 
+    # -- observation (telemetry/observe.py) -------------------------------------------------------
+    @property
+    def observation(self) -> Observation | None:
+        """What ``observe`` attached (its ``config`` and ``metrics_url``); None when observation is off."""
+        return self._observation
+
+    def metrics_text(self) -> str:
+        """The process's Prometheus metrics (text exposition format, the server's ``/metrics`` names),
+        this store's ``memory_storage_size`` fresh. CONFIGURATION_ERROR unless opened with metrics observed."""
+        if self._observation is None or not self._observation.config.metrics:
+            raise MemoryError(ErrorCode.CONFIGURATION_ERROR, "metrics are not observed: open the store with "
+                              "observe=True (or STRATAMEM_OBSERVE=1)", operation="metrics_text")
+        return telemetry.metrics_text()
+
     # -- lifecycle ---------------------------------------------------------------------------
     def close(self) -> None:
         self.lifecycle.close()
+        if self._observation is not None:
+            self._observation.close()
         self.engine.close()
 
     def __enter__(self) -> Self:
@@ -369,8 +397,10 @@ class AsyncMemory:
         embedder: str | Embedder | None = None,
         config: MemoryConfig | None = None,
         clock: Clock | None = None,
+        observe: bool | ObserveConfig | None = None,
     ) -> Self:
-        return cls(await asyncio.to_thread(Memory.open, location, embedder=embedder, config=config, clock=clock))
+        return cls(await asyncio.to_thread(Memory.open, location, embedder=embedder, config=config, clock=clock,
+                                           observe=observe))
 
     @property
     def engine(self) -> MemoryEngine:
@@ -559,6 +589,13 @@ class AsyncMemory:
     async def process_conversation(self, ctx: TenantContext | None, messages: Sequence[Message],
                                    response: Message | None = None, identifiers: Any = None) -> ConversationResult:
         return await asyncio.to_thread(self.sync.process_conversation, ctx, messages, response, identifiers)
+
+    @property
+    def observation(self) -> Observation | None:
+        return self.sync.observation
+
+    async def metrics_text(self) -> str:
+        return await asyncio.to_thread(self.sync.metrics_text)
 
     async def close(self) -> None:
         await asyncio.to_thread(self.sync.close)
