@@ -51,9 +51,10 @@ def test_mcp_stdio_observed_serves_metrics_and_audits(tmp_path: Path) -> None:
         other = mem.add(TenantContext(tenant_id="globex"), "globex roadmap", "user", {"user_id": "alice"}).memory.id
     port, audit_file = _free_port(), tmp_path / "audit.jsonl"
     params = _params(db, "--metrics-port", str(port), "--audit-log", str(audit_file))
+    errlog = (tmp_path / "stderr.txt").open("w")
 
     async def main() -> str:
-        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
             await session.initialize()
             created = await session.call_tool(
                 "createMemory", {"content": "User prefers dark mode", "category": "preference"}
@@ -68,6 +69,8 @@ def test_mcp_stdio_observed_serves_metrics_and_audits(tmp_path: Path) -> None:
             return r.text
 
     text = asyncio.run(asyncio.wait_for(main(), 120))
+    errlog.close()
+    assert f"metrics at http://127.0.0.1:{port}/metrics" in (tmp_path / "stderr.txt").read_text()
     assert _value(text, "memory_operations_total", 'op="add"') == 1
     assert _value(text, "memory_operations_total", 'op="search"') == 1
     assert _value(text, "memory_storage_size", 'layer="user"') == 2  # all tenants of the store
@@ -80,17 +83,24 @@ def test_mcp_stdio_observed_serves_metrics_and_audits(tmp_path: Path) -> None:
 
 
 def test_mcp_stdio_is_not_observed_by_default(tmp_path: Path) -> None:
-    port = _free_port()
-    params = _params(tmp_path / "plain.duckdb")
+    db, audit_file = tmp_path / "plain.duckdb", tmp_path / "audit.jsonl"
+    with Memory.open(db, embedder="hashing") as mem:
+        other = mem.add(TenantContext(tenant_id="globex"), "globex roadmap", "user", {"user_id": "alice"}).memory.id
+    params = _params(db)
+    assert params.env is not None
+    params.env["STRATAMEM_AUDIT_LOG"] = str(audit_file)  # names the file; does not turn observation on
     errlog = (tmp_path / "stderr.txt").open("w")
 
     async def main() -> None:
         async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
             await session.initialize()
             assert not (await session.call_tool("createMemory", {"content": "a fact", "category": "fact"})).is_error
+            assert not (await session.call_tool("deleteMemory", {"id": other})).is_error
 
     asyncio.run(asyncio.wait_for(main(), 120))
     errlog.close()
-    assert "metrics at" not in (tmp_path / "stderr.txt").read_text()
-    with socket.socket() as s:  # nothing took a metrics port
-        s.bind(("127.0.0.1", port))
+    assert "metrics at" not in (tmp_path / "stderr.txt").read_text()  # no endpoint was started
+    # neither the write nor the cross-tenant attempt was audited: no observer was attached
+    assert not audit_file.exists() or not [
+        r for r in AuditLog.read_file(audit_file) if r.action in {"add", "get", "delete"}
+    ]

@@ -100,7 +100,8 @@ def register(app: typer.Typer) -> None:
         except ValidationError as exc:
             err = exc.errors()[0]
             raise fail("INVALID_PARAMS", f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}") from None
-        with open_store(db, embedder, batch_queries=batch_queries) as mem:
+        # the app attaches the observers itself and serves them at /metrics: no second endpoint from the env
+        with open_store(db, embedder, batch_queries=batch_queries, observe=False) as mem:
             with coded_errors():
                 app_ = create_app(mem, settings)
             typer.echo(f"stratamem serving {db} on http://{host}:{port} (docs: /docs, MCP: /mcp)", err=True)
@@ -128,8 +129,9 @@ def register(app: typer.Typer) -> None:
             "--metrics-port", envvar="STRATAMEM_METRICS_PORT", min=0, max=65535,
             help="Serve Prometheus metrics at http://127.0.0.1:PORT/metrics (implies --observe).")] = None,
         audit_log: Annotated[Path | None, typer.Option(
-            "--audit-log", envvar="STRATAMEM_AUDIT_LOG",
-            help="Append the audit lines (JSON) to this file (implies --observe).")] = None,
+            "--audit-log",
+            help="Append the audit lines (JSON) to this file (implies --observe; STRATAMEM_AUDIT_LOG names the "
+                 "file without turning observation on).")] = None,
     ) -> None:
         """Run the MCP server over stdio for one tenant and one set of identifiers (it acts only for
         them, plus the scopes given with --grant)."""
