@@ -22,6 +22,7 @@ from .model import (
     UpdateMemoryOutput,
 )
 from .sdk import AsyncMemory, Memory
+from .telemetry.observe import ObserveConfig
 
 __version__ = "0.1.0"
 
@@ -38,6 +39,7 @@ __all__ = [
     "MemoryEntry",
     "MemoryError",
     "MetadataFilter",
+    "ObserveConfig",
     "Provenance",
     "SearchMemoryOutput",
     "SearchResult",

@@ -46,6 +46,8 @@ from .model import (
 )
 from .persistence.snapshots import AsyncSnapshotManager, SnapshotManager, open_from_snapshot
 from .providers import MemoryProvider, open_provider
+from .telemetry import observe as telemetry
+from .telemetry.observe import Observation, ObserveConfig
 
 if TYPE_CHECKING:
     from .erasure import ForgetUserReport
@@ -87,10 +89,12 @@ class Memory:
     >>> mem.add(t, content="User prefers dark mode", layer="user", identifiers={"user_id": "u1"})  # doctest: +SKIP
     """
 
-    def __init__(self, engine: MemoryEngine) -> None:
+    def __init__(self, engine: MemoryEngine, *, observe: bool | ObserveConfig | None = False) -> None:
         self.engine = engine
         #: Key of encryption at rest (the DuckDB file, snapshots); None: nothing is encrypted.
         self.encryption_key: EncryptionKey | None = None
+        config = telemetry.resolve(observe)
+        self._observation = telemetry.install(engine, config) if config is not None else None
 
         #: Lifecycle features (importance tracking, promotion, TTL, decay, pruning, conflicts);
         #: configure with ``mem.lifecycle.config = LifecycleConfig(...)``.
@@ -105,6 +109,7 @@ class Memory:
         config: MemoryConfig | None = None,
         clock: Clock | None = None,
         encryption_key: EncryptionKey | str | None = None,
+        observe: bool | ObserveConfig | None = None,
     ) -> Self:
         """Open (or create) a store.
 
@@ -117,6 +122,10 @@ class Memory:
         unless the config sets them. ``encryption_key`` (default: ``STRATAMEM_ENCRYPTION_KEY`` or the
         file named by ``STRATAMEM_ENCRYPTION_KEY_FILE``): a DuckDB file is encrypted with it and
         snapshots are encrypted before upload (docs/security.md "Encryption at rest").
+        ``observe``: metrics, per-operation spans and the audit of writes,
+        denials and cross-tenant attempts, as under ``stratamem serve`` (True, or an
+        :class:`~stratamem.telemetry.observe.ObserveConfig` with a metrics port, audit file or tracer
+        provider); None (the default) reads ``STRATAMEM_OBSERVE`` / ``STRATAMEM_METRICS_PORT``, off when unset.
         """
         if location is None:
             location = os.environ.get("STRATAMEM_DB") or os.environ.get("STRATAMEM_STORE") or DEFAULT_STORE
@@ -133,7 +142,11 @@ class Memory:
             if exc.details.get("reason") == "locked":
                 raise _lock_error(exc) from exc.__cause__
             raise
-        mem = cls(engine)
+        try:
+            mem = cls(engine, observe=observe)
+        except BaseException:  # e.g. the metrics port is taken: do not leave the store open
+            engine.close()
+            raise
         mem.encryption_key = key
         return mem
 
@@ -323,9 +336,25 @@ class Memory:
         """Run the write gate over the user messages of a turn; returns what was created/updated/ignored."""
         return process_conversation(self, ctx, messages, response, identifiers)
 
+    # -- observation (telemetry/observe.py) -------------------------------------------------------
+    @property
+    def observation(self) -> Observation | None:
+        """What ``observe`` attached (its ``config`` and ``metrics_url``); None when observation is off."""
+        return self._observation
+
+    def metrics_text(self) -> str:
+        """The process's Prometheus metrics (text exposition format, the server's ``/metrics`` names),
+        this store's ``memory_storage_size`` fresh. CONFIGURATION_ERROR unless opened with metrics observed."""
+        if self._observation is None or not self._observation.config.metrics:
+            raise MemoryError(ErrorCode.CONFIGURATION_ERROR, "metrics are not observed: open the store with "
+                              "observe=True (or STRATAMEM_OBSERVE=1)", operation="metrics_text")
+        return telemetry.metrics_text()
+
     # -- lifecycle ---------------------------------------------------------------------------
     def close(self) -> None:
         self.lifecycle.close()
+        if self._observation is not None:
+            self._observation.close()
         self.engine.close()
 
     def __enter__(self) -> Self:
@@ -380,9 +409,10 @@ class AsyncMemory:
         config: MemoryConfig | None = None,
         clock: Clock | None = None,
         encryption_key: EncryptionKey | str | None = None,
+        observe: bool | ObserveConfig | None = None,
     ) -> Self:
         return cls(await asyncio.to_thread(Memory.open, location, embedder=embedder, config=config, clock=clock,
-                                           encryption_key=encryption_key))
+                                           encryption_key=encryption_key, observe=observe))
 
     @property
     def engine(self) -> MemoryEngine:
@@ -571,6 +601,13 @@ class AsyncMemory:
     async def process_conversation(self, ctx: TenantContext | None, messages: Sequence[Message],
                                    response: Message | None = None, identifiers: Any = None) -> ConversationResult:
         return await asyncio.to_thread(self.sync.process_conversation, ctx, messages, response, identifiers)
+
+    @property
+    def observation(self) -> Observation | None:
+        return self.sync.observation
+
+    async def metrics_text(self) -> str:
+        return await asyncio.to_thread(self.sync.metrics_text)
 
     async def close(self) -> None:
         await asyncio.to_thread(self.sync.close)
