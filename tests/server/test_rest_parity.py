@@ -34,6 +34,7 @@ EXCLUDED = {
     # embedded observation (telemetry/observe.py): the server always observes and serves /metrics
     "observation": "in-process telemetry state of an embedded store; the server's is always on",
     "metrics_text": "GET /metrics (getMetrics) serves the same Prometheus text",
+    "encryption_key": "the key of encryption at rest is configuration of the process, never sent over HTTP",
 }
 
 ALICE = {"userId": "alice"}
