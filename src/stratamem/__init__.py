@@ -4,6 +4,7 @@ Public API: :class:`Memory`, :class:`AsyncMemory`, :class:`TenantContext`, :clas
 and the data models.
 """
 
+from .client import AsyncClient, Client
 from .config import MemoryConfig
 from .errors import ErrorCode, MemoryError, StratamemError
 from .layers import get_accessible_layers
@@ -27,7 +28,9 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AddMemoryOutput",
+    "AsyncClient",
     "AsyncMemory",
+    "Client",
     "ErrorCode",
     "HealthCheckResult",
     "Layer",
