@@ -66,6 +66,7 @@ def scenario(mem: Any, t: TenantContext) -> list[Any]:
     ):
         with pytest.raises(MemoryError) as exc:
             call()
+        assert exc.value.code.value == code
         seen.append(exc.value.code.value)
     assert mem.get(t, "no-such-id") is None
     seen.append(mem.delete(t, first.id).success)
@@ -137,9 +138,11 @@ def test_client_lifecycle_gate_and_admin(server: tuple[LiveServer, dict[str, str
 
 
 def test_unreachable_server_is_a_retryable_provider_error() -> None:
-    with Client(f"http://127.0.0.1:{free_port()}", api_key="smk_x", retries=2, timeout=2) as c:
-        with pytest.raises(MemoryError) as exc:
-            c.search(None, "anything", U)
+    with (
+        Client(f"http://127.0.0.1:{free_port()}", api_key="smk_x", retries=2, timeout=2) as c,
+        pytest.raises(MemoryError) as exc,
+    ):
+        c.search(None, "anything", U)
     assert exc.value.code.value == "PROVIDER_ERROR" and exc.value.retryable and exc.value.operation == "search"
 
 
