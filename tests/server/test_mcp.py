@@ -49,7 +49,8 @@ def check_seed_schemas(tools: list[Any]) -> None:
     search = by_name["searchMemory"]
     # the seed's input schema, plus two optional history arguments (current facts are the default)
     assert search["required"] == ["query"]
-    assert set(search["properties"]) == {"query", "limit", "category", "includeSuperseded", "asOf"}
+    assert set(search["properties"]) == {"query", "limit", "category", "includeSuperseded", "asOf", "since", "until",
+                                         "tags", "tagsMatch"}
     assert search["properties"]["limit"]["type"] == "integer" and search["properties"]["limit"]["default"] == 5
     assert set(by_name["updateMemory"]["required"]) == {"id", "content"}
     assert by_name["deleteMemory"]["required"] == ["id"]

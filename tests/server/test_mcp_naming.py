@@ -59,6 +59,12 @@ async def _check(session: ClientSession) -> None:
     await session.call_tool("createMemory", {"content": "Lives in Lisbon", "category": "fact"})
     listed = _data(await session.call_tool("listMemory", {}))
     assert [m["content"] for m in listed["memories"]] == ["Lives in Lisbon", "Prefers dark mode"]  # newest first
+    older = _data(await session.call_tool("listMemory", {"order": "oldest", "tags": ["none"], "tagsMatch": "all"}))
+    assert older["memories"] == []
+    window = _data(await session.call_tool("searchMemory", {"query": "Lisbon", "since": "2999-01-01T00:00:00Z"}))
+    assert window["results"] == []
+    oldest = _data(await session.call_tool("listMemory", {"order": "oldest"}))
+    assert [m["content"] for m in oldest["memories"]] == ["Prefers dark mode", "Lives in Lisbon"]
     promoted = _data(await session.call_tool("promoteMemory", {"id": first["id"], "targetLayer": "project"}))
     assert promoted["promotedFromId"] == first["id"]
 

@@ -154,6 +154,21 @@ def legacy_tools_enabled() -> bool:
     return os.environ.get("STRATAMEM_MCP_LEGACY_TOOLS", "1").strip().lower() not in ("0", "false", "no", "off")
 
 
+Since = Annotated[str | None, Field(description="ISO 8601 time: only memories saved at or after it")]
+Until = Annotated[str | None, Field(description="ISO 8601 time: only memories saved before it")]
+Tags = Annotated[list[str] | None, Field(description="Only memories with these labels")]
+TagsMatchArg = Annotated[Literal["any", "all"], Field(description="any (default): one of the labels; all: every one")]
+
+
+def _mcp_filter(category: str | None, tags: list[str] | None) -> dict[str, Any] | None:
+    flt: dict[str, Any] = {}
+    if category:
+        flt["custom"] = {"category": category}
+    if tags:
+        flt["tags"] = list(tags)
+    return flt or None
+
+
 def _view(entry: MemoryEntry, score: float | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {
         "id": entry.id, "content": entry.content, "layer": entry.layer.value,
@@ -226,12 +241,16 @@ def build_mcp_server(memory: Memory, resolve: Resolver, *, legacy_tools: bool | 
             description="Also return facts that a newer memory replaced (history)")] = False,
         asOf: Annotated[str | None, Field(
             description="ISO 8601 time: return the facts that were current then")] = None,
+        since: Since = None,
+        until: Until = None,
+        tags: Tags = None,
+        tagsMatch: TagsMatchArg = "any",
     ) -> dict[str, Any]:
         b = binding(context)
         try:
-            flt = {"custom": {"category": category}} if category else None
-            res = memory.search(b.ctx, query, b.identifiers, limit=_limit(limit, "search"), filter=flt,
-                                include_superseded=includeSuperseded, as_of=asOf)
+            res = memory.search(b.ctx, query, b.identifiers, limit=_limit(limit, "search"),
+                                filter=_mcp_filter(category, tags), include_superseded=includeSuperseded,
+                                as_of=asOf, since=since, until=until, tags_match=tagsMatch)
         except MemoryError as exc:
             raise _tool_error(exc) from None
         return {"results": [_view(r.memory, r.score) for r in res.results], "totalCount": res.total_count}
@@ -273,12 +292,18 @@ def build_mcp_server(memory: Memory, resolve: Resolver, *, legacy_tools: bool | 
         context: Context[Any, Any],
         limit: Annotated[int, Field(description="Maximum number of memories (1-100)", ge=1, le=100)] = 20,
         category: Annotated[Category | None, Field(description="Only this kind of memory")] = None,
+        order: Annotated[Literal["newest", "oldest"], Field(description="newest (default) or oldest first")]
+        = "newest",
+        since: Since = None,
+        until: Until = None,
+        tags: Tags = None,
+        tagsMatch: TagsMatchArg = "any",
     ) -> dict[str, Any]:
         b = binding(context)
         try:
-            flt = {"custom": {"category": category}} if category else None
-            res = memory.list(b.ctx, b.layer, b.identifiers, limit=_limit(limit, "list"), filter=flt,
-                              order="newest")
+            res = memory.list(b.ctx, b.layer, b.identifiers, limit=_limit(limit, "list"),
+                              filter=_mcp_filter(category, tags), order=order, since=since, until=until,
+                              tags_match=tagsMatch)
         except MemoryError as exc:
             raise _tool_error(exc) from None
         return {"memories": [_view(e) for e in res.memories], "totalCount": res.total_count}
