@@ -17,8 +17,17 @@ from stratamem.mcp.server import DEPRECATED_TOOLS
 from .conftest import cli_env
 from .test_mcp import _data, _error_text
 
-PRIMARY = {"searchMemory", "listMemory", "createMemory", "updateMemory", "deleteMemory", "remember", "forget",
-           "promoteMemory", "closeSession"}
+PRIMARY = {
+    "searchMemory",
+    "listMemory",
+    "createMemory",
+    "updateMemory",
+    "deleteMemory",
+    "remember",
+    "forget",
+    "promoteMemory",
+    "closeSession",
+}
 #: words of the implementation that mean nothing to a model
 JARGON = re.compile(r"\b(seed|gate|skill|layer|tenant|importance|embedding|etag|PII)\b", re.IGNORECASE)
 
@@ -26,8 +35,23 @@ JARGON = re.compile(r"\b(seed|gate|skill|layer|tenant|importance|embedding|etag|
 def _params(db: Path, **env: str) -> StdioServerParameters:
     return StdioServerParameters(
         command=sys.executable,
-        args=["-m", "stratamem", "mcp", "--db", str(db), "--tenant", "acme", "--user-id", "alice",
-              "--session-id", "s1", "--project-id", "p1", "--layer", "user"],
+        args=[
+            "-m",
+            "stratamem",
+            "mcp",
+            "--db",
+            str(db),
+            "--tenant",
+            "acme",
+            "--user-id",
+            "alice",
+            "--session-id",
+            "s1",
+            "--project-id",
+            "p1",
+            "--layer",
+            "user",
+        ],
         env={**cli_env(), **env},
     )
 
@@ -83,9 +107,10 @@ async def _check(session: ClientSession) -> None:
 
 def test_tool_names_annotations_and_errors(tmp_path: Path) -> None:
     async def main() -> None:
-        async with stdio_client(_params(tmp_path / "naming.duckdb")) as (read, write), ClientSession(
-            read, write
-        ) as session:
+        async with (
+            stdio_client(_params(tmp_path / "naming.duckdb")) as (read, write),
+            ClientSession(read, write) as session,
+        ):
             await _check(session)
 
     asyncio.run(asyncio.wait_for(main(), 180))
