@@ -398,7 +398,7 @@ def build_mcp_server(memory: Memory, resolve: Resolver, *, legacy_tools: bool | 
     promote_text = ("Share a memory more widely: copy it from this conversation or user to a broader scope "
                     "(user, then project, team, org, company). Personal data is removed from the copy.")
 
-    @server.tool(name="promoteMemory", annotations=CHANGE, description=promote_text)
+    @server.tool(name="promoteMemory", annotations=MIXED, description=promote_text)
     def promote_memory(
         id: Annotated[str, Field(description="Id of the memory to copy")],
         targetLayer: Annotated[str, Field(description="user, project, team, org or company")],
@@ -415,7 +415,7 @@ def build_mcp_server(memory: Memory, resolve: Resolver, *, legacy_tools: bool | 
     ) -> dict[str, Any]:
         return promote(context, id, target_layer, delete_original)
 
-    deprecated("memory_promote", memory_promote, CHANGE, promote_text)
+    deprecated("memory_promote", memory_promote, MIXED, promote_text)
 
     def close(context: Context[Any, Any], session_id: str | None) -> dict[str, Any]:
         b = binding(context, write=True)
