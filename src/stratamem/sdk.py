@@ -46,6 +46,7 @@ from .model import (
 )
 from .persistence.snapshots import AsyncSnapshotManager, SnapshotManager, open_from_snapshot
 from .providers import MemoryProvider, open_provider
+from .query import UNSET, Order, TagsMatch, TimeField, Unset
 from .telemetry import observe as telemetry
 from .telemetry.observe import Observation, ObserveConfig
 
@@ -163,19 +164,26 @@ class Memory:
                threshold: float | None = None, filter: Any = None, *,
                expand_graph: bool = False, hybrid_weight: float | None = None,
                recency_boost: float | None = None, importance_boost: float | None = None,
-               include_superseded: bool = False, as_of: datetime | str | None = None) -> SearchMemoryOutput:
+               include_superseded: bool = False, as_of: datetime | str | None = None,
+               order: Order | None = None, since: datetime | str | None = None,
+               until: datetime | str | None = None, time_field: TimeField | None = None,
+               tags_match: TagsMatch | None = None, include_narrower: bool = False) -> SearchMemoryOutput:
         return self.engine.search(ctx, query, identifiers, layers, limit, threshold, filter,
                                   expand_graph=expand_graph, hybrid_weight=hybrid_weight,
                                   recency_boost=recency_boost, importance_boost=importance_boost,
-                                  include_superseded=include_superseded, as_of=as_of)
+                                  include_superseded=include_superseded, as_of=as_of, order=order, since=since,
+                                  until=until, time_field=time_field, tags_match=tags_match,
+                                  include_narrower=include_narrower)
 
     def get(self, ctx: TenantContext | None = None, memory_id: str | None = None) -> MemoryEntry | None:
         return self.engine.get(ctx, memory_id)
 
     def update(self, ctx: TenantContext | None = None, memory_id: str | None = None, content: str | None = None,
                metadata: dict[str, Any] | None = None, if_match: str | None = None, *,
-               expires_at: datetime | str | None = None, tier: str | None = None,
+               expires_at: datetime | str | Unset | None = UNSET, tier: str | None = None,
                record_conflict: bool = True) -> UpdateMemoryOutput:
+        """Change content (re-embedded), metadata (merged; a None value removes the key), expiry or tier.
+        ``expires_at`` left out keeps the expiry; ``expires_at=None`` clears it."""
         return self.engine.update(ctx, memory_id, content, metadata, if_match, expires_at=expires_at, tier=tier,
                                   record_conflict=record_conflict)
 
@@ -185,9 +193,13 @@ class Memory:
 
     def list(self, ctx: TenantContext | None = None, layer: str | Layer | None = None, identifiers: Any = None,
              cursor: str | None = None, limit: int | None = None, filter: Any = None, *,
-             include_superseded: bool = False, as_of: datetime | str | None = None) -> ListMemoriesOutput:
+             include_superseded: bool = False, as_of: datetime | str | None = None,
+             order: Order | None = None, since: datetime | str | None = None, until: datetime | str | None = None,
+             time_field: TimeField | None = None, tags_match: TagsMatch | None = None,
+             include_narrower: bool = False) -> ListMemoriesOutput:
         return self.engine.list(ctx, layer, identifiers, cursor, limit, filter, include_superseded=include_superseded,
-                                as_of=as_of)
+                                as_of=as_of, order=order, since=since, until=until, time_field=time_field,
+                                tags_match=tags_match, include_narrower=include_narrower)
 
     def bulk_add(self, ctx: TenantContext | None = None, items: Sequence[Any] = ()) -> BulkAddOutput:
         return self.engine.bulk_add(ctx, items)
@@ -431,18 +443,23 @@ class AsyncMemory:
                      threshold: float | None = None, filter: Any = None, *,
                      expand_graph: bool = False, hybrid_weight: float | None = None,
                      recency_boost: float | None = None, importance_boost: float | None = None,
-                     include_superseded: bool = False, as_of: datetime | str | None = None) -> SearchMemoryOutput:
+                     include_superseded: bool = False, as_of: datetime | str | None = None,
+                     order: Order | None = None, since: datetime | str | None = None,
+                     until: datetime | str | None = None, time_field: TimeField | None = None,
+                     tags_match: TagsMatch | None = None, include_narrower: bool = False) -> SearchMemoryOutput:
         return await asyncio.to_thread(self.sync.search, ctx, query, identifiers, layers, limit, threshold, filter,
                                        expand_graph=expand_graph, hybrid_weight=hybrid_weight,
                                        recency_boost=recency_boost, importance_boost=importance_boost,
-                                       include_superseded=include_superseded, as_of=as_of)
+                                       include_superseded=include_superseded, as_of=as_of, order=order,
+                                       since=since, until=until, time_field=time_field, tags_match=tags_match,
+                                       include_narrower=include_narrower)
 
     async def get(self, ctx: TenantContext | None = None, memory_id: str | None = None) -> MemoryEntry | None:
         return await asyncio.to_thread(self.sync.get, ctx, memory_id)
 
     async def update(self, ctx: TenantContext | None = None, memory_id: str | None = None, content: str | None = None,
                      metadata: dict[str, Any] | None = None, if_match: str | None = None, *,
-                     expires_at: datetime | str | None = None, tier: str | None = None,
+                     expires_at: datetime | str | Unset | None = UNSET, tier: str | None = None,
                      record_conflict: bool = True) -> UpdateMemoryOutput:
         return await asyncio.to_thread(self.sync.update, ctx, memory_id, content, metadata, if_match,
                                        expires_at=expires_at, tier=tier, record_conflict=record_conflict)
@@ -454,9 +471,14 @@ class AsyncMemory:
     async def list(self, ctx: TenantContext | None = None, layer: str | Layer | None = None,
                    identifiers: Any = None, cursor: str | None = None, limit: int | None = None,
                    filter: Any = None, *, include_superseded: bool = False,
-                   as_of: datetime | str | None = None) -> ListMemoriesOutput:
+                   as_of: datetime | str | None = None, order: Order | None = None,
+                   since: datetime | str | None = None, until: datetime | str | None = None,
+                   time_field: TimeField | None = None, tags_match: TagsMatch | None = None,
+                   include_narrower: bool = False) -> ListMemoriesOutput:
         return await asyncio.to_thread(self.sync.list, ctx, layer, identifiers, cursor, limit, filter,
-                                       include_superseded=include_superseded, as_of=as_of)
+                                       include_superseded=include_superseded, as_of=as_of, order=order,
+                                       since=since, until=until, time_field=time_field, tags_match=tags_match,
+                                       include_narrower=include_narrower)
 
     async def bulk_add(self, ctx: TenantContext | None = None, items: Sequence[Any] = ()) -> BulkAddOutput:
         return await asyncio.to_thread(self.sync.bulk_add, ctx, items)

@@ -529,20 +529,30 @@ class PostgresProvider(MemoryProvider):
         if query.scope is not None:
             where += " AND layer = %s AND scope = %s"
             params += [query.scope.layer.value, query.scope.key]
+        # the column name comes from a fixed pair (ListQuery.time_field), the bounds are parameters
+        column = "updated_at" if query.time_field == "updated_at" else "created_at"
+        if query.since is not None:
+            where += f" AND {column} >= %s"
+            params.append(query.since)
+        if query.until is not None:
+            where += f" AND {column} < %s"
+            params.append(query.until)
         return where, params
 
     def list(self, query: ListQuery) -> ListPage:
         where, params = self._where(query)
+        cmp, direction = ("<", " DESC") if query.descending else (">", "")
+        order = f" ORDER BY created_at{direction}, id{direction}"
         with self._conn("list") as conn:
             if query.predicate is None:
                 row = conn.execute(f"SELECT count(*) FROM memories{where}", params).fetchone()
                 total = int(row[0]) if row else 0
                 after_sql, after_params = "", []
                 if query.after is not None:
-                    after_sql = " AND (created_at, id) > (%s, %s)"
+                    after_sql = f" AND (created_at, id) {cmp} (%s, %s)"
                     after_params = [query.after[0], query.after[1]]
                 rows = conn.execute(
-                    f"{self._select(False)}{where}{after_sql} ORDER BY created_at, id LIMIT %s",
+                    f"{self._select(False)}{where}{after_sql}{order} LIMIT %s",
                     [*params, *after_params, query.limit + 1],
                 ).fetchall()
                 entries = [self._entry(r, False) for r in rows]
@@ -551,12 +561,13 @@ class PostgresProvider(MemoryProvider):
             matching: builtins.list[tuple[datetime, str]] = []
             with conn.transaction(), conn.cursor(name="stratamem_list") as cur:
                 cur.itersize = self._read_batch
-                cur.execute(f"SELECT id, created_at, metadata FROM memories{where} ORDER BY created_at, id", params)
+                cur.execute(f"SELECT id, created_at, metadata FROM memories{where}{order}", params)
                 matching = [(r[1], r[0]) for r in cur if query.predicate(self._unseal(query.tenant_id, r[0], r[2]))]
             start = 0
             if query.after is not None:
                 pos = (query.after[0], query.after[1])
-                start = next((i for i, m in enumerate(matching) if m > pos), len(matching))
+                start = next((i for i, m in enumerate(matching) if (m < pos if query.descending else m > pos)),
+                             len(matching))
             page_ids = [m[1] for m in matching[start : start + query.limit]]
             entries = self._fetch_ids(conn, query.tenant_id, page_ids, False)
             return ListPage(entries=entries, total=len(matching), has_more=start + query.limit < len(matching))

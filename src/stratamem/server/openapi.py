@@ -99,6 +99,17 @@ FIELDS: dict[str, tuple[str, Any]] = {
     "recencyBoost": ("0..1: discount older memories (default off).", 0.2),
     "includeSuperseded": ("Also return memories a newer one replaced (history).", False),
     "asOf": ("Return the memories that were current at this time (history).", "2026-06-01T00:00:00Z"),
+    "order": ("Order of the results: `relevance` (search only, the default there: best match first), "
+              "`newest` or `oldest` (by creation time; list defaults to `oldest`). A search picks the best "
+              "matches first and then shows them in this order.", "newest"),
+    "since": ("Only memories whose `timeField` time is at or after this instant (RFC 3339); on the health "
+              "report: only events since this time.",
+              "2026-11-01T00:00:00Z"),
+    "until": ("Only memories whose `timeField` time is before this instant (RFC 3339).", "2026-12-01T00:00:00Z"),
+    "timeField": ("Which time `since`/`until` apply to: `created` (default) or `updated`.", "created"),
+    "tagsMatch": ("How the filter's tags match: `any` (default: at least one tag) or `all` (every tag).", "all"),
+    "includeNarrower": ("Also read the narrower scopes of the same principal whose identifiers are given: "
+                        "`user` adds `session` (with sessionId) and `agent` (with agentId).", True),
     "supersedes": ("Ids of older memories this one replaces; they become `superseded` (kept as history).", []),
     "superseded": ("Ids of older memories this one made out of date (now `superseded`).", []),
     "importanceBoost": ("0..1: discount less important memories (default off).", 0.5),
@@ -272,7 +283,6 @@ FIELDS: dict[str, tuple[str, Any]] = {
     "includeEntities": ("Include entities, not only memories.", False),
     "session_id": ("Session id.", "sess-42"),
     "memoryId": ("Only the conflicts of this memory.", _ID),
-    "since": ("Only events since this time (RFC 3339).", _TIME),
     "includeEmbeddings": ("Include the stored vectors.", False),
     "a": ("Start: memory id or entity name.", "alice"),
     "b": ("End: memory id or entity name.", "PostgreSQL"),

@@ -89,6 +89,7 @@ class CompactRequest(_Body):
 class CloseSessionRequest(_Body):
     user_id: str = Field(min_length=1, max_length=256)
     project_id: str | None = Field(None, max_length=256)
+    agent_id: str | None = Field(None, max_length=256)
 
 
 class FeedbackRequest(_Body):
@@ -248,7 +249,8 @@ def build_operations_router() -> APIRouter:
     ) -> CloseSessionResult:
         """End a session: promote its important memories (PII-redacted) and apply session retention."""
         check_body_tenant(request, memory, ctx, body.tenant_id, "close_session")
-        result: CloseSessionResult = memory.close_session(ctx, body.user_id, session_id, body.project_id)
+        result: CloseSessionResult = memory.close_session(ctx, body.user_id, session_id, body.project_id,
+                                                           agent_id=body.agent_id)
         return result
 
     @r.post(
