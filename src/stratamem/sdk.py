@@ -45,6 +45,7 @@ from .model import (
 )
 from .persistence.snapshots import AsyncSnapshotManager, SnapshotManager, open_from_snapshot
 from .providers import MemoryProvider, open_provider
+from .settings import Settings
 
 if TYPE_CHECKING:
     from .erasure import ForgetUserReport
@@ -101,6 +102,7 @@ class Memory:
         embedder: str | Embedder | None = None,
         config: MemoryConfig | None = None,
         clock: Clock | None = None,
+        settings: Settings | None = None,
     ) -> Self:
         """Open (or create) a store.
 
@@ -112,16 +114,17 @@ class Memory:
         ``config.redis_url`` / ``redis_prefix`` (shared embedding cache and memory_crud rate limiter)
         unless the config sets them.
         """
+        settings = settings or Settings()
         if location is None:
-            location = os.environ.get("STRATAMEM_DB") or os.environ.get("STRATAMEM_STORE") or DEFAULT_STORE
-        env = {f: os.environ.get(f"STRATAMEM_{f.upper()}") for f in ("redis_url", "redis_prefix")}
+            location = settings.store_location() or DEFAULT_STORE
+        env = {"redis_url": settings.redis_url, "redis_prefix": settings.redis_prefix}
         update = {f: v for f, v in env.items() if v and (config is None or f not in config.model_fields_set)}
         if update:
             config = MemoryConfig.model_validate({**(config or MemoryConfig()).model_dump(exclude_unset=True),
                                                   **update})
         provider = open_provider(location)
         try:
-            engine = build_engine(provider, make_embedder(embedder), config, clock=clock)
+            engine = build_engine(provider, make_embedder(embedder, settings=settings), config, clock=clock)
         except MemoryError as exc:
             if exc.details.get("reason") == "locked":
                 raise _lock_error(exc) from exc.__cause__
