@@ -48,11 +48,16 @@ from .providers import MemoryProvider, open_provider
 from .settings import Settings
 
 if TYPE_CHECKING:
+    from .crud.skill import MemoryCrudResponse
     from .erasure import ForgetUserReport
     from .hygiene.gate import ProcessResult
     from .hygiene.health import MemoryHealth
     from .hygiene.policies import PolicyManager
     from .hygiene.service import Hygiene
+    from .lifecycle.feedback import FeedbackResult
+    from .lifecycle.maintenance import MaintenanceReport
+    from .lifecycle.manager import CloseSessionResult
+    from .lifecycle.pruning import PruneReport
     from .persistence.snapshots import AsyncSnapshotManager, SnapshotManager
 
 P = ParamSpec("P")
@@ -106,13 +111,25 @@ class Memory:
     ) -> Self:
         """Open (or create) a store.
 
-        ``location``: a DuckDB file path (default ``data/stratamem.duckdb``, or ``STRATAMEM_DB``), ``memory://``,
-        ``duckdb:///:memory:``, ``postgresql://…`` or a provider instance. ``embedder``: ``"onnx"``
-        (default, offline all-MiniLM-L6-v2 on ONNX Runtime), ``"local"`` (the same on torch),
-        ``"hashing"``, ``"openai"`` or an :class:`Embedder`;
-        ``STRATAMEM_EMBEDDER`` sets the default. ``STRATAMEM_REDIS_URL`` / ``STRATAMEM_REDIS_PREFIX`` set
-        ``config.redis_url`` / ``redis_prefix`` (shared embedding cache and memory_crud rate limiter)
-        unless the config sets them.
+        Args:
+            location: A DuckDB file path (default ``data/stratamem.duckdb``, or
+                ``STRATAMEM_DB``), ``memory://``, ``duckdb:///:memory:``, ``postgresql://…`` or
+                a provider instance.
+            embedder: ``"onnx"`` (default, offline all-MiniLM-L6-v2 on ONNX Runtime),
+                ``"local"`` (the same on torch), ``"hashing"``, ``"openai"`` or an
+                :class:`Embedder`; ``STRATAMEM_EMBEDDER`` sets the default.
+            config: Store-level tuning; ``STRATAMEM_REDIS_URL`` / ``STRATAMEM_REDIS_PREFIX`` set
+                ``redis_url`` / ``redis_prefix`` unless the config sets them.
+            clock: The time source (tests pass a fixed clock).
+            settings: The environment settings; None reads the environment now.
+
+        Returns:
+            The opened store.
+
+        Raises:
+            MemoryError: ``PROVIDER_ERROR`` when the store cannot be opened (a DuckDB file
+                locked by another process names the holder); ``CONFIGURATION_ERROR`` for an
+                unknown embedder or an incomplete ``openai`` configuration.
         """
         settings = settings or Settings()
         if location is None:
@@ -136,6 +153,33 @@ class Memory:
             identifiers: Any = None, metadata: dict[str, Any] | None = None, *, tier: str | None = None,
             expires_at: datetime | str | None = None, importance: float | None = None,
             provenance: Any = None, supersedes: Sequence[str] | None = None) -> AddMemoryOutput:
+        """Store one memory in a layer (embedded, checked by the write guards, superseding older facts).
+
+        Args:
+            ctx: The caller's tenant context; every row read or written belongs to its tenant.
+            content: The text to remember.
+            layer: ``user``, ``session``, ``project``, ``agent``, ``team``, ``org``, … (see
+                ``get_accessible_layers``).
+            identifiers: The scope identifiers (``user_id``, ``session_id``, ``project_id``,
+                ``agent_id``, …) as a dict or ``ScopeIdentifiers``. The layer's own identifier
+                is required.
+            metadata: Free-form JSON metadata (``tags`` is indexed).
+            tier: Optional storage tier label.
+            expires_at: Expiry time (datetime or ISO 8601); the row is purged after it.
+            importance: Initial importance in [0, 1].
+            provenance: Where the memory came from (source, actor, …).
+            supersedes: Ids of memories this one replaces.
+
+        Returns:
+            The new memory's id, version and any superseded ids.
+
+        Raises:
+            MemoryError: ``MISSING_TENANT_CONTEXT`` / ``INVALID_TENANT_CONTEXT`` without a valid
+                tenant context; ``INVALID_LAYER``, ``MISSING_IDENTIFIER``, ``CONTENT_TOO_LONG``
+                or ``INVALID_PARAMS`` for bad input; ``POLICY_VIOLATION`` / ``UNSAFE_CONTENT`` /
+                ``QUOTA_EXCEEDED`` from the write guards; ``EMBEDDING_FAILED`` or
+                ``PROVIDER_ERROR`` from the backends.
+        """
         return self.engine.add(ctx, content, layer, identifiers, metadata, tier=tier, expires_at=expires_at,
                                importance=importance, provenance=provenance, supersedes=supersedes)
 
@@ -145,54 +189,241 @@ class Memory:
                expand_graph: bool = False, hybrid_weight: float | None = None,
                recency_boost: float | None = None, importance_boost: float | None = None,
                include_superseded: bool = False, as_of: datetime | str | None = None) -> SearchMemoryOutput:
+        """Semantic (and optionally hybrid) search over the layers the identifiers can see.
+
+        Args:
+            ctx: The caller's tenant context; every row read or written belongs to its tenant.
+            query: The text to search for.
+            identifiers: The scope identifiers (``user_id``, ``session_id``, ``project_id``,
+                ``agent_id``, …) as a dict or ``ScopeIdentifiers``.
+            layers: Restrict the search to these layers (default: every accessible one).
+            limit: Most results to return.
+            threshold: Lowest similarity kept.
+            filter: A metadata filter (``MemoryFilter`` or its dict form).
+            expand_graph: Add memories linked through the knowledge graph.
+            hybrid_weight: Weight of the keyword (BM25) score against the vector score.
+            recency_boost: Boost of recent memories.
+            importance_boost: Boost of important memories.
+            include_superseded: Also return memories replaced by newer ones.
+            as_of: Answer as the store was at this time.
+
+        Returns:
+            The ranked results with their scores and layers.
+
+        Raises:
+            MemoryError: ``MISSING_TENANT_CONTEXT`` / ``INVALID_TENANT_CONTEXT`` without a valid
+                tenant context; ``QUERY_TOO_LONG``, ``INVALID_LAYER`` or ``INVALID_PARAMS`` for
+                bad input; ``EMBEDDING_FAILED`` or ``PROVIDER_ERROR`` from the backends.
+        """
         return self.engine.search(ctx, query, identifiers, layers, limit, threshold, filter,
                                   expand_graph=expand_graph, hybrid_weight=hybrid_weight,
                                   recency_boost=recency_boost, importance_boost=importance_boost,
                                   include_superseded=include_superseded, as_of=as_of)
 
     def get(self, ctx: TenantContext | None = None, memory_id: str | None = None) -> MemoryEntry | None:
+        """One memory by id, within the tenant.
+
+        Args:
+            ctx: The caller's tenant context; every row read or written belongs to its tenant.
+            memory_id: The memory's id.
+
+        Returns:
+            The memory, or None when the tenant has no such memory.
+
+        Raises:
+            MemoryError: ``MISSING_TENANT_CONTEXT`` / ``INVALID_TENANT_CONTEXT`` without a valid
+                tenant context; ``INVALID_PARAMS`` for a malformed id.
+        """
         return self.engine.get(ctx, memory_id)
 
     def update(self, ctx: TenantContext | None = None, memory_id: str | None = None, content: str | None = None,
                metadata: dict[str, Any] | None = None, if_match: str | None = None, *,
                expires_at: datetime | str | None = None, tier: str | None = None,
                record_conflict: bool = True) -> UpdateMemoryOutput:
+        """Change a memory's content, metadata, expiry or tier (re-embedded when the content changes).
+
+        Args:
+            ctx: The caller's tenant context; every row read or written belongs to its tenant.
+            memory_id: The memory's id.
+            content: New text (None keeps it).
+            metadata: New metadata (None keeps it).
+            if_match: The version the caller read; a different current version is a conflict.
+            expires_at: New expiry time.
+            tier: New tier label.
+            record_conflict: Record a version conflict in the conflict log.
+
+        Returns:
+            The memory's id and new version.
+
+        Raises:
+            MemoryError: ``MISSING_TENANT_CONTEXT`` / ``INVALID_TENANT_CONTEXT`` without a valid
+                tenant context; ``MEMORY_NOT_FOUND``; ``CONFLICT`` when ``if_match`` is stale;
+                ``CONTENT_TOO_LONG`` / ``INVALID_PARAMS`` for bad input; ``POLICY_VIOLATION``
+                from the write guards.
+        """
         return self.engine.update(ctx, memory_id, content, metadata, if_match, expires_at=expires_at, tier=tier,
                                   record_conflict=record_conflict)
 
     def delete(self, ctx: TenantContext | None = None, memory_id: str | None = None,
                if_match: str | None = None) -> DeleteMemoryOutput:
+        """Delete one memory.
+
+        Args:
+            ctx: The caller's tenant context; every row read or written belongs to its tenant.
+            memory_id: The memory's id.
+            if_match: The version the caller read (optional optimistic check).
+
+        Returns:
+            Whether a memory was deleted.
+
+        Raises:
+            MemoryError: ``MISSING_TENANT_CONTEXT`` / ``INVALID_TENANT_CONTEXT`` without a valid
+                tenant context; ``MEMORY_NOT_FOUND``; ``CONFLICT`` when ``if_match`` is stale.
+        """
         return self.engine.delete(ctx, memory_id, if_match)
 
     def list(self, ctx: TenantContext | None = None, layer: str | Layer | None = None, identifiers: Any = None,
              cursor: str | None = None, limit: int | None = None, filter: Any = None, *,
              include_superseded: bool = False, as_of: datetime | str | None = None) -> ListMemoriesOutput:
+        """List a layer's memories in a scope, newest first, one page at a time.
+
+        Args:
+            ctx: The caller's tenant context; every row read or written belongs to its tenant.
+            layer: The layer to list.
+            identifiers: The scope identifiers (``user_id``, ``session_id``, ``project_id``,
+                ``agent_id``, …) as a dict or ``ScopeIdentifiers``.
+            cursor: The ``next_cursor`` of the previous page.
+            limit: Page size.
+            filter: A metadata filter.
+            include_superseded: Also list memories replaced by newer ones.
+            as_of: List the store as it was at this time.
+
+        Returns:
+            One page of memories and the cursor of the next.
+
+        Raises:
+            MemoryError: ``MISSING_TENANT_CONTEXT`` / ``INVALID_TENANT_CONTEXT`` without a valid
+                tenant context; ``INVALID_LAYER``, ``MISSING_IDENTIFIER`` or ``INVALID_PARAMS``
+                for bad input.
+        """
         return self.engine.list(ctx, layer, identifiers, cursor, limit, filter, include_superseded=include_superseded,
                                 as_of=as_of)
 
     def bulk_add(self, ctx: TenantContext | None = None, items: Sequence[Any] = ()) -> BulkAddOutput:
+        """Store many memories in one call; each item is validated on its own.
+
+        Args:
+            ctx: The caller's tenant context; every row read or written belongs to its tenant.
+            items: ``AddMemoryInput`` models or their dict form.
+
+        Returns:
+            Per item: the new id or the item's coded error.
+
+        Raises:
+            MemoryError: ``MISSING_TENANT_CONTEXT`` / ``INVALID_TENANT_CONTEXT`` without a valid
+                tenant context; ``INVALID_PARAMS`` when ``items`` is not a sequence or exceeds
+                the bulk limit.
+        """
         return self.engine.bulk_add(ctx, items)
 
     def bulk_delete(self, ctx: TenantContext | None = None, ids: Sequence[str] = ()) -> BulkDeleteOutput:
+        """Delete many memories by id.
+
+        Args:
+            ctx: The caller's tenant context; every row read or written belongs to its tenant.
+            ids: The memory ids.
+
+        Returns:
+            The deleted ids and the ids not found (or outside a grant).
+
+        Raises:
+            MemoryError: ``MISSING_TENANT_CONTEXT`` / ``INVALID_TENANT_CONTEXT`` without a valid
+                tenant context; ``INVALID_PARAMS`` for malformed ids or too many.
+        """
         return self.engine.bulk_delete(ctx, ids)
 
     def stats(self, ctx: TenantContext | None = None) -> StoreStats:
+        """Counts of the tenant's memories per layer and status.
+
+        Args:
+            ctx: The caller's tenant context; every row read or written belongs to its tenant.
+
+        Returns:
+            The tenant's store statistics.
+
+        Raises:
+            MemoryError: ``MISSING_TENANT_CONTEXT`` / ``INVALID_TENANT_CONTEXT`` without a valid
+                tenant context.
+        """
         return self.engine.stats(ctx)
 
     def export(self, ctx: TenantContext | None = None, *, include_embeddings: bool = False) -> Iterator[MemoryEntry]:
+        """Every memory of the tenant, oldest first (streamed).
+
+        Args:
+            ctx: The caller's tenant context; every row read or written belongs to its tenant.
+            include_embeddings: Include each memory's vector.
+
+        Returns:
+            An iterator of memories.
+
+        Raises:
+            MemoryError: ``MISSING_TENANT_CONTEXT`` / ``INVALID_TENANT_CONTEXT`` without a valid
+                tenant context.
+        """
         return self.engine.export(ctx, include_embeddings=include_embeddings)
 
     def generate_embedding(self, text: str) -> builtins.list[float]:
+        """The embedding vector of a text, from the store's embedder.
+
+        Args:
+            text: The text to embed.
+
+        Returns:
+            The vector (its length is the embedder's dimension).
+
+        Raises:
+            MemoryError: ``INVALID_PARAMS`` / ``CONTENT_TOO_LONG`` for bad text;
+                ``EMBEDDING_FAILED`` from the embedder.
+        """
         return self.engine.provider.generate_embedding(check_text(text, "text", "generate_embedding"))
 
     @staticmethod
     def get_accessible_layers(identifiers: Any) -> builtins.list[Layer]:
+        """The layers a set of identifiers can read (a session sees session, user, project, …).
+
+        Args:
+            identifiers: The scope identifiers (``user_id``, ``session_id``, ``project_id``,
+                ``agent_id``, …) as a dict or ``ScopeIdentifiers``.
+
+        Returns:
+            The accessible layers, narrowest first.
+
+        Raises:
+            MemoryError: ``INVALID_PARAMS`` for malformed identifiers.
+        """
         return get_accessible_layers(identifiers)
 
     def health_check(self) -> HealthCheckResult:
+        """Liveness of the provider and the embedder.
+
+        Returns:
+            Component statuses.
+
+        Raises:
+            Nothing: failures are reported in the result.
+        """
         return self.engine.health()
 
     def capabilities(self) -> ProviderCapabilities:
+        """What the provider supports (hybrid search, graph, lifecycle, keys, …).
+
+        Returns:
+            The provider's capability flags.
+
+        Raises:
+            Nothing.
+        """
         return self.engine.provider.capabilities()
 
     @property
@@ -210,62 +441,252 @@ class Memory:
         return mgr
 
     def configure_snapshots(self, settings: Any = None, **kwargs: Any) -> SnapshotManager:
-        """Explicit snapshot settings (an ``S3Settings`` and/or ``SnapshotManager`` keyword args)."""
+        """Set explicit snapshot settings instead of the environment's.
+
+        Args:
+            settings: An ``S3Settings`` (None: from the environment).
+            **kwargs: ``SnapshotManager`` keyword arguments (retention, compression, …).
+
+        Returns:
+            The snapshot manager now used by ``snapshots``.
+
+        Raises:
+            MemoryError: ``CONFIGURATION_ERROR`` when the S3 extra is missing or the settings
+                are invalid.
+        """
 
         self._snapshots: SnapshotManager = SnapshotManager(self, settings, **kwargs)
         return self._snapshots
 
     @classmethod
     def open_from_snapshot(cls, tenants: Any = None, location: str | None = None, **kwargs: Any) -> Memory:
-        """A store (default in-memory DuckDB) hydrated from S3 snapshots; reports in
-        ``mem.snapshots.last_reports``."""
+        """A store (default in-memory DuckDB) hydrated from S3 snapshots; reports in ``mem.snapshots.last_reports``.
+
+        Args:
+            tenants: Tenant id(s) to load (None: every tenant in the bucket).
+            location: Where to open the store (default in-memory).
+            **kwargs: Snapshot settings and ``Memory.open`` arguments.
+
+        Returns:
+            The hydrated store.
+
+        Raises:
+            MemoryError: ``PROVIDER_ERROR`` when a snapshot cannot be read or fails its
+                checksum; ``CONFIGURATION_ERROR`` without S3 settings.
+        """
 
         mem, _ = open_from_snapshot(tenants, location, open_memory=cls.open, **kwargs)
         return mem
 
     # -- memory lifecycle (stratamem.lifecycle; thin delegation) ----------------------------------
     def close_session(self, ctx: TenantContext | None, user_id: str, session_id: str,
-                      project_id: str | None = None, *, agent_id: str | None = None) -> Any:
+                      project_id: str | None = None, *, agent_id: str | None = None) -> CloseSessionResult:
+        """End a session: summarise its memories into the user (or project) layer and expire the session's rows.
+
+        Args:
+            ctx: The caller's tenant context; every row read or written belongs to its tenant.
+            user_id: The session's user.
+            session_id: The session.
+            project_id: Also promote into this project.
+            agent_id: The agent of the session.
+
+        Returns:
+            What was summarised, promoted and expired.
+
+        Raises:
+            MemoryError: ``MISSING_TENANT_CONTEXT`` / ``INVALID_TENANT_CONTEXT`` without a valid
+                tenant context; ``MISSING_IDENTIFIER`` / ``INVALID_PARAMS`` for bad input.
+        """
         return self.lifecycle.close_session(ctx, user_id, session_id, project_id, agent_id=agent_id)
 
     def promote(self, ctx: TenantContext | None, source_id: str, target_layer: str | Layer, identifiers: Any = None,
                 delete_original: bool = False, content: str | None = None,
                 tags: builtins.list[str] | None = None) -> MemoryEntry:
+        """Copy (or move) a memory into a broader layer.
+
+        Args:
+            ctx: The caller's tenant context; every row read or written belongs to its tenant.
+            source_id: The memory to promote.
+            target_layer: The broader layer.
+            identifiers: The scope identifiers (``user_id``, ``session_id``, ``project_id``,
+                ``agent_id``, …) as a dict or ``ScopeIdentifiers``. Those of the target scope.
+            delete_original: Delete the source after copying.
+            content: Replacement text for the copy.
+            tags: Tags of the copy.
+
+        Returns:
+            The new memory in the target layer.
+
+        Raises:
+            MemoryError: ``MISSING_TENANT_CONTEXT`` / ``INVALID_TENANT_CONTEXT`` without a valid
+                tenant context; ``MEMORY_NOT_FOUND``; ``INVALID_SCOPE_PROMOTION`` when the
+                target is not broader; ``INVALID_LAYER`` / ``MISSING_IDENTIFIER``.
+        """
         return self.lifecycle.promote(ctx, source_id, target_layer, identifiers, delete_original=delete_original,
                                       content=content, tags=tags)
 
     def compact(self, ctx: TenantContext | None, source_ids: Sequence[str], callback: Callable[..., Any],
                 delete_sources: bool = False, *, target_layer: str | Layer | None = None,
                 tags: builtins.list[str] | None = None, metadata: dict[str, Any] | None = None) -> MemoryEntry:
+        """Merge several memories into one written by ``callback``.
+
+        Args:
+            ctx: The caller's tenant context; every row read or written belongs to its tenant.
+            source_ids: The memories to merge.
+            callback: Receives the source entries and returns the merged text.
+            delete_sources: Delete the sources afterwards.
+            target_layer: Layer of the merged memory (default the sources').
+            tags: Tags of the merged memory.
+            metadata: Metadata of the merged memory.
+
+        Returns:
+            The merged memory.
+
+        Raises:
+            MemoryError: ``MISSING_TENANT_CONTEXT`` / ``INVALID_TENANT_CONTEXT`` without a valid
+                tenant context; ``MEMORY_NOT_FOUND``; ``COMPACTION_FAILED`` when the callback
+                fails or returns no text.
+        """
         return self.lifecycle.compact(ctx, source_ids, callback, delete_sources=delete_sources,
                                       target_layer=target_layer, tags=tags, metadata=metadata)
 
     def delete_by_scope(self, ctx: TenantContext | None, layer: str | Layer, identifiers: Any) -> int:
+        """Delete every memory of a layer in one scope.
+
+        Args:
+            ctx: The caller's tenant context; every row read or written belongs to its tenant.
+            layer: The layer.
+            identifiers: The scope identifiers (``user_id``, ``session_id``, ``project_id``,
+                ``agent_id``, …) as a dict or ``ScopeIdentifiers``.
+
+        Returns:
+            How many memories were deleted.
+
+        Raises:
+            MemoryError: ``MISSING_TENANT_CONTEXT`` / ``INVALID_TENANT_CONTEXT`` without a valid
+                tenant context; ``INVALID_LAYER`` / ``MISSING_IDENTIFIER``.
+        """
         return self.lifecycle.delete_by_scope(ctx, layer, identifiers)
 
     def soft_delete(self, ctx: TenantContext | None, ids: Sequence[str]) -> builtins.list[str]:
+        """Hide memories without erasing them (``restore`` brings them back).
+
+        Args:
+            ctx: The caller's tenant context; every row read or written belongs to its tenant.
+            ids: The memory ids.
+
+        Returns:
+            The ids that were hidden.
+
+        Raises:
+            MemoryError: ``MISSING_TENANT_CONTEXT`` / ``INVALID_TENANT_CONTEXT`` without a valid
+                tenant context; ``INVALID_PARAMS`` for malformed ids.
+        """
         return self.lifecycle.soft_delete(ctx, ids)
 
     def restore(self, ctx: TenantContext | None, ids: Sequence[str]) -> builtins.list[str]:
+        """Bring soft-deleted memories back.
+
+        Args:
+            ctx: The caller's tenant context; every row read or written belongs to its tenant.
+            ids: The memory ids.
+
+        Returns:
+            The ids that were restored.
+
+        Raises:
+            MemoryError: ``MISSING_TENANT_CONTEXT`` / ``INVALID_TENANT_CONTEXT`` without a valid
+                tenant context; ``INVALID_PARAMS`` for malformed ids.
+        """
         return self.lifecycle.restore(ctx, ids)
 
-    def feedback(self, ctx: TenantContext | None, memory_ids: Sequence[str], reward: float) -> Any:
+    def feedback(self, ctx: TenantContext | None, memory_ids: Sequence[str], reward: float) -> FeedbackResult:
+        """Reward (or penalise) memories that helped (or misled) an answer; adjusts their importance.
+
+        Args:
+            ctx: The caller's tenant context; every row read or written belongs to its tenant.
+            memory_ids: The memories concerned.
+            reward: In [-1, 1].
+
+        Returns:
+            The new importance of each memory.
+
+        Raises:
+            MemoryError: ``MISSING_TENANT_CONTEXT`` / ``INVALID_TENANT_CONTEXT`` without a valid
+                tenant context; ``INVALID_PARAMS`` for a reward outside [-1, 1] or malformed
+                ids.
+        """
         return self.lifecycle.feedback(ctx, memory_ids, reward)
 
-    def prune(self, ctx: TenantContext | None, *, dry_run: bool = True) -> Any:
+    def prune(self, ctx: TenantContext | None, *, dry_run: bool = True) -> PruneReport:
+        """Remove (or, in a dry run, list) low-value memories under the pruning policy.
+
+        Args:
+            ctx: The caller's tenant context; every row read or written belongs to its tenant.
+            dry_run: Only report what would be removed.
+
+        Returns:
+            What was (or would be) pruned.
+
+        Raises:
+            MemoryError: ``MISSING_TENANT_CONTEXT`` / ``INVALID_TENANT_CONTEXT`` without a valid
+                tenant context.
+        """
         return self.lifecycle.prune(ctx, dry_run=dry_run)
 
     def conflicts(self, ctx: TenantContext | None, memory_id: str | None = None, *, layer: str | Layer | None = None,
                   identifiers: Any = None, cursor: str | None = None, limit: int | None = None) -> ListMemoriesOutput:
+        """Memories with recorded version conflicts.
+
+        Args:
+            ctx: The caller's tenant context; every row read or written belongs to its tenant.
+            memory_id: Only this memory's conflicts.
+            layer: Only this layer.
+            identifiers: The scope identifiers (``user_id``, ``session_id``, ``project_id``,
+                ``agent_id``, …) as a dict or ``ScopeIdentifiers``.
+            cursor: The ``next_cursor`` of the previous page.
+            limit: Page size.
+
+        Returns:
+            One page of conflicting memories.
+
+        Raises:
+            MemoryError: ``MISSING_TENANT_CONTEXT`` / ``INVALID_TENANT_CONTEXT`` without a valid
+                tenant context; ``INVALID_LAYER`` / ``INVALID_PARAMS``.
+        """
         return self.lifecycle.conflicts(ctx, memory_id, layer=layer, identifiers=identifiers, cursor=cursor,
                                         limit=limit)
 
-    def maintain(self, tenants: Sequence[str] | None = None) -> Any:
+    def maintain(self, tenants: Sequence[str] | None = None) -> MaintenanceReport:
+        """Run maintenance once: TTL purge, decay, consolidation, pruning and integrity checks.
+
+        Args:
+            tenants: Only these tenants (None: every tenant).
+
+        Returns:
+            What each step did, per tenant.
+
+        Raises:
+            MemoryError: ``PROVIDER_ERROR`` from the store (other steps still run and the error
+                is reported).
+        """
         return self.lifecycle.maintain(tenants)
 
-    def crud(self, ctx: TenantContext | None, request: Any) -> Any:
-        """The ``memory_crud`` skill: one request dict/model in, ``{items, next_cursor, has_more,
-        errors}`` out."""
+    def crud(self, ctx: TenantContext | None, request: Any) -> MemoryCrudResponse:
+        """The ``memory_crud`` skill: one request dict/model in, ``{items, next_cursor, has_more, errors}`` out.
+
+        Args:
+            ctx: The caller's tenant context; every row read or written belongs to its tenant.
+            request: A ``MemoryCrudRequest`` or its dict form (``operation`` and its arguments).
+
+        Returns:
+            The items and per-item errors.
+
+        Raises:
+            MemoryError: ``MISSING_TENANT_CONTEXT`` / ``INVALID_TENANT_CONTEXT`` without a valid
+                tenant context; ``INVALID_PARAMS`` for a malformed request (errors of single
+                items are returned, not raised).
+        """
 
         return handle_memory_crud(self.engine, self.lifecycle, ctx, request)
 
@@ -273,24 +694,101 @@ class Memory:
     def process(self, ctx: TenantContext | None = None, text: str | None = None, intent: str = "none",
                 identifiers: Any = None, recent_messages: Sequence[str] | None = None, *,
                 layer: str | Layer | None = None) -> ProcessResult:
-        """Write gate: decide, dedupe, format, then create/update/delete/ignore."""
+        """Write gate: decide, dedupe, format, then create/update/delete/ignore.
+
+        Args:
+            ctx: The caller's tenant context; every row read or written belongs to its tenant.
+            text: What the user said.
+            intent: ``none``, ``remember`` or ``forget``.
+            identifiers: The scope identifiers (``user_id``, ``session_id``, ``project_id``,
+                ``agent_id``, …) as a dict or ``ScopeIdentifiers``.
+            recent_messages: Recent turns used as context.
+            layer: Force the layer (default: decided).
+
+        Returns:
+            The decision and the memories written.
+
+        Raises:
+            MemoryError: ``MISSING_TENANT_CONTEXT`` / ``INVALID_TENANT_CONTEXT`` without a valid
+                tenant context; ``INVALID_PARAMS`` / ``CONTENT_TOO_LONG`` for bad input;
+                ``POLICY_VIOLATION`` / ``UNSAFE_CONTENT`` / ``QUOTA_EXCEEDED`` from the guards.
+        """
         return hygiene_of(self.engine).process(ctx, text, intent, identifiers, recent_messages, layer=layer)
 
     def remember(self, ctx: TenantContext | None = None, text: str | None = None, identifiers: Any = None, *,
                  layer: str | Layer | None = None) -> ProcessResult:
+        """``process`` with the ``remember`` intent: store what the text says (deduplicated).
+
+        Args:
+            ctx: The caller's tenant context; every row read or written belongs to its tenant.
+            text: What to remember.
+            identifiers: The scope identifiers (``user_id``, ``session_id``, ``project_id``,
+                ``agent_id``, …) as a dict or ``ScopeIdentifiers``.
+            layer: Force the layer.
+
+        Returns:
+            The decision and the memories written.
+
+        Raises:
+            MemoryError: ``MISSING_TENANT_CONTEXT`` / ``INVALID_TENANT_CONTEXT`` without a valid
+                tenant context; ``INVALID_PARAMS`` / ``CONTENT_TOO_LONG``; ``POLICY_VIOLATION``
+                / ``UNSAFE_CONTENT`` / ``QUOTA_EXCEEDED``.
+        """
         return hygiene_of(self.engine).process(ctx, text, "remember", identifiers, layer=layer)
 
     def forget(self, ctx: TenantContext | None = None, text: str | None = None, identifiers: Any = None, *,
                layer: str | Layer | None = None) -> ProcessResult:
+        """``process`` with the ``forget`` intent: delete the memories the text describes.
+
+        Args:
+            ctx: The caller's tenant context; every row read or written belongs to its tenant.
+            text: What to forget.
+            identifiers: The scope identifiers (``user_id``, ``session_id``, ``project_id``,
+                ``agent_id``, …) as a dict or ``ScopeIdentifiers``.
+            layer: Only this layer.
+
+        Returns:
+            The decision and the memories deleted.
+
+        Raises:
+            MemoryError: ``MISSING_TENANT_CONTEXT`` / ``INVALID_TENANT_CONTEXT`` without a valid
+                tenant context; ``INVALID_PARAMS``.
+        """
         return hygiene_of(self.engine).process(ctx, text, "forget", identifiers, layer=layer)
 
     def forget_user(self, ctx: TenantContext | None = None, user_id: str | None = None) -> ForgetUserReport:
-        """Right to be forgotten: remove every memory, graph node/edge, event row and cached vector of
-        ``user_id`` in the tenant and revoke the user's API keys (:mod:`stratamem.erasure`)."""
+        """Right to be forgotten: erase everything of ``user_id`` in the tenant.
+
+        Every memory, graph node/edge, event row and cached vector of the user is removed and the
+        user's API keys are revoked.
+
+        Args:
+            ctx: The caller's tenant context; every row read or written belongs to its tenant.
+            user_id: The user to erase.
+
+        Returns:
+            What was removed, per store.
+
+        Raises:
+            MemoryError: ``MISSING_TENANT_CONTEXT`` / ``INVALID_TENANT_CONTEXT`` without a valid
+                tenant context; ``INVALID_PARAMS`` without a user id.
+        """
         return forget_user(self.engine, ctx, user_id)
 
     def health(self, ctx: TenantContext | None = None, *, since: datetime | None = None) -> MemoryHealth:
-        """Memory health report of the tenant; ``health_check()`` is the provider's liveness."""
+        """Memory health report of the tenant; ``health_check()`` is the provider's liveness.
+
+        Args:
+            ctx: The caller's tenant context; every row read or written belongs to its tenant.
+            since: Only events after this time.
+
+        Returns:
+            Duplicates, stale and conflicting memories, guard events.
+
+        Raises:
+            MemoryError: ``MISSING_TENANT_CONTEXT`` / ``INVALID_TENANT_CONTEXT`` without a valid
+                tenant context.
+        """
         return hygiene_of(self.engine).health(ctx, since=since)
 
     @property
@@ -300,24 +798,67 @@ class Memory:
 
     @property
     def hygiene(self) -> Hygiene:
+        """Write gate, governance and health (:class:`~stratamem.hygiene.service.Hygiene`)."""
         return hygiene_of(self.engine)
 
     # -- agent loop utilities (stratamem.agent.loop) -------------------------------------------
     def system_contract(self) -> str:
-        """The system-prompt text telling a model how to use its memory tools (the hygiene prompts)."""
+        """The system-prompt text telling a model how to use its memory tools (the hygiene prompts).
+
+        Returns:
+            The prompt text.
+
+        Raises:
+            Nothing.
+        """
         return system_contract(self.hygiene.config.prompts)
 
     def format_context(self, memories: SearchMemoryOutput | Iterable[MemoryLike], max_tokens: int = 1000) -> str:
-        """A compact layer-labelled block of memories within ``max_tokens`` (see ``agent.loop.format_context``)."""
+        """A compact layer-labelled block of memories within ``max_tokens``.
+
+        Args:
+            memories: Search results or memories.
+            max_tokens: Budget of the block (estimated tokens).
+
+        Returns:
+            The block, empty without memories.
+
+        Raises:
+            MemoryError: ``INVALID_PARAMS`` for a non-positive budget or items that are not
+                memories.
+        """
         return format_context(memories, max_tokens)
 
     def process_conversation(self, ctx: TenantContext | None, messages: Sequence[Message],
                              response: Message | None = None, identifiers: Any = None) -> ConversationResult:
-        """Run the write gate over the user messages of a turn; returns what was created/updated/ignored."""
+        """Run the write gate over the user messages of a turn.
+
+        Args:
+            ctx: The caller's tenant context; every row read or written belongs to its tenant.
+            messages: The turn's messages (``{role, content}``).
+            response: The assistant's reply (context only).
+            identifiers: The scope identifiers (``user_id``, ``session_id``, ``project_id``,
+                ``agent_id``, …) as a dict or ``ScopeIdentifiers``.
+
+        Returns:
+            What was created, updated or ignored.
+
+        Raises:
+            MemoryError: ``MISSING_TENANT_CONTEXT`` / ``INVALID_TENANT_CONTEXT`` without a valid
+                tenant context; ``INVALID_PARAMS`` for malformed messages.
+        """
         return process_conversation(self, ctx, messages, response, identifiers)
 
     # -- lifecycle ---------------------------------------------------------------------------
     def close(self) -> None:
+        """Stop background work and close the store.
+
+        Returns:
+            None.
+
+        Raises:
+            Nothing.
+        """
         self.lifecycle.close()
         self.engine.close()
 
@@ -372,8 +913,13 @@ class AsyncMemory:
         embedder: str | Embedder | None = None,
         config: MemoryConfig | None = None,
         clock: Clock | None = None,
+        settings: Settings | None = None,
     ) -> Self:
-        return cls(await asyncio.to_thread(Memory.open, location, embedder=embedder, config=config, clock=clock))
+        return cls(
+            await asyncio.to_thread(
+                Memory.open, location, embedder=embedder, config=config, clock=clock, settings=settings
+            )
+        )
 
     @property
     def engine(self) -> MemoryEngine:
@@ -473,22 +1019,22 @@ class AsyncMemory:
         return cls(await asyncio.to_thread(Memory.open_from_snapshot, tenants, location, **kwargs))
 
     @property
-    def lifecycle(self) -> Any:
+    def lifecycle(self) -> AsyncProxy:
         """``Memory.lifecycle`` with coroutine methods (attributes such as ``config`` read and set as is)."""
         return AsyncProxy(self.sync.lifecycle)
 
     @property
-    def policies(self) -> Any:
+    def policies(self) -> AsyncProxy:
         """``Memory.policies`` with coroutine methods: ``await mem.policies.set(t, deny_patterns=[...])``."""
         return AsyncProxy(self.sync.policies)
 
     @property
-    def hygiene(self) -> Any:
+    def hygiene(self) -> AsyncProxy:
         """``Memory.hygiene`` with coroutine methods."""
         return AsyncProxy(self.sync.hygiene)
 
     async def close_session(self, ctx: TenantContext | None, user_id: str, session_id: str,
-                            project_id: str | None = None, *, agent_id: str | None = None) -> Any:
+                            project_id: str | None = None, *, agent_id: str | None = None) -> CloseSessionResult:
         return await asyncio.to_thread(lambda: self.sync.close_session(ctx, user_id, session_id, project_id,
                                                                        agent_id=agent_id))
 
@@ -508,7 +1054,7 @@ class AsyncMemory:
     async def delete_by_scope(self, ctx: TenantContext | None, layer: str | Layer, identifiers: Any) -> int:
         return await asyncio.to_thread(self.sync.delete_by_scope, ctx, layer, identifiers)
 
-    async def feedback(self, ctx: TenantContext | None, memory_ids: Sequence[str], reward: float) -> Any:
+    async def feedback(self, ctx: TenantContext | None, memory_ids: Sequence[str], reward: float) -> FeedbackResult:
         return await asyncio.to_thread(self.sync.feedback, ctx, memory_ids, reward)
 
     async def conflicts(self, ctx: TenantContext | None, memory_id: str | None = None, *,
@@ -517,7 +1063,7 @@ class AsyncMemory:
         return await asyncio.to_thread(lambda: self.sync.conflicts(ctx, memory_id, layer=layer, identifiers=identifiers,
                                                                    cursor=cursor, limit=limit))
 
-    async def crud(self, ctx: TenantContext | None, request: Any) -> Any:
+    async def crud(self, ctx: TenantContext | None, request: Any) -> MemoryCrudResponse:
         return await asyncio.to_thread(self.sync.crud, ctx, request)
 
     async def soft_delete(self, ctx: TenantContext | None, ids: Sequence[str]) -> builtins.list[str]:
@@ -526,10 +1072,10 @@ class AsyncMemory:
     async def restore(self, ctx: TenantContext | None, ids: Sequence[str]) -> builtins.list[str]:
         return await asyncio.to_thread(self.sync.restore, ctx, ids)
 
-    async def prune(self, ctx: TenantContext | None, *, dry_run: bool = True) -> Any:
+    async def prune(self, ctx: TenantContext | None, *, dry_run: bool = True) -> PruneReport:
         return await asyncio.to_thread(lambda: self.sync.prune(ctx, dry_run=dry_run))
 
-    async def maintain(self, tenants: Sequence[str] | None = None) -> Any:
+    async def maintain(self, tenants: Sequence[str] | None = None) -> MaintenanceReport:
         return await asyncio.to_thread(self.sync.maintain, tenants)
 
     async def process(self, ctx: TenantContext | None = None, text: str | None = None, intent: str = "none",
@@ -572,3 +1118,19 @@ class AsyncMemory:
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                         tb: TracebackType | None) -> None:
         await self.close()
+
+
+def _share_docstrings() -> None:
+    """Give every public ``AsyncMemory`` method the documentation of its ``Memory`` twin (same
+    arguments, returns and error codes; the async one is awaited)."""
+    for name, member in vars(AsyncMemory).items():
+        twin = vars(Memory).get(name)
+        if name.startswith("_") or twin is None or isinstance(member, property):
+            continue
+        target = member.__func__ if isinstance(member, classmethod | staticmethod) else member
+        source = twin.__func__ if isinstance(twin, classmethod | staticmethod) else twin
+        if source.__doc__ and "Returns:" not in (target.__doc__ or ""):
+            target.__doc__ = source.__doc__
+
+
+_share_docstrings()
