@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, Self, TypeVar
 
 from .agent.loop import ConversationResult, MemoryLike, Message, format_context, process_conversation, system_contract
 from .arguments import check_text
-from .assembly import build_engine, graph_of, hygiene_of
+from .assembly import assemble, build_lifecycle, build_snapshots, graph_of, hygiene_of
 from .config import MemoryConfig
 from .crud.skill import handle_memory_crud
 from .embeddings import Embedder, make_embedder
@@ -92,12 +92,12 @@ class Memory:
     >>> mem.add(t, content="User prefers dark mode", layer="user", identifiers={"user_id": "u1"})  # doctest: +SKIP
     """
 
-    def __init__(self, engine: MemoryEngine) -> None:
+    def __init__(self, engine: MemoryEngine, *, lifecycle: Lifecycle | None = None) -> None:
         self.engine = engine
 
         #: Lifecycle features (importance tracking, promotion, TTL, decay, pruning, conflicts);
-        #: configure with ``mem.lifecycle.config = LifecycleConfig(...)``.
-        self.lifecycle = Lifecycle(engine)
+        #: configure with ``mem.lifecycle.config = LifecycleConfig(...)``. Built by the assembly.
+        self.lifecycle = lifecycle if lifecycle is not None else build_lifecycle(engine)
 
     @classmethod
     def open(
@@ -141,12 +141,12 @@ class Memory:
                                                   **update})
         provider = open_provider(location)
         try:
-            engine = build_engine(provider, make_embedder(embedder, settings=settings), config, clock=clock)
+            system = assemble(provider, make_embedder(embedder, settings=settings), config, clock=clock)
         except MemoryError as exc:
             if exc.details.get("reason") == "locked":
                 raise _lock_error(exc) from exc.__cause__
             raise
-        return cls(engine)
+        return cls(system.engine, lifecycle=system.lifecycle)
 
     # -- operations --------------------------------------------------------------------------
     def add(self, ctx: TenantContext | None = None, content: str | None = None, layer: str | Layer | None = None,
@@ -455,7 +455,7 @@ class Memory:
                 are invalid.
         """
 
-        self._snapshots: SnapshotManager = SnapshotManager(self, settings, **kwargs)
+        self._snapshots: SnapshotManager = build_snapshots(self.engine, settings, **kwargs)
         return self._snapshots
 
     @classmethod
