@@ -184,8 +184,8 @@ class Memory:
                                importance=importance, provenance=provenance, supersedes=supersedes)
 
     def search(self, ctx: TenantContext | None = None, query: str | None = None, identifiers: Any = None,
-               layers: Sequence[str | Layer] | None = None, limit: int | None = None,
-               threshold: float | None = None, filter: Any = None, *,
+               layers: Sequence[str | Layer] | None = None, *, limit: int | None = None,
+               threshold: float | None = None, filter: Any = None,
                expand_graph: bool = False, hybrid_weight: float | None = None,
                recency_boost: float | None = None, importance_boost: float | None = None,
                include_superseded: bool = False, as_of: datetime | str | None = None) -> SearchMemoryOutput:
@@ -237,7 +237,7 @@ class Memory:
         return self.engine.get(ctx, memory_id)
 
     def update(self, ctx: TenantContext | None = None, memory_id: str | None = None, content: str | None = None,
-               metadata: dict[str, Any] | None = None, if_match: str | None = None, *,
+               metadata: dict[str, Any] | None = None, *, if_match: str | None = None,
                expires_at: datetime | str | None = None, tier: str | None = None,
                record_conflict: bool = True) -> UpdateMemoryOutput:
         """Change a memory's content, metadata, expiry or tier (re-embedded when the content changes).
@@ -283,7 +283,7 @@ class Memory:
         return self.engine.delete(ctx, memory_id, if_match)
 
     def list(self, ctx: TenantContext | None = None, layer: str | Layer | None = None, identifiers: Any = None,
-             cursor: str | None = None, limit: int | None = None, filter: Any = None, *,
+             *, cursor: str | None = None, limit: int | None = None, filter: Any = None,
              include_superseded: bool = False, as_of: datetime | str | None = None) -> ListMemoriesOutput:
         """List a layer's memories in a scope, newest first, one page at a time.
 
@@ -934,12 +934,13 @@ class AsyncMemory:
                                        supersedes=supersedes)
 
     async def search(self, ctx: TenantContext | None = None, query: str | None = None, identifiers: Any = None,
-                     layers: Sequence[str | Layer] | None = None, limit: int | None = None,
-                     threshold: float | None = None, filter: Any = None, *,
+                     layers: Sequence[str | Layer] | None = None, *, limit: int | None = None,
+                     threshold: float | None = None, filter: Any = None,
                      expand_graph: bool = False, hybrid_weight: float | None = None,
                      recency_boost: float | None = None, importance_boost: float | None = None,
                      include_superseded: bool = False, as_of: datetime | str | None = None) -> SearchMemoryOutput:
-        return await asyncio.to_thread(self.sync.search, ctx, query, identifiers, layers, limit, threshold, filter,
+        return await asyncio.to_thread(self.sync.search, ctx, query, identifiers, layers, limit=limit,
+                                       threshold=threshold, filter=filter,
                                        expand_graph=expand_graph, hybrid_weight=hybrid_weight,
                                        recency_boost=recency_boost, importance_boost=importance_boost,
                                        include_superseded=include_superseded, as_of=as_of)
@@ -948,10 +949,10 @@ class AsyncMemory:
         return await asyncio.to_thread(self.sync.get, ctx, memory_id)
 
     async def update(self, ctx: TenantContext | None = None, memory_id: str | None = None, content: str | None = None,
-                     metadata: dict[str, Any] | None = None, if_match: str | None = None, *,
+                     metadata: dict[str, Any] | None = None, *, if_match: str | None = None,
                      expires_at: datetime | str | None = None, tier: str | None = None,
                      record_conflict: bool = True) -> UpdateMemoryOutput:
-        return await asyncio.to_thread(self.sync.update, ctx, memory_id, content, metadata, if_match,
+        return await asyncio.to_thread(self.sync.update, ctx, memory_id, content, metadata, if_match=if_match,
                                        expires_at=expires_at, tier=tier, record_conflict=record_conflict)
 
     async def delete(self, ctx: TenantContext | None = None, memory_id: str | None = None,
@@ -959,10 +960,11 @@ class AsyncMemory:
         return await asyncio.to_thread(self.sync.delete, ctx, memory_id, if_match)
 
     async def list(self, ctx: TenantContext | None = None, layer: str | Layer | None = None,
-                   identifiers: Any = None, cursor: str | None = None, limit: int | None = None,
-                   filter: Any = None, *, include_superseded: bool = False,
+                   identifiers: Any = None, *, cursor: str | None = None, limit: int | None = None,
+                   filter: Any = None, include_superseded: bool = False,
                    as_of: datetime | str | None = None) -> ListMemoriesOutput:
-        return await asyncio.to_thread(self.sync.list, ctx, layer, identifiers, cursor, limit, filter,
+        return await asyncio.to_thread(self.sync.list, ctx, layer, identifiers, cursor=cursor, limit=limit,
+                                       filter=filter,
                                        include_superseded=include_superseded, as_of=as_of)
 
     async def bulk_add(self, ctx: TenantContext | None = None, items: Sequence[Any] = ()) -> BulkAddOutput:
