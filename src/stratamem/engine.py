@@ -702,7 +702,7 @@ class MemoryEngine:
             for layer in target:
                 self.require_grant(tctx, layer, ids, op)
             predicate = compile_filter(with_tags_match(parse_filter(filter, op), opts.tags_match))
-            # Lexical weight of the fused score (README "Scores"); 0 = dense similarity only.
+            # Lexical weight of the fused score (docs/concepts.md "Scores"); 0 = dense similarity only.
             lexical_weight = _weight(self.config.hybrid_weight if hybrid_weight is None else hybrid_weight,
                                      "hybrid_weight", op)
             # Optional query-time boosts (retrieval/boosts.py), off unless configured or asked for.

@@ -12,7 +12,6 @@ and ``STRATAMEM_LLM_API_KEY`` (optional for local servers).
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -21,6 +20,7 @@ from pydantic import ValidationError
 
 from ..errors import ErrorCode, MemoryError
 from ..hygiene.prompts import DEFAULT_PROMPTS
+from ..settings import Settings
 from .base import Classification, DecisionContext, FormattedMemory, M, Summary, WriteDecision
 
 
@@ -59,13 +59,14 @@ class OpenAIChatLLM:
         self._client = httpx.Client(timeout=timeout, headers=headers)
 
     @classmethod
-    def from_env(cls) -> OpenAIChatLLM:
-        url = os.environ.get("STRATAMEM_LLM_URL", "")
-        model = os.environ.get("STRATAMEM_LLM_MODEL", "")
+    def from_env(cls, settings: Settings | None = None) -> OpenAIChatLLM:
+        settings = settings or Settings()
+        url = settings.llm_url or ""
+        model = settings.llm_model or ""
         if not url or not model:
             raise MemoryError(ErrorCode.CONFIGURATION_ERROR,
                               "set STRATAMEM_LLM_URL and STRATAMEM_LLM_MODEL to use an HTTP LLM", operation="llm")
-        return cls(url, model, api_key=os.environ.get("STRATAMEM_LLM_API_KEY") or None)
+        return cls(url, model, api_key=settings.llm_api_key or None)
 
     # ------------------------------------------------------------------ transport
     def chat(self, messages: list[dict[str, str]]) -> str:

@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import hmac
 import logging
-import os
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -50,7 +49,7 @@ def _snapshots_wanted(settings: ServerSettings) -> bool:
         return False
     if settings.snapshots_enabled:
         return True
-    return bool(os.environ.get("STRATAMEM_S3_URL") or os.environ.get("STRATAMEM_S3_BUCKET"))
+    return settings.s3_configured()
 
 
 def build_schedule(memory: Memory, settings: ServerSettings) -> ScheduleRunner | None:

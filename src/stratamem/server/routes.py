@@ -198,7 +198,8 @@ def build_router() -> APIRouter:
         """Semantic (hybrid dense + lexical) search across every layer the identifiers reach, most
         specific layer first; results below `threshold` are dropped."""
         check_body_tenant(request, memory, ctx, body.tenant_id, "search")
-        return memory.search(ctx, body.query, body.identifiers, body.layers, body.limit, body.threshold, body.filter,
+        return memory.search(ctx, body.query, body.identifiers, body.layers, limit=body.limit, threshold=body.threshold,
+                             filter=body.filter,
                              hybrid_weight=body.hybrid_weight, recency_boost=body.recency_boost,
                              importance_boost=body.importance_boost, include_superseded=body.include_superseded,
                              as_of=body.as_of, order=body.order, since=body.since, until=body.until,
@@ -253,8 +254,8 @@ def build_router() -> APIRouter:
         if tag:
             flt = dict(flt or {})
             flt["tags"] = list(tag)
-        return memory.list(ctx, layer, {k: v for k, v in ids.items() if v is not None}, cursor, limit, flt,
-                           include_superseded=include_superseded, as_of=as_of, order=order, since=since,
+        return memory.list(ctx, layer, {k: v for k, v in ids.items() if v is not None}, cursor=cursor, limit=limit,
+                           filter=flt, include_superseded=include_superseded, as_of=as_of, order=order, since=since,
                            until=until, time_field=time_field, tags_match=tags_match,
                            include_narrower=include_narrower)
 
@@ -281,7 +282,7 @@ def build_router() -> APIRouter:
         expected = expected_etag(memory, ctx, memory_id, body.if_match or if_match)
         # `expiresAt: null` clears the expiry; left out, it stays
         expiry: Any = body.expires_at if "expires_at" in body.model_fields_set else UNSET
-        out = memory.update(ctx, memory_id, body.content, body.metadata, expected,
+        out = memory.update(ctx, memory_id, body.content, body.metadata, if_match=expected,
                             expires_at=expiry, tier=body.tier, record_conflict=False)
         response.headers["ETag"] = quoted_etag(out.memory.etag)
         return out
