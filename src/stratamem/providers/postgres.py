@@ -45,6 +45,7 @@ from ..model import MemoryEntry, ProviderCapabilities
 from ..retrieval.lexical import query_terms
 from ..retrieval.postgres_lexical import PostgresLexicalIndex, fused_scope_sql
 from . import postgres_schema
+from .postgres_rowcopy import PostgresRowCopyMixin
 from .base import (
     ACTIVE,
     ListPage,
@@ -124,7 +125,7 @@ def _redact(url: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
 
 
-class PostgresProvider(MemoryProvider):
+class PostgresProvider(PostgresRowCopyMixin, MemoryProvider):
     name = "postgres"
     version = psycopg.__version__
 
@@ -480,7 +481,7 @@ class PostgresProvider(MemoryProvider):
                 # One pass: rank the scope, cut, and return the full rows of the top ``limit``.
                 rows = conn.execute(
                     f"SELECT {_COLUMNS}{emb}, score, count(*) OVER () FROM ({scored}) s "
-                    "WHERE score >= %s ORDER BY score DESC, id LIMIT %s",
+                    "WHERE score >= %s ORDER BY score DESC, id COLLATE \"C\" LIMIT %s",
                     [*scored_params, query.min_score, query.limit],
                 ).fetchall()
                 hits = [ScoredEntry(entry=self._entry(r, query.include_embedding),
@@ -491,7 +492,7 @@ class PostgresProvider(MemoryProvider):
             total = 0
             with conn.transaction(), conn.cursor(name="stratamem_search") as cur:
                 cur.itersize = self._read_batch
-                cur.execute(f"SELECT id, score, metadata FROM ({scored}) s WHERE score >= %s ORDER BY score DESC, id",
+                cur.execute(f"SELECT id, score, metadata FROM ({scored}) s WHERE score >= %s ORDER BY score DESC, id COLLATE \"C\"",
                             [*scored_params, query.min_score])
                 for r in cur:
                     if query.predicate(r[2]):
@@ -548,7 +549,7 @@ class PostgresProvider(MemoryProvider):
                 f"SELECT {_COLUMNS}{emb}, score FROM (SELECT *, ts_rank_cd(content_tsv, q) AS r, "
                 "ts_rank_cd(content_tsv, q) / (ts_rank_cd(content_tsv, q) + 1) AS score "
                 "FROM memories, websearch_to_tsquery('simple', %s) q "
-                f"WHERE content_tsv @@ q AND {self._SCOPE_WHERE}) s ORDER BY score DESC, id",
+                f"WHERE content_tsv @@ q AND {self._SCOPE_WHERE}) s ORDER BY score DESC, id COLLATE \"C\"",
                 [query.text, query.tenant_id, query.scope.layer.value, query.scope.key, list(query.statuses),
                  query.now],
             ).fetchall()
