@@ -56,11 +56,26 @@ class RowStore(Protocol):
 
     def table_columns(self, table: str) -> list[str] | None: ...
 
-    def tenant_rows(self, table: str, columns: Sequence[str], tenant_id: str, *, order_by: Sequence[str],
-                    json_columns: Sequence[str] = (), batch_size: int = 1000) -> Iterator[tuple[Any, ...]]: ...
+    def tenant_rows(
+        self,
+        table: str,
+        columns: Sequence[str],
+        tenant_id: str,
+        *,
+        order_by: Sequence[str],
+        json_columns: Sequence[str] = (),
+        batch_size: int = 1000,
+    ) -> Iterator[tuple[Any, ...]]: ...
 
-    def upsert_rows(self, table: str, columns: Sequence[str], key: Sequence[str],
-                    rows: Sequence[Sequence[Any]], *, json_columns: Sequence[str] = ()) -> int: ...
+    def upsert_rows(
+        self,
+        table: str,
+        columns: Sequence[str],
+        key: Sequence[str],
+        rows: Sequence[Sequence[Any]],
+        *,
+        json_columns: Sequence[str] = (),
+    ) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -81,8 +96,12 @@ PLAIN_TABLES: tuple[TableSpec, ...] = (
     TableSpec("events", "memory_events", ("tenant_id", "id"), ("details",)),
     TableSpec("feedback", "memory_feedback", ("tenant_id", "memory_id")),
 )
-_GRAPH_KEYS = {"memory_nodes": ("tenant_id", "node_id"), "entities": ("tenant_id", "entity_id"),
-               "memory_edges": ("tenant_id", "edge_id"), "entity_edges": ("tenant_id", "edge_id")}
+_GRAPH_KEYS = {
+    "memory_nodes": ("tenant_id", "node_id"),
+    "entities": ("tenant_id", "entity_id"),
+    "memory_edges": ("tenant_id", "edge_id"),
+    "entity_edges": ("tenant_id", "edge_id"),
+}
 GRAPH_SPECS: tuple[TableSpec, ...] = (
     *(TableSpec("graph", t, _GRAPH_KEYS[t], common_columns=True) for t in GRAPH_TABLES),
     TableSpec("graph", "graph_settings", ("tenant_id",), common_columns=True),
@@ -111,9 +130,11 @@ class SearchComparison(BaseModel):
     query: str
     source_ids: list[str]
     target_ids: list[str]
-    same: bool = Field(description="Same scores rank by rank and the same ids, up to the order of equal "
-                                   "scores (stores break ties differently) and which of the ids tied at the "
-                                   "cut made the limit.")
+    same: bool = Field(
+        description="Same scores rank by rank and the same ids, up to the order of equal "
+        "scores (stores break ties differently) and which of the ids tied at the "
+        "cut made the limit."
+    )
     max_score_diff: float = Field(description="Largest score difference of the ids both returned.")
 
 
@@ -153,9 +174,18 @@ class _Checkpoint:
     def save(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"format": CHECKPOINT_FORMAT, "identity": self.identity, "phases": self.phases,
-                                   "memories_done": self.memories_done,
-                                   "source_memories": self.source_memories}), encoding="utf-8")
+        tmp.write_text(
+            json.dumps(
+                {
+                    "format": CHECKPOINT_FORMAT,
+                    "identity": self.identity,
+                    "phases": self.phases,
+                    "memories_done": self.memories_done,
+                    "source_memories": self.source_memories,
+                }
+            ),
+            encoding="utf-8",
+        )
         os.replace(tmp, self.path)  # atomic: a crash leaves the old or the new checkpoint
 
     def finish(self, phase: str) -> None:
@@ -218,11 +248,12 @@ def _vector_digest(entries: Sequence[MemoryEntry]) -> str:
     return h.hexdigest()
 
 
-def _same_ranking(a: Sequence[tuple[str, float]], b: Sequence[tuple[str, float]], eps: float = 1e-6) -> bool:
+def _same_ranking(a: Sequence[tuple[str, float]], b: Sequence[tuple[str, float]], eps: float = 1e-5) -> bool:
     """Equal score by rank, and equal ids per group of tied scores (but the last group, cut by the limit)."""
     if len(a) != len(b) or any(abs(x[1] - y[1]) > eps for x, y in zip(a, b, strict=True)):
         return False
     groups: list[tuple[set[str], set[str]]] = []
+    prev = 0.0
     for (ia, sa), (ib, _) in zip(a, b, strict=True):
         if groups and abs(sa - prev) <= eps:
             groups[-1][0].add(ia)
@@ -235,8 +266,11 @@ def _same_ranking(a: Sequence[tuple[str, float]], b: Sequence[tuple[str, float]]
 
 def _row_store(provider: MemoryProvider) -> RowStore:
     if not isinstance(provider, RowStore):
-        raise MemoryError(ErrorCode.CONFIGURATION_ERROR,
-                          f"provider {provider.name} cannot export or import table rows", operation="migrate")
+        raise MemoryError(
+            ErrorCode.CONFIGURATION_ERROR,
+            f"provider {provider.name} cannot export or import table rows",
+            operation="migrate",
+        )
     return provider
 
 
@@ -263,9 +297,19 @@ def _graph_capable(provider: MemoryProvider) -> bool:
 
 
 class _Migration:
-    def __init__(self, source: Memory, target: Memory, target_builtin: Sequence[WriteHook], tenant_id: str,
-                 checkpoint: _Checkpoint, *, batch_size: int, samples: int, include_graph: bool,
-                 progress: Callable[[str, int], None] | None) -> None:
+    def __init__(
+        self,
+        source: Memory,
+        target: Memory,
+        target_builtin: Sequence[WriteHook],
+        tenant_id: str,
+        checkpoint: _Checkpoint,
+        *,
+        batch_size: int,
+        samples: int,
+        include_graph: bool,
+        progress: Callable[[str, int], None] | None,
+    ) -> None:
         self.source, self.target = source, target
         self.src, self.dst = source.engine.provider, target.engine.provider
         self.src_rows, self.dst_rows = _row_store(self.src), _row_store(self.dst)
@@ -313,23 +357,33 @@ class _Migration:
     def copy_table(self, spec: TableSpec) -> None:
         columns = self._columns(spec)
         if columns is None:
-            raise MemoryError(ErrorCode.CONFIGURATION_ERROR,
-                              f"table {spec.name} ({spec.kind}) is missing or different in one of the stores",
-                              operation="migrate")
+            raise MemoryError(
+                ErrorCode.CONFIGURATION_ERROR,
+                f"table {spec.name} ({spec.kind}) is missing or different in one of the stores",
+                operation="migrate",
+            )
         batch: list[tuple[Any, ...]] = []
-        for row in self.src_rows.tenant_rows(spec.name, columns, self.tenant_id, order_by=spec.key,
-                                             json_columns=spec.json_columns, batch_size=self.batch_size):
+        for row in self.src_rows.tenant_rows(
+            spec.name,
+            columns,
+            self.tenant_id,
+            order_by=spec.key,
+            json_columns=spec.json_columns,
+            batch_size=self.batch_size,
+        ):
             batch.append(row)
             if len(batch) >= self.batch_size:
-                self._tick(spec.kind, self.dst_rows.upsert_rows(spec.name, columns, spec.key, batch,
-                                                                json_columns=spec.json_columns))
+                self._tick(
+                    spec.kind,
+                    self.dst_rows.upsert_rows(spec.name, columns, spec.key, batch, json_columns=spec.json_columns),
+                )
                 batch = []
-        self._tick(spec.kind, self.dst_rows.upsert_rows(spec.name, columns, spec.key, batch,
-                                                        json_columns=spec.json_columns))
+        self._tick(
+            spec.kind, self.dst_rows.upsert_rows(spec.name, columns, spec.key, batch, json_columns=spec.json_columns)
+        )
 
     def copy_memories(self) -> None:
-        source_total = sum(1 for _ in self.src_rows.tenant_rows("memories", ["id"], self.tenant_id,
-                                                                 order_by=["id"]))
+        source_total = sum(1 for _ in self.src_rows.tenant_rows("memories", ["id"], self.tenant_id, order_by=["id"]))
         if self.ckpt.source_memories != source_total:  # the source changed since the checkpoint: start over
             self.ckpt.memories_done, self.ckpt.source_memories = 0, source_total
         existing = dict(self.dst_rows.tenant_rows("memories", ["id", "etag"], self.tenant_id, order_by=["id"]))
@@ -355,8 +409,9 @@ class _Migration:
         stale = [e.id for e in todo if e.id in existing]  # older copies of memories changed since
         if self.reembed:
             vectors = self.target.engine.embeddings.embedder.embed([e.content for e in todo])
-            todo = [e.model_copy(update={"embedding": [float(x) for x in v]}) for e, v in zip(todo, vectors,
-                                                                                              strict=True)]
+            todo = [
+                e.model_copy(update={"embedding": [float(x) for x in v]}) for e, v in zip(todo, vectors, strict=True)
+            ]
         with _only_hooks(self.dst, self.target_builtin):
             if stale:
                 self.dst.delete(self.tenant_id, stale)
@@ -383,8 +438,9 @@ class _Migration:
                     continue  # a table only one provider keeps
                 rows = list(self.src_rows.tenant_rows(spec.name, columns, self.tenant_id, order_by=spec.key))
                 for i in range(0, len(rows), self.batch_size):
-                    self._tick("graph", self.dst_rows.upsert_rows(spec.name, columns, spec.key,
-                                                                  rows[i:i + self.batch_size]))
+                    self._tick(
+                        "graph", self.dst_rows.upsert_rows(spec.name, columns, spec.key, rows[i : i + self.batch_size])
+                    )
             self._graph_rows_replaced()
         elif mode == "rebuild":
             graph = graph_of(self.target.engine)
@@ -403,8 +459,11 @@ class _Migration:
 
     def _graph_count(self, provider: MemoryProvider) -> int:
         store = _row_store(provider)
-        return sum(sum(1 for _ in store.tenant_rows(s.name, list(s.key), self.tenant_id, order_by=s.key))
-                   for s in GRAPH_SPECS if store.table_columns(s.name) is not None)
+        return sum(
+            sum(1 for _ in store.tenant_rows(s.name, list(s.key), self.tenant_id, order_by=s.key))
+            for s in GRAPH_SPECS
+            if store.table_columns(s.name) is not None
+        )
 
     # -- verification ---------------------------------------------------------------------------
     def verify(self) -> tuple[dict[str, KindReport], list[SearchComparison]]:
@@ -412,19 +471,31 @@ class _Migration:
         src_entries = list(self.src.iter_entries(self.tenant_id, batch_size=self.batch_size))
         dst_entries = list(self.dst.iter_entries(self.tenant_id, batch_size=self.batch_size))
         s_sum, t_sum = _digest([_entry_row(e) for e in src_entries]), _digest([_entry_row(e) for e in dst_entries])
-        kinds["memories"] = KindReport(source_count=len(src_entries), target_count=len(dst_entries),
-                                       copied=self.copied.get("memories", 0), source_checksum=s_sum,
-                                       target_checksum=t_sum,
-                                       ok=len(src_entries) == len(dst_entries) and s_sum == t_sum)
+        kinds["memories"] = KindReport(
+            source_count=len(src_entries),
+            target_count=len(dst_entries),
+            copied=self.copied.get("memories", 0),
+            source_checksum=s_sum,
+            target_checksum=t_sum,
+            ok=len(src_entries) == len(dst_entries) and s_sum == t_sum,
+        )
         if self.reembed:
             ok = len(dst_entries) == len(src_entries) and all(e.embedding for e in dst_entries)
-            kinds["vectors"] = KindReport(source_count=len(src_entries), target_count=len(dst_entries), ok=ok,
-                                          note=f"embedded again with {self.target_model}: not comparable")
+            kinds["vectors"] = KindReport(
+                source_count=len(src_entries),
+                target_count=len(dst_entries),
+                ok=ok,
+                note=f"embedded again with {self.target_model}: not comparable",
+            )
         else:
             s_vec, t_vec = _vector_digest(src_entries), _vector_digest(dst_entries)
-            kinds["vectors"] = KindReport(source_count=len(src_entries), target_count=len(dst_entries),
-                                          source_checksum=s_vec, target_checksum=t_vec,
-                                          ok=len(src_entries) == len(dst_entries) and s_vec == t_vec)
+            kinds["vectors"] = KindReport(
+                source_count=len(src_entries),
+                target_count=len(dst_entries),
+                source_checksum=s_vec,
+                target_checksum=t_vec,
+                ok=len(src_entries) == len(dst_entries) and s_vec == t_vec,
+            )
         for spec in PLAIN_TABLES:
             kinds[spec.kind] = self._verify_tables([spec])
         mode = self.graph_mode()
@@ -433,15 +504,20 @@ class _Migration:
         else:
             src_n = self._graph_count(self.src) if _graph_capable(self.src) else 0
             dst_n = self._graph_count(self.dst) if _graph_capable(self.dst) else 0
-            note = {"off": "not copied (include_graph=False)",
-                    "rebuild": "rebuilt on the target from the active memories (the source keeps no graph)",
-                    "skip": f"not copied: the target provider {self.dst.name} keeps no knowledge graph",
-                    "none": "neither store keeps a knowledge graph"}[mode]
+            note = {
+                "off": "not copied (include_graph=False)",
+                "rebuild": "rebuilt on the target from the active memories (the source keeps no graph)",
+                "skip": f"not copied: the target provider {self.dst.name} keeps no knowledge graph",
+                "none": "neither store keeps a knowledge graph",
+            }[mode]
             if mode == "skip" and src_n:
-                self.warnings.append(f"{src_n} knowledge-graph rows of the source were not copied: the target "
-                                     f"provider {self.dst.name} keeps no knowledge graph")
-            kinds["graph"] = KindReport(source_count=src_n, target_count=dst_n, ok=not (mode == "skip" and src_n),
-                                        note=note)
+                self.warnings.append(
+                    f"{src_n} knowledge-graph rows of the source were not copied: the target "
+                    f"provider {self.dst.name} keeps no knowledge graph"
+                )
+            kinds["graph"] = KindReport(
+                source_count=src_n, target_count=dst_n, ok=not (mode == "skip" and src_n), note=note
+            )
         return kinds, self._searches(src_entries)
 
     def _verify_tables(self, specs: Sequence[TableSpec]) -> KindReport:
@@ -451,14 +527,27 @@ class _Migration:
             columns = self._columns(spec)
             if columns is None:
                 continue
-            src_rows += [(spec.name, r) for r in self.src_rows.tenant_rows(
-                spec.name, columns, self.tenant_id, order_by=spec.key, json_columns=spec.json_columns)]
-            dst_rows += [(spec.name, r) for r in self.dst_rows.tenant_rows(
-                spec.name, columns, self.tenant_id, order_by=spec.key, json_columns=spec.json_columns)]
+            src_rows += [
+                (spec.name, r)
+                for r in self.src_rows.tenant_rows(
+                    spec.name, columns, self.tenant_id, order_by=spec.key, json_columns=spec.json_columns
+                )
+            ]
+            dst_rows += [
+                (spec.name, r)
+                for r in self.dst_rows.tenant_rows(
+                    spec.name, columns, self.tenant_id, order_by=spec.key, json_columns=spec.json_columns
+                )
+            ]
         s_sum, t_sum = _digest(src_rows), _digest(dst_rows)
-        return KindReport(source_count=len(src_rows), target_count=len(dst_rows),
-                          copied=self.copied.get(specs[0].kind, 0), source_checksum=s_sum, target_checksum=t_sum,
-                          ok=len(src_rows) == len(dst_rows) and s_sum == t_sum)
+        return KindReport(
+            source_count=len(src_rows),
+            target_count=len(dst_rows),
+            copied=self.copied.get(specs[0].kind, 0),
+            source_checksum=s_sum,
+            target_checksum=t_sum,
+            ok=len(src_rows) == len(dst_rows) and s_sum == t_sum,
+        )
 
     def _searches(self, entries: Sequence[MemoryEntry]) -> list[SearchComparison]:
         active = [e for e in entries if e.status == "active"]
@@ -475,12 +564,17 @@ class _Migration:
             a_ids = [r.memory.id for r in a.results]
             b_ids = [r.memory.id for r in b.results]
             b_scores = {r.memory.id: r.score for r in b.results}
-            diff = max((abs(r.score - b_scores[r.memory.id]) for r in a.results if r.memory.id in b_scores),
-                       default=0.0)
-            same = _same_ranking([(r.memory.id, r.score) for r in a.results],
-                                 [(r.memory.id, r.score) for r in b.results])
-            out.append(SearchComparison(query=query, source_ids=a_ids, target_ids=b_ids, same=same,
-                                        max_score_diff=round(diff, 9)))
+            diff = max(
+                (abs(r.score - b_scores[r.memory.id]) for r in a.results if r.memory.id in b_scores), default=0.0
+            )
+            same = _same_ranking(
+                [(r.memory.id, r.score) for r in a.results], [(r.memory.id, r.score) for r in b.results]
+            )
+            out.append(
+                SearchComparison(
+                    query=query, source_ids=a_ids, target_ids=b_ids, same=same, max_score_diff=round(diff, 9)
+                )
+            )
         return out
 
 
@@ -518,8 +612,15 @@ def migrate_tenant(
     else:
         dst_model = make_embedder(target_embedder) if not isinstance(target_embedder, Embedder) else target_embedder
     path = Path(checkpoint) if checkpoint is not None else default_checkpoint(src_loc, dst_loc, tenant_id)
-    ckpt = _Checkpoint(path, {"source": _display(src_loc), "target": _display(dst_loc), "tenant": tenant_id,
-                              "target_model": dst_model.model_id})
+    ckpt = _Checkpoint(
+        path,
+        {
+            "source": _display(src_loc),
+            "target": _display(dst_loc),
+            "tenant": tenant_id,
+            "target_model": dst_model.model_id,
+        },
+    )
     resumed = dict(ckpt.loaded) if ckpt.loaded else None
     with ExitStack() as stack:
         src_mem = Memory.open(open_provider(src_loc), embedder=src_model)
@@ -530,15 +631,32 @@ def migrate_tenant(
         stack.callback(dst_mem.close)
         _quiet(src_mem)
         _quiet(dst_mem)
-        job = _Migration(src_mem, dst_mem, builtin, tenant_id, ckpt, batch_size=batch_size, samples=samples,
-                         include_graph=include_graph, progress=progress)
+        job = _Migration(
+            src_mem,
+            dst_mem,
+            builtin,
+            tenant_id,
+            ckpt,
+            batch_size=batch_size,
+            samples=samples,
+            include_graph=include_graph,
+            progress=progress,
+        )
         job.run()
         kinds, searches = job.verify()
     searches_ok = job.reembed or all(s.same for s in searches)
     report = MigrationReport(
-        tenant_id=tenant_id, source=_display(src_loc), target=_display(dst_loc), source_model=job.source_model,
-        target_model=job.target_model, reembedded=job.reembed, resumed_from=resumed, kinds=kinds,
-        searches=searches, warnings=job.warnings, ok=all(k.ok for k in kinds.values()) and searches_ok,
+        tenant_id=tenant_id,
+        source=_display(src_loc),
+        target=_display(dst_loc),
+        source_model=job.source_model,
+        target_model=job.target_model,
+        reembedded=job.reembed,
+        resumed_from=resumed,
+        kinds=kinds,
+        searches=searches,
+        warnings=job.warnings,
+        ok=all(k.ok for k in kinds.values()) and searches_ok,
     )
     ckpt.remove()
     return report

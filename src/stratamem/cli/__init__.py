@@ -21,6 +21,7 @@ from . import (
     keys_cmds,
     lifecycle_cmds,
     memory_cmds,
+    migrate_cmd,
     models_cmds,
     server_cmds,
     snapshot_cmds,
@@ -62,6 +63,7 @@ snapshot_cmds.register(app)
 lifecycle_cmds.register(app)
 models_cmds.register(app)
 hygiene_cmds.register(app)
+migrate_cmd.register(app)
 
 
 def _click_exceptions() -> ModuleType:

@@ -45,7 +45,6 @@ from ..model import MemoryEntry, ProviderCapabilities
 from ..retrieval.lexical import query_terms
 from ..retrieval.postgres_lexical import PostgresLexicalIndex, fused_scope_sql
 from . import postgres_schema
-from .postgres_rowcopy import PostgresRowCopyMixin
 from .base import (
     ACTIVE,
     ListPage,
@@ -61,6 +60,7 @@ from .base import (
     to_utc,
 )
 from .contracts import concern_flags
+from .postgres_rowcopy import PostgresRowCopyMixin
 
 MAX_CONTENT_LENGTH = 32_000
 
@@ -312,7 +312,8 @@ class PostgresProvider(PostgresRowCopyMixin, MemoryProvider):
     def _row_values(e: MemoryEntry) -> list[Any]:
         return [
             e.tenant_id, e.id, e.layer.value, scope_key(e.layer, e.identifiers), e.content, e.content_hash,
-            e.identifiers.model_dump(exclude_none=True), e.metadata, e.provenance.model_dump(exclude_none=True),
+            e.identifiers.model_dump(exclude_none=True), e.metadata,
+            e.provenance.model_dump(mode="json", exclude_none=True),  # valid_to: a datetime, as JSON text
             e.tier, e.status, e.version, e.etag, float(e.importance), int(e.access_count), e.created_at,
             e.updated_at, e.expires_at, e.last_accessed_at, e.deleted_at,
             np.asarray(e.embedding, dtype=np.float32) if e.embedding is not None else None,
@@ -492,8 +493,8 @@ class PostgresProvider(PostgresRowCopyMixin, MemoryProvider):
             total = 0
             with conn.transaction(), conn.cursor(name="stratamem_search") as cur:
                 cur.itersize = self._read_batch
-                cur.execute(f"SELECT id, score, metadata FROM ({scored}) s WHERE score >= %s ORDER BY score DESC, id COLLATE \"C\"",
-                            [*scored_params, query.min_score])
+                cur.execute(f"SELECT id, score, metadata FROM ({scored}) s WHERE score >= %s "
+                            'ORDER BY score DESC, id COLLATE "C"', [*scored_params, query.min_score])
                 for r in cur:
                     if query.predicate(r[2]):
                         total += 1

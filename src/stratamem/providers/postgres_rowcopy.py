@@ -37,16 +37,26 @@ class PostgresRowCopyMixin:
             ).fetchall()
         return [str(r[0]) for r in rows] or None
 
-    def tenant_rows(self, table: str, columns: Sequence[str], tenant_id: str, *, order_by: Sequence[str],
-                    json_columns: Sequence[str] = (), batch_size: int = 1000) -> Iterator[tuple[Any, ...]]:
+    def tenant_rows(
+        self,
+        table: str,
+        columns: Sequence[str],
+        tenant_id: str,
+        *,
+        order_by: Sequence[str],
+        json_columns: Sequence[str] = (),
+        batch_size: int = 1000,
+    ) -> Iterator[tuple[Any, ...]]:
         """Every row of ``table`` whose ``tenant_id`` is this tenant, ordered by ``order_by``
         (binary collation, so the order is the same as DuckDB's)."""
         del json_columns  # psycopg loads ``json`` columns as Python objects already
         query = sql.SQL("SELECT {cols} FROM {table} WHERE tenant_id = %s ORDER BY {order}").format(
             cols=sql.SQL(", ").join(sql.Identifier(c) for c in columns),
             table=sql.Identifier(table),
-            order=sql.SQL(", ").join(sql.SQL("{} COLLATE \"C\"").format(sql.Identifier(c)) if c != "created_at"
-                                     else sql.Identifier(c) for c in order_by),
+            order=sql.SQL(", ").join(
+                sql.SQL('{} COLLATE "C"').format(sql.Identifier(c)) if c != "created_at" else sql.Identifier(c)
+                for c in order_by
+            ),
         )
         # a server-side cursor (rows fetched in batches) lives inside a transaction
         with self.transaction("migrate") as conn, conn.cursor(name="stratamem_migrate") as cur:
@@ -54,15 +64,25 @@ class PostgresRowCopyMixin:
             cur.execute(query, [tenant_id])
             yield from (tuple(r) for r in cur)
 
-    def upsert_rows(self, table: str, columns: Sequence[str], key: Sequence[str],
-                    rows: Sequence[Sequence[Any]], *, json_columns: Sequence[str] = ()) -> int:
+    def upsert_rows(
+        self,
+        table: str,
+        columns: Sequence[str],
+        key: Sequence[str],
+        rows: Sequence[Sequence[Any]],
+        *,
+        json_columns: Sequence[str] = (),
+    ) -> int:
         """Insert ``rows`` in one transaction; a row whose ``key`` exists replaces the stored one."""
         if not rows:
             return 0
         rest = [c for c in columns if c not in key]
-        action = (sql.SQL("DO UPDATE SET ") + sql.SQL(", ").join(
-            sql.SQL("{c} = excluded.{c}").format(c=sql.Identifier(c)) for c in rest) if rest
-            else sql.SQL("DO NOTHING"))
+        action = (
+            sql.SQL("DO UPDATE SET ")
+            + sql.SQL(", ").join(sql.SQL("{c} = excluded.{c}").format(c=sql.Identifier(c)) for c in rest)
+            if rest
+            else sql.SQL("DO NOTHING")
+        )
         statement = sql.SQL("INSERT INTO {table} ({cols}) VALUES ({vals}) ON CONFLICT ({key}) {action}").format(
             table=sql.Identifier(table),
             cols=sql.SQL(", ").join(sql.Identifier(c) for c in columns),

@@ -41,8 +41,16 @@ class RowCopyMixin(DuckDBConnection):
             ).fetchall()
         return [str(r[0]) for r in rows] or None
 
-    def tenant_rows(self, table: str, columns: Sequence[str], tenant_id: str, *, order_by: Sequence[str],
-                    json_columns: Sequence[str] = (), batch_size: int = 1000) -> Iterator[tuple[Any, ...]]:
+    def tenant_rows(
+        self,
+        table: str,
+        columns: Sequence[str],
+        tenant_id: str,
+        *,
+        order_by: Sequence[str],
+        json_columns: Sequence[str] = (),
+        batch_size: int = 1000,
+    ) -> Iterator[tuple[Any, ...]]:
         """Every row of ``table`` whose ``tenant_id`` is this tenant, ordered by ``order_by``."""
         cols = ", ".join(_ident(c) for c in columns)
         order = ", ".join(_ident(c) for c in order_by)
@@ -56,17 +64,27 @@ class RowCopyMixin(DuckDBConnection):
                 for row in batch:
                     yield tuple(_load(v, j) for v, j in zip(row, parse, strict=True))
 
-    def upsert_rows(self, table: str, columns: Sequence[str], key: Sequence[str],
-                    rows: Sequence[Sequence[Any]], *, json_columns: Sequence[str] = ()) -> int:
+    def upsert_rows(
+        self,
+        table: str,
+        columns: Sequence[str],
+        key: Sequence[str],
+        rows: Sequence[Sequence[Any]],
+        *,
+        json_columns: Sequence[str] = (),
+    ) -> int:
         """Insert ``rows`` in one transaction; a row whose ``key`` exists replaces the stored one."""
         if not rows:
             return 0
         cols = ", ".join(_ident(c) for c in columns)
         rest = [c for c in columns if c not in key]
-        action = ("DO UPDATE SET " + ", ".join(f"{_ident(c)} = excluded.{_ident(c)}" for c in rest)
-                  if rest else "DO NOTHING")
-        statement = (f"INSERT INTO {_ident(table)} ({cols}) VALUES ({', '.join('?' for _ in columns)}) "
-                     f"ON CONFLICT ({', '.join(_ident(c) for c in key)}) {action}")
+        action = (
+            "DO UPDATE SET " + ", ".join(f"{_ident(c)} = excluded.{_ident(c)}" for c in rest) if rest else "DO NOTHING"
+        )
+        statement = (
+            f"INSERT INTO {_ident(table)} ({cols}) VALUES ({', '.join('?' for _ in columns)}) "
+            f"ON CONFLICT ({', '.join(_ident(c) for c in key)}) {action}"
+        )
         dump = [c in json_columns for c in columns]
         values = [[_store(v, j) for v, j in zip(row, dump, strict=True)] for row in rows]
         with self.transaction(settle=table == "memories") as cur:
