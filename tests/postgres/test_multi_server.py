@@ -26,17 +26,54 @@ from ..server.conftest import LiveServer
 
 IDS = {"userId": "u1", "projectId": "p1"}
 #: Contents are random words, so no memory is close enough to another to supersede it on add.
-VOCAB = (
-    "apple river stone cloud engine violet harbor pencil marble falcon copper tundra lantern orbit "
-    "meadow saffron glacier cobalt walnut prism ember quartz willow canyon basalt juniper nebula "
-    "cedar thistle beacon dune fjord garnet hollow ivory jasper kelp lagoon mosaic nectar"
-).split()
+VOCAB = [
+    "apple",
+    "river",
+    "stone",
+    "cloud",
+    "engine",
+    "violet",
+    "harbor",
+    "pencil",
+    "marble",
+    "falcon",
+    "copper",
+    "tundra",
+    "lantern",
+    "orbit",
+    "meadow",
+    "saffron",
+    "glacier",
+    "cobalt",
+    "walnut",
+    "prism",
+    "ember",
+    "quartz",
+    "willow",
+    "canyon",
+    "basalt",
+    "juniper",
+    "nebula",
+    "cedar",
+    "thistle",
+    "beacon",
+    "dune",
+    "fjord",
+    "garnet",
+    "hollow",
+    "ivory",
+    "jasper",
+    "kelp",
+    "lagoon",
+    "mosaic",
+    "nectar",
+]
 ROUNDS = 8
 
 
 @pytest.fixture()
 def servers(pg_store_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[LiveServer]]:
-    import redis  # noqa: PLC0415  redis extra: only this test needs the client
+    import redis
 
     try:
         redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2).ping()
