@@ -22,6 +22,7 @@ from . import (
     keys_cmds,
     lifecycle_cmds,
     memory_cmds,
+    migrate_cmd,
     models_cmds,
     server_cmds,
     snapshot_cmds,
@@ -64,6 +65,7 @@ lifecycle_cmds.register(app)
 models_cmds.register(app)
 hygiene_cmds.register(app)
 encryption_cmds.register(app)
+migrate_cmd.register(app)
 
 
 def _click_exceptions() -> ModuleType:

@@ -65,6 +65,7 @@ from .base import (
 )
 from .contracts import concern_flags
 from .graph_sql import PgSqlCursor
+from .postgres_rowcopy import PostgresRowCopyMixin
 
 MAX_CONTENT_LENGTH = 32_000
 
@@ -131,7 +132,7 @@ def _redact(url: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
 
 
-class PostgresProvider(MemoryProvider):
+class PostgresProvider(PostgresRowCopyMixin, MemoryProvider):
     name = "postgres"
     version = psycopg.__version__
 
@@ -418,7 +419,7 @@ class PostgresProvider(MemoryProvider):
         return [
             e.tenant_id, e.id, e.layer.value, scope_key(e.layer, e.identifiers), e.content, e.content_hash,
             e.identifiers.model_dump(exclude_none=True), self._seal(e.tenant_id, e.id, e.metadata),
-            e.provenance.model_dump(exclude_none=True),
+            e.provenance.model_dump(mode="json", exclude_none=True),  # valid_to: a datetime, as JSON text
             e.tier, e.status, e.version, e.etag, float(e.importance), int(e.access_count), e.created_at,
             e.updated_at, e.expires_at, e.last_accessed_at, e.deleted_at,
             np.asarray(e.embedding, dtype=np.float32) if e.embedding is not None else None,
@@ -620,7 +621,7 @@ class PostgresProvider(MemoryProvider):
                 # One pass: rank the scope, cut, and return the full rows of the top ``limit``.
                 rows = conn.execute(
                     f"SELECT {_COLUMNS}{emb}, score, count(*) OVER () FROM ({scored}) s "
-                    "WHERE score >= %s ORDER BY score DESC, id LIMIT %s",
+                    "WHERE score >= %s ORDER BY score DESC, id COLLATE \"C\" LIMIT %s",
                     [*scored_params, query.min_score, query.limit],
                 ).fetchall()
                 hits = [ScoredEntry(entry=self._entry(r, query.include_embedding),
@@ -631,8 +632,8 @@ class PostgresProvider(MemoryProvider):
             total = 0
             with conn.transaction(), conn.cursor(name="stratamem_search") as cur:
                 cur.itersize = self._read_batch
-                cur.execute(f"SELECT id, score, metadata FROM ({scored}) s WHERE score >= %s ORDER BY score DESC, id",
-                            [*scored_params, query.min_score])
+                cur.execute(f"SELECT id, score, metadata FROM ({scored}) s WHERE score >= %s "
+                            'ORDER BY score DESC, id COLLATE "C"', [*scored_params, query.min_score])
                 for r in cur:
                     if query.predicate(self._unseal(query.tenant_id, r[0], r[2])):
                         total += 1
@@ -688,7 +689,7 @@ class PostgresProvider(MemoryProvider):
                 f"SELECT {_COLUMNS}{emb}, score FROM (SELECT *, ts_rank_cd(content_tsv, q) AS r, "
                 "ts_rank_cd(content_tsv, q) / (ts_rank_cd(content_tsv, q) + 1) AS score "
                 "FROM memories, websearch_to_tsquery('simple', %s) q "
-                f"WHERE content_tsv @@ q AND {self._SCOPE_WHERE}) s ORDER BY score DESC, id",
+                f"WHERE content_tsv @@ q AND {self._SCOPE_WHERE}) s ORDER BY score DESC, id COLLATE \"C\"",
                 [query.text, query.tenant_id, query.scope.layer.value, query.scope.key, list(query.statuses),
                  query.now],
             ).fetchall()

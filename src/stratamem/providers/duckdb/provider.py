@@ -20,12 +20,14 @@ from .governance import GovernanceMixin
 from .keys import KeysMixin
 from .lifecycle import LifecycleMixin
 from .memories import MemoriesMixin
+from .rowcopy import RowCopyMixin
 from .store import StoreMixin
 
 MAX_CONTENT_LENGTH = 32_000
 
 
-class DuckDBProvider(StoreMixin, MemoriesMixin, LifecycleMixin, EmbeddingCacheMixin, KeysMixin, GovernanceMixin):
+class DuckDBProvider(StoreMixin, MemoriesMixin, LifecycleMixin, EmbeddingCacheMixin, KeysMixin, GovernanceMixin,
+                     RowCopyMixin):
     name = "duckdb"
     version = duckdb.__version__
 
