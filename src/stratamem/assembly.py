@@ -14,6 +14,7 @@ from __future__ import annotations
 from .config import MemoryConfig
 from .embeddings import Embedder
 from .engine import Clock, MemoryEngine
+from .graph.extract import ConfiguredExtractor
 from .graph.service import GraphService, GraphUnavailable, attach_graph
 from .hygiene.service import Hygiene
 from .providers.base import MemoryProvider
@@ -25,7 +26,11 @@ def build_engine(
     """An engine on ``provider`` with the knowledge graph and hygiene attached."""
     engine = MemoryEngine(provider, embedder, config, clock=clock)
     engine.graph = attach_graph(engine)
-    engine.hygiene = Hygiene.install(engine)
+    hygiene = Hygiene.install(engine)
+    engine.hygiene = hygiene
+    if isinstance(engine.graph, GraphService):
+        # graph extraction uses the LLM the write gate uses (when it offers extract_graph), else the rules
+        engine.graph.store.extractor = ConfiguredExtractor(lambda: hygiene.llm)
     return engine
 
 

@@ -91,7 +91,7 @@ class Memory:
 
         #: Lifecycle features (importance tracking, promotion, TTL, decay, pruning, conflicts);
         #: configure with ``mem.lifecycle.config = LifecycleConfig(...)``.
-        self.lifecycle = Lifecycle(engine)
+        self.lifecycle = Lifecycle(engine, llm=lambda: hygiene_of(engine).llm)
 
     @classmethod
     def open(

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from pydantic import BaseModel, Field
 
+from ..llm.base import LLMClient
 from ..model import TenantContext
 from . import metrics
 from .compaction import consolidate
@@ -35,6 +36,9 @@ class Lifecycle(Protocol):
 
     @property
     def config(self) -> LifecycleConfig: ...
+
+    @property
+    def llm(self) -> LLMClient: ...
 
 log = logging.getLogger("stratamem.lifecycle")
 
@@ -83,7 +87,7 @@ def run_maintenance(lc: Lifecycle, tenants: Sequence[str] | None = None) -> Main
             return len(decay(engine, t, cfg.decay))
 
         def do_consolidate(c: TenantContext = ctx) -> int:
-            return len(consolidate(engine, cfg, c))
+            return len(consolidate(engine, cfg, c, llm=lc.llm))
 
         def do_prune(c: TenantContext = ctx, r: TenantReport = rep) -> int:
             if cfg.pruning.auto_prune:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
@@ -11,7 +11,8 @@ from ..arguments import check_bool, check_str_list
 from ..errors import ErrorCode, MemoryError
 from ..filters import compile_filter, parse_filter
 from ..layers import parse_identifiers, parse_layer, require_identifiers, scope_key
-from ..llm.rules import worth_keeping
+from ..llm.base import LLMClient
+from ..llm.rules import RuleBasedLLM, worth_keeping
 from ..model import Layer, LayerIdentifiers, ListMemoriesOutput, MemoryEntry, TenantContext
 from ..providers.base import ListQuery, Scope
 from ..validation import check_id
@@ -62,8 +63,12 @@ class LifecycleStats(BaseModel):
 
 
 class Lifecycle:
-    def __init__(self, engine: MemoryEngine, config: LifecycleConfig | None = None) -> None:
+    def __init__(self, engine: MemoryEngine, config: LifecycleConfig | None = None, *,
+                 llm: Callable[[], LLMClient] | None = None) -> None:
         self.engine = engine
+        #: The LLM of consolidation and reflection: ``Memory`` passes the write gate's (configured by
+        #: ``STRATAMEM_LLM_URL`` or ``mem.hygiene.configure(llm=...)``); the rule engine without one.
+        self._llm_source = llm
         self.stats = LifecycleStats()
         self._tracker = AccessTracker(engine, (config or LifecycleConfig()).importance)
         self.config = config or LifecycleConfig()
@@ -81,6 +86,10 @@ class Lifecycle:
         self._config = value
         self._tracker.cfg = value.importance
         self._tracker.background = value.access_write == "background"
+
+    @property
+    def llm(self) -> LLMClient:
+        return self._llm_source() if self._llm_source is not None else RuleBasedLLM()
 
     def flush(self) -> None:
         """Wait for queued background access writes (``access_write="background"``)."""
