@@ -28,6 +28,7 @@ from .errors import ErrorCode, MemoryError
 from .graph.service import AsyncGraph, GraphService, GraphUnavailable
 from .layers import get_accessible_layers
 from .lifecycle.manager import Lifecycle
+from .lifecycle.reflection import ReflectionResult
 from .model import (
     AddMemoryOutput,
     BulkAddOutput,
@@ -91,7 +92,8 @@ class Memory:
 
         #: Lifecycle features (importance tracking, promotion, TTL, decay, pruning, conflicts);
         #: configure with ``mem.lifecycle.config = LifecycleConfig(...)``.
-        self.lifecycle = Lifecycle(engine, llm=lambda: hygiene_of(engine).llm)
+        self.lifecycle = Lifecycle(engine, llm=lambda: hygiene_of(engine).llm,
+                                   prompts=lambda: hygiene_of(engine).config.prompts)
 
     @classmethod
     def open(
@@ -224,6 +226,12 @@ class Memory:
     def close_session(self, ctx: TenantContext | None, user_id: str, session_id: str,
                       project_id: str | None = None, *, agent_id: str | None = None) -> Any:
         return self.lifecycle.close_session(ctx, user_id, session_id, project_id, agent_id=agent_id)
+
+    def reflect(self, ctx: TenantContext | None, user_id: str, session_id: str,
+                agent_id: str | None = None) -> ReflectionResult:
+        """Distil a session's memories into agent-layer summaries and rules with provenance (with the
+        configured LLM, else by rules); idempotent (``lifecycle/reflection.py``)."""
+        return self.lifecycle.reflect(ctx, user_id, session_id, agent_id)
 
     def promote(self, ctx: TenantContext | None, source_id: str, target_layer: str | Layer, identifiers: Any = None,
                 delete_original: bool = False, content: str | None = None,
@@ -488,6 +496,10 @@ class AsyncMemory:
                             project_id: str | None = None, *, agent_id: str | None = None) -> Any:
         return await asyncio.to_thread(lambda: self.sync.close_session(ctx, user_id, session_id, project_id,
                                                                        agent_id=agent_id))
+
+    async def reflect(self, ctx: TenantContext | None, user_id: str, session_id: str,
+                      agent_id: str | None = None) -> ReflectionResult:
+        return await asyncio.to_thread(self.sync.reflect, ctx, user_id, session_id, agent_id)
 
     async def promote(self, ctx: TenantContext | None, source_id: str, target_layer: str | Layer,
                       identifiers: Any = None, delete_original: bool = False, content: str | None = None,

@@ -1,5 +1,5 @@
 """REST routes for the SDK operations beyond CRUD and search: the write gate (process / remember /
-forget), the lifecycle (promote, compact, close_session, feedback, prune, soft delete, restore,
+forget), the lifecycle (promote, compact, close_session, reflect, feedback, prune, soft delete, restore,
 delete_by_scope, conflicts, maintenance), hygiene (memory health report, policies), export as
 streamed NDJSON, stats, capabilities, accessible layers, embeddings and the ``memory_crud`` skill.
 
@@ -30,6 +30,7 @@ from ..lifecycle.feedback import FeedbackResult
 from ..lifecycle.maintenance import MaintenanceReport
 from ..lifecycle.manager import CloseSessionResult
 from ..lifecycle.pruning import PruneReport
+from ..lifecycle.reflection import ReflectionResult
 from ..model import (
     Layer,
     LayerIdentifiers,
@@ -89,6 +90,12 @@ class CompactRequest(_Body):
 class CloseSessionRequest(_Body):
     user_id: str = Field(min_length=1, max_length=256)
     project_id: str | None = Field(None, max_length=256)
+    agent_id: str | None = Field(None, max_length=256)
+
+
+class ReflectRequest(_Body):
+    user_id: str = Field(min_length=1, max_length=256)
+    agent_id: str | None = Field(None, max_length=256)
 
 
 class FeedbackRequest(_Body):
@@ -248,7 +255,29 @@ def build_operations_router() -> APIRouter:
     ) -> CloseSessionResult:
         """End a session: promote its important memories (PII-redacted) and apply session retention."""
         check_body_tenant(request, memory, ctx, body.tenant_id, "close_session")
-        result: CloseSessionResult = memory.close_session(ctx, body.user_id, session_id, body.project_id)
+        result: CloseSessionResult = memory.close_session(ctx, body.user_id, session_id, body.project_id,
+                                                          agent_id=body.agent_id)
+        return result
+
+    @r.post(
+        "/sessions/{session_id}/reflect",
+        response_model=ReflectionResult,
+        responses=responses(*COMMON),
+        name="reflect",
+        operation_id="reflectSession",
+        tags=["lifecycle"],
+    )
+    def reflect(
+        session_id: Annotated[str, Path(min_length=1, max_length=256)],
+        body: ReflectRequest,
+        request: Request,
+        memory: MemoryDep,
+        ctx: WriterDep,
+    ) -> ReflectionResult:
+        """Distil the session's memories into agent-layer summaries and rules, with provenance (LLM when
+        configured, rules otherwise); a session reflected with the same sources writes nothing."""
+        check_body_tenant(request, memory, ctx, body.tenant_id, "reflect")
+        result: ReflectionResult = memory.reflect(ctx, body.user_id, session_id, body.agent_id)
         return result
 
     @r.post(
