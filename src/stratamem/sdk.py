@@ -16,6 +16,7 @@ from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, ParamSpec, Self, TypeVar
 
+from .agent.budget import FitContextResult, fit_context
 from .agent.loop import ConversationResult, MemoryLike, Message, format_context, process_conversation, system_contract
 from .arguments import check_text
 from .assembly import build_engine, graph_of, hygiene_of
@@ -321,6 +322,16 @@ class Memory:
         """Run the write gate over the user messages of a turn; returns what was created/updated/ignored."""
         return process_conversation(self, ctx, messages, response, identifiers)
 
+    def fit_context(self, ctx: TenantContext | None, messages: Sequence[Message], max_tokens: int,
+                    identifiers: Any = None, *, layer: str | Layer = "session", keep_recent: int = 4,
+                    compact_at: float = 0.8, max_tool_tokens: int = 500) -> FitContextResult:
+        """The messages to send within ``max_tokens``: large tool outputs stored and replaced by a
+        pointer, the oldest turns compacted into a summary memory near the limit (``agent.budget``)."""
+        hygiene = self.hygiene
+        return fit_context(self, ctx, messages, max_tokens, identifiers=identifiers, layer=layer, llm=hygiene.llm,
+                           prompts=hygiene.config.prompts, keep_recent=keep_recent, compact_at=compact_at,
+                           max_tool_tokens=max_tool_tokens)
+
     # -- lifecycle ---------------------------------------------------------------------------
     def close(self) -> None:
         self.lifecycle.close()
@@ -571,6 +582,13 @@ class AsyncMemory:
     async def process_conversation(self, ctx: TenantContext | None, messages: Sequence[Message],
                                    response: Message | None = None, identifiers: Any = None) -> ConversationResult:
         return await asyncio.to_thread(self.sync.process_conversation, ctx, messages, response, identifiers)
+
+    async def fit_context(self, ctx: TenantContext | None, messages: Sequence[Message], max_tokens: int,
+                          identifiers: Any = None, *, layer: str | Layer = "session", keep_recent: int = 4,
+                          compact_at: float = 0.8, max_tool_tokens: int = 500) -> FitContextResult:
+        return await asyncio.to_thread(lambda: self.sync.fit_context(
+            ctx, messages, max_tokens, identifiers, layer=layer, keep_recent=keep_recent, compact_at=compact_at,
+            max_tool_tokens=max_tool_tokens))
 
     async def close(self) -> None:
         await asyncio.to_thread(self.sync.close)

@@ -21,6 +21,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from ..agent.budget import FitContextResult
 from ..crud.skill import MemoryCrudResponse
 from ..hygiene.gate import ProcessResult
 from ..hygiene.health import MemoryHealth
@@ -85,6 +86,16 @@ class CompactRequest(_Body):
     target_layer: LayerName | None = None
     tags: list[Annotated[str, Field(max_length=128)]] | None = None
     metadata: dict[str, Any] | None = None
+
+
+class FitContextRequest(_Body):
+    messages: list[dict[str, Any]] = Field(max_length=2000)
+    max_tokens: int = Field(ge=1, le=10_000_000)
+    identifiers: LayerIdentifiers = Field(default_factory=LayerIdentifiers)
+    layer: LayerName = "session"
+    keep_recent: int = Field(4, ge=0, le=1000)
+    compact_at: float = Field(0.8, gt=0.0, le=1.0)
+    max_tool_tokens: int = Field(500, ge=1)
 
 
 class CloseSessionRequest(_Body):
@@ -168,6 +179,23 @@ def build_operations_router() -> APIRouter:
         update, delete (intent `forget`) or ignore it, with the reason."""
         check_body_tenant(request, memory, ctx, body.tenant_id, "process")
         return memory.process(ctx, body.text, body.intent, body.identifiers, body.recent_messages, layer=body.layer)
+
+    @r.post(
+        "/context/fit",
+        response_model=FitContextResult,
+        responses=responses(*COMMON),
+        name="fit_context",
+        operation_id="fitContext",
+        tags=["write gate"],
+    )
+    def fit_context(body: FitContextRequest, request: Request, memory: MemoryDep, ctx: WriterDep) -> FitContextResult:
+        """Context budget: the messages to send within `maxTokens`. Large tool outputs are stored as
+        memories and replaced by a pointer; near the limit the oldest turns become one summary memory."""
+        check_body_tenant(request, memory, ctx, body.tenant_id, "fit_context")
+        result: FitContextResult = memory.fit_context(
+            ctx, body.messages, body.max_tokens, body.identifiers, layer=body.layer, keep_recent=body.keep_recent,
+            compact_at=body.compact_at, max_tool_tokens=body.max_tool_tokens)
+        return result
 
     @r.post(
         "/remember",
