@@ -28,8 +28,19 @@ class ChatServer:
                 status, reply = outer.respond(body)
                 if status == 200:
                     content = reply if isinstance(reply, str) else json.dumps(reply)
-                    payload = json.dumps({"id": "x", "object": "chat.completion", "choices": [
-                        {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}]})
+                    payload = json.dumps(
+                        {
+                            "id": "x",
+                            "object": "chat.completion",
+                            "choices": [
+                                {
+                                    "index": 0,
+                                    "message": {"role": "assistant", "content": content},
+                                    "finish_reason": "stop",
+                                }
+                            ],
+                        }
+                    )
                 else:
                     payload = json.dumps({"error": {"message": "nope"}})
                 data = payload.encode()

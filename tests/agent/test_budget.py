@@ -33,8 +33,13 @@ def conversation(turns: int = 12, big_every: int = 3) -> list[dict[str, Any]]:
     msgs: list[dict[str, Any]] = [{"role": "system", "content": "You are a helpful coding agent."}]
     for i in range(turns):
         msgs.append({"role": "user", "content": f"Please check build number {i}. The deadline is Friday."})
-        msgs.append({"role": "assistant", "content": f"Running the build check {i} now.",
-                     "tool_calls": [{"id": f"c{i}", "type": "function"}]})
+        msgs.append(
+            {
+                "role": "assistant",
+                "content": f"Running the build check {i} now.",
+                "tool_calls": [{"id": f"c{i}", "type": "function"}],
+            }
+        )
         output = f"{BIG}\nbuild {i}" if big_every and i % big_every == 0 else f"build {i} passed"
         msgs.append({"role": "tool", "tool_call_id": f"c{i}", "name": "ci", "content": output})
         msgs.append({"role": "assistant", "content": f"Build {i} passed. Anything else?"})
@@ -109,18 +114,29 @@ def test_llm_summary_and_fallback(chat: ChatServer, mem: Memory, acme: TenantCon
     assert "- user: Please check build number 0." in call["body"]["messages"][1]["content"]
 
     chat.respond = lambda body: (500, None)
-    before = REGISTRY.get_sample_value("stratamem_llm_fallbacks_total",
-                                       {"task": "context_compaction", "reason": "PROVIDER_ERROR"}) or 0.0
+    before = (
+        REGISTRY.get_sample_value(
+            "stratamem_llm_fallbacks_total", {"task": "context_compaction", "reason": "PROVIDER_ERROR"}
+        )
+        or 0.0
+    )
     other = mem.fit_context(acme, conversation(turns=13), 800, {"user_id": "alice", "session_id": "s2"})
     assert other.summary_method == "rules" and other.compacted_messages > 0
-    assert REGISTRY.get_sample_value("stratamem_llm_fallbacks_total",
-                                     {"task": "context_compaction", "reason": "PROVIDER_ERROR"}) == before + 1
+    assert (
+        REGISTRY.get_sample_value(
+            "stratamem_llm_fallbacks_total", {"task": "context_compaction", "reason": "PROVIDER_ERROR"}
+        )
+        == before + 1
+    )
 
 
 def test_an_output_that_cannot_be_stored_stays(mem: Memory, acme: TenantContext) -> None:
     secret = "config dump\n" + "AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n" + BIG
-    msgs = [{"role": "user", "content": "dump the config"}, {"role": "tool", "content": secret},
-            *conversation(turns=1, big_every=0)[1:]]
+    msgs = [
+        {"role": "user", "content": "dump the config"},
+        {"role": "tool", "content": secret},
+        *conversation(turns=1, big_every=0)[1:],
+    ]
     out = mem.fit_context(acme, msgs, 100_000, S)
     # the secret guard refuses to store it: it stays in the prompt (nothing is lost) and is reported
     assert out.pruned == [] and out.messages[1]["content"] == secret

@@ -70,13 +70,17 @@ def test_rules_distil_summary_and_rules_with_provenance(lmem: Memory, acme: Tena
     assert sorted(summary.provenance.compacted_from_ids or []) == sorted(ids)
     assert summary.provenance.source == "reflection" and summary.provenance.agent_id == "coder"
     rules = {stored[r].content: stored[r] for r in out.rule_ids}
-    assert set(rules) == {"User prefers TypeScript for code examples",
-                          "User wants the assistant to always answer with short bullet points"}
+    assert set(rules) == {
+        "User prefers TypeScript for code examples",
+        "User wants the assistant to always answer with short bullet points",
+    }
     ts = rules["User prefers TypeScript for code examples"]
     assert ts.metadata["kind"] == "reflection_rule" and ts.metadata["category"] == "preference"
     assert sorted(ts.metadata["reflectedFromIds"]) == sorted([ids[0], ids[3]])  # the near-duplicate merged
-    assert rules["User wants the assistant to always answer with short bullet points"].metadata[
-        "category"] == "instruction"
+    assert (
+        rules["User wants the assistant to always answer with short bullet points"].metadata["category"]
+        == "instruction"
+    )
 
 
 def test_reflect_is_idempotent_and_follows_new_sources(lmem: Memory, acme: TenantContext) -> None:
@@ -111,10 +115,12 @@ def test_reflect_needs_an_agent_and_skips_empty_sessions(lmem: Memory, acme: Ten
     assert err.value.code.value in ("MISSING_IDENTIFIER", "INVALID_PARAMS")
 
 
-def test_reflection_leaves_sensitive_memories_and_other_tenants_alone(lmem: Memory, acme: TenantContext,
-                                                                      globex: TenantContext) -> None:
-    lmem.add(acme, "User prefers Rust for systems code", "session", S, {"private": True},
-             provenance={"agentId": "coder"})
+def test_reflection_leaves_sensitive_memories_and_other_tenants_alone(
+    lmem: Memory, acme: TenantContext, globex: TenantContext
+) -> None:
+    lmem.add(
+        acme, "User prefers Rust for systems code", "session", S, {"private": True}, provenance={"agentId": "coder"}
+    )
     _session(lmem, acme)
     _session(lmem, globex, ["User prefers Go for everything"])
     out = lmem.reflect(acme, "alice", "s1")
@@ -125,9 +131,13 @@ def test_reflection_leaves_sensitive_memories_and_other_tenants_alone(lmem: Memo
 def _reflect_reply(body: dict[str, Any]) -> tuple[int, Any]:
     system = body["messages"][0]["content"]
     if "Distil them" in system:
-        return 200, {"summary": "Alice worked on a flaky login test in TypeScript.",
-                     "rules": [{"content": "When the user asks for code, answer in TypeScript", "sources": [1, 4, 99]},
-                               {"content": "Keep answers to short bullet points", "sources": []}]}
+        return 200, {
+            "summary": "Alice worked on a flaky login test in TypeScript.",
+            "rules": [
+                {"content": "When the user asks for code, answer in TypeScript", "sources": [1, 4, 99]},
+                {"content": "Keep answers to short bullet points", "sources": []},
+            ],
+        }
     return 200, {"entities": [], "relations": []}
 
 
@@ -150,16 +160,23 @@ def test_llm_reflection(chat: ChatServer, dmem: Memory, acme: TenantContext) -> 
 
 
 def test_llm_failure_falls_back_to_rules_and_counts(chat: ChatServer, dmem: Memory, acme: TenantContext) -> None:
-    chat.respond = lambda body: (200, "no json here") if "Distil them" in body["messages"][0]["content"] else (
-        200, {"entities": [], "relations": []})
+    chat.respond = lambda body: (
+        (200, "no json here")
+        if "Distil them" in body["messages"][0]["content"]
+        else (200, {"entities": [], "relations": []})
+    )
     dmem.hygiene.configure(llm=OpenAIChatLLM(chat.url, "m"))
-    before = REGISTRY.get_sample_value("stratamem_llm_fallbacks_total",
-                                       {"task": "reflection", "reason": "PROVIDER_ERROR"}) or 0.0
+    before = (
+        REGISTRY.get_sample_value("stratamem_llm_fallbacks_total", {"task": "reflection", "reason": "PROVIDER_ERROR"})
+        or 0.0
+    )
     _session(dmem, acme)
     out = dmem.reflect(acme, "alice", "s1")
     assert out.method == "rules" and out.created == 3
-    assert REGISTRY.get_sample_value("stratamem_llm_fallbacks_total",
-                                     {"task": "reflection", "reason": "PROVIDER_ERROR"}) == before + 1
+    assert (
+        REGISTRY.get_sample_value("stratamem_llm_fallbacks_total", {"task": "reflection", "reason": "PROVIDER_ERROR"})
+        == before + 1
+    )
 
 
 def test_close_session_reflects_first(lmem: Memory, acme: TenantContext) -> None:
@@ -206,9 +223,28 @@ def test_cli_reflect(tmp_path: Path) -> None:
         mem.add(TenantContext(tenant_id="acme", principal="u1"), "Always answer in British English", "session", S)
     env = {**os.environ, "PYTHONPATH": SRC, "STRATAMEM_EMBEDDER": "hashing", "COLUMNS": "200"}
     env.pop("STRATAMEM_LLM_URL", None)
-    out = subprocess.run([sys.executable, "-m", "stratamem", "reflect", "--user-id", "alice", "--session-id", "s1",
-                          "--agent-id", "coder", "--db", str(db), "-t", "acme"],
-                         capture_output=True, text=True, env=env, timeout=120)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "stratamem",
+            "reflect",
+            "--user-id",
+            "alice",
+            "--session-id",
+            "s1",
+            "--agent-id",
+            "coder",
+            "--db",
+            str(db),
+            "-t",
+            "acme",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)
     assert result["created"] == 2 and result["method"] == "rules" and result["agent_id"] == "coder"

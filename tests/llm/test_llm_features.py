@@ -33,9 +33,13 @@ def fallbacks(task: str, reason: str) -> float:
 def _graph_reply(body: dict[str, Any]) -> tuple[int, Any]:
     system = body["messages"][0]["content"]
     if "named entities" in system:
-        return 200, {"entities": [{"name": "Zorblax", "type": "PROJECT"}, {"name": "Quillon", "type": "TECHNOLOGY"}],
-                     "relations": [{"source": "Zorblax", "target": "Quillon", "type": "USES"},
-                                   {"source": "Zorblax", "target": "Nobody", "type": "USES"}]}
+        return 200, {
+            "entities": [{"name": "Zorblax", "type": "PROJECT"}, {"name": "Quillon", "type": "TECHNOLOGY"}],
+            "relations": [
+                {"source": "Zorblax", "target": "Quillon", "type": "USES"},
+                {"source": "Zorblax", "target": "Nobody", "type": "USES"},
+            ],
+        }
     return 500, None
 
 
@@ -50,8 +54,9 @@ def test_extract_graph_sends_the_vocabulary_and_known_names(chat: ChatServer) ->
     llm.close()
 
 
-def test_graph_extraction_uses_the_configured_llm(chat: ChatServer, open_mem: Callable[..., Memory],
-                                                  acme: TenantContext) -> None:
+def test_graph_extraction_uses_the_configured_llm(
+    chat: ChatServer, open_mem: Callable[..., Memory], acme: TenantContext
+) -> None:
     chat.respond = _graph_reply
     mem = open_mem()
     mem.hygiene.configure(llm=OpenAIChatLLM(chat.url, "m"))
@@ -64,8 +69,9 @@ def test_graph_extraction_uses_the_configured_llm(chat: ChatServer, open_mem: Ca
     assert [n.node.label for n in neighbours] == ["Quillon"]  # the dangling "Nobody" relation is dropped
 
 
-def test_graph_extraction_falls_back_to_rules_and_counts(chat: ChatServer, open_mem: Callable[..., Memory],
-                                                         acme: TenantContext) -> None:
+def test_graph_extraction_falls_back_to_rules_and_counts(
+    chat: ChatServer, open_mem: Callable[..., Memory], acme: TenantContext
+) -> None:
     chat.respond = lambda body: (500, None)
     mem = open_mem()
     mem.hygiene.configure(llm=OpenAIChatLLM(chat.url, "m"))
@@ -76,9 +82,9 @@ def test_graph_extraction_falls_back_to_rules_and_counts(chat: ChatServer, open_
     assert mid in {i.node.id for i in related.items}  # the rules extracted "Alice"
 
 
-def test_graph_extraction_without_an_llm_makes_no_http_call(chat: ChatServer, open_mem: Callable[..., Memory],
-                                                            acme: TenantContext,
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_graph_extraction_without_an_llm_makes_no_http_call(
+    chat: ChatServer, open_mem: Callable[..., Memory], acme: TenantContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("STRATAMEM_LLM_URL", raising=False)
     mem = open_mem()
     mem.add(acme, "Alice works on Project Phoenix", "user", U)
@@ -86,8 +92,9 @@ def test_graph_extraction_without_an_llm_makes_no_http_call(chat: ChatServer, op
     assert mem.graph.related(acme, "Alice", hops=1).items
 
 
-def test_graph_extraction_reads_the_environment(chat: ChatServer, open_mem: Callable[..., Memory],
-                                                acme: TenantContext, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_graph_extraction_reads_the_environment(
+    chat: ChatServer, open_mem: Callable[..., Memory], acme: TenantContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
     chat.respond = _graph_reply
     monkeypatch.setenv("STRATAMEM_LLM_URL", chat.url)
     monkeypatch.setenv("STRATAMEM_LLM_MODEL", "m")
@@ -97,20 +104,24 @@ def test_graph_extraction_reads_the_environment(chat: ChatServer, open_mem: Call
 
 
 def _consolidating(mem: Memory) -> None:
-    mem.lifecycle.config = LifecycleConfig(consolidation=ConsolidationConfig(max_memories_before_trigger=3,
-                                                                             similarity_threshold=0.95))
+    mem.lifecycle.config = LifecycleConfig(
+        consolidation=ConsolidationConfig(max_memories_before_trigger=3, similarity_threshold=0.95)
+    )
 
 
 def _duplicates(mem: Memory, acme: TenantContext) -> list[str]:
-    ids = [mem.add(acme, "User prefers dark mode", "user", U).memory.id,
-           mem.add(acme, "User prefers dark mode!", "user", U).memory.id]
+    ids = [
+        mem.add(acme, "User prefers dark mode", "user", U).memory.id,
+        mem.add(acme, "User prefers dark mode!", "user", U).memory.id,
+    ]
     mem.add(acme, "Team standup is at nine", "user", U)
     mem.add(acme, "Quarterly report due in March", "user", U)
     return ids
 
 
-def test_consolidation_uses_llm_summary_and_category(chat: ChatServer, open_mem: Callable[..., Memory],
-                                                     acme: TenantContext) -> None:
+def test_consolidation_uses_llm_summary_and_category(
+    chat: ChatServer, open_mem: Callable[..., Memory], acme: TenantContext
+) -> None:
     def respond(body: dict[str, Any]) -> tuple[int, Any]:
         system = body["messages"][0]["content"]
         if "Merge the memories" in system:
@@ -135,8 +146,9 @@ def test_consolidation_uses_llm_summary_and_category(chat: ChatServer, open_mem:
     assert listing == "- User prefers dark mode\n- User prefers dark mode!"  # oldest first
 
 
-def test_consolidation_falls_back_to_the_longest_and_counts(chat: ChatServer, open_mem: Callable[..., Memory],
-                                                            acme: TenantContext) -> None:
+def test_consolidation_falls_back_to_the_longest_and_counts(
+    chat: ChatServer, open_mem: Callable[..., Memory], acme: TenantContext
+) -> None:
     chat.respond = lambda body: (429, None)
     mem = open_mem(embedder="hashing")
     _consolidating(mem)
@@ -150,8 +162,7 @@ def test_consolidation_falls_back_to_the_longest_and_counts(chat: ChatServer, op
     assert merged[0].content == "User prefers dark mode!" and "category" not in merged[0].metadata
 
 
-def test_write_gate_fallback_is_counted(chat: ChatServer, open_mem: Callable[..., Memory],
-                                        acme: TenantContext) -> None:
+def test_write_gate_fallback_is_counted(chat: ChatServer, open_mem: Callable[..., Memory], acme: TenantContext) -> None:
     chat.respond = lambda body: (500, None)
     mem = open_mem(embedder="hashing")
     mem.hygiene.configure(llm=OpenAIChatLLM(chat.url, "m"))

@@ -36,11 +36,16 @@ def test_reflect_route(client: TestClient, make_key: Callable[..., str], server_
 
 def test_fit_context_route(client: TestClient, make_key: Callable[..., str], server_mem: Memory) -> None:
     big = "\n".join(f"row {i}: ok" for i in range(600))
-    messages = [{"role": "user", "content": "run the report"}, {"role": "tool", "content": big},
-                *({"role": "user", "content": f"message {i}"} for i in range(4))]
-    res = client.post("/v1/context/fit", headers=h(make_key()),
-                      json={"messages": messages, "maxTokens": 100000, "identifiers": {"userId": "alice",
-                                                                                      "sessionId": "s1"}})
+    messages = [
+        {"role": "user", "content": "run the report"},
+        {"role": "tool", "content": big},
+        *({"role": "user", "content": f"message {i}"} for i in range(4)),
+    ]
+    res = client.post(
+        "/v1/context/fit",
+        headers=h(make_key()),
+        json={"messages": messages, "maxTokens": 100000, "identifiers": {"userId": "alice", "sessionId": "s1"}},
+    )
     assert res.status_code == 200, res.text
     body = res.json()
     pointer = body["pruned"][0]["memory_id"]

@@ -57,14 +57,33 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 class BudgetStore(Protocol):
     """What :func:`fit_context` needs of a store: ``Memory.add`` and ``Memory.list``."""
 
-    def add(self, ctx: TenantContext | None = ..., content: str | None = ..., layer: Any = ...,
-            identifiers: Any = ..., metadata: dict[str, Any] | None = ..., *, tier: str | None = ...,
-            expires_at: Any = ..., importance: float | None = ..., provenance: Any = ...,
-            supersedes: Sequence[str] | None = ...) -> AddMemoryOutput: ...
+    def add(
+        self,
+        ctx: TenantContext | None = ...,
+        content: str | None = ...,
+        layer: Any = ...,
+        identifiers: Any = ...,
+        metadata: dict[str, Any] | None = ...,
+        *,
+        tier: str | None = ...,
+        expires_at: Any = ...,
+        importance: float | None = ...,
+        provenance: Any = ...,
+        supersedes: Sequence[str] | None = ...,
+    ) -> AddMemoryOutput: ...
 
-    def list(self, ctx: TenantContext | None = ..., layer: Any = ..., identifiers: Any = ...,
-             cursor: str | None = ..., limit: int | None = ..., filter: Any = ..., *,
-             include_superseded: bool = ..., as_of: Any = ...) -> ListMemoriesOutput: ...
+    def list(
+        self,
+        ctx: TenantContext | None = ...,
+        layer: Any = ...,
+        identifiers: Any = ...,
+        cursor: str | None = ...,
+        limit: int | None = ...,
+        filter: Any = ...,
+        *,
+        include_superseded: bool = ...,
+        as_of: Any = ...,
+    ) -> ListMemoriesOutput: ...
 
 
 class PrunedOutput(BaseModel):
@@ -121,8 +140,9 @@ def _sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _existing(store: BudgetStore, ctx: TenantContext | None, layer: Any, identifiers: Any, kind: str,
-              digest: str) -> str | None:
+def _existing(
+    store: BudgetStore, ctx: TenantContext | None, layer: Any, identifiers: Any, kind: str, digest: str
+) -> str | None:
     found = store.list(ctx, layer, identifiers, limit=1, filter={"kind": kind, "contentSha256": digest})
     return found.memories[0].id if found.memories else None
 
@@ -190,30 +210,56 @@ def _compaction_span(messages: list[dict[str, Any]], keep_recent: int, need: int
     return chosen
 
 
-def fit_context(store: BudgetStore, ctx: TenantContext | None, messages: Sequence[Message], max_tokens: int, *,
-                identifiers: Any = None, layer: Any = "session", llm: LLMClient | None = None,
-                prompts: PromptTemplates | None = None, keep_recent: int = 4, compact_at: float = 0.8,
-                max_tool_tokens: int = 500) -> FitContextResult:
+def fit_context(
+    store: BudgetStore,
+    ctx: TenantContext | None,
+    messages: Sequence[Message],
+    max_tokens: int,
+    *,
+    identifiers: Any = None,
+    layer: Any = "session",
+    llm: LLMClient | None = None,
+    prompts: PromptTemplates | None = None,
+    keep_recent: int = 4,
+    compact_at: float = 0.8,
+    max_tool_tokens: int = 500,
+) -> FitContextResult:
     """The messages to send within ``max_tokens`` (see the module doc). Pruned outputs and summaries
     are stored in ``layer`` with ``identifiers`` (default: the session layer, so they need
     ``user_id`` and ``session_id``)."""
     op = "fit_context"
     if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
-        raise MemoryError(ErrorCode.INVALID_PARAMS, "messages must be a list of messages", operation=op,
-                          details={"field": "messages"})
-    for name, value, low in (("max_tokens", max_tokens, 1), ("keep_recent", keep_recent, 0),
-                             ("max_tool_tokens", max_tool_tokens, 1)):
+        raise MemoryError(
+            ErrorCode.INVALID_PARAMS, "messages must be a list of messages", operation=op, details={"field": "messages"}
+        )
+    for name, value, low in (
+        ("max_tokens", max_tokens, 1),
+        ("keep_recent", keep_recent, 0),
+        ("max_tool_tokens", max_tool_tokens, 1),
+    ):
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise MemoryError(ErrorCode.INVALID_PARAMS, f"{name} must be an integer of at least {low}",
-                              operation=op, details={"field": name})
+            raise MemoryError(
+                ErrorCode.INVALID_PARAMS,
+                f"{name} must be an integer of at least {low}",
+                operation=op,
+                details={"field": name},
+            )
     if isinstance(compact_at, bool) or not isinstance(compact_at, int | float) or not 0 < compact_at <= 1:
-        raise MemoryError(ErrorCode.INVALID_PARAMS, "compact_at must be a number in (0, 1]", operation=op,
-                          details={"field": "compact_at"})
+        raise MemoryError(
+            ErrorCode.INVALID_PARAMS,
+            "compact_at must be a number in (0, 1]",
+            operation=op,
+            details={"field": "compact_at"},
+        )
     try:
         msgs = [_as_dict(m) for m in messages]
     except (TypeError, ValueError, AttributeError):
-        raise MemoryError(ErrorCode.INVALID_PARAMS, "messages must be strings, dicts or message objects",
-                          operation=op, details={"field": "messages"}) from None
+        raise MemoryError(
+            ErrorCode.INVALID_PARAMS,
+            "messages must be strings, dicts or message objects",
+            operation=op,
+            details={"field": "messages"},
+        ) from None
     before = sum(message_tokens(m) for m in msgs)
     result = FitContextResult(messages=msgs, max_tokens=max_tokens, tokens_before=before, tokens_after=before)
     recent_from = len(msgs) - keep_recent
@@ -232,11 +278,14 @@ def fit_context(store: BudgetStore, ctx: TenantContext | None, messages: Sequenc
                 for key, field in (("name", "toolName"), ("tool_call_id", "toolCallId")):
                     if isinstance(m.get(key), str):
                         meta[field] = m[key]
-                mid = store.add(ctx, content, layer, identifiers, meta,
-                                provenance={"source": "tool_output"}).memory.id
+                mid = store.add(ctx, content, layer, identifiers, meta, provenance={"source": "tool_output"}).memory.id
         except MemoryError as exc:
-            if exc.code in (ErrorCode.INVALID_PARAMS, ErrorCode.MISSING_IDENTIFIER, ErrorCode.INVALID_LAYER,
-                            ErrorCode.FORBIDDEN):
+            if exc.code in (
+                ErrorCode.INVALID_PARAMS,
+                ErrorCode.MISSING_IDENTIFIER,
+                ErrorCode.INVALID_LAYER,
+                ErrorCode.FORBIDDEN,
+            ):
                 raise  # the caller's arguments are wrong, not this output
             result.not_pruned.append(KeptOutput(index=i, code=exc.code.value))
             continue
@@ -254,26 +303,41 @@ def fit_context(store: BudgetStore, ctx: TenantContext | None, messages: Sequenc
             digest = _sha("\n".join(f"{r}: {t}" for r, t in lines))
             summary_id = _existing(store, ctx, layer, identifiers, SUMMARY_KIND, digest)
             if summary_id is not None:
-                found = store.list(ctx, layer, identifiers, limit=1, filter={"kind": SUMMARY_KIND,
-                                                                            "contentSha256": digest}).memories[0]
+                found = store.list(
+                    ctx, layer, identifiers, limit=1, filter={"kind": SUMMARY_KIND, "contentSha256": digest}
+                ).memories[0]
                 summary, method = found.content, str(found.metadata.get("summarizedBy", "rules"))
             else:
                 summary, method = _summarise(lines, summary_budget, llm, prompts)
                 if not summary:
                     summary = f"{len(span)} earlier messages (small talk)"
                 summary_id = store.add(
-                    ctx, summary, layer, identifiers,
-                    {"kind": SUMMARY_KIND, "contentSha256": digest, "compactedMessages": len(span),
-                     "summarizedBy": method},
-                    provenance={"source": "context_compaction",
-                                "compacted_from_ids": [p.memory_id for p in result.pruned if p.index in span]
-                                or None}).memory.id
-            replacement = {"role": "system",
-                           "content": f"Summary of {len(span)} earlier messages (memory {summary_id}): {summary}"}
+                    ctx,
+                    summary,
+                    layer,
+                    identifiers,
+                    {
+                        "kind": SUMMARY_KIND,
+                        "contentSha256": digest,
+                        "compactedMessages": len(span),
+                        "summarizedBy": method,
+                    },
+                    provenance={
+                        "source": "context_compaction",
+                        "compacted_from_ids": [p.memory_id for p in result.pruned if p.index in span] or None,
+                    },
+                ).memory.id
+            replacement = {
+                "role": "system",
+                "content": f"Summary of {len(span)} earlier messages (memory {summary_id}): {summary}",
+            }
             first = span[0]
             taken = set(span)
-            msgs = [*[m for i, m in enumerate(msgs) if i < first and i not in taken], replacement,
-                    *[m for i, m in enumerate(msgs) if i > first and i not in taken]]
+            msgs = [
+                *[m for i, m in enumerate(msgs) if i < first and i not in taken],
+                replacement,
+                *[m for i, m in enumerate(msgs) if i > first and i not in taken],
+            ]
             result.compacted_messages = len(span)
             result.summary_memory_id = summary_id
             result.summary_method = "llm" if method == "llm" else "rules"
@@ -283,8 +347,9 @@ def fit_context(store: BudgetStore, ctx: TenantContext | None, messages: Sequenc
     return result
 
 
-def _summarise(lines: list[tuple[str, str]], budget: int, llm: LLMClient | None,
-               prompts: PromptTemplates | None) -> tuple[str, str]:
+def _summarise(
+    lines: list[tuple[str, str]], budget: int, llm: LLMClient | None, prompts: PromptTemplates | None
+) -> tuple[str, str]:
     if llm is not None and not isinstance(llm, RuleBasedLLM):
         try:
             system = (prompts or PromptTemplates()).summarize_conversation

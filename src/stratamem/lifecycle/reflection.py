@@ -103,18 +103,24 @@ def _is_reflection(entry: MemoryEntry) -> bool:
     return entry.metadata.get("kind") in (SUMMARY_KIND, RULE_KIND)
 
 
-def session_sources(engine: MemoryEngine, ctx: TenantContext, user_id: str, session_id: str,
-                    agent_id: str | None, now: datetime) -> list[MemoryEntry]:
+def session_sources(
+    engine: MemoryEngine, ctx: TenantContext, user_id: str, session_id: str, agent_id: str | None, now: datetime
+) -> list[MemoryEntry]:
     """The session's memories and the agent's memories written in it, oldest first, without sensitive
     or private ones and without reflections."""
     ids = parse_identifiers({"user_id": user_id, "session_id": session_id})
-    out = list(iter_scope(engine.provider, ctx.tenant_id, now,
-                          scope=Scope(Layer.SESSION, scope_key(Layer.SESSION, ids))))
+    out = list(
+        iter_scope(engine.provider, ctx.tenant_id, now, scope=Scope(Layer.SESSION, scope_key(Layer.SESSION, ids)))
+    )
     if agent_id is not None:
         agent = parse_identifiers({"agent_id": agent_id, "user_id": user_id})
-        out += [e for e in iter_scope(engine.provider, ctx.tenant_id, now,
-                                      scope=Scope(Layer.AGENT, scope_key(Layer.AGENT, agent)))
-                if e.provenance.created_in_session_id == session_id]
+        out += [
+            e
+            for e in iter_scope(
+                engine.provider, ctx.tenant_id, now, scope=Scope(Layer.AGENT, scope_key(Layer.AGENT, agent))
+            )
+            if e.provenance.created_in_session_id == session_id
+        ]
     kept = [e for e in out if not _is_reflection(e) and sensitivity(e.metadata) is None]
     kept.sort(key=lambda e: (e.created_at, e.id))
     return kept[-MAX_SOURCES:]
@@ -167,8 +173,9 @@ def distil_rules(sources: Sequence[MemoryEntry]) -> tuple[str, list[tuple[str, l
     return "; ".join(lines), rules
 
 
-def distil_llm(llm: LLMClient, prompts: PromptTemplates,
-               sources: Sequence[MemoryEntry]) -> tuple[str, list[tuple[str, list[str], str]]]:
+def distil_llm(
+    llm: LLMClient, prompts: PromptTemplates, sources: Sequence[MemoryEntry]
+) -> tuple[str, list[tuple[str, list[str], str]]]:
     """One structured LLM call; rules name their sources by number (1-based)."""
     listing = "\n".join(f"{i}. {' '.join(e.content.split())}" for i, e in enumerate(sources, 1))
     out = llm.complete_json(prompts.system("reflect"), listing, _Reflection)
@@ -183,13 +190,25 @@ def distil_llm(llm: LLMClient, prompts: PromptTemplates,
 # -------------------------------------------------------------------------------- the job
 
 
-def reflect(engine: MemoryEngine, ctx: TenantContext, user_id: Any, session_id: Any, agent_id: Any,
-            llm: LLMClient, prompts: PromptTemplates, operation: str = "reflect") -> ReflectionResult:
+def reflect(
+    engine: MemoryEngine,
+    ctx: TenantContext,
+    user_id: Any,
+    session_id: Any,
+    agent_id: Any,
+    llm: LLMClient,
+    prompts: PromptTemplates,
+    operation: str = "reflect",
+) -> ReflectionResult:
     """Distil one session into the agent layer (see the module doc). The caller has checked grants."""
     ids = parse_identifiers({"user_id": user_id, "session_id": session_id}, operation)
     if ids.user_id is None or ids.session_id is None:
-        raise MemoryError(ErrorCode.MISSING_IDENTIFIER, "reflect needs user_id and session_id", operation=operation,
-                          details={"layer": "session", "identifier": "userId/sessionId"})
+        raise MemoryError(
+            ErrorCode.MISSING_IDENTIFIER,
+            "reflect needs user_id and session_id",
+            operation=operation,
+            details={"layer": "session", "identifier": "userId/sessionId"},
+        )
     uid, sid = ids.user_id, ids.session_id
     agent = parse_identifiers({"agent_id": agent_id}, operation).agent_id if agent_id is not None else None
     now = engine.now()
@@ -203,12 +222,18 @@ def reflect(engine: MemoryEngine, ctx: TenantContext, user_id: Any, session_id: 
         result.skipped = "no agent id: pass agent_id or write the session's memories with provenance.agentId"
         return result
     target = LayerIdentifiers(agent_id=agent, user_id=uid)
-    existing = [e for e in iter_scope(engine.provider, ctx.tenant_id, now,
-                                      scope=Scope(Layer.AGENT, scope_key(Layer.AGENT, target)))
-                if _is_reflection(e)]
+    existing = [
+        e
+        for e in iter_scope(
+            engine.provider, ctx.tenant_id, now, scope=Scope(Layer.AGENT, scope_key(Layer.AGENT, target))
+        )
+        if _is_reflection(e)
+    ]
     source_ids = sorted(e.id for e in sources)
-    previous = next((e for e in existing if e.metadata.get("kind") == SUMMARY_KIND
-                     and e.metadata.get("reflectedSessionId") == sid), None)
+    previous = next(
+        (e for e in existing if e.metadata.get("kind") == SUMMARY_KIND and e.metadata.get("reflectedSessionId") == sid),
+        None,
+    )
     if previous is not None and sorted(previous.metadata.get("reflectedFromIds") or []) == source_ids:
         result.unchanged, result.summary_id = True, previous.id
         result.method = "llm" if previous.metadata.get("reflectedBy") == "llm" else "rules"
@@ -230,19 +255,29 @@ def reflect(engine: MemoryEngine, ctx: TenantContext, user_id: Any, session_id: 
     base_meta = {"reflectedSessionId": sid, "reflectedBy": result.method}
     items: list[AddMemoryInput] = []
     if summary:
-        items.append(AddMemoryInput(
-            content=f"Session {sid}: {summary}", layer=Layer.AGENT.value, identifiers=target,
-            metadata={**base_meta, "kind": SUMMARY_KIND, "reflectedFromIds": source_ids},
-            provenance={"agent_id": agent, "source": "reflection", "compacted_from_ids": source_ids},
-            supersedes=[previous.id] if previous is not None else None))
+        items.append(
+            AddMemoryInput(
+                content=f"Session {sid}: {summary}",
+                layer=Layer.AGENT.value,
+                identifiers=target,
+                metadata={**base_meta, "kind": SUMMARY_KIND, "reflectedFromIds": source_ids},
+                provenance={"agent_id": agent, "source": "reflection", "compacted_from_ids": source_ids},
+                supersedes=[previous.id] if previous is not None else None,
+            )
+        )
     for text, from_ids, category in rules:
         if any(jaccard(key_terms(text), key_terms(k)) >= RULE_OVERLAP for k in known_rules):
             continue
         known_rules.append(text)
-        items.append(AddMemoryInput(
-            content=text, layer=Layer.AGENT.value, identifiers=target,
-            metadata={**base_meta, "kind": RULE_KIND, "category": category, "reflectedFromIds": from_ids},
-            provenance={"agent_id": agent, "source": "reflection", "compacted_from_ids": from_ids}))
+        items.append(
+            AddMemoryInput(
+                content=text,
+                layer=Layer.AGENT.value,
+                identifiers=target,
+                metadata={**base_meta, "kind": RULE_KIND, "category": category, "reflectedFromIds": from_ids},
+                provenance={"agent_id": agent, "source": "reflection", "compacted_from_ids": from_ids},
+            )
+        )
     written = write_entries(engine, ctx, items, operation)
     result.created = len(written)
     for entry in written:
@@ -252,15 +287,18 @@ def reflect(engine: MemoryEngine, ctx: TenantContext, user_id: Any, session_id: 
             result.rule_ids.append(entry.id)
     if result.summary_id is None and previous is not None:
         result.summary_id = previous.id
-    engine.audit.record(tenant_id=ctx.tenant_id, principal=ctx.principal, action=operation, layer="agent",
-                        memory_ids=[e.id for e in written],
-                        details={"session_id": sid, "sources": len(sources), "method": result.method,
-                                 "created": result.created})
+    engine.audit.record(
+        tenant_id=ctx.tenant_id,
+        principal=ctx.principal,
+        action=operation,
+        layer="agent",
+        memory_ids=[e.id for e in written],
+        details={"session_id": sid, "sources": len(sources), "method": result.method, "created": result.created},
+    )
     return result
 
 
-def idle_sessions(engine: MemoryEngine, tenant_id: str, idle_after: timedelta,
-                  now: datetime) -> list[tuple[str, str]]:
+def idle_sessions(engine: MemoryEngine, tenant_id: str, idle_after: timedelta, now: datetime) -> list[tuple[str, str]]:
     """``(user_id, session_id)`` of the tenant's sessions whose newest memory is older than
     ``idle_after`` (maintenance reflects them; ``reflect`` skips the unchanged ones)."""
     newest: dict[tuple[str, str], datetime] = {}

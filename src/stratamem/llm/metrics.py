@@ -9,8 +9,11 @@ from ..errors import MemoryError
 #: Every time a configured LLM failed and a feature used its offline rules instead. ``task``:
 #: write_gate, graph_extraction, consolidation, reflection, context_compaction; ``reason``: the error
 #: code of the failure (PROVIDER_ERROR, RATE_LIMITED, CONFIGURATION_ERROR …) or ``invalid_reply``.
-FALLBACKS = Counter("stratamem_llm_fallbacks_total",
-                    "LLM calls that failed and were answered by the offline rules instead", ["task", "reason"])
+FALLBACKS = Counter(
+    "stratamem_llm_fallbacks_total",
+    "LLM calls that failed and were answered by the offline rules instead",
+    ["task", "reason"],
+)
 
 
 def reason_of(exc: BaseException) -> str:

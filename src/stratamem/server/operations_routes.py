@@ -193,8 +193,15 @@ def build_operations_router() -> APIRouter:
         memories and replaced by a pointer; near the limit the oldest turns become one summary memory."""
         check_body_tenant(request, memory, ctx, body.tenant_id, "fit_context")
         result: FitContextResult = memory.fit_context(
-            ctx, body.messages, body.max_tokens, body.identifiers, layer=body.layer, keep_recent=body.keep_recent,
-            compact_at=body.compact_at, max_tool_tokens=body.max_tool_tokens)
+            ctx,
+            body.messages,
+            body.max_tokens,
+            body.identifiers,
+            layer=body.layer,
+            keep_recent=body.keep_recent,
+            compact_at=body.compact_at,
+            max_tool_tokens=body.max_tool_tokens,
+        )
         return result
 
     @r.post(
@@ -283,8 +290,9 @@ def build_operations_router() -> APIRouter:
     ) -> CloseSessionResult:
         """End a session: promote its important memories (PII-redacted) and apply session retention."""
         check_body_tenant(request, memory, ctx, body.tenant_id, "close_session")
-        result: CloseSessionResult = memory.close_session(ctx, body.user_id, session_id, body.project_id,
-                                                          agent_id=body.agent_id)
+        result: CloseSessionResult = memory.close_session(
+            ctx, body.user_id, session_id, body.project_id, agent_id=body.agent_id
+        )
         return result
 
     @r.post(
