@@ -20,6 +20,7 @@ from typing import Any
 from .config import MemoryConfig
 from .embeddings import Embedder
 from .engine import Clock, MemoryEngine
+from .graph.extract import ConfiguredExtractor
 from .graph.service import GraphService, GraphUnavailable, attach_graph
 from .hygiene.service import Hygiene
 from .lifecycle.manager import Lifecycle
@@ -34,7 +35,11 @@ def build_engine(
     """An engine on ``provider`` with the knowledge graph and hygiene attached."""
     engine = MemoryEngine(provider, embedder, config, clock=clock)
     engine.graph = attach_graph(engine)
-    engine.hygiene = Hygiene.install(engine)
+    hygiene = Hygiene.install(engine)
+    engine.hygiene = hygiene
+    if isinstance(engine.graph, GraphService):
+        # graph extraction uses the LLM the write gate uses (when it offers extract_graph), else the rules
+        engine.graph.store.extractor = ConfiguredExtractor(lambda: hygiene.llm)
     return engine
 
 
@@ -59,8 +64,9 @@ def assemble(
 
 
 def build_lifecycle(engine: MemoryEngine) -> Lifecycle:
-    """The lifecycle feature on ``engine``; it registers its access and conflict hooks there."""
-    return Lifecycle(engine)
+    """The lifecycle feature on ``engine``; it registers its access and conflict hooks there, and uses
+    the write gate's LLM and prompts (consolidation, reflection) when one is configured."""
+    return Lifecycle(engine, llm=lambda: hygiene_of(engine).llm, prompts=lambda: hygiene_of(engine).config.prompts)
 
 
 def build_snapshots(engine: MemoryEngine, settings: S3Settings | None = None, **kwargs: Any) -> SnapshotManager:

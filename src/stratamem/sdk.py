@@ -16,6 +16,7 @@ from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, ParamSpec, Self, TypeVar
 
+from .agent.budget import FitContextResult, fit_context
 from .agent.loop import ConversationResult, MemoryLike, Message, format_context, process_conversation, system_contract
 from .arguments import check_text
 from .assembly import assemble, build_lifecycle, build_snapshots, graph_of, hygiene_of
@@ -29,6 +30,7 @@ from .errors import ErrorCode, MemoryError
 from .graph.service import AsyncGraph, GraphService, GraphUnavailable
 from .layers import get_accessible_layers
 from .lifecycle.manager import Lifecycle
+from .lifecycle.reflection import ReflectionResult
 from .model import (
     AddMemoryOutput,
     BulkAddOutput,
@@ -548,6 +550,12 @@ class Memory:
         """
         return self.lifecycle.close_session(ctx, user_id, session_id, project_id, agent_id=agent_id)
 
+    def reflect(self, ctx: TenantContext | None, user_id: str, session_id: str,
+                agent_id: str | None = None) -> ReflectionResult:
+        """Distil a session's memories into agent-layer summaries and rules with provenance (with the
+        configured LLM, else by rules); idempotent (``lifecycle/reflection.py``)."""
+        return self.lifecycle.reflect(ctx, user_id, session_id, agent_id)
+
     def promote(self, ctx: TenantContext | None, source_id: str, target_layer: str | Layer, identifiers: Any = None,
                 delete_original: bool = False, content: str | None = None,
                 tags: builtins.list[str] | None = None) -> MemoryEntry:
@@ -911,6 +919,15 @@ class Memory:
             raise MemoryError(ErrorCode.CONFIGURATION_ERROR, "metrics are not observed: open the store with "
                               "observe=True (or STRATAMEM_OBSERVE=1)", operation="metrics_text")
         return telemetry.metrics_text()
+    def fit_context(self, ctx: TenantContext | None, messages: Sequence[Message], max_tokens: int,
+                    identifiers: Any = None, *, layer: str | Layer = "session", keep_recent: int = 4,
+                    compact_at: float = 0.8, max_tool_tokens: int = 500) -> FitContextResult:
+        """The messages to send within ``max_tokens``: large tool outputs stored and replaced by a
+        pointer, the oldest turns compacted into a summary memory near the limit (``agent.budget``)."""
+        hygiene = self.hygiene
+        return fit_context(self, ctx, messages, max_tokens, identifiers=identifiers, layer=layer, llm=hygiene.llm,
+                           prompts=hygiene.config.prompts, keep_recent=keep_recent, compact_at=compact_at,
+                           max_tool_tokens=max_tool_tokens)
 
     # -- lifecycle ---------------------------------------------------------------------------
     def close(self) -> None:
@@ -1113,6 +1130,10 @@ class AsyncMemory:
         return await asyncio.to_thread(lambda: self.sync.close_session(ctx, user_id, session_id, project_id,
                                                                        agent_id=agent_id))
 
+    async def reflect(self, ctx: TenantContext | None, user_id: str, session_id: str,
+                      agent_id: str | None = None) -> ReflectionResult:
+        return await asyncio.to_thread(self.sync.reflect, ctx, user_id, session_id, agent_id)
+
     async def promote(self, ctx: TenantContext | None, source_id: str, target_layer: str | Layer,
                       identifiers: Any = None, delete_original: bool = False, content: str | None = None,
                       tags: builtins.list[str] | None = None) -> MemoryEntry:
@@ -1190,6 +1211,12 @@ class AsyncMemory:
 
     async def metrics_text(self) -> str:
         return await asyncio.to_thread(self.sync.metrics_text)
+    async def fit_context(self, ctx: TenantContext | None, messages: Sequence[Message], max_tokens: int,
+                          identifiers: Any = None, *, layer: str | Layer = "session", keep_recent: int = 4,
+                          compact_at: float = 0.8, max_tool_tokens: int = 500) -> FitContextResult:
+        return await asyncio.to_thread(lambda: self.sync.fit_context(
+            ctx, messages, max_tokens, identifiers, layer=layer, keep_recent=keep_recent, compact_at=compact_at,
+            max_tool_tokens=max_tool_tokens))
 
     async def close(self) -> None:
         await asyncio.to_thread(self.sync.close)

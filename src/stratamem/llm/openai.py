@@ -21,7 +21,7 @@ from pydantic import ValidationError
 from ..errors import ErrorCode, MemoryError
 from ..hygiene.prompts import DEFAULT_PROMPTS
 from ..settings import Settings
-from .base import Classification, DecisionContext, FormattedMemory, M, Summary, WriteDecision
+from .base import Classification, DecisionContext, FormattedMemory, GraphExtraction, M, Summary, WriteDecision
 
 
 def _retry_after(response: httpx.Response) -> float | None:
@@ -133,6 +133,16 @@ class OpenAIChatLLM:
     def summarize(self, texts: Sequence[str], *, system: str | None = None) -> Summary:
         listing = "\n".join(f"- {t}" for t in texts)
         return self.complete_json(system or DEFAULT_PROMPTS.system("summarize"), listing, Summary)
+
+    def extract_graph(self, text: str, *, known_entities: Sequence[str],
+                      relation_types: Sequence[str]) -> GraphExtraction:
+        """Entities and typed relations of ``text`` (the knowledge graph's ``LLMGraphExtractor`` hook)."""
+        parts = [f"Relation types: {', '.join(relation_types)}"]
+        if known_entities:
+            # the tenant's dictionary can be large: the names the text could mean are enough
+            parts.append("Known entities: " + ", ".join(list(known_entities)[:50]))
+        parts.append(f"Text:\n{text}")
+        return self.complete_json(DEFAULT_PROMPTS.extract_graph, "\n\n".join(parts), GraphExtraction)
 
     def close(self) -> None:
         self._client.close()
