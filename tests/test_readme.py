@@ -54,3 +54,10 @@ def test_cli_example_runs(tmp_path: Path) -> None:
         outputs.append(out.stdout)
     assert "PostgreSQL 16" in outputs[1]  # the search found the memory
     assert (tmp_path / "data" / "acme.jsonl").exists() and (tmp_path / "data" / "copy.duckdb").exists()
+
+
+def test_readme_stays_short_and_its_links_resolve() -> None:
+    """The README is for users (install, examples, links); the rest lives in docs/."""
+    assert len(README.splitlines()) < 350
+    for target in re.findall(r"\]\(((?:docs|benchmarks)/[^)#]+)", README):
+        assert (ROOT / target).exists(), target

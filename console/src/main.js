@@ -422,7 +422,7 @@ function graph(main) {
 // ------------------------------------------------------------------ Health
 /** "purged 2 · archived 1 (0.03 s)": the non-zero counts of one maintenance run. */
 function runSummary(r) {
-  const parts = [["purged", r.purged], ["archived", r.archived], ["merged", r.consolidated],
+  const parts = [["purged", r.purged], ["archived", r.archived], ["reflected", r.reflected], ["merged", r.consolidated],
                  ["pruned", r.pruned], ["prune candidates", r.prune_candidates], ["repaired", r.integrity_repaired]]
     .filter(([, n]) => n).map(([label, n]) => `${label} ${n}`);
   const errors = Object.keys(r.errors || {});

@@ -4,6 +4,8 @@ Public API: :class:`Memory`, :class:`AsyncMemory`, :class:`TenantContext`, :clas
 and the data models.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from .config import MemoryConfig
 from .errors import ErrorCode, MemoryError, StratamemError
 from .layers import get_accessible_layers
@@ -22,12 +24,18 @@ from .model import (
     UpdateMemoryOutput,
 )
 from .sdk import AsyncMemory, Memory
+from .telemetry.observe import ObserveConfig
+
+if TYPE_CHECKING:
+    from .client import AsyncClient, Client
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AddMemoryOutput",
+    "AsyncClient",
     "AsyncMemory",
+    "Client",
     "ErrorCode",
     "HealthCheckResult",
     "Layer",
@@ -38,6 +46,7 @@ __all__ = [
     "MemoryEntry",
     "MemoryError",
     "MetadataFilter",
+    "ObserveConfig",
     "Provenance",
     "SearchMemoryOutput",
     "SearchResult",
@@ -47,3 +56,12 @@ __all__ = [
     "__version__",
     "get_accessible_layers",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``Client`` / ``AsyncClient`` load httpx only when used: opening an embedded store stays offline."""
+    if name in ("Client", "AsyncClient"):
+        from . import client  # noqa: PLC0415 - httpx is imported only by applications that use the client
+
+        return getattr(client, name)
+    raise AttributeError(f"module 'stratamem' has no attribute {name!r}")

@@ -35,14 +35,14 @@ class MemoryConfig(BaseModel):
     #: Items per bulk_add / bulk_delete call through the SDK (REST caps lower).
     max_bulk_items: int = Field(1000, ge=1)
     #: Weight of lexical (BM25) matching fused into search scores; 0 = dense similarity only.
-    #: ``score = dense + w · lex · (1 - dense)`` (see README "Scores"); tuned on LoCoMo.
+    #: ``score = dense + w · lex · (1 - dense)`` (see docs/concepts.md "Scores"); tuned on LoCoMo.
     hybrid_weight: float = Field(1.0, ge=0.0, le=1.0)
     #: Weight of a positioned memory's neighbouring turns in its score (``retrieval/context.py``); 0 = off.
     context_weight: float = Field(0.2, ge=0.0, le=1.0)
     #: Query-time boosts, off by default (0): a hit's score is multiplied by
     #: ``1 - recency_boost · (1 - 0.5 ** (age_days / recency_half_life_days))`` and by
     #: ``1 - importance_boost · (1 - importance)``; the threshold applies to the relevance before
-    #: them (README "Scores", ``retrieval/boosts.py``). Measured by ``benchmarks/boosts.py``.
+    #: them (docs/concepts.md "Scores", ``retrieval/boosts.py``). Measured by ``benchmarks/boosts.py``.
     recency_boost: float = Field(0.0, ge=0.0, le=1.0)
     importance_boost: float = Field(0.0, ge=0.0, le=1.0)
     recency_half_life_days: float = Field(30.0, gt=0.0)
@@ -63,7 +63,7 @@ class MemoryConfig(BaseModel):
     graph_enabled: bool = True
     #: Redis shared by every process using this store (None = off; ``Memory.open`` reads
     #: ``STRATAMEM_REDIS_URL`` unless this is set): the shared embedding cache and the memory_crud
-    #: rate limiter. Unreachable Redis never fails an operation (see README "Redis").
+    #: rate limiter. Unreachable Redis never fails an operation (see docs/postgres-redis.md "Redis").
     redis_url: str | None = None
     #: Prefix of every Redis key this store writes (``{prefix}:emb:…``, ``{prefix}:rl:…``).
     redis_prefix: str = Field("stratamem", min_length=1)

@@ -35,13 +35,14 @@ from .embeddings import Embedder, EmbeddingService, content_hash
 from .embeddings.redis_cache import RedisEmbeddingCache
 from .errors import ErrorCode, MemoryError
 from .features import EventsFeature, SearchExpansion
-from .filters import compile_filter, parse_filter
+from .filters import compile_filter, parse_filter, with_tags_match
 from .hooks import ConflictHook, EngineHooks, Observer, OperationEvent, ResultFilter, WriteGuard
 from .layers import (
     get_accessible_layers,
     parse_identifiers,
     parse_layer,
     parse_layers,
+    precedence,
     require_identifiers,
     scope_key,
     scoped_identifiers,
@@ -67,6 +68,7 @@ from .model import (
     UpdateMemoryOutput,
 )
 from .providers.base import ListPage, ListQuery, MemoryProvider, PreparedAdd, Scope, SearchPage, SearchQuery
+from .query import UNSET, QueryOptions, narrower_layers, parse_options
 from .retrieval.boosts import Boosts, boosted_page
 from .retrieval.context import context_page
 from .retry import call_with_retry
@@ -119,6 +121,9 @@ def _lower_priority() -> None:
         with suppress(OSError):
             setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
 
+
+#: Most hits of one layer a search with a time window or ``as_of`` ranks before filtering them.
+_MAX_WINDOW_CANDIDATES = 10_000
 
 #: What ``get`` returns and history searches reach: current memories and the ones a newer one replaced.
 CURRENT_AND_HISTORY: tuple[str, ...] = ("active", "superseded")
@@ -667,9 +672,13 @@ class MemoryEngine:
                expand_graph: bool = False,
                hybrid_weight: float | None = None, recency_boost: float | None = None,
                importance_boost: float | None = None, include_superseded: bool = False,
-               as_of: Any = None) -> SearchMemoryOutput:
+               as_of: Any = None, order: Any = None, since: Any = None, until: Any = None,
+               time_field: Any = None, tags_match: Any = None, include_narrower: Any = False) -> SearchMemoryOutput:
         with self.operation("search", ctx) as (tctx, extra):
             op = "search"
+            opts = parse_options(op, order=order, since=since, until=until, time_field=time_field,
+                                 tags_match=tags_match, include_narrower=include_narrower,
+                                 default_order="relevance", allow_relevance=True)
             if not isinstance(query, str) or not query.strip():
                 raise MemoryError(ErrorCode.INVALID_PARAMS, "query must be a non-empty string", operation=op,
                                   details={"field": "query"})
@@ -687,10 +696,13 @@ class MemoryEngine:
                                   details={"field": "threshold"})
             ids = parse_identifiers(identifiers, op)
             target = self.resolve_layers(ids, layers, op)
+            if opts.include_narrower:
+                target = sorted({*target, *(n for lyr in target for n in narrower_layers(lyr, ids))},
+                                key=precedence)
             for layer in target:
                 self.require_grant(tctx, layer, ids, op)
-            predicate = compile_filter(parse_filter(filter, op))
-            # Lexical weight of the fused score (README "Scores"); 0 = dense similarity only.
+            predicate = compile_filter(with_tags_match(parse_filter(filter, op), opts.tags_match))
+            # Lexical weight of the fused score (docs/concepts.md "Scores"); 0 = dense similarity only.
             lexical_weight = _weight(self.config.hybrid_weight if hybrid_weight is None else hybrid_weight,
                                      "hybrid_weight", op)
             # Optional query-time boosts (retrieval/boosts.py), off unless configured or asked for.
@@ -708,17 +720,27 @@ class MemoryEngine:
 
             def one(layer: Layer) -> SearchPage:
                 def fetch(n: int) -> SearchPage:
-                    q = SearchQuery(
-                        tenant_id=tctx.tenant_id, scope=Scope(layer, scope_key(layer, ids)), vector=vector,
-                        text=query, limit=n if at is None else max(4 * n, 40), min_score=float(threshold), now=now,
-                        predicate=predicate, include_embedding=True, lexical_weight=lexical_weight,
-                        statuses=statuses,
-                    )
-                    page: SearchPage = self._store(lambda: self.provider.search(q), op)
-                    if at is not None:  # history: the memories that were current at ``at``
-                        valid = [h for h in page.hits if valid_at(h.entry, at)]
-                        page = SearchPage(hits=valid[:n], total=len(valid))
-                    return page
+                    def keep(entry: MemoryEntry) -> bool:
+                        return (at is None or valid_at(entry, at)) and opts.in_window(entry)
+
+                    fetched = n if at is None and not opts.windowed else max(4 * n, 40)
+                    while True:
+                        q = SearchQuery(
+                            tenant_id=tctx.tenant_id, scope=Scope(layer, scope_key(layer, ids)), vector=vector,
+                            text=query, limit=fetched, min_score=float(threshold), now=now,
+                            predicate=predicate, include_embedding=True, lexical_weight=lexical_weight,
+                            statuses=statuses,
+                        )
+                        page: SearchPage = self._store(lambda q=q: self.provider.search(q), op)  # type: ignore[misc]
+                        if at is None and not opts.windowed:
+                            return page
+                        # history or a time window: the matching hits among the best ``fetched``; fetch
+                        # more while too few match and the scope has more hits above the threshold
+                        valid = [h for h in page.hits if keep(h.entry)]
+                        exhausted = len(page.hits) < fetched or fetched >= _MAX_WINDOW_CANDIDATES
+                        if len(valid) >= n or exhausted:
+                            return SearchPage(hits=valid[:n], total=len(valid) if exhausted else page.total)
+                        fetched = min(_MAX_WINDOW_CANDIDATES, 4 * fetched)
                 if boosts.active:
                     return boosted_page(fetch, limit, boosts, now)
                 return context_page(fetch, limit, self.config.context_weight)
@@ -749,6 +771,8 @@ class MemoryEngine:
                 )
                 for layer, hit in merged[:limit]
             ]
+            if opts.order != "relevance":  # the best ``limit`` matches, shown by creation time
+                results.sort(key=lambda r: (r.memory.created_at, r.memory.id), reverse=opts.order == "newest")
             if expand_graph:  # knowledge graph: add neighbours of the top hits through shared entities
                 for gate in self.tenant_gates:  # the graph tables, not only what a plain search reads
                     gate(tctx.tenant_id, "graph.expand_search")
@@ -784,9 +808,10 @@ class MemoryEngine:
             return entry
 
     def update(self, ctx: Any, memory_id: Any, content: Any = None, metadata: Any = None, if_match: str | None = None,
-               *, expires_at: Any = None, tier: str | None = None, record_conflict: bool = True) -> UpdateMemoryOutput:
+               *, expires_at: Any = UNSET, tier: str | None = None, record_conflict: bool = True) -> UpdateMemoryOutput:
         """``record_conflict=False``: an ``if_match`` mismatch stores nothing (the seed-001 conflict entry
-        is kept only for callers of that contract: the SDK and memory_crud; REST passes False)."""
+        is kept only for callers of that contract: the SDK and memory_crud; REST passes False).
+        ``expires_at``: not given keeps the expiry, ``None`` clears it, a date-time sets it."""
         with self.operation("update", ctx) as (tctx, extra):
             op = "update"
             mid = self._check_id(memory_id, op)
@@ -794,7 +819,8 @@ class MemoryEngine:
             if content is not None:
                 content = self._check_content(content, op)
             patch = self._check_metadata(metadata, op) if metadata is not None else None
-            new_expiry = self._check_expiry(expires_at, op)
+            keep_expiry = expires_at is UNSET
+            new_expiry = None if keep_expiry else self._check_expiry(expires_at, op)
             for _attempt in range(self.config.retry_max_attempts + 1):
                 current = self.get_visible(tctx, mid, op)
                 if current is None:
@@ -842,7 +868,7 @@ class MemoryEngine:
                         "updated_at": max(self.now(), current.updated_at),
                         "version": version,
                         "etag": _etag(mid, version, chash, merged_md),
-                        "expires_at": new_expiry if new_expiry is not None else current.expires_at,
+                        "expires_at": current.expires_at if keep_expiry else new_expiry,
                         "tier": tier if tier is not None else current.tier,
                         "embedding": embedding,
                     }
@@ -903,25 +929,39 @@ class MemoryEngine:
     # ------------------------------------------------------------------------------ list
     def list(self, ctx: Any, layer: Any = None, identifiers: Any = None, cursor: str | None = None,
              limit: Any = None, filter: Any = None, *, include_superseded: bool = False,
-             as_of: Any = None) -> ListMemoriesOutput:
+             as_of: Any = None, order: Any = None, since: Any = None, until: Any = None,
+             time_field: Any = None, tags_match: Any = None, include_narrower: Any = False) -> ListMemoriesOutput:
         with self.operation("list", ctx) as (tctx, extra):
             op = "list"
+            opts = parse_options(op, order=order, since=since, until=until, time_field=time_field,
+                                 tags_match=tags_match, include_narrower=include_narrower,
+                                 default_order="oldest", allow_relevance=False)
             ids = parse_identifiers(identifiers, op)
-            scope = None
+            scopes: builtins.list[Scope] = []
             if layer is not None:
                 lyr = parse_layer(layer, op)
                 require_identifiers(lyr, ids, op)
-                self.require_grant(tctx, lyr, ids, op)
-                scope = Scope(lyr, scope_key(lyr, ids))
+                for each in [lyr, *(narrower_layers(lyr, ids) if opts.include_narrower else [])]:
+                    self.require_grant(tctx, each, ids, op)
+                    scopes.append(Scope(each, scope_key(each, ids)))
+            elif opts.include_narrower:
+                raise MemoryError(ErrorCode.INVALID_PARAMS, "include_narrower needs a layer (the broadest scope "
+                                  "to read)", operation=op, details={"field": "include_narrower"}, retryable=False)
+            scope = scopes[0] if scopes else None
             limit = self._check_limit(limit, self.config.default_list_limit, self.config.max_list_limit, op)
-            flt: MetadataFilter | None = parse_filter(filter, op)
+            flt: MetadataFilter | None = with_tags_match(parse_filter(filter, op), opts.tags_match)
             fp = fingerprint(tctx.tenant_id, scope.layer.value if scope else None, scope.key if scope else None,
-                             flt.model_dump() if flt else None)
+                             flt.model_dump() if flt else None,
+                             *([opts.key()] if opts != QueryOptions(order="oldest") else []))
             after = decode_cursor(cursor, fp, op) if cursor is not None else None
             at = parse_as_of(as_of, op)
             query = ListQuery(tenant_id=tctx.tenant_id, now=self.now(), scope=scope, predicate=compile_filter(flt),
-                              after=after, limit=limit, statuses=_statuses(include_superseded, at, op))
-            if scope is None and tctx.grant is not None and not tctx.grant.all:
+                              after=after, limit=limit, statuses=_statuses(include_superseded, at, op),
+                              descending=opts.order == "newest", since=opts.since, until=opts.until,
+                              time_field=opts.column)
+            if len(scopes) > 1:
+                page = self._list_scopes(query, scopes, op)
+            elif scope is None and tctx.grant is not None and not tctx.grant.all:
                 page = self._list_granted(tctx, query, op)
             else:
                 page = self._store(lambda: self.provider.list(query), op)
@@ -933,6 +973,18 @@ class MemoryEngine:
                 next_cursor = encode_cursor(last.created_at, last.id, fp)
             extra["result_count"] = len(page.entries)
             return ListMemoriesOutput(memories=page.entries, next_cursor=next_cursor, total_count=page.total)
+
+    def _list_scopes(self, query: ListQuery, scopes: Sequence[Scope], operation: str) -> ListPage:
+        """One page over several scopes (``include_narrower``): each scope's first ``limit`` entries
+        past the cursor, merged in the query's order; the page is the first ``limit`` of the merge."""
+        pages: builtins.list[ListPage] = [
+            self._store(lambda q=replace(query, scope=sc): self.provider.list(q), operation)  # type: ignore[misc]
+            for sc in scopes
+        ]
+        merged = sorted((e for p in pages for e in p.entries), key=lambda e: (e.created_at, e.id),
+                        reverse=query.descending)
+        return ListPage(entries=merged[:query.limit], total=sum(p.total for p in pages),
+                        has_more=len(merged) > query.limit or any(p.has_more for p in pages))
 
     def _list_granted(self, ctx: TenantContext, query: ListQuery, operation: str) -> ListPage:
         """A tenant-wide list for a restricted grant: the tenant's pages, keeping what the grant sees
@@ -947,7 +999,7 @@ class MemoryEngine:
                 if not self.visible(ctx, entry):
                     continue
                 total += 1
-                if (query.after is None or (entry.created_at, entry.id) > query.after) and len(kept) <= query.limit:
+                if query.past((entry.created_at, entry.id)) and len(kept) <= query.limit:
                     kept.append(entry)
             if not page.has_more or not page.entries:
                 break

@@ -285,7 +285,7 @@ class MemoryEntry(_Model):
 class MetadataFilter(_Model):
     """Search/list filter on entry metadata: tags, source type, knowledge pointer, custom fields.
 
-    * ``tags``: match entries having ANY of these tags (OR).
+    * ``tags``: match entries having ANY of these tags (OR), or ALL of them with ``tags_match="all"``.
     * ``source_type``: ``metadata.source.type`` equals this.
     * ``has_knowledge_pointer``: entry has (or lacks) ``metadata.knowledgePointer``.
     * ``custom``: ``{field: value}`` for equality, or ``{field: {op: value}}`` with ops
@@ -293,6 +293,7 @@ class MetadataFilter(_Model):
     """
 
     tags: list[str] | None = None
+    tags_match: Literal["any", "all"] | None = None
     source_type: str | None = None
     has_knowledge_pointer: bool | None = None
     custom: dict[str, Any] | None = None

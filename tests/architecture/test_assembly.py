@@ -5,12 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from stratamem import Memory, TenantContext
-from stratamem.assembly import build_engine, graph_of, hygiene_of
+from stratamem.assembly import assemble, build_engine, build_snapshots, graph_of, hygiene_of
 from stratamem.embeddings import make_embedder
 from stratamem.graph.service import GraphService, GraphUnavailable
 from stratamem.graph.store import GraphStore
 from stratamem.hooks import EngineHooks
 from stratamem.hygiene.service import Hygiene
+from stratamem.persistence.s3 import S3Settings
+from stratamem.persistence.snapshots import SnapshotManager
 from stratamem.providers import DuckDBProvider, InMemoryProvider
 
 
@@ -46,3 +48,17 @@ def test_memory_open_goes_through_the_assembly_and_lifecycle_registers_its_hooks
         added = mem.add(t, "the user prefers tea", layer="user", identifiers={"user_id": "u1"})
         found = mem.search(t, "tea", identifiers={"user_id": "u1"})
         assert [r.memory.id for r in found.results] == [added.memory.id]
+
+
+def test_assemble_builds_the_engine_and_its_lifecycle(tmp_path: Path) -> None:
+    system = assemble(DuckDBProvider(tmp_path / "system.duckdb"), make_embedder("hashing"))
+    try:
+        assert system.lifecycle.engine is system.engine
+        assert system.engine.hooks.conflict is not None  # the lifecycle registered its hooks
+        mem = Memory(system.engine, lifecycle=system.lifecycle)
+        assert mem.lifecycle is system.lifecycle
+        manager = build_snapshots(system.engine, S3Settings(bucket="unused"))
+        assert isinstance(manager, SnapshotManager) and manager.engine is system.engine
+    finally:
+        system.lifecycle.close()
+        system.engine.close()

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import json
-import threading
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -13,49 +10,7 @@ import pytest
 from stratamem import Memory, MemoryError, TenantContext
 from stratamem.llm import DecisionContext, OpenAIChatLLM, RuleBasedLLM, make_llm
 
-Responder = Callable[[dict[str, Any]], tuple[int, Any]]
-
-
-class ChatServer:
-    """A real HTTP server speaking /v1/chat/completions; the test decides what it answers."""
-
-    def __init__(self) -> None:
-        self.requests: list[dict[str, Any]] = []
-        self.respond: Responder = lambda body: (200, {"action": "ignore", "reason": "default"})
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                length = int(self.headers.get("content-length", "0"))
-                body = json.loads(self.rfile.read(length))
-                outer.requests.append({"path": self.path, "body": body, "auth": self.headers.get("authorization")})
-                status, reply = outer.respond(body)
-                if status == 200:
-                    content = reply if isinstance(reply, str) else json.dumps(reply)
-                    payload = json.dumps({"id": "x", "object": "chat.completion", "choices": [
-                        {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}]})
-                else:
-                    payload = json.dumps({"error": {"message": "nope"}})
-                data = payload.encode()
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                if status == 429:
-                    self.send_header("retry-after", "2")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: Any) -> None:
-                return None
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+from ..chat_server import ChatServer
 
 
 @pytest.fixture()
@@ -141,7 +96,9 @@ def test_process_uses_the_http_llm(chat: ChatServer, open_mem: Callable[..., Mem
     stored = mem.get(acme, res.memory_id)
     assert stored is not None and stored.content == "User drinks oolong tea every morning"
     assert stored.metadata["category"] == "preference"
-    assert len(chat.requests) == 2
+    # decide + format; the third call is the knowledge graph's extraction of the stored memory
+    systems = [r["body"]["messages"][0]["content"] for r in chat.requests]
+    assert len([s for s in systems if "named entities" not in s]) == 2 and len(systems) == 3
 
 
 def test_process_falls_back_to_rules_when_llm_fails(chat: ChatServer, open_mem: Callable[..., Memory],

@@ -1,4 +1,4 @@
-"""The README's "Hygiene and governance" examples run as written (default offline embedder)."""
+"""The (README-linked) docs page's "Hygiene and governance" examples run as written (default offline embedder)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SECTION = (ROOT / "README.md").read_text(encoding="utf-8").split("## Hygiene and governance", 1)[1].split("\n## ", 1)[0]
+DOC = (ROOT / "docs" / "hygiene.md").read_text(encoding="utf-8")
+SECTION = DOC.split("## Hygiene and governance", 1)[1].split("\n## ", 1)[0]
 
 
 def _env() -> dict[str, str]:

@@ -1,4 +1,5 @@
-"""The README's "PostgreSQL and Redis" examples run as written (store URL and queue swapped for the test's)."""
+"""The "PostgreSQL and Redis" examples of docs/postgres-redis.md run as written (store URL and queue
+swapped for the test's)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from stratamem.coordination import WriteCoordinator
 from ..conftest import require_service
 
 ROOT = Path(__file__).resolve().parents[2]
-SECTION = (ROOT / "README.md").read_text(encoding="utf-8").split("## PostgreSQL and Redis", 1)[1].split("\n## ", 1)[0]
+DOC = (ROOT / "docs" / "postgres-redis.md").read_text(encoding="utf-8")
+SECTION = DOC.split("## PostgreSQL and Redis", 1)[1].split("\n## ", 1)[0]
 BLOCKS = re.findall(r"```py\n(.*?)```", SECTION, flags=re.S)
 ENV = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
 

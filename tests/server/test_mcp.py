@@ -21,8 +21,9 @@ from .conftest import LiveServer, cli_env, cli_key
 
 CATEGORIES = ["preference", "fact", "context", "instruction"]
 SEED_TOOLS = {"createMemory", "searchMemory", "updateMemory", "deleteMemory", "listMemory"}
-#: memory_crud (seed 001), the write gate with remember/forget (seed 003), lifecycle (tests/server/test_mcp_tools.py)
-EXTRA_TOOLS = {"memory_crud", "memory_process", "remember", "forget", "memory_promote", "close_session"}
+#: remember/forget (seed 003) and lifecycle; the deprecated aliases are listed too (tests/server/test_mcp_tools.py)
+EXTRA_TOOLS = {"remember", "forget", "promoteMemory", "closeSession",
+               "memory_crud", "memory_process", "memory_promote", "close_session"}
 
 
 def _data(result: Any) -> dict[str, Any]:
@@ -48,8 +49,9 @@ def check_seed_schemas(tools: list[Any]) -> None:
     search = by_name["searchMemory"]
     # the seed's input schema, plus two optional history arguments (current facts are the default)
     assert search["required"] == ["query"]
-    assert set(search["properties"]) == {"query", "limit", "category", "includeSuperseded", "asOf"}
-    assert search["properties"]["limit"]["type"] == "number" and search["properties"]["limit"]["default"] == 5
+    assert set(search["properties"]) == {"query", "limit", "category", "includeSuperseded", "asOf", "since", "until",
+                                         "tags", "tagsMatch"}
+    assert search["properties"]["limit"]["type"] == "integer" and search["properties"]["limit"]["default"] == 5
     assert set(by_name["updateMemory"]["required"]) == {"id", "content"}
     assert by_name["deleteMemory"]["required"] == ["id"]
     lst = by_name["listMemory"]

@@ -219,7 +219,7 @@ def test_health_ready(client: TestClient) -> None:
 
 
 def test_search_weights_and_boosts(client: TestClient, make_key: Callable[..., str]) -> None:
-    """hybridWeight, recencyBoost and importanceBoost reach the engine (README "Scores")."""
+    """hybridWeight, recencyBoost and importanceBoost reach the engine (docs/concepts.md "Scores")."""
     key = make_key()
     for content, importance in [("Deploys happen on Tuesdays", 0.0), ("Deploys freeze in December", 1.0)]:
         r = client.post("/v1/memories", headers=h(key), json={

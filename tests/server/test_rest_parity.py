@@ -31,6 +31,10 @@ EXCLUDED = {
     "system_contract": "static prompt text for the caller's own model; no store access",
     "format_context": "pure formatting of results the client already holds from /v1/search",
     "process_conversation": "a loop over /v1/process, one call per user message of the turn",
+    # embedded observation (telemetry/observe.py): the server always observes and serves /metrics
+    "observation": "in-process telemetry state of an embedded store; the server's is always on",
+    "metrics_text": "GET /metrics (getMetrics) serves the same Prometheus text",
+    "encryption_key": "the key of encryption at rest is configuration of the process, never sent over HTTP",
 }
 
 ALICE = {"userId": "alice"}

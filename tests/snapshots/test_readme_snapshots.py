@@ -1,4 +1,4 @@
-"""The README's "Snapshots (S3)" Python example runs as written against the real SeaweedFS."""
+"""The (README-linked) docs page's "Snapshots (S3)" Python example runs as written against the real SeaweedFS."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_readme_snapshot_example_runs(tmp_path: Path, s3_settings: S3Settings, s3: S3Store) -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = (ROOT / "docs" / "snapshots.md").read_text(encoding="utf-8")
     section = readme.split("## Snapshots (S3)", 1)[1].split("\n## ", 1)[0]
     (code,) = re.findall(r"```py\n(.*?)```", section, flags=re.S)
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "STRATAMEM_S3_URL": str(s3_settings.endpoint_url),

@@ -16,11 +16,13 @@ from .. import __version__
 from . import (
     coordination_cmds,
     demo_cmd,
+    encryption_cmds,
     graph_cmds,
     hygiene_cmds,
     keys_cmds,
     lifecycle_cmds,
     memory_cmds,
+    migrate_cmd,
     models_cmds,
     server_cmds,
     snapshot_cmds,
@@ -62,6 +64,8 @@ snapshot_cmds.register(app)
 lifecycle_cmds.register(app)
 models_cmds.register(app)
 hygiene_cmds.register(app)
+encryption_cmds.register(app)
+migrate_cmd.register(app)
 
 
 def _click_exceptions() -> ModuleType:

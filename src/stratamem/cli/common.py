@@ -18,6 +18,7 @@ from ..embeddings.batching import MicroBatchingEmbedder
 from ..errors import ErrorCode, MemoryError
 from ..model import TenantContext
 from ..sdk import DEFAULT_STORE, Memory
+from ..telemetry.observe import ObserveConfig
 
 console = Console()
 err_console = Console(stderr=True)
@@ -116,9 +117,10 @@ def store_file(db: str) -> Path | None:
 
 @contextmanager
 def open_store(db: str, embedder: str | None, *, must_exist: bool = False,
-               batch_queries: bool = False) -> Iterator[Memory]:
+               batch_queries: bool = False, observe: bool | ObserveConfig | None = None) -> Iterator[Memory]:
     """Open the store; ``must_exist`` (read commands): a missing DuckDB file is an error, never created;
-    ``batch_queries`` shares the model between concurrent query embeddings (a server)."""
+    ``batch_queries`` shares the model between concurrent query embeddings (a server); ``observe``: as
+    ``Memory.open`` (None: ``STRATAMEM_OBSERVE`` / ``STRATAMEM_METRICS_PORT``)."""
     path = store_file(db)
     if must_exist and path is not None and not path.exists():
         raise fail(ErrorCode.CONFIGURATION_ERROR.value,
@@ -127,7 +129,7 @@ def open_store(db: str, embedder: str | None, *, must_exist: bool = False,
         model = make_embedder(embedder)
         if batch_queries:
             model = MicroBatchingEmbedder(model)
-        mem = Memory.open(db, embedder=model)
+        mem = Memory.open(db, embedder=model, observe=observe)
     try:
         with coded_errors():
             yield mem

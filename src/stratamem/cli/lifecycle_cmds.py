@@ -76,11 +76,27 @@ def register(app: typer.Typer) -> None:
         user_id: Annotated[str, typer.Option("--user-id", help="userId of the session.")],
         session_id: Annotated[str, typer.Option("--session-id", help="sessionId to close.")],
         project_id: Annotated[str | None, typer.Option("--project-id", help="Promote into this project.")] = None,
+        agent_id: Annotated[str | None, typer.Option("--agent-id", help="The session's agent.")] = None,
         db: DbOpt = DEFAULT_DB,
         tenant_id: TenantOpt = None,
         embedder: EmbedderOpt = None,
     ) -> None:
         """Promote the session's important memories (PII-redacted) and apply session retention."""
         with open_store(db, embedder) as mem:
-            result = mem.close_session(tenant(tenant_id), user_id, session_id, project_id)
+            result = mem.close_session(tenant(tenant_id), user_id, session_id, project_id, agent_id=agent_id)
+        emit_json(result.model_dump(mode="json"))
+
+    @app.command("reflect")
+    def reflect(
+        user_id: Annotated[str, typer.Option("--user-id", help="userId of the session.")],
+        session_id: Annotated[str, typer.Option("--session-id", help="sessionId to reflect.")],
+        agent_id: Annotated[str | None, typer.Option(
+            "--agent-id", help="Agent layer to write to (default: the agent in the memories' provenance).")] = None,
+        db: DbOpt = DEFAULT_DB,
+        tenant_id: TenantOpt = None,
+        embedder: EmbedderOpt = None,
+    ) -> None:
+        """Distil a session into agent-layer summaries and rules (LLM when configured, else rules)."""
+        with open_store(db, embedder, must_exist=True) as mem:
+            result = mem.reflect(tenant(tenant_id), user_id, session_id, agent_id)
         emit_json(result.model_dump(mode="json"))

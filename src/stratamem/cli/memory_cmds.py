@@ -91,6 +91,18 @@ def register(app: typer.Typer) -> None:
             "--include-superseded", help="Also show memories a newer one replaced (history).")] = False,
         as_of: Annotated[str | None, typer.Option(
             "--as-of", help="ISO 8601 time: the memories that were current then.")] = None,
+        order: Annotated[str | None, typer.Option("--order", help="relevance (default), newest or oldest.")] = None,
+        since: Annotated[str | None, typer.Option("--since", help="ISO 8601: only memories at or after it.")] = None,
+        until: Annotated[str | None, typer.Option("--until", help="ISO 8601: only memories before it.")] = None,
+        time_field: Annotated[str | None, typer.Option(
+            "--time-field", help="What --since/--until apply to: created (default) or updated.")] = None,
+        tags: Annotated[list[str] | None, typer.Option("--tag", help="Only memories with this tag (repeatable).")]
+        = None,
+        tags_match: Annotated[str | None, typer.Option(
+            "--tags-match", help="any (default): one of the --tag values; all: every one.")] = None,
+        include_narrower: Annotated[bool, typer.Option(
+            "--include-narrower", help="Also the narrower scopes whose ids are given (user + session, agent).")]
+        = False,
         agent_id: AgentOpt = None, user_id: UserOpt = None, session_id: SessionOpt = None,
         project_id: ProjectOpt = None, team_id: TeamOpt = None, org_id: OrgOpt = None,
         company_id: CompanyOpt = None, object_type: ObjectTypeOpt = None, object_id: ObjectIdOpt = None,
@@ -99,12 +111,14 @@ def register(app: typer.Typer) -> None:
         """Semantic search across the layers the identifiers reach."""
         ids = identifiers(agent_id, user_id, session_id, project_id, team_id, org_id, company_id, object_type,
                           object_id)
-        flt = parse_json_option(filter_json, "--filter")
+        flt = with_tags(parse_json_option(filter_json, "--filter"), tags)
         with open_store(db, embedder, must_exist=True) as mem:
             res = mem.search(tenant(tenant_id), query, identifiers=ids, layers=layers or None, limit=limit,
                              threshold=threshold, filter=flt, recency_boost=recency_boost,
                              importance_boost=importance_boost, include_superseded=include_superseded,
-                             as_of=as_of)
+                             as_of=as_of, order=order, since=since, until=until,  # type: ignore[arg-type]
+                             time_field=time_field, tags_match=tags_match,  # type: ignore[arg-type]
+                             include_narrower=include_narrower)
         if as_json:
             emit_json(res.to_json_dict())
             return
@@ -145,18 +159,32 @@ def register(app: typer.Typer) -> None:
             "--include-superseded", help="Also show memories a newer one replaced (history).")] = False,
         as_of: Annotated[str | None, typer.Option(
             "--as-of", help="ISO 8601 time: the memories that were current then.")] = None,
+        order: Annotated[str | None, typer.Option("--order", help="newest or oldest (default).")] = None,
+        since: Annotated[str | None, typer.Option("--since", help="ISO 8601: only memories at or after it.")] = None,
+        until: Annotated[str | None, typer.Option("--until", help="ISO 8601: only memories before it.")] = None,
+        time_field: Annotated[str | None, typer.Option(
+            "--time-field", help="What --since/--until apply to: created (default) or updated.")] = None,
+        tags: Annotated[list[str] | None, typer.Option("--tag", help="Only memories with this tag (repeatable).")]
+        = None,
+        tags_match: Annotated[str | None, typer.Option(
+            "--tags-match", help="any (default): one of the --tag values; all: every one.")] = None,
+        include_narrower: Annotated[bool, typer.Option(
+            "--include-narrower", help="Also the narrower scopes whose ids are given (user + session, agent).")]
+        = False,
         agent_id: AgentOpt = None, user_id: UserOpt = None, session_id: SessionOpt = None,
         project_id: ProjectOpt = None, team_id: TeamOpt = None, org_id: OrgOpt = None,
         company_id: CompanyOpt = None, object_type: ObjectTypeOpt = None, object_id: ObjectIdOpt = None,
         embedder: EmbedderOpt = None, as_json: JsonOpt = False,
     ) -> None:
-        """List memories, oldest first, one page at a time."""
+        """List memories, oldest first (or --order newest), one page at a time."""
         ids = identifiers(agent_id, user_id, session_id, project_id, team_id, org_id, company_id, object_type,
                           object_id)
         with open_store(db, embedder, must_exist=True) as mem:
             page = mem.list(tenant(tenant_id), layer=layer, identifiers=ids, cursor=cursor, limit=limit,
-                            filter=parse_json_option(filter_json, "--filter"), include_superseded=include_superseded,
-                            as_of=as_of)
+                            filter=with_tags(parse_json_option(filter_json, "--filter"), tags),
+                            include_superseded=include_superseded, as_of=as_of, order=order,  # type: ignore[arg-type]
+                            since=since, until=until, time_field=time_field,  # type: ignore[arg-type]
+                            tags_match=tags_match, include_narrower=include_narrower)  # type: ignore[arg-type]
         if as_json:
             emit_json(page.to_json_dict())
             return
@@ -277,3 +305,10 @@ def register(app: typer.Typer) -> None:
                         fh.write(line)
                         n += 1
                 console.print(f"exported {n} memories to {output}", highlight=False)
+
+
+def with_tags(flt: Any, tags: list[str] | None) -> Any:
+    """The --filter object with the --tag values added."""
+    if not tags:
+        return flt
+    return {**(flt or {}), "tags": list(tags)}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import logging
 import threading
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -12,6 +13,7 @@ from pydantic import ValidationError
 
 from ..model import Grant
 from ..sdk import Memory
+from ..telemetry.observe import ObserveConfig
 from .common import (
     DEFAULT_DB,
     AgentOpt,
@@ -98,7 +100,8 @@ def register(app: typer.Typer) -> None:
         except ValidationError as exc:
             err = exc.errors()[0]
             raise fail("INVALID_PARAMS", f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}") from None
-        with open_store(db, embedder, batch_queries=batch_queries) as mem:
+        # the app attaches the observers itself and serves them at /metrics: no second endpoint from the env
+        with open_store(db, embedder, batch_queries=batch_queries, observe=False) as mem:
             with coded_errors():
                 app_ = create_app(mem, settings)
             typer.echo(f"stratamem serving {db} on http://{host}:{port} (docs: /docs, MCP: /mcp)", err=True)
@@ -118,15 +121,30 @@ def register(app: typer.Typer) -> None:
         project_id: ProjectOpt = None, team_id: TeamOpt = None, org_id: OrgOpt = None,
         company_id: CompanyOpt = None, object_type: ObjectTypeOpt = None, object_id: ObjectIdOpt = None,
         grant: GrantOpt = None, embedder: EmbedderOpt = None,
+        observe: Annotated[bool | None, typer.Option(
+            "--observe/--no-observe", envvar="STRATAMEM_OBSERVE", show_default=False,
+            help="Metrics, per-operation spans and the audit of writes, denials and cross-tenant attempts "
+                 "(default: off; on when --metrics-port or --audit-log is given).")] = None,
+        metrics_port: Annotated[int | None, typer.Option(
+            "--metrics-port", envvar="STRATAMEM_METRICS_PORT", min=0, max=65535,
+            help="Serve Prometheus metrics at http://127.0.0.1:PORT/metrics (implies --observe).")] = None,
+        audit_log: Annotated[Path | None, typer.Option(
+            "--audit-log",
+            help="Append the audit lines (JSON) to this file (implies --observe; STRATAMEM_AUDIT_LOG names the "
+                 "file without turning observation on).")] = None,
     ) -> None:
         """Run the MCP server over stdio for one tenant and one set of identifiers (it acts only for
         them, plus the scopes given with --grant)."""
         _require_server_extra()
+        wanted = observe if observe is not None else (metrics_port is not None or audit_log is not None)
+        observation = ObserveConfig(metrics_port=metrics_port, audit_log=audit_log) if wanted else False
         from ..mcp.server import make_binding, run_stdio  # noqa: PLC0415  server extra (mcp)
 
         ids = identifiers(agent_id, user_id, session_id, project_id, team_id, org_id, company_id, object_type,
                           object_id)
-        with open_store(db, embedder) as mem:
+        with open_store(db, embedder, observe=observation) as mem:
+            if mem.observation is not None and mem.observation.metrics_url:
+                typer.echo(f"stratamem mcp: metrics at {mem.observation.metrics_url}", err=True)
             with coded_errors():
                 bound = Grant.parse(grant or [], ids) if ids or grant else None
                 ctx = tenant(tenant_id).model_copy(update={"grant": bound})

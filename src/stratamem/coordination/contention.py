@@ -10,12 +10,13 @@ Threshold: ``STRATAMEM_CONTENTION_ALERT_THRESHOLD`` contended attempts per
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from collections import deque
 
 from prometheus_client import Gauge
+
+from ..settings import Settings
 
 log = logging.getLogger("stratamem.coordination")
 
@@ -63,10 +64,9 @@ class ContentionAlert:
         return over
 
 
-def _from_env() -> ContentionAlert:
-    threshold = int(os.environ.get("STRATAMEM_CONTENTION_ALERT_THRESHOLD", "50"))
-    window = float(os.environ.get("STRATAMEM_CONTENTION_ALERT_WINDOW_S", "60"))
-    return ContentionAlert(threshold, window)
+def _from_env(settings: Settings | None = None) -> ContentionAlert:
+    settings = settings or Settings()
+    return ContentionAlert(settings.contention_alert_threshold, settings.contention_alert_window_s)
 
 
 #: The process-wide alert every :class:`~stratamem.coordination.lock.RedisLock` reports to.

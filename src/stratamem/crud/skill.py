@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ..coordination.ratelimit import Bucket, RateLimit
 from ..errors import ErrorCode, MemoryError
 from ..model import Layer, LayerIdentifiers, MemoryEntry, TenantContext
+from ..query import UNSET
 
 if TYPE_CHECKING:
     from ..engine import MemoryEngine
@@ -241,7 +242,9 @@ class _Handler:
         if item.tags is not None and metadata is not None:
             metadata["tags"] = item.tags
         if_match = item.if_match or (self.req.if_match if len(self.req.items) == 1 else None)
-        out = self.engine.update(self.ctx, entry.id, item.content, metadata, if_match, expires_at=item.expires_at,
+        # an expires_at given as null clears the expiry; left out, it stays
+        expiry: Any = item.expires_at if "expires_at" in item.model_fields_set else UNSET
+        out = self.engine.update(self.ctx, entry.id, item.content, metadata, if_match, expires_at=expiry,
                                  tier=self.req.layer)
         return entry_to_item(out.memory)
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from ..errors import ErrorCode, MemoryError
+from ..settings import Settings
 from .base import Embedder, content_hash, normalize_rows
 from .cache import EmbeddingCacheStore, EmbeddingService, SharedEmbeddingCache
 from .hashing import HashingEmbedder
@@ -24,7 +24,7 @@ __all__ = [
 ]
 
 
-def make_embedder(spec: str | Embedder | None = None, **options: Any) -> Embedder:
+def make_embedder(spec: str | Embedder | None = None, *, settings: Settings | None = None, **options: Any) -> Embedder:
     """Build an embedder from a name.
 
     ``None`` reads ``STRATAMEM_EMBEDDER`` (default ``onnx``). Names: ``onnx[:DIR]`` (all-MiniLM-L6-v2 on
@@ -35,7 +35,8 @@ def make_embedder(spec: str | Embedder | None = None, **options: Any) -> Embedde
     """
     if isinstance(spec, Embedder):
         return spec
-    name = (spec or os.environ.get("STRATAMEM_EMBEDDER") or "onnx").strip()
+    settings = settings or Settings()
+    name = (spec or settings.embedder or "onnx").strip()
     kind, _, arg = name.partition(":")
     kind = kind.lower()
     if kind == "hashing":
@@ -49,19 +50,19 @@ def make_embedder(spec: str | Embedder | None = None, **options: Any) -> Embedde
     if kind == "openai":
         from .openai import OpenAIEmbedder  # noqa: PLC0415  httpx, only for the OpenAI-compatible backend (offline runs never load it)
 
-        base_url = options.get("base_url") or os.environ.get("STRATAMEM_EMBEDDING_URL")
-        model = options.get("model") or arg or os.environ.get("STRATAMEM_EMBEDDING_MODEL")
+        base_url = options.get("base_url") or settings.embedding_url
+        model = options.get("model") or arg or settings.embedding_model
         if not base_url or not model:
             raise MemoryError(
                 ErrorCode.CONFIGURATION_ERROR,
                 "the openai embedder needs a base URL and a model (STRATAMEM_EMBEDDING_URL, "
                 "STRATAMEM_EMBEDDING_MODEL)",
             )
-        dims = options.get("dimensions") or os.environ.get("STRATAMEM_EMBEDDING_DIMENSIONS")
+        dims = options.get("dimensions") or settings.embedding_dimensions
         return OpenAIEmbedder(
             base_url,
             model,
-            api_key=options.get("api_key") or os.environ.get("STRATAMEM_EMBEDDING_API_KEY"),
+            api_key=options.get("api_key") or settings.embedding_api_key,
             dimensions=int(dims) if dims else None,
         )
     raise MemoryError(

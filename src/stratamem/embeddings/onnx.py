@@ -24,13 +24,15 @@ from typing import Any
 import numpy as np
 
 from ..errors import ErrorCode, MemoryError
+from ..settings import Settings
 from .base import Embedder, Matrix, normalize_rows
 from .onnx_build import BUILDER_VERSION, DEFAULT_MODEL_NAME, MANIFEST, build_onnx
 
 
-def default_onnx_dir(*, int8: bool = False) -> Path:
+def default_onnx_dir(*, int8: bool = False, settings: Settings | None = None) -> Path:
     """``STRATAMEM_ONNX_DIR`` (``STRATAMEM_ONNX_INT8_DIR``), else the user cache directory."""
-    env = os.environ.get("STRATAMEM_ONNX_INT8_DIR" if int8 else "STRATAMEM_ONNX_DIR")
+    settings = settings or Settings()
+    env = settings.onnx_int8_dir if int8 else settings.onnx_dir
     if env:
         return Path(env)
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")

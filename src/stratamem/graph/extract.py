@@ -19,12 +19,14 @@ import itertools
 import logging
 import re
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import NamedTuple, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from ..llm.metrics import record_fallback
 
 log = logging.getLogger("stratamem.graph")
 
@@ -104,7 +106,7 @@ class LLMGraphExtractor(Protocol):
     """
 
     def extract_graph(self, text: str, *, known_entities: Sequence[str],
-                      relation_types: Sequence[str]) -> ExtractionResult: ...
+                      relation_types: Sequence[str]) -> BaseModel | Mapping[str, Any]: ...
 
 
 # ------------------------------------------------------------------------------------ vocabulary
@@ -551,7 +553,8 @@ def _match_phrase(between: str) -> tuple[str, bool] | None:
 
 
 class LLMBackedExtractor:
-    """Uses an :class:`LLMGraphExtractor`; falls back to the offline rules when the LLM fails."""
+    """Uses an :class:`LLMGraphExtractor`; falls back to the offline rules when the LLM fails (counted
+    in ``stratamem_llm_fallbacks_total{task="graph_extraction"}``)."""
 
     name = "llm"
 
@@ -563,14 +566,52 @@ class LLMBackedExtractor:
     def extract(self, text: str, known: Mapping[str, KnownEntity] | None = None) -> ExtractionResult:
         names = [k.name for k in (known or {}).values()]
         try:
-            result = self.llm.extract_graph(text, known_entities=names, relation_types=list(RELATION_TYPES))
-            if not isinstance(result, ExtractionResult):
-                result = ExtractionResult.model_validate(result)
+            reply = self.llm.extract_graph(text, known_entities=names, relation_types=list(RELATION_TYPES))
+            if isinstance(reply, ExtractionResult):
+                result = reply
+            else:  # the LLM client's own model (llm.base.GraphExtraction) or a plain mapping
+                data = reply.model_dump() if isinstance(reply, BaseModel) else dict(reply)
+                result = ExtractionResult.model_validate(data)
             return result.cleaned()
         except Exception as exc:  # an LLM outage must not block writes: fall back to the rules
             self.failures += 1
+            record_fallback("graph_extraction", exc)
             log.warning("LLM graph extraction failed (%s); using the offline extractor", type(exc).__name__)
             return self.fallback.extract(text, known)
+
+
+class ConfiguredExtractor:
+    """The store's default extractor: the configured LLM (``STRATAMEM_LLM_URL``, or
+    ``mem.hygiene.configure(llm=...)``) when it offers ``extract_graph``, the offline rules otherwise.
+
+    ``llm`` returns the current LLM client on each call, so configuring another LLM later takes effect
+    on the next write.
+    """
+
+    name = "configured"
+
+    def __init__(self, llm: Callable[[], object], rules: GraphExtractor | None = None) -> None:
+        self._llm = llm
+        self.rules: GraphExtractor = rules or RuleBasedExtractor()
+        self._backed: LLMBackedExtractor | None = None
+        #: the last client seen that has no ``extract_graph`` (the rule engine): skips the protocol check
+        self._plain: object | None = None
+
+    def extract(self, text: str, known: Mapping[str, KnownEntity] | None = None) -> ExtractionResult:
+        try:
+            llm = self._llm()
+        except Exception as exc:  # a misconfigured LLM (URL without model …) must not block writes
+            record_fallback("graph_extraction", exc)
+            return self.rules.extract(text, known)
+        if llm is self._plain:
+            return self.rules.extract(text, known)
+        backed = self._backed
+        if backed is None or backed.llm is not llm:
+            if not isinstance(llm, LLMGraphExtractor):  # the rule engine: no LLM extraction
+                self._plain = llm
+                return self.rules.extract(text, known)
+            backed = self._backed = LLMBackedExtractor(llm, self.rules)
+        return backed.extract(text, known)
 
 
 def candidate_keys(text: str, max_words: int = DICTIONARY_WORDS) -> list[str]:

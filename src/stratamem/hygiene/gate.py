@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..errors import ErrorCode, MemoryError
 from ..layers import get_accessible_layers, parse_identifiers, parse_layer, require_identifiers, scope_key
 from ..llm.base import Category, DecisionContext, LLMClient, WriteDecision
+from ..llm.metrics import record_fallback
 from ..llm.rules import RuleBasedLLM, strip_forget, to_third_person
 from ..model import Layer, LayerIdentifiers, TenantContext
 from ..providers.base import Scope, ScoredEntry, SearchQuery
@@ -128,6 +129,7 @@ class WriteGate:
             return call(llm)
         except MemoryError as exc:
             log.warning("LLM call failed (%s); falling back to rules", exc.code.value)
+            record_fallback("write_gate", exc)
             return call(self._rules)
 
     def _search(self, tctx: TenantContext, layer: Layer, ids: LayerIdentifiers, text: str, limit: int,

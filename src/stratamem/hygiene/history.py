@@ -68,6 +68,7 @@ class MaintenanceRun(BaseModel):
     outcome: str
     purged: int = 0
     archived: int = 0
+    reflected: int = 0
     consolidated: int = 0
     prune_candidates: int = 0
     pruned: int = 0

@@ -54,6 +54,28 @@ SUMMARIZE = """\
 Merge the memories below into one concise third-person statement that keeps every distinct fact.
 Answer with a JSON object {"content": "<statement>"}."""
 
+EXTRACT_GRAPH = """\
+List the named entities of the text (people, organisations, projects, products, places, technologies)
+and the typed relations between them. Reuse a known entity's name exactly when the text refers to it.
+Use an upper-case type for each entity (PERSON, ORG, PROJECT, PRODUCT, PLACE, TECHNOLOGY or ENTITY) and
+an upper-case relation type, preferably one of the given relation types.
+Answer with a JSON object {"entities": [{"name": "<name>", "type": "<TYPE>"}],
+"relations": [{"source": "<entity name>", "target": "<entity name>", "type": "<RELATION_TYPE>"}]}."""
+
+REFLECT = """\
+The numbered memories below were written during one finished session of an assistant with a user.
+Distil them for the assistant's own long-term memory: one short summary of what the session was about,
+and the rules the assistant should follow from now on (standing instructions and lasting preferences,
+phrased as guidance, for example "When the user asks for code, answer in TypeScript"). Each rule names
+the numbers of the memories it comes from. Leave out anything transient. No rules is a valid answer.
+Answer with a JSON object {"summary": "<summary>", "rules": [{"content": "<rule>", "sources": [1, 2]}]}."""
+
+SUMMARIZE_CONVERSATION = """\
+Summarise the earlier part of a conversation below so the assistant can continue it without the
+original messages: who wanted what, decisions taken, facts stated, open questions. Be concise and keep
+names, numbers and identifiers.
+Answer with a JSON object {"content": "<summary>"}."""
+
 
 class PromptTemplates(BaseModel):
     """The prompts sent to the LLM by the write gate; override any field."""
@@ -69,6 +91,9 @@ class PromptTemplates(BaseModel):
     explicit_remember: str = EXPLICIT_REMEMBER
     explicit_forget: str = EXPLICIT_FORGET
     summarize: str = SUMMARIZE
+    extract_graph: str = EXTRACT_GRAPH
+    reflect: str = REFLECT
+    summarize_conversation: str = SUMMARIZE_CONVERSATION
 
     def system(self, task: str) -> str:
         """The system contract followed by one task template."""

@@ -87,7 +87,9 @@ class StratamemMemory(AutogenMemory):
         if not text.strip():
             return []
         found = await asyncio.to_thread(
-            self.memory.search, self.ctx, text, self.identifiers, None, self.k, self.score_threshold
+            lambda: self.memory.search(
+                self.ctx, text, self.identifiers, None, limit=self.k, threshold=self.score_threshold
+            )
         )
         return found.results
 

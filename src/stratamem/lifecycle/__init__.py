@@ -4,7 +4,8 @@ reward feedback and pruning, optimistic-concurrency conflicts, maintenance.
 One responsibility per module: ``importance`` (score + access tracking), ``promotion`` (upward
 rules, redaction, sensitivity), ``compaction`` (callback compaction, consolidation), ``expiry``
 (TTL purge, soft delete, delete_by_scope), ``decay``, ``feedback``, ``pruning``, ``conflicts``,
-``maintenance`` (runner + scheduler); ``manager.Lifecycle`` ties them to an engine; ``schema``
+``maintenance`` (runner + scheduler), ``reflection`` (session → agent-layer summaries and
+rules); ``manager.Lifecycle`` ties them to an engine; ``schema``
 holds DuckDB migration 4.
 """
 
@@ -16,11 +17,12 @@ from .config import (
     ImportanceConfig,
     LifecycleConfig,
     PruningConfig,
+    ReflectionConfig,
     SessionCleanupConfig,
     TtlConfig,
 )
 
 __all__ = [
     "ConsolidationConfig", "DecayConfig", "ImportanceConfig", "LifecycleConfig", "PruningConfig",
-    "SessionCleanupConfig", "TtlConfig",
+    "ReflectionConfig", "SessionCleanupConfig", "TtlConfig",
 ]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -19,6 +20,9 @@ import numpy as np
 
 from ..errors import ErrorCode, MemoryError
 from ..layers import parse_layer, scope_key
+from ..llm.base import LLMClient
+from ..llm.metrics import record_fallback
+from ..llm.rules import RuleBasedLLM
 from ..model import AddMemoryInput, Layer, MemoryEntry, TenantContext
 from .config import ConsolidationConfig
 from .importance import importance_at
@@ -27,6 +31,8 @@ from .scan import write_entries
 if TYPE_CHECKING:
     from ..engine import MemoryEngine
     from .config import LifecycleConfig
+
+log = logging.getLogger("stratamem.lifecycle")
 
 CompactionCallback = Callable[[list[MemoryEntry]], "str | Awaitable[str]"]
 
@@ -123,11 +129,37 @@ def _keep_best(entries: list[MemoryEntry]) -> str:
     return max(entries, key=lambda e: (len(e.content), e.updated_at)).content
 
 
+def _fixed(content: str) -> CompactionCallback:
+    """A compaction callback that returns content decided beforehand."""
+
+    def callback(_entries: list[MemoryEntry]) -> str:
+        return content
+
+    return callback
+
+
+def merge_cluster(llm: LLMClient | None, cluster: list[MemoryEntry]) -> tuple[str, dict[str, Any]]:
+    """The merged content of near-duplicates and the metadata it adds: with an LLM, its summary of
+    every member (oldest first) and its category; with the rule engine, or when the LLM fails
+    (``stratamem_llm_fallbacks_total{task="consolidation"}``), the longest member and nothing."""
+    if llm is None or isinstance(llm, RuleBasedLLM):
+        return _keep_best(cluster), {}
+    try:
+        summary = llm.summarize([e.content for e in sorted(cluster, key=lambda e: (e.created_at, e.id))])
+        category = llm.classify(summary.content).category
+    except Exception as exc:  # an LLM outage must not stop maintenance: keep the rule-based merge
+        record_fallback("consolidation", exc)
+        log.warning("LLM consolidation failed (%s); keeping the longest memory", type(exc).__name__)
+        return _keep_best(cluster), {}
+    return summary.content, {"category": category}
+
+
 def consolidate(engine: MemoryEngine, cfg: LifecycleConfig, ctx: TenantContext,
-                now: datetime | None = None) -> list[MemoryEntry]:
+                now: datetime | None = None, llm: LLMClient | None = None) -> list[MemoryEntry]:
     """Merge near-duplicates of every scope (of the target layers) that holds more than
-    ``max_memories_before_trigger`` live entries. Each cluster becomes one compacted entry (the
-    longest content, provenance kept); the duplicates are soft-deleted (purged after retention)."""
+    ``max_memories_before_trigger`` live entries. Each cluster becomes one compacted entry (the LLM's
+    summary and category when one is configured, else the longest content; provenance kept, see
+    :func:`merge_cluster`); the duplicates are soft-deleted (purged after retention)."""
     ccfg: ConsolidationConfig = cfg.consolidation
     if not ccfg.enabled:
         return []
@@ -165,6 +197,7 @@ def consolidate(engine: MemoryEngine, cfg: LifecycleConfig, ctx: TenantContext,
                 continue
             taken.update(members)
             cluster = [entries[j] for j in members]
-            created.append(compact(engine, ctx, [e.id for e in cluster], _keep_best, operation="consolidate",
-                                   soft_delete_sources=True))
+            content, metadata = merge_cluster(llm, cluster)
+            created.append(compact(engine, ctx, [e.id for e in cluster], _fixed(content),
+                                   operation="consolidate", soft_delete_sources=True, metadata=metadata))
     return created

@@ -115,6 +115,19 @@ class PruningConfig(_Cfg):
     auto_prune: bool = False
 
 
+class ReflectionConfig(_Cfg):
+    """Reflection jobs (``lifecycle/reflection.py``): a finished session distilled into agent-layer
+    summaries and rules, with the LLM when one is configured and by rules otherwise."""
+
+    #: ``close_session`` reflects the session first when an agent is known (its ``agent_id`` argument,
+    #: or the agent named in the session memories' provenance).
+    on_close_session: bool = True
+    #: ``maintain`` (and the server schedule) reflects sessions idle for ``idle_after`` that changed since
+    #: their last reflection.
+    in_maintenance: bool = True
+    idle_after: Duration = timedelta(hours=1)
+
+
 class LifecycleConfig(_Cfg):
     importance: ImportanceConfig = ImportanceConfig()
     session: SessionCleanupConfig = SessionCleanupConfig()
@@ -122,6 +135,7 @@ class LifecycleConfig(_Cfg):
     decay: DecayConfig = DecayConfig()
     consolidation: ConsolidationConfig = ConsolidationConfig()
     pruning: PruningConfig = PruningConfig()
+    reflection: ReflectionConfig = ReflectionConfig()
     #: Track access_count/last_accessed_at/importance on get and search hits.
     track_access: bool = True
     #: ``"sync"``: the batched access write is handed to the store before the read returns, so every later

@@ -1,4 +1,4 @@
-"""Background maintenance: TTL/soft-delete purge, decay, consolidation, pruning, integrity.
+"""Background maintenance: TTL/soft-delete purge, decay, reflection, consolidation, pruning, integrity.
 
 ``run_maintenance`` runs every task for every tenant (or the given ones), records Prometheus
 metrics, and never lets one failing task stop the others. ``MaintenanceScheduler`` runs it on an
@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Protocol
 from pydantic import BaseModel, Field
 
 from ..errors import ErrorCode, MemoryError
+from ..hygiene.prompts import PromptTemplates
+from ..llm.base import LLMClient
 from ..model import TenantContext
 from . import metrics
 from .compaction import consolidate
@@ -24,6 +26,7 @@ from .config import LifecycleConfig
 from .decay import decay
 from .expiry import purge
 from .pruning import candidates, prune
+from .reflection import idle_sessions, reflect
 
 if TYPE_CHECKING:
     from ..engine import MemoryEngine
@@ -38,15 +41,23 @@ class Lifecycle(Protocol):
     @property
     def config(self) -> LifecycleConfig: ...
 
+    @property
+    def llm(self) -> LLMClient: ...
+
+    @property
+    def prompts(self) -> PromptTemplates: ...
+
 log = logging.getLogger("stratamem.lifecycle")
 
-TASKS: tuple[str, ...] = ("ttl_purge", "decay", "consolidation", "pruning", "integrity")
+TASKS: tuple[str, ...] = ("ttl_purge", "decay", "reflection", "consolidation", "pruning", "integrity")
 
 
 class TenantReport(BaseModel):
     tenant_id: str
     purged: int = 0
     archived: int = 0
+    #: Agent-layer reflection memories (summaries and rules) written for idle sessions.
+    reflected: int = 0
     consolidated: int = 0
     prune_candidates: int = 0
     pruned: int = 0
@@ -98,8 +109,16 @@ def run_maintenance(lc: Lifecycle, tenants: Sequence[str] | None = None) -> Main
         def do_decay(t: str = tenant_id) -> int:
             return len(decay(engine, t, cfg.decay))
 
+        def do_reflect(c: TenantContext = ctx) -> int:
+            rcfg = cfg.reflection
+            if not rcfg.in_maintenance:
+                return 0
+            sessions = idle_sessions(engine, c.tenant_id, rcfg.idle_after, engine.now())
+            return sum(reflect(engine, c, uid, sid, None, lc.llm, lc.prompts, "maintain").created
+                       for uid, sid in sessions)
+
         def do_consolidate(c: TenantContext = ctx) -> int:
-            return len(consolidate(engine, cfg, c))
+            return len(consolidate(engine, cfg, c, llm=lc.llm))
 
         def do_prune(c: TenantContext = ctx, r: TenantReport = rep) -> int:
             if cfg.pruning.auto_prune:
@@ -113,7 +132,7 @@ def run_maintenance(lc: Lifecycle, tenants: Sequence[str] | None = None) -> Main
             return _integrity(lc, t)
 
         steps: list[tuple[str, Callable[[], int], str]] = [
-            ("ttl_purge", do_purge, "purged"), ("decay", do_decay, "archived"),
+            ("ttl_purge", do_purge, "purged"), ("decay", do_decay, "archived"), ("reflection", do_reflect, "reflected"),
             ("consolidation", do_consolidate, "consolidated"), ("pruning", do_prune, "pruned"),
             ("integrity", do_integrity, "integrity_repaired"),
         ]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
@@ -10,8 +10,10 @@ from pydantic import BaseModel, Field
 from ..arguments import check_bool, check_str_list
 from ..errors import ErrorCode, MemoryError
 from ..filters import compile_filter, parse_filter
+from ..hygiene.prompts import DEFAULT_PROMPTS, PromptTemplates
 from ..layers import parse_identifiers, parse_layer, require_identifiers, scope_key
-from ..llm.rules import worth_keeping
+from ..llm.base import LLMClient
+from ..llm.rules import RuleBasedLLM, worth_keeping
 from ..model import Layer, LayerIdentifiers, ListMemoriesOutput, MemoryEntry, TenantContext
 from ..providers.base import ListQuery, Scope
 from ..validation import check_id
@@ -25,6 +27,7 @@ from .importance import AccessTracker, importance_at
 from .maintenance import MaintenanceReport, MaintenanceScheduler, run_maintenance
 from .promotion import build_promotion, parse_target, sensitivity
 from .pruning import PruneReport, prune
+from .reflection import ReflectionResult, reflect
 from .scan import iter_scope, write_entries
 
 if TYPE_CHECKING:
@@ -51,6 +54,9 @@ class CloseSessionResult(BaseModel):
     #: Session entries set to expire after the retention period (or soft-deleted when it is None).
     expiring: int = 0
     deleted: int = 0
+    #: The session's reflection into the agent layer (``LifecycleConfig.reflection.on_close_session``);
+    #: None when it is switched off.
+    reflection: ReflectionResult | None = None
 
 
 class LifecycleStats(BaseModel):
@@ -62,8 +68,15 @@ class LifecycleStats(BaseModel):
 
 
 class Lifecycle:
-    def __init__(self, engine: MemoryEngine, config: LifecycleConfig | None = None) -> None:
+    def __init__(self, engine: MemoryEngine, config: LifecycleConfig | None = None, *,
+                 llm: Callable[[], LLMClient] | None = None,
+                 prompts: Callable[[], PromptTemplates] | None = None) -> None:
         self.engine = engine
+        #: The LLM of consolidation and reflection: ``Memory`` passes the write gate's (configured by
+        #: ``STRATAMEM_LLM_URL`` or ``mem.hygiene.configure(llm=...)``) and its prompts; the rule
+        #: engine and the default prompts without them.
+        self._llm_source = llm
+        self._prompts_source = prompts
         self.stats = LifecycleStats()
         self._tracker = AccessTracker(engine, (config or LifecycleConfig()).importance)
         self.config = config or LifecycleConfig()
@@ -81,6 +94,14 @@ class Lifecycle:
         self._config = value
         self._tracker.cfg = value.importance
         self._tracker.background = value.access_write == "background"
+
+    @property
+    def llm(self) -> LLMClient:
+        return self._llm_source() if self._llm_source is not None else RuleBasedLLM()
+
+    @property
+    def prompts(self) -> PromptTemplates:
+        return self._prompts_source() if self._prompts_source is not None else DEFAULT_PROMPTS
 
     def flush(self) -> None:
         """Wait for queued background access writes (``access_write="background"``)."""
@@ -171,6 +192,17 @@ class Lifecycle:
                                       scope=Scope(Layer.SESSION, scope_key(Layer.SESSION, ids))))
             volatile = entries + self._agent_entries(tctx, ids, agent_id, now, op)
             result = CloseSessionResult(evaluated=len(volatile), target_layer=target)
+            if self._config.reflection.on_close_session:
+                # before the cleanup below, which may soft-delete the session's memories
+                try:
+                    result.reflection = reflect(self.engine, tctx, ids.user_id, ids.session_id, agent_id,
+                                                self.llm, self.prompts, op)
+                except MemoryError as exc:
+                    if exc.code != ErrorCode.FORBIDDEN:
+                        raise
+                    # a credential limited to the session may close it without writing the agent layer
+                    result.reflection = ReflectionResult(session_id=ids.session_id, user_id=ids.user_id,
+                                                         skipped="the credential may not write the agent layer")
             items = []
             sources: list[tuple[MemoryEntry, float]] = []
             done = self._already_promoted(tctx, target, target_ids, [e.id for e in volatile], now)
@@ -238,6 +270,25 @@ class Lifecycle:
             if not page.has_more or not page.entries:
                 return found
             query.after = (page.entries[-1].created_at, page.entries[-1].id)
+
+    # -- reflection -------------------------------------------------------------------------------
+    def reflect(self, ctx: Any, user_id: Any, session_id: Any, agent_id: Any = None) -> ReflectionResult:
+        """Distil the session's memories into agent-layer summaries and rules with provenance
+        (``lifecycle/reflection.py``); idempotent. Without ``agent_id`` the agent named in the
+        session memories' provenance is used."""
+        with self.engine.operation("reflect", ctx) as (tctx, extra):
+            op = "reflect"
+            ids = parse_identifiers({"user_id": user_id, "session_id": session_id}, op)
+            if ids.user_id is None or ids.session_id is None:
+                raise MemoryError(ErrorCode.MISSING_IDENTIFIER, "reflect needs user_id and session_id",
+                                  operation=op, details={"layer": "session", "identifier": "userId/sessionId"})
+            self.engine.require_grant(tctx, Layer.SESSION, ids, op)
+            if agent_id is not None:
+                agent = parse_identifiers({"agent_id": agent_id, "user_id": ids.user_id}, op)
+                self.engine.require_grant(tctx, Layer.AGENT, agent, op)
+            out = reflect(self.engine, tctx, ids.user_id, ids.session_id, agent_id, self.llm, self.prompts, op)
+            extra.update(created=out.created, method=out.method)
+            return out
 
     # -- compaction / scope deletion -------------------------------------------------------------
     def compact(self, ctx: Any, source_ids: Any, callback: CompactionCallback, *, delete_sources: bool = False,

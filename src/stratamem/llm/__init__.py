@@ -7,15 +7,18 @@ works offline.
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING, Any
 
+from ..settings import Settings
 from .base import (
     CATEGORIES,
     Category,
     Classification,
     DecisionContext,
     FormattedMemory,
+    GraphEntity,
+    GraphExtraction,
+    GraphRelation,
     LLMClient,
     Summary,
     WriteDecision,
@@ -36,18 +39,19 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def make_llm(spec: str | LLMClient | None = None) -> LLMClient:
+def make_llm(spec: str | LLMClient | None = None, *, settings: Settings | None = None) -> LLMClient:
     """``None`` → environment (``STRATAMEM_LLM_URL``/``_MODEL``/``_API_KEY``) or rules; ``"rules"``;
     ``"openai"`` (environment required); or a ready client."""
     if spec is not None and not isinstance(spec, str):
         return spec
     choice = (spec or "").strip().lower()
-    url = os.environ.get("STRATAMEM_LLM_URL")
+    settings = settings or Settings()
+    url = settings.llm_url
     if choice == "rules" or (not choice and not url):
         return RuleBasedLLM()
     from .openai import OpenAIChatLLM  # noqa: PLC0415  httpx, only for the OpenAI-compatible backend (offline runs never load it)
 
-    return OpenAIChatLLM.from_env()
+    return OpenAIChatLLM.from_env(settings)
 
 
 __all__ = [
@@ -56,6 +60,9 @@ __all__ = [
     "Classification",
     "DecisionContext",
     "FormattedMemory",
+    "GraphEntity",
+    "GraphExtraction",
+    "GraphRelation",
     "LLMClient",
     "OpenAIChatLLM",
     "RuleBasedLLM",

@@ -53,6 +53,28 @@ class Summary(_Out):
     content: str = Field(min_length=1)
 
 
+class GraphEntity(_Out):
+    """An entity named in a text: its name as written and an upper-case type (PERSON, PROJECT …)."""
+
+    name: str = Field(min_length=1, max_length=200)
+    type: str = Field(default="ENTITY", min_length=1, max_length=40)
+
+
+class GraphRelation(_Out):
+    """``source —type→ target`` between two entity names of the same extraction."""
+
+    source: str = Field(min_length=1, max_length=200)
+    target: str = Field(min_length=1, max_length=200)
+    type: str = Field(min_length=1, max_length=40)
+
+
+class GraphExtraction(_Out):
+    """The LLM's answer to a graph extraction (``knowledge graph``); the graph package cleans it."""
+
+    entities: list[GraphEntity] = Field(default_factory=list)
+    relations: list[GraphRelation] = Field(default_factory=list)
+
+
 @runtime_checkable
 class LLMClient(Protocol):
     """What features need from a language model. Each method is deterministic for the rule engine."""

@@ -12,7 +12,6 @@ and ``STRATAMEM_LLM_API_KEY`` (optional for local servers).
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -21,7 +20,8 @@ from pydantic import ValidationError
 
 from ..errors import ErrorCode, MemoryError
 from ..hygiene.prompts import DEFAULT_PROMPTS
-from .base import Classification, DecisionContext, FormattedMemory, M, Summary, WriteDecision
+from ..settings import Settings
+from .base import Classification, DecisionContext, FormattedMemory, GraphExtraction, M, Summary, WriteDecision
 
 
 def _retry_after(response: httpx.Response) -> float | None:
@@ -59,13 +59,14 @@ class OpenAIChatLLM:
         self._client = httpx.Client(timeout=timeout, headers=headers)
 
     @classmethod
-    def from_env(cls) -> OpenAIChatLLM:
-        url = os.environ.get("STRATAMEM_LLM_URL", "")
-        model = os.environ.get("STRATAMEM_LLM_MODEL", "")
+    def from_env(cls, settings: Settings | None = None) -> OpenAIChatLLM:
+        settings = settings or Settings()
+        url = settings.llm_url or ""
+        model = settings.llm_model or ""
         if not url or not model:
             raise MemoryError(ErrorCode.CONFIGURATION_ERROR,
                               "set STRATAMEM_LLM_URL and STRATAMEM_LLM_MODEL to use an HTTP LLM", operation="llm")
-        return cls(url, model, api_key=os.environ.get("STRATAMEM_LLM_API_KEY") or None)
+        return cls(url, model, api_key=settings.llm_api_key or None)
 
     # ------------------------------------------------------------------ transport
     def chat(self, messages: list[dict[str, str]]) -> str:
@@ -132,6 +133,16 @@ class OpenAIChatLLM:
     def summarize(self, texts: Sequence[str], *, system: str | None = None) -> Summary:
         listing = "\n".join(f"- {t}" for t in texts)
         return self.complete_json(system or DEFAULT_PROMPTS.system("summarize"), listing, Summary)
+
+    def extract_graph(self, text: str, *, known_entities: Sequence[str],
+                      relation_types: Sequence[str]) -> GraphExtraction:
+        """Entities and typed relations of ``text`` (the knowledge graph's ``LLMGraphExtractor`` hook)."""
+        parts = [f"Relation types: {', '.join(relation_types)}"]
+        if known_entities:
+            # the tenant's dictionary can be large: the names the text could mean are enough
+            parts.append("Known entities: " + ", ".join(list(known_entities)[:50]))
+        parts.append(f"Text:\n{text}")
+        return self.complete_json(DEFAULT_PROMPTS.extract_graph, "\n\n".join(parts), GraphExtraction)
 
     def close(self) -> None:
         self._client.close()

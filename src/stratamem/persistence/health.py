@@ -5,10 +5,10 @@ set on the ``Memory``, or ``STRATAMEM_S3_URL`` / ``STRATAMEM_S3_BUCKET`` in the 
 from __future__ import annotations
 
 import functools
-import os
 from typing import Any
 
 from ..model import ComponentHealth
+from ..settings import Settings
 from .s3 import S3Settings, S3Store
 
 
@@ -22,8 +22,9 @@ def _configured_store(memory: Any) -> S3Store | None:
     if manager is not None:
         store: S3Store = manager.s3
         return store
-    if os.environ.get("STRATAMEM_S3_URL") or os.environ.get("STRATAMEM_S3_BUCKET"):
-        return _store_for(S3Settings.from_env())
+    settings = Settings()
+    if settings.s3_configured():
+        return _store_for(S3Settings.from_env(settings))
     return None
 
 

@@ -21,9 +21,12 @@ class _Model(BaseModel):
 
 class FileEntry(_Model):
     key: str
+    #: sha256 and size of the object as stored (the encrypted bytes when ``key_id`` is set).
     sha256: str
     size: int
     rows: int
+    #: Id of the encryption key the object is encrypted with (``stratamem.encryption``); None: plain Parquet.
+    key_id: str | None = None
 
 
 class PartitionEntry(_Model):

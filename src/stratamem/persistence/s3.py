@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from tenacity import retry, retry_if_exception, stop_after_attempt, wait_exponential
 
 from ..errors import ErrorCode, MemoryError
+from ..settings import Settings
 
 T = TypeVar("T")
 
@@ -40,11 +41,12 @@ class S3Settings(BaseModel):
     max_workers: int = 8
 
     @classmethod
-    def from_env(cls, **overrides: Any) -> S3Settings:
-        env = os.environ
+    def from_env(cls, settings: Settings | None = None, **overrides: Any) -> S3Settings:
+        env = os.environ  # the AWS_* variables belong to the AWS SDK convention, not to stratamem
+        own = settings or Settings()
         values: dict[str, Any] = {
-            "endpoint_url": env.get("STRATAMEM_S3_URL") or None,
-            "bucket": env.get("STRATAMEM_S3_BUCKET") or "stratamem",
+            "endpoint_url": own.s3_url or None,
+            "bucket": own.s3_bucket or "stratamem",
             "region": env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1",
             "access_key_id": env.get("AWS_ACCESS_KEY_ID") or None,
             "secret_access_key": env.get("AWS_SECRET_ACCESS_KEY") or None,

@@ -10,17 +10,26 @@
 
 from __future__ import annotations
 
+import logging
 import os
 
+from ..encryption import EncryptionKey, previous_keys_from_env
 from ..errors import ErrorCode, MemoryError
 from .base import MemoryProvider, Scope, WriteHook
 from .duckdb import DuckDBProvider
 from .inmemory import InMemoryProvider
 
+log = logging.getLogger("stratamem.providers")
+
 __all__ = ["DuckDBProvider", "InMemoryProvider", "MemoryProvider", "Scope", "WriteHook", "open_provider"]
 
 
-def open_provider(location: str | os.PathLike[str] | MemoryProvider | None) -> MemoryProvider:
+def open_provider(
+    location: str | os.PathLike[str] | MemoryProvider | None, *, encryption_key: EncryptionKey | None = None
+) -> MemoryProvider:
+    """The provider of ``location``. ``encryption_key``: a DuckDB file is opened encrypted with it; a
+    PostgreSQL store encrypts its memories' metadata with it (the rest relies on the server's disk
+    encryption, see docs/security.md); in-memory stores keep nothing on disk."""
     if isinstance(location, MemoryProvider):
         return location
     loc = os.fspath(location) if location is not None else "stratamem.duckdb"
@@ -30,7 +39,7 @@ def open_provider(location: str | os.PathLike[str] | MemoryProvider | None) -> M
         rest = loc.removeprefix("duckdb://")
         if rest in ("", "/:memory:", ":memory:"):
             return DuckDBProvider(":memory:")
-        return DuckDBProvider(rest)
+        return DuckDBProvider(rest, encryption_key=encryption_key)
     if loc.startswith(("postgresql://", "postgres://")):
         try:
             from .postgres import PostgresProvider  # type: ignore[import-not-found,unused-ignore]  # noqa: PLC0415  postgres extra (psycopg)
@@ -40,7 +49,15 @@ def open_provider(location: str | os.PathLike[str] | MemoryProvider | None) -> M
                 "PostgreSQL stores need the postgres extra: pip install 'stratamem[postgres]'",
                 operation="open",
             ) from exc
-        provider: MemoryProvider = PostgresProvider(loc)
+        provider: MemoryProvider = PostgresProvider(
+            loc, encryption_key=encryption_key, previous_keys=previous_keys_from_env() if encryption_key else ()
+        )
+        if encryption_key is not None:
+            log.info(
+                "PostgreSQL store: metadata encrypted with key %s; content, identifiers and vectors rely on "
+                "the server's disk encryption (docs/security.md)",
+                encryption_key.key_id,
+            )
         return provider
     if "://" in loc:
         raise MemoryError(
@@ -49,4 +66,4 @@ def open_provider(location: str | os.PathLike[str] | MemoryProvider | None) -> M
             "memory:// or postgresql://",
             operation="open",
         )
-    return DuckDBProvider(loc)
+    return DuckDBProvider(loc, encryption_key=encryption_key)

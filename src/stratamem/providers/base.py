@@ -119,6 +119,23 @@ class ListQuery:
     limit: int = 50
     statuses: tuple[str, ...] = ACTIVE
     include_expired: bool = False
+    #: Newest first: order by (created_at, id) descending; ``after`` then means "strictly before".
+    descending: bool = False
+    #: Time window on ``time_field`` (``created_at`` or ``updated_at``): since inclusive, until exclusive.
+    since: datetime | None = None
+    until: datetime | None = None
+    time_field: str = "created_at"
+
+    def in_window(self, entry: MemoryEntry) -> bool:
+        """True when the entry's ``time_field`` lies in ``[since, until)``."""
+        value: datetime = getattr(entry, self.time_field)
+        return (self.since is None or value >= self.since) and (self.until is None or value < self.until)
+
+    def past(self, position: tuple[datetime, str]) -> bool:
+        """True when ``position`` comes after the keyset ``after`` in this query's order."""
+        if self.after is None:
+            return True
+        return position < self.after if self.descending else position > self.after
 
 
 @dataclass

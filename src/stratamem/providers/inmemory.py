@@ -163,11 +163,11 @@ class InMemoryProvider(MemoryProvider):
             rows = [
                 e for e in self._scoped(query.tenant_id, layer, key)
                 if self._live(e, query.now, query.statuses, query.include_expired)
+                and query.in_window(e)
                 and (query.predicate is None or query.predicate(e.metadata))
             ]
-            rows.sort(key=lambda e: (e.created_at, e.id))
-            after = query.after
-            rows_after = rows if after is None else [e for e in rows if (e.created_at, e.id) > after]
+            rows.sort(key=lambda e: (e.created_at, e.id), reverse=query.descending)
+            rows_after = [e for e in rows if query.past((e.created_at, e.id))]
             page = [self._public(e, False) for e in rows_after[: query.limit]]
             return ListPage(entries=page, total=len(rows), has_more=len(rows_after) > query.limit)
 

@@ -39,6 +39,7 @@ from psycopg.types.json import Json
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ..embeddings.base import Vector
+from ..encryption import EncryptionKey, FieldSealer
 from ..errors import ErrorCode, MemoryError, TransientProviderError
 from ..keys_model import ApiKeyRecord
 from ..layers import scope_key
@@ -64,9 +65,12 @@ from .base import (
 )
 from .contracts import concern_flags
 from .graph_sql import PgSqlCursor
+from .postgres_rowcopy import PostgresRowCopyMixin
 
 MAX_CONTENT_LENGTH = 32_000
 
+#: ``store_meta`` key: id of the key ``memories.metadata`` is encrypted with (absent: plain metadata).
+_KEY_META = "metadata_encryption_key_id"
 _COLUMNS = (
     "tenant_id, id, layer, content, content_hash, identifiers, metadata, provenance, tier, status, "
     "version, etag, importance, access_count, created_at, updated_at, expires_at, last_accessed_at, "
@@ -128,14 +132,20 @@ def _redact(url: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
 
 
-class PostgresProvider(MemoryProvider):
+class PostgresProvider(PostgresRowCopyMixin, MemoryProvider):
     name = "postgres"
     version = psycopg.__version__
 
     def __init__(self, url: str, *, schema: str | None = None, min_size: int = 1, max_size: int = 10,
                  max_content_length: int = MAX_CONTENT_LENGTH, search_mode: str = "exact",
-                 pool_timeout: float = 30.0, read_batch: int = 1000, application_name: str = "stratamem") -> None:
+                 pool_timeout: float = 30.0, read_batch: int = 1000, application_name: str = "stratamem",
+                 encryption_key: EncryptionKey | str | None = None,
+                 previous_keys: Sequence[EncryptionKey] = ()) -> None:
         super().__init__()
+        key = EncryptionKey(encryption_key) if isinstance(encryption_key, str) else encryption_key
+        #: With a key, ``memories.metadata`` is stored encrypted per tenant (``encryption.FieldSealer``);
+        #: content, identifiers and vectors stay plaintext for SQL (full-text, scopes, pgvector).
+        self.sealer = FieldSealer(key, previous_keys) if key is not None else None
         conninfo, url_schema = split_url(url)
         self.conninfo = conninfo
         self.schema = schema or url_schema
@@ -345,9 +355,42 @@ class PostgresProvider(MemoryProvider):
                     "ON CONFLICT (key) DO NOTHING",
                     [embedding_model, str(dimensions)],
                 )
+            self._check_encryption_key(conn, meta.get(_KEY_META))
             return postgres_schema.current_version(conn)
         finally:
             conn.execute("SELECT pg_advisory_unlock(%s)", [postgres_schema.MIGRATION_LOCK_KEY])
+
+    def _check_encryption_key(self, conn: psycopg.Connection[Any], stored: str | None) -> None:
+        """The store records the id of the key its metadata is encrypted with: a store opened without
+        it, or with a key it does not know, is refused before anything is read or written."""
+        if stored is None:
+            if self.sealer is not None:
+                conn.execute("INSERT INTO store_meta VALUES (%s, %s) ON CONFLICT (key) DO NOTHING",
+                             [_KEY_META, self.sealer.key.key_id])
+            return
+        if self.sealer is None:
+            raise MemoryError(
+                ErrorCode.CONFIGURATION_ERROR,
+                f"PostgreSQL store {self.display_url} holds metadata encrypted with key id {stored} and no "
+                "encryption key is configured (set STRATAMEM_ENCRYPTION_KEY or STRATAMEM_ENCRYPTION_KEY_FILE)",
+                operation="open", details={"reason": "encryption_key_missing", "key_id": stored}, retryable=False,
+            )
+        if stored not in self.sealer.key_ids:
+            raise MemoryError(
+                ErrorCode.CONFIGURATION_ERROR,
+                f"PostgreSQL store {self.display_url} holds metadata encrypted with key id {stored}, not with "
+                f"the configured key ({self.sealer.key.key_id}); give that key (STRATAMEM_ENCRYPTION_PREVIOUS_"
+                "KEY_FILE holds old keys)",
+                operation="open", details={"reason": "encryption_key_wrong", "key_id": stored}, retryable=False,
+            )
+        if stored != self.sealer.key.key_id:  # rotated: new writes use the new key, old rows still open
+            conn.execute("UPDATE store_meta SET value = %s WHERE key = %s", [self.sealer.key.key_id, _KEY_META])
+
+    def _seal(self, tenant_id: str, row_id: str, metadata: Any) -> Any:
+        return self.sealer.seal(tenant_id, row_id, metadata) if self.sealer is not None else metadata
+
+    def _unseal(self, tenant_id: str, row_id: str, metadata: Any) -> Any:
+        return self.sealer.open(tenant_id, row_id, metadata) if self.sealer is not None else metadata
 
     def shutdown(self) -> None:
         pool, self._pool = self._pool, None
@@ -372,23 +415,23 @@ class PostgresProvider(MemoryProvider):
         )
 
     # ------------------------------------------------------------------------------------ rows
-    @staticmethod
-    def _row_values(e: MemoryEntry) -> list[Any]:
+    def _row_values(self, e: MemoryEntry) -> list[Any]:
         return [
             e.tenant_id, e.id, e.layer.value, scope_key(e.layer, e.identifiers), e.content, e.content_hash,
-            e.identifiers.model_dump(exclude_none=True), e.metadata, e.provenance.model_dump(exclude_none=True),
+            e.identifiers.model_dump(exclude_none=True), self._seal(e.tenant_id, e.id, e.metadata),
+            e.provenance.model_dump(mode="json", exclude_none=True),  # valid_to: a datetime, as JSON text
             e.tier, e.status, e.version, e.etag, float(e.importance), int(e.access_count), e.created_at,
             e.updated_at, e.expires_at, e.last_accessed_at, e.deleted_at,
             np.asarray(e.embedding, dtype=np.float32) if e.embedding is not None else None,
         ]
 
-    @staticmethod
-    def _entry(row: Sequence[Any], with_embedding: bool) -> MemoryEntry:
+    def _entry(self, row: Sequence[Any], with_embedding: bool) -> MemoryEntry:
         (tenant_id, id_, layer, content, chash, idents, metadata, prov, tier, status, version, etag,
          importance, access_count, created_at, updated_at, expires_at, last_accessed_at, deleted_at) = row[:_N_COLS]
         return entry_from_parts(
             id=id_, tenant_id=tenant_id, layer=layer, content=content, content_hash=chash,
-            identifiers=idents, metadata=metadata, provenance=prov, tier=tier, status=status,
+            identifiers=idents, metadata=self._unseal(tenant_id, id_, metadata), provenance=prov, tier=tier,
+            status=status,
             version=version, etag=etag, importance=importance, access_count=access_count,
             created_at=created_at, updated_at=updated_at, expires_at=expires_at,
             last_accessed_at=last_accessed_at, deleted_at=deleted_at,
@@ -487,20 +530,30 @@ class PostgresProvider(MemoryProvider):
         if query.scope is not None:
             where += " AND layer = %s AND scope = %s"
             params += [query.scope.layer.value, query.scope.key]
+        # the column name comes from a fixed pair (ListQuery.time_field), the bounds are parameters
+        column = "updated_at" if query.time_field == "updated_at" else "created_at"
+        if query.since is not None:
+            where += f" AND {column} >= %s"
+            params.append(query.since)
+        if query.until is not None:
+            where += f" AND {column} < %s"
+            params.append(query.until)
         return where, params
 
     def list(self, query: ListQuery) -> ListPage:
         where, params = self._where(query)
+        cmp, direction = ("<", " DESC") if query.descending else (">", "")
+        order = f" ORDER BY created_at{direction}, id{direction}"
         with self._conn("list") as conn:
             if query.predicate is None:
                 row = conn.execute(f"SELECT count(*) FROM memories{where}", params).fetchone()
                 total = int(row[0]) if row else 0
                 after_sql, after_params = "", []
                 if query.after is not None:
-                    after_sql = " AND (created_at, id) > (%s, %s)"
+                    after_sql = f" AND (created_at, id) {cmp} (%s, %s)"
                     after_params = [query.after[0], query.after[1]]
                 rows = conn.execute(
-                    f"{self._select(False)}{where}{after_sql} ORDER BY created_at, id LIMIT %s",
+                    f"{self._select(False)}{where}{after_sql}{order} LIMIT %s",
                     [*params, *after_params, query.limit + 1],
                 ).fetchall()
                 entries = [self._entry(r, False) for r in rows]
@@ -509,12 +562,13 @@ class PostgresProvider(MemoryProvider):
             matching: builtins.list[tuple[datetime, str]] = []
             with conn.transaction(), conn.cursor(name="stratamem_list") as cur:
                 cur.itersize = self._read_batch
-                cur.execute(f"SELECT id, created_at, metadata FROM memories{where} ORDER BY created_at, id", params)
-                matching = [(r[1], r[0]) for r in cur if query.predicate(r[2])]
+                cur.execute(f"SELECT id, created_at, metadata FROM memories{where}{order}", params)
+                matching = [(r[1], r[0]) for r in cur if query.predicate(self._unseal(query.tenant_id, r[0], r[2]))]
             start = 0
             if query.after is not None:
                 pos = (query.after[0], query.after[1])
-                start = next((i for i, m in enumerate(matching) if m > pos), len(matching))
+                start = next((i for i, m in enumerate(matching) if (m < pos if query.descending else m > pos)),
+                             len(matching))
             page_ids = [m[1] for m in matching[start : start + query.limit]]
             entries = self._fetch_ids(conn, query.tenant_id, page_ids, False)
             return ListPage(entries=entries, total=len(matching), has_more=start + query.limit < len(matching))
@@ -567,7 +621,7 @@ class PostgresProvider(MemoryProvider):
                 # One pass: rank the scope, cut, and return the full rows of the top ``limit``.
                 rows = conn.execute(
                     f"SELECT {_COLUMNS}{emb}, score, count(*) OVER () FROM ({scored}) s "
-                    "WHERE score >= %s ORDER BY score DESC, id LIMIT %s",
+                    "WHERE score >= %s ORDER BY score DESC, id COLLATE \"C\" LIMIT %s",
                     [*scored_params, query.min_score, query.limit],
                 ).fetchall()
                 hits = [ScoredEntry(entry=self._entry(r, query.include_embedding),
@@ -578,10 +632,10 @@ class PostgresProvider(MemoryProvider):
             total = 0
             with conn.transaction(), conn.cursor(name="stratamem_search") as cur:
                 cur.itersize = self._read_batch
-                cur.execute(f"SELECT id, score, metadata FROM ({scored}) s WHERE score >= %s ORDER BY score DESC, id",
-                            [*scored_params, query.min_score])
+                cur.execute(f"SELECT id, score, metadata FROM ({scored}) s WHERE score >= %s "
+                            'ORDER BY score DESC, id COLLATE "C"', [*scored_params, query.min_score])
                 for r in cur:
-                    if query.predicate(r[2]):
+                    if query.predicate(self._unseal(query.tenant_id, r[0], r[2])):
                         total += 1
                         if len(ranked) < query.limit:
                             ranked.append((r[0], float(r[1])))
@@ -635,7 +689,7 @@ class PostgresProvider(MemoryProvider):
                 f"SELECT {_COLUMNS}{emb}, score FROM (SELECT *, ts_rank_cd(content_tsv, q) AS r, "
                 "ts_rank_cd(content_tsv, q) / (ts_rank_cd(content_tsv, q) + 1) AS score "
                 "FROM memories, websearch_to_tsquery('simple', %s) q "
-                f"WHERE content_tsv @@ q AND {self._SCOPE_WHERE}) s ORDER BY score DESC, id",
+                f"WHERE content_tsv @@ q AND {self._SCOPE_WHERE}) s ORDER BY score DESC, id COLLATE \"C\"",
                 [query.text, query.tenant_id, query.scope.layer.value, query.scope.key, list(query.statuses),
                  query.now],
             ).fetchall()

@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import hmac
 import logging
-import os
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +24,7 @@ from ..errors import ErrorCode, MemoryError
 from ..lifecycle.runner import ScheduleRunner, maintenance_job, snapshot_job
 from ..model import HealthCheckResult
 from ..sdk import Memory
-from ..telemetry import audit_observer, metrics, tracing
+from ..telemetry import metrics, observe
 from . import console_routes, docs, http_errors, openapi
 from .admin_routes import build_admin_router
 from .auth import require_role
@@ -50,7 +49,7 @@ def _snapshots_wanted(settings: ServerSettings) -> bool:
         return False
     if settings.snapshots_enabled:
         return True
-    return bool(os.environ.get("STRATAMEM_S3_URL") or os.environ.get("STRATAMEM_S3_BUCKET"))
+    return settings.s3_configured()
 
 
 def build_schedule(memory: Memory, settings: ServerSettings) -> ScheduleRunner | None:
@@ -136,9 +135,8 @@ def create_app(memory: Memory, settings: ServerSettings | None = None, *,
                extra_routers: Sequence[APIRouter] = (), tracer_provider: Any = None) -> FastAPI:
     settings = settings or ServerSettings()
     engine = memory.engine
-    metrics.install(engine)
-    audit_observer.install(engine)
-    tracing.install(engine, tracer_provider)
+    # the same observers an embedded ``Memory.open(observe=True)`` attaches; /metrics below serves them
+    observe.install(engine, observe.ObserveConfig(tracer_provider=tracer_provider))
 
     mcp_app: Any = None
     if settings.mcp_enabled:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import os
 import re
 import secrets
 from collections.abc import Mapping, Sequence
@@ -23,6 +22,7 @@ from ..keys_model import ApiKeyRecord
 from ..layers import parse_identifiers
 from ..model import Grant, TenantContext
 from ..providers.base import MemoryProvider
+from ..settings import Settings
 
 PREFIX = "smk"
 #: A key's explicit grants live in its identifiers record under this name (space-separated scopes),
@@ -33,7 +33,7 @@ _KEY_RE = re.compile(r"^smk_([0-9a-f]{16})_([A-Za-z0-9_-]{20,128})$")
 
 
 def _pepper() -> bytes:
-    return os.environ.get("STRATAMEM_KEY_PEPPER", "").encode()
+    return Settings().key_pepper.encode()
 
 
 def hash_secret(secret: str, salt: str) -> str:

@@ -1,5 +1,5 @@
 """REST routes for the SDK operations beyond CRUD and search: the write gate (process / remember /
-forget), the lifecycle (promote, compact, close_session, feedback, prune, soft delete, restore,
+forget), the lifecycle (promote, compact, close_session, reflect, feedback, prune, soft delete, restore,
 delete_by_scope, conflicts, maintenance), hygiene (memory health report, policies), export as
 streamed NDJSON, stats, capabilities, accessible layers, embeddings and the ``memory_crud`` skill.
 
@@ -21,6 +21,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from ..agent.budget import FitContextResult
 from ..crud.skill import MemoryCrudResponse
 from ..hygiene.gate import ProcessResult
 from ..hygiene.health import MemoryHealth
@@ -31,6 +32,7 @@ from ..lifecycle.feedback import FeedbackResult
 from ..lifecycle.maintenance import MaintenanceReport
 from ..lifecycle.manager import CloseSessionResult
 from ..lifecycle.pruning import PruneReport
+from ..lifecycle.reflection import ReflectionResult
 from ..model import (
     Layer,
     LayerIdentifiers,
@@ -87,9 +89,25 @@ class CompactRequest(_Body):
     metadata: dict[str, Any] | None = None
 
 
+class FitContextRequest(_Body):
+    messages: list[dict[str, Any]] = Field(max_length=2000)
+    max_tokens: int = Field(ge=1, le=10_000_000)
+    identifiers: LayerIdentifiers = Field(default_factory=LayerIdentifiers)
+    layer: LayerName = "session"
+    keep_recent: int = Field(4, ge=0, le=1000)
+    compact_at: float = Field(0.8, gt=0.0, le=1.0)
+    max_tool_tokens: int = Field(500, ge=1)
+
+
 class CloseSessionRequest(_Body):
     user_id: str = Field(min_length=1, max_length=256)
     project_id: str | None = Field(None, max_length=256)
+    agent_id: str | None = Field(None, max_length=256)
+
+
+class ReflectRequest(_Body):
+    user_id: str = Field(min_length=1, max_length=256)
+    agent_id: str | None = Field(None, max_length=256)
 
 
 class FeedbackRequest(_Body):
@@ -162,6 +180,30 @@ def build_operations_router() -> APIRouter:
         update, delete (intent `forget`) or ignore it, with the reason."""
         check_body_tenant(request, memory, ctx, body.tenant_id, "process")
         return memory.process(ctx, body.text, body.intent, body.identifiers, body.recent_messages, layer=body.layer)
+
+    @r.post(
+        "/context/fit",
+        response_model=FitContextResult,
+        responses=responses(*COMMON),
+        name="fit_context",
+        operation_id="fitContext",
+        tags=["write gate"],
+    )
+    def fit_context(body: FitContextRequest, request: Request, memory: MemoryDep, ctx: WriterDep) -> FitContextResult:
+        """Context budget: the messages to send within `maxTokens`. Large tool outputs are stored as
+        memories and replaced by a pointer; near the limit the oldest turns become one summary memory."""
+        check_body_tenant(request, memory, ctx, body.tenant_id, "fit_context")
+        result: FitContextResult = memory.fit_context(
+            ctx,
+            body.messages,
+            body.max_tokens,
+            body.identifiers,
+            layer=body.layer,
+            keep_recent=body.keep_recent,
+            compact_at=body.compact_at,
+            max_tool_tokens=body.max_tool_tokens,
+        )
+        return result
 
     @r.post(
         "/remember",
@@ -249,7 +291,30 @@ def build_operations_router() -> APIRouter:
     ) -> CloseSessionResult:
         """End a session: promote its important memories (PII-redacted) and apply session retention."""
         check_body_tenant(request, memory, ctx, body.tenant_id, "close_session")
-        result: CloseSessionResult = memory.close_session(ctx, body.user_id, session_id, body.project_id)
+        result: CloseSessionResult = memory.close_session(
+            ctx, body.user_id, session_id, body.project_id, agent_id=body.agent_id
+        )
+        return result
+
+    @r.post(
+        "/sessions/{session_id}/reflect",
+        response_model=ReflectionResult,
+        responses=responses(*COMMON),
+        name="reflect",
+        operation_id="reflectSession",
+        tags=["lifecycle"],
+    )
+    def reflect(
+        session_id: Annotated[str, Path(min_length=1, max_length=256)],
+        body: ReflectRequest,
+        request: Request,
+        memory: MemoryDep,
+        ctx: WriterDep,
+    ) -> ReflectionResult:
+        """Distil the session's memories into agent-layer summaries and rules, with provenance (LLM when
+        configured, rules otherwise); a session reflected with the same sources writes nothing."""
+        check_body_tenant(request, memory, ctx, body.tenant_id, "reflect")
+        result: ReflectionResult = memory.reflect(ctx, body.user_id, session_id, body.agent_id)
         return result
 
     @r.post(

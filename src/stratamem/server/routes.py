@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Header, Path, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
@@ -26,6 +26,7 @@ from ..model import (
     TenantContext,
     UpdateMemoryOutput,
 )
+from ..query import UNSET
 from .deps import MemoryDep, ReaderDep, WriterDep
 from .http_errors import COMMON, responses
 
@@ -75,6 +76,12 @@ class SearchRequest(_Body):
     importance_boost: float | None = None
     include_superseded: bool = False
     as_of: datetime | None = None
+    order: Literal["relevance", "newest", "oldest"] | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    time_field: Literal["created", "updated"] | None = None
+    tags_match: Literal["any", "all"] | None = None
+    include_narrower: bool = False
 
 
 class UpdateMemoryRequest(_Body):
@@ -191,10 +198,13 @@ def build_router() -> APIRouter:
         """Semantic (hybrid dense + lexical) search across every layer the identifiers reach, most
         specific layer first; results below `threshold` are dropped."""
         check_body_tenant(request, memory, ctx, body.tenant_id, "search")
-        return memory.search(ctx, body.query, body.identifiers, body.layers, body.limit, body.threshold, body.filter,
+        return memory.search(ctx, body.query, body.identifiers, body.layers, limit=body.limit, threshold=body.threshold,
+                             filter=body.filter,
                              hybrid_weight=body.hybrid_weight, recency_boost=body.recency_boost,
                              importance_boost=body.importance_boost, include_superseded=body.include_superseded,
-                             as_of=body.as_of)
+                             as_of=body.as_of, order=body.order, since=body.since, until=body.until,
+                             time_field=body.time_field, tags_match=body.tags_match,
+                             include_narrower=body.include_narrower)
 
     @r.get("/memories", response_model=ListMemoriesOutput, responses=responses(*COMMON), name="list",
            operation_id="listMemories")
@@ -218,9 +228,16 @@ def build_router() -> APIRouter:
         object_id: Annotated[str | None, Query(alias="objectId", max_length=256)] = None,
         include_superseded: Annotated[bool, Query(alias="includeSuperseded")] = False,
         as_of: Annotated[datetime | None, Query(alias="asOf")] = None,
+        order: Annotated[Literal["newest", "oldest"] | None, Query()] = None,
+        since: Annotated[datetime | None, Query()] = None,
+        until: Annotated[datetime | None, Query()] = None,
+        time_field: Annotated[Literal["created", "updated"] | None, Query(alias="timeField")] = None,
+        tags_match: Annotated[Literal["any", "all"] | None, Query(alias="tagsMatch")] = None,
+        include_narrower: Annotated[bool, Query(alias="includeNarrower")] = False,
     ) -> ListMemoriesOutput:
-        """One page of memories, oldest first, filtered by layer, identifiers, tags and metadata;
-        follow `nextCursor` for the next page."""
+        """One page of memories (oldest first, or `order=newest`), filtered by layer, identifiers,
+        tags (`tagsMatch=all` for every tag), metadata and a time window (`since`/`until`); follow
+        `nextCursor` for the next page."""
         ids = {"agent_id": agent_id, "user_id": user_id, "session_id": session_id, "project_id": project_id,
                "team_id": team_id, "org_id": org_id, "company_id": company_id, "object_type": object_type,
                "object_id": object_id, "workspace_id": workspace_id}
@@ -237,8 +254,10 @@ def build_router() -> APIRouter:
         if tag:
             flt = dict(flt or {})
             flt["tags"] = list(tag)
-        return memory.list(ctx, layer, {k: v for k, v in ids.items() if v is not None}, cursor, limit, flt,
-                           include_superseded=include_superseded, as_of=as_of)
+        return memory.list(ctx, layer, {k: v for k, v in ids.items() if v is not None}, cursor=cursor, limit=limit,
+                           filter=flt, include_superseded=include_superseded, as_of=as_of, order=order, since=since,
+                           until=until, time_field=time_field, tags_match=tags_match,
+                           include_narrower=include_narrower)
 
     @r.get("/memories/{memory_id}", response_model=MemoryEntry,
            responses={200: {"description": "The memory", "headers": ETAG_HEADER}, **responses(*COMMON, 404)},
@@ -261,8 +280,10 @@ def build_router() -> APIRouter:
         `ifMatch`) the update only happens if the memory is still at that version, else 409."""
         check_body_tenant(request, memory, ctx, body.tenant_id, "update")
         expected = expected_etag(memory, ctx, memory_id, body.if_match or if_match)
-        out = memory.update(ctx, memory_id, body.content, body.metadata, expected,
-                            expires_at=body.expires_at, tier=body.tier, record_conflict=False)
+        # `expiresAt: null` clears the expiry; left out, it stays
+        expiry: Any = body.expires_at if "expires_at" in body.model_fields_set else UNSET
+        out = memory.update(ctx, memory_id, body.content, body.metadata, if_match=expected,
+                            expires_at=expiry, tier=body.tier, record_conflict=False)
         response.headers["ETag"] = quoted_etag(out.memory.etag)
         return out
 

@@ -19,6 +19,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..settings import Settings
+
 log = logging.getLogger("stratamem.audit")
 
 Outcome = Literal["ok", "denied", "error"]
@@ -43,8 +45,10 @@ class AuditRecord(BaseModel):
 
 
 class AuditLog:
-    def __init__(self, path: str | os.PathLike[str] | None = None, *, keep: int = 1000) -> None:
-        env = os.environ.get("STRATAMEM_AUDIT_LOG")
+    def __init__(
+        self, path: str | os.PathLike[str] | None = None, *, keep: int = 1000, settings: Settings | None = None
+    ) -> None:
+        env = (settings or Settings()).audit_log
         self.path = Path(path) if path is not None else (Path(env) if env else None)
         self._recent: deque[AuditRecord] = deque(maxlen=keep)
         self._lock = threading.Lock()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from prometheus_client import Counter, Gauge, Histogram
@@ -26,11 +27,15 @@ if TYPE_CHECKING:
 OPERATIONS = Counter("memory_operations", "Memory operations by type.", ["op"])
 ERRORS = Counter("memory_operations_errors", "Failed memory operations by error code.", ["code"])
 LATENCY = Histogram(
-    "memory_operations_latency", "Memory operation latency in milliseconds.", ["op"],
+    "memory_operations_latency",
+    "Memory operation latency in milliseconds.",
+    ["op"],
     buckets=(0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000),
 )
 SEARCH_RESULTS = Histogram(
-    "memory_search_results", "Results returned per search, by layer.", ["layer"],
+    "memory_search_results",
+    "Results returned per search, by layer.",
+    ["layer"],
     buckets=(0, 1, 2, 3, 5, 10, 20, 50, 100),
 )
 STORAGE_SIZE = Gauge("memory_storage_size", "Live memories by layer (all tenants).", ["layer"])
@@ -39,6 +44,7 @@ STORAGE_SIZE = Gauge("memory_storage_size", "Live memories by layer (all tenants
 _READS = frozenset({"search", "get", "list", "stats", "export"})
 _refresh_lock = threading.Lock()
 _last_refresh: dict[int, float] = {}
+_counts: dict[int, dict[str, int]] = {}
 
 
 class MetricsObserver:
@@ -60,21 +66,41 @@ class MetricsObserver:
                 SEARCH_RESULTS.labels(layer=layer).observe(count)
 
 
-def refresh_storage_size(engine: MemoryEngine, *, min_interval_s: float = 30.0) -> None:
-    """Recount live memories per layer: after any write, else at most every ``min_interval_s``."""
+def live_counts(engine: MemoryEngine, *, min_interval_s: float = 30.0) -> dict[str, int]:
+    """Live memories per layer of ``engine``'s store (all tenants): recounted after any write, else at
+    most every ``min_interval_s``."""
     with _refresh_lock:
         now = time.monotonic()
-        if now - _last_refresh.get(id(engine), -1e9) < min_interval_s:
-            return
+        cached = _counts.get(id(engine))
+        if cached is not None and now - _last_refresh.get(id(engine), -1e9) < min_interval_s:
+            return cached
         _last_refresh[id(engine)] = now
     totals: dict[str, int] = {}
     at = engine.now()
     for tenant in engine.provider.tenants():
         for layer, n in engine.provider.count_by_layer(tenant, at).items():
             totals[layer] = totals.get(layer, 0) + n
+    with _refresh_lock:
+        _counts[id(engine)] = totals
+    return totals
 
+
+def refresh_storage_size(engine: MemoryEngine | Iterable[MemoryEngine], *, min_interval_s: float = 30.0) -> None:
+    """Set ``memory_storage_size`` to the live memories per layer of one store (or the sum of several)."""
+    engines = [engine] if not isinstance(engine, Iterable) else list(engine)
+    totals: dict[str, int] = {}
+    for one in engines:
+        for layer, n in live_counts(one, min_interval_s=min_interval_s).items():
+            totals[layer] = totals.get(layer, 0) + n
     for layer in Layer:
         STORAGE_SIZE.labels(layer=layer.value).set(totals.get(layer.value, 0))
+
+
+def forget(engine: MemoryEngine) -> None:
+    """Drop the cached counts of an engine that is no longer observed."""
+    with _refresh_lock:
+        _counts.pop(id(engine), None)
+        _last_refresh.pop(id(engine), None)
 
 
 def install(engine: MemoryEngine) -> MetricsObserver:

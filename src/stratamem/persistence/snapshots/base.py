@@ -6,7 +6,7 @@ import builtins
 import logging
 import secrets
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
 from pydantic import ValidationError
 
+from ...encryption import EncryptionKey, previous_keys_from_env, resolve_key
 from ...errors import ErrorCode, MemoryError
 from ...model import _TENANT_RE, TenantContext
 from ...providers.contracts import SnapshotSource, implements
@@ -155,8 +156,19 @@ class SnapshotBase:
         partition_rows: int = DEFAULT_PARTITION_ROWS,
         exclude_tables: tuple[str, ...] = (),
         clock: Callable[[], datetime] | None = None,
+        encryption_key: EncryptionKey | str | None = None,
+        previous_keys: Sequence[EncryptionKey | str] = (),
     ) -> None:
         engine = memory.engine if hasattr(memory, "engine") else memory
+        #: Files are encrypted with this key before upload (None: ``STRATAMEM_ENCRYPTION_KEY``…, or
+        #: plain files when no key is configured); ``previous_keys`` (and
+        #: ``STRATAMEM_ENCRYPTION_PREVIOUS_KEY_FILE``) also decrypt, for snapshots older than a rotation.
+        self.encryption_key = resolve_key(encryption_key)
+        self.decryption_keys = [
+            *([self.encryption_key] if self.encryption_key else []),
+            *(k if isinstance(k, EncryptionKey) else EncryptionKey(k) for k in previous_keys),
+            *previous_keys_from_env(),
+        ]
         self.engine: MemoryEngine = engine
         provider = engine.provider
         if not implements(provider, SnapshotSource):

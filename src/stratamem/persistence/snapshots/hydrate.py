@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ...encryption import decrypt_file, is_encrypted
 from ...errors import ErrorCode, MemoryError
 from ..lazy import QUERY_TABLES
 from ..manifest import (
@@ -43,6 +44,17 @@ class HydrateMixin(CatalogMixin):
                 operation="snapshot",
                 details={"key": f.key, "reason": "checksum_mismatch", "expected": f.sha256, "actual": sha},
             )
+        if f.key_id is not None or is_encrypted(path):
+            sealed = path.with_name(path.name + ".enc")
+            path.replace(sealed)
+            try:
+                decrypt_file(sealed, path, self.decryption_keys)
+            except MemoryError as exc:
+                exc.message = f"snapshot {manifest.snapshot_id}: file {f.key}: {exc.message}"
+                exc.details["key"] = f.key
+                raise
+            finally:
+                sealed.unlink(missing_ok=True)
 
     def _hydrate(
         self,

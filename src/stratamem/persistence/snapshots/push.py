@@ -15,6 +15,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
+from ...encryption import encrypt_file
 from ...errors import ErrorCode, MemoryError
 from ...model import TenantContext
 from ..manifest import (
@@ -118,7 +119,7 @@ class PushMixin(CatalogMixin, RetentionMixin):
     ) -> tuple[TableEntry, builtins.list[tuple[str, int, Path]]]:
         """One table's manifest entry and the files written for its changed partitions."""
         prints = self._fingerprints(cur, table, part, run.tenant_id, by_name)
-        reuse = _reusable(prev_t, table, prints, missing)
+        reuse = _reusable(prev_t, table, prints, missing, self.encryption_key.key_id if self.encryption_key else None)
         dirty = sorted(p for p in prints if p not in reuse)
         uploads = self._copy_partitions(cur, run, table, part, by_name, dirty) if dirty else []
         entry = TableEntry(
@@ -269,23 +270,29 @@ class PushMixin(CatalogMixin, RetentionMixin):
     def _upload_one(
         self, prefix: str, snapshot_id: str, table: str, part: int, idx: int, path: Path, written: _Written
     ) -> FileEntry:
+        rows = int(pq.read_metadata(path).num_rows)
+        key = self.encryption_key
+        suffix = ".parquet"
+        if key is not None:  # only the encrypted file leaves the machine
+            sealed = path.with_name(path.name + ".enc")
+            encrypt_file(path, sealed, key)
+            path, suffix = sealed, ".parquet.enc"
         sha = sha256_file(path)
         size = path.stat().st_size
         md5 = hashlib.md5(path.read_bytes(), usedforsecurity=False).hexdigest()
-        tmp_key = f"{prefix}_tmp/{snapshot_id}/{table}/p{part:05d}-{idx:05d}.parquet"
+        tmp_key = f"{prefix}_tmp/{snapshot_id}/{table}/p{part:05d}-{idx:05d}{suffix}"
         with written.lock:
             written.tmp_keys.append(tmp_key)
         self.s3.put_file(tmp_key, path, sha256=sha)
         self._verify_object(tmp_key, size, sha, md5)
-        final_key = f"{prefix}data/{table}/{sha}.parquet"
+        final_key = f"{prefix}data/{table}/{sha}{suffix}"
         existing = self.s3.head(final_key)
         if existing is None or int(existing.get("ContentLength", -1)) != size:
             with written.lock:
                 written.final_keys.append(final_key)
             self.s3.copy(tmp_key, final_key)
             self._verify_object(final_key, size, sha, None)
-        rows = int(pq.read_metadata(path).num_rows)
-        return FileEntry(key=final_key, sha256=sha, size=size, rows=rows)
+        return FileEntry(key=final_key, sha256=sha, size=size, rows=rows, key_id=key.key_id if key else None)
 
     def _verify_object(self, key: str, size: int, sha: str, md5: str | None) -> None:
         head = self.s3.head(key)
@@ -368,17 +375,25 @@ class _Export:
 
 
 def _reusable(
-    prev_t: TableEntry | None, table: _Table, prints: dict[int, tuple[int, str]], missing: set[str]
+    prev_t: TableEntry | None,
+    table: _Table,
+    prints: dict[int, tuple[int, str]],
+    missing: set[str],
+    key_id: str | None,
 ) -> dict[int, PartitionEntry]:
     """Partitions of the previous snapshot that hold the same rows (equal fingerprints), by new number.
 
     The old files stay valid even when the partition's number changed (a split of the tail), so the
-    match is on the fingerprint; files gone from the bucket are not reused."""
+    match is on the fingerprint; files gone from the bucket are not reused, nor files encrypted
+    otherwise than this push encrypts (``key_id``: after a key rotation, or encryption turned on or
+    off, every partition is written again)."""
     reuse: dict[int, PartitionEntry] = {}
     if prev_t is None or prev_t.columns != table.columns:
         return reuse
     old_parts = {
-        old.fingerprint: old for old in prev_t.partitions if old.files and not any(f.key in missing for f in old.files)
+        old.fingerprint: old
+        for old in prev_t.partitions
+        if old.files and not any(f.key in missing or f.key_id != key_id for f in old.files)
     }
     for p, (_, fp) in prints.items():
         if fp in old_parts:

@@ -12,11 +12,13 @@ from typing import Any
 
 import duckdb
 
+from ...encryption import EncryptionKey
 from ...errors import ErrorCode, MemoryError, TransientProviderError
 from ..base import (
     MemoryProvider,
     StoreInfo,
 )
+from . import encrypted
 from .database import _REGISTRY, _REGISTRY_LOCK, _Database, _fold_access_log, log
 
 
@@ -34,6 +36,8 @@ class DuckDBConnection(MemoryProvider):
     _info: StoreInfo | None
     _index_settings: dict[str, int]
     _groups: threading.local
+    #: Key of an encrypted store file (``providers/duckdb/encrypted.py``); None: a plain file.
+    encryption_key: EncryptionKey | None
 
     # ------------------------------------------------------------------------------- connection
     def _open_database(self) -> _Database:
@@ -43,37 +47,56 @@ class DuckDBConnection(MemoryProvider):
             if db is None:
                 if key != ":memory:":
                     Path(key).parent.mkdir(parents=True, exist_ok=True)
+                config: dict[str, Any] = {"checkpoint_threshold": self.checkpoint_threshold}
+                enc = self.encryption_key if key != ":memory:" else None
                 try:
-                    conn = duckdb.connect(key, config={"checkpoint_threshold": self.checkpoint_threshold})
-                except (duckdb.ParserException, duckdb.InvalidInputException) as exc:
-                    raise MemoryError(
-                        ErrorCode.CONFIGURATION_ERROR,
-                        f"invalid DuckDB checkpoint_threshold {self.checkpoint_threshold!r} (a size such as "
-                        f"'128MB'): {exc}",
-                        operation="open",
-                        details={"checkpoint_threshold": self.checkpoint_threshold},
-                    ) from exc
-                except duckdb.IOException as exc:
-                    msg = str(exc)
-                    locked = "lock" in msg.lower()
-                    raise MemoryError(
-                        ErrorCode.PROVIDER_ERROR,
-                        (
-                            f"DuckDB file {key} is in use by another process; one process owns an embedded "
-                            "store at a time (run `stratamem serve` and share it, or use Redis write "
-                            "coordination)"
-                        )
-                        if locked
-                        else f"cannot open DuckDB file {key}: {msg}",
-                        operation="open",
-                        details={"path": key, "reason": "locked" if locked else "io"},
-                        retryable=locked,
-                    ) from exc
+                    conn = encrypted.connect(key, enc, config) if enc else duckdb.connect(key, config=config)
+                except duckdb.Error as exc:
+                    raise self._open_failure(exc, key, enc) from exc
                 db = _Database(path=key, conn=conn)
+                if enc is not None:
+                    db.catalog, db.key_id = encrypted.CATALOG, enc.key_id
                 if key != ":memory:":
                     _REGISTRY[key] = db
+            elif db.key_id != (self.encryption_key.key_id if self.encryption_key else None):
+                # open in this process already: the key must be the one it was opened with
+                reason = (
+                    "without a key" if self.encryption_key is None
+                    else "is not encrypted" if db.key_id is None
+                    else "wrong encryption key"
+                )
+                raise self._open_failure(duckdb.Error(reason), key, self.encryption_key)
             db.refcount += 1
             return db
+
+    def _open_failure(self, exc: duckdb.Error, key: str, enc: EncryptionKey | None) -> MemoryError:
+        """The coded error for a failure to open the file ``key``."""
+        coded = encrypted.open_error(exc, key, enc)
+        if coded is not None:
+            return coded
+        if isinstance(exc, duckdb.ParserException | duckdb.InvalidInputException):
+            return MemoryError(
+                ErrorCode.CONFIGURATION_ERROR,
+                f"invalid DuckDB checkpoint_threshold {self.checkpoint_threshold!r} (a size such as "
+                f"'128MB'): {exc}",
+                operation="open",
+                details={"checkpoint_threshold": self.checkpoint_threshold},
+            )
+        msg = str(exc)
+        locked = isinstance(exc, duckdb.IOException) and "lock" in msg.lower()
+        return MemoryError(
+            ErrorCode.PROVIDER_ERROR,
+            (
+                f"DuckDB file {key} is in use by another process; one process owns an embedded "
+                "store at a time (run `stratamem serve` and share it, or use Redis write "
+                "coordination)"
+            )
+            if locked
+            else f"cannot open DuckDB file {key}: {msg}",
+            operation="open",
+            details={"path": key, "reason": "locked" if locked else "io"},
+            retryable=locked,
+        )
 
     @property
     def db(self) -> _Database:
@@ -85,7 +108,7 @@ class DuckDBConnection(MemoryProvider):
         db = self.db
         cur = getattr(db.local, "cursor", None)
         if cur is None:
-            cur = db.conn.cursor()
+            cur = db.cursor()
             db.local.cursor = cur
             with _REGISTRY_LOCK:
                 db.cursors.append(cur)
@@ -190,7 +213,7 @@ class DuckDBConnection(MemoryProvider):
 
     def new_cursor(self) -> Any:
         """A cursor of its own on the database, outside the provider's locks; the caller closes it."""
-        return self.db.conn.cursor()
+        return self.db.cursor()
 
     # knowledge graph (contracts.GraphBackend): the graph's SQL is written in DuckDB's dialect
     graph_dialect = "duckdb"
@@ -225,7 +248,7 @@ class DuckDBConnection(MemoryProvider):
         Logged accesses are folded in first, and the transaction starts before the next write can
         begin. The transaction is rolled back and the cursor closed at the end."""
         db = self.db
-        cur = db.conn.cursor()
+        cur = db.cursor()
         try:
             with db.write_lock:  # logged accesses folded in, then the read starts before the next one
                 self.settle_access()

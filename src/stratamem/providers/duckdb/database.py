@@ -55,9 +55,20 @@ class _Database:
     #: the commit): equal before a read and at a later write means nothing that read saw has changed.
     #: The file has one writing process (DuckDB locks it), so this counter sees every such commit.
     generation: int = 0
+    #: Encrypted file: the catalog it is attached as (every cursor ``USE``s it) and the key's id
+    #: (a second provider on the file must bring the same key). None: the file is the main database.
+    catalog: str | None = None
+    key_id: str | None = None
 
     def __post_init__(self) -> None:
         self.appends = AppendQueue("stratamem-duckdb-appends", outer=self.write_lock)
+
+    def cursor(self) -> Any:
+        """A new cursor on the database, with the store's catalog selected."""
+        cur = self.conn.cursor()
+        if self.catalog is not None:
+            cur.execute(f"USE {self.catalog}")
+        return cur
 
 
 _REGISTRY: dict[str, _Database] = {}

@@ -61,8 +61,11 @@ class SearchIndexMixin(RowsMixin):
             self._apply_index_settings()
 
     def _ann_store(self) -> AnnStore | None:
-        """Saved HNSW graphs live beside the database file (``{path}.index``); none in memory."""
-        return None if self.path == ":memory:" else AnnStore(f"{Path(self.path).resolve()}.index")
+        """Saved HNSW graphs live beside the database file (``{path}.index``); none in memory, and
+        none for an encrypted file (they hold vectors and memory ids in plain files)."""
+        if self.path == ":memory:" or self.encryption_key is not None:
+            return None
+        return AnnStore(f"{Path(self.path).resolve()}.index")
 
     def _apply_index_settings(self) -> None:
         index = self.db.search_index
@@ -187,7 +190,7 @@ class SearchIndexMixin(RowsMixin):
         min_rows = PREBUILD_MIN_ROWS if min_rows is None else min_rows
         mem_src = ("read_parquet($memory_files)", {"memory_files": [str(p) for p in memories]})
         post_src = ("read_parquet($posting_files)", {"posting_files": [str(p) for p in postings]}) if postings else None
-        cur = self.db.conn.cursor()
+        cur = self.db.cursor()
         try:
             sizes = cur.execute(
                 f"SELECT layer, scope, count(*) AS n FROM {mem_src[0]} WHERE tenant_id = $tenant "

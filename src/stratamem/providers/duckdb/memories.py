@@ -31,6 +31,10 @@ from .index import SearchIndexMixin
 from .rows import _COLUMNS, _INSERT_COLUMNS, _N_COLS
 
 
+def _time_column(query: ListQuery) -> str:
+    return "updated_at" if query.time_field == "updated_at" else "created_at"
+
+
 class MemoriesMixin(SearchIndexMixin):
     """The core operations on ``memories``."""
 
@@ -138,34 +142,43 @@ class MemoriesMixin(SearchIndexMixin):
         if not query.include_expired:
             sql += " AND (expires_at IS NULL OR expires_at > ?)"
             params.append(to_naive_utc(query.now))
+        if query.since is not None:  # the column name comes from a fixed pair (ListQuery.time_field)
+            sql += f" AND {_time_column(query)} >= ?"
+            params.append(to_naive_utc(query.since))
+        if query.until is not None:
+            sql += f" AND {_time_column(query)} < ?"
+            params.append(to_naive_utc(query.until))
         scope_sql, scope_params = _scope_sql(query.scope)
         return sql + scope_sql, params + scope_params
 
     def list(self, query: ListQuery) -> ListPage:
         where, params = self._where(query)
         after_sql, after_params = "", []
+        cmp, direction = ("<", " DESC") if query.descending else (">", "")
+        order = f" ORDER BY created_at{direction}, id{direction}"
         if query.after is not None:
             ts, last_id = query.after
-            after_sql = " AND (created_at > ? OR (created_at = ? AND id > ?))"
+            after_sql = f" AND (created_at {cmp} ? OR (created_at = ? AND id {cmp} ?))"
             after_params = [to_naive_utc(ts), to_naive_utc(ts), last_id]
         with self._read() as cur:
             if query.predicate is None:
                 total = int(cur.execute(f"SELECT count(*) FROM memories{where}", params).fetchone()[0])
                 rows = cur.execute(
-                    f"{self._select(False)}{where}{after_sql} ORDER BY created_at, id LIMIT ?",
+                    f"{self._select(False)}{where}{after_sql}{order} LIMIT ?",
                     [*params, *after_params, query.limit + 1],
                 ).fetchall()
                 entries = [self._entry(r, False) for r in rows]
                 return ListPage(entries=entries[: query.limit], total=total, has_more=len(entries) > query.limit)
             # Filtered: evaluate the predicate over the scope (metadata only), then fetch the page.
-            cur.execute(f"SELECT id, created_at, metadata FROM memories{where} ORDER BY created_at, id", params)
+            cur.execute(f"SELECT id, created_at, metadata FROM memories{where}{order}", params)
             matching: builtins.list[tuple[datetime, str]] = []
             while batch := cur.fetchmany(self._read_batch):
                 matching += [(r[1], r[0]) for r in batch if query.predicate(json.loads(r[2]))]
             start = 0
             if query.after is not None:
                 pos = (to_naive_utc(query.after[0]), query.after[1])
-                start = next((i for i, m in enumerate(matching) if m > pos), len(matching))
+                start = next((i for i, m in enumerate(matching) if (m < pos if query.descending else m > pos)),
+                             len(matching))
             page_ids = [m[1] for m in matching[start : start + query.limit]]
             entries = self._fetch_ids(cur, query.tenant_id, page_ids, False)
             return ListPage(entries=entries, total=len(matching), has_more=start + query.limit < len(matching))

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import duckdb
 
+from ...encryption import EncryptionKey
 from ...retrieval.duckdb_lexical import DuckDBLexicalIndex
 from ..base import (
     StoreInfo,
@@ -19,12 +20,14 @@ from .governance import GovernanceMixin
 from .keys import KeysMixin
 from .lifecycle import LifecycleMixin
 from .memories import MemoriesMixin
+from .rowcopy import RowCopyMixin
 from .store import StoreMixin
 
 MAX_CONTENT_LENGTH = 32_000
 
 
-class DuckDBProvider(StoreMixin, MemoriesMixin, LifecycleMixin, EmbeddingCacheMixin, KeysMixin, GovernanceMixin):
+class DuckDBProvider(StoreMixin, MemoriesMixin, LifecycleMixin, EmbeddingCacheMixin, KeysMixin, GovernanceMixin,
+                     RowCopyMixin):
     name = "duckdb"
     version = duckdb.__version__
 
@@ -36,9 +39,13 @@ class DuckDBProvider(StoreMixin, MemoriesMixin, LifecycleMixin, EmbeddingCacheMi
         read_batch: int = 512,
         checkpoint_threshold: str = CHECKPOINT_THRESHOLD,
         defer_appends: bool = True,
+        encryption_key: EncryptionKey | str | None = None,
     ) -> None:
         super().__init__()
         self.path = str(path)
+        #: The file is encrypted with this key (DuckDB database encryption); None: a plain file. The
+        #: environment is not read here: ``Memory.open`` resolves ``STRATAMEM_ENCRYPTION_KEY``.
+        self.encryption_key = EncryptionKey(encryption_key) if isinstance(encryption_key, str) else encryption_key
         #: An operation's bookkeeping appends are written by a worker right after it returns (True) or
         #: before it returns (False); either way every read and write of the store sees them.
         self.defer_appends = defer_appends
