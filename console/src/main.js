@@ -77,7 +77,7 @@ function layerSelect(id, value, allowEmpty = true) {
 }
 
 // ------------------------------------------------------------------ Browse
-const browseState = { layer: "", ids: "", tag: "", from: "", to: "", superseded: false, expiring: false,
+const browseState = { layer: "", ids: "", tag: "", from: "", to: "", order: "", superseded: false, expiring: false,
                       limit: 25, cursors: [null], page: 0, selected: null };
 
 async function browse(main) {
@@ -91,6 +91,8 @@ async function browse(main) {
     tag: h("input", { id: "f-tag", value: st.tag, placeholder: "tag" }),
     from: h("input", { id: "f-from", type: "date", value: st.from }),
     to: h("input", { id: "f-to", type: "date", value: st.to }),
+    order: h("select", { id: "f-order" }, [["", "oldest first"], ["newest", "newest first"]].map(([v, label]) =>
+      h("option", { value: v, selected: v === st.order ? "selected" : null }, label))),
     superseded: h("input", { id: "f-superseded", type: "checkbox", checked: st.superseded }),
     expiring: h("input", { id: "f-expiring", type: "checkbox", checked: st.expiring }),
   };
@@ -98,12 +100,13 @@ async function browse(main) {
     onsubmit: (ev) => {
       ev.preventDefault();
       Object.assign(st, { layer: f.layer.value, ids: f.ids.value, tag: f.tag.value, from: f.from.value,
-                          to: f.to.value, superseded: f.superseded.checked, expiring: f.expiring.checked,
+                          to: f.to.value, order: f.order.value, superseded: f.superseded.checked,
+                          expiring: f.expiring.checked,
                           cursors: [null], page: 0 });
       loadTable(table, detail);
     } },
     field("Layer", f.layer), field("Identifiers", f.ids), field("Tag", f.tag), field("From", f.from),
-    field("To", f.to), field("Include superseded", f.superseded), field("Expiring in 7 days", f.expiring),
+    field("To", f.to), field("Order", f.order), field("Include superseded", f.superseded), field("Expiring in 7 days", f.expiring),
     h("button", { type: "submit" }, "Apply"));
   clear(main, h("div", { class: "browse" }, tree, h("div", { class: "middle" }, filters, table), detail));
   loadTree(tree, table, detail);
@@ -136,22 +139,17 @@ async function loadTree(tree, table, detail) {
 async function loadTable(table, detail) {
   const st = browseState;
   clear(table, "Loading…");
+  // The created-time window is the API's (since inclusive, until exclusive: the day after "To", UTC).
+  const nextDay = (d) => new Date(Date.parse(`${d}T00:00:00Z`) + 86400e3).toISOString();
   const query = { ...parseIds(st.ids), layer: st.layer || null, limit: st.limit,
                   cursor: st.cursors[st.page], tag: st.tag ? [st.tag] : null,
-                  includeSuperseded: st.superseded ? "true" : null };
+                  includeSuperseded: st.superseded ? "true" : null, order: st.order || null,
+                  since: st.from ? `${st.from}T00:00:00Z` : null, until: st.to ? nextDay(st.to) : null };
   try {
     const { data } = await api("GET", "/v1/memories", { query });
-    // Time range and expiry are filtered on the page the API returned (the list route has no such filter).
-    const from = st.from ? new Date(st.from) : null;
-    const to = st.to ? new Date(`${st.to}T23:59:59Z`) : null;
+    // "Expiring soon" is filtered on the page the API returned (the list route has no expiry filter).
     const soon = Date.now() + 7 * 86400e3;
-    const rows = data.memories.filter((m) => {
-      const c = new Date(m.createdAt);
-      if (from && c < from) return false;
-      if (to && c > to) return false;
-      if (st.expiring && !(m.expiresAt && new Date(m.expiresAt).getTime() <= soon)) return false;
-      return true;
-    });
+    const rows = data.memories.filter((m) => !st.expiring || (m.expiresAt && new Date(m.expiresAt).getTime() <= soon));
     if (data.nextCursor) st.cursors[st.page + 1] = data.nextCursor;
     clear(table,
       h("table", { id: "memories" },

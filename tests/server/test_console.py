@@ -184,6 +184,18 @@ def test_console_end_to_end_in_chromium(live_db: Path, live_server: Callable[[],
         b.wait("document.querySelector('#detail-events tr.ev-create')")
         assert b.eval("document.querySelectorAll('#detail-events tbody tr').length") == 1
         b.screenshot(shots / "browse.png")
+        # the time window goes to the API (since/until): nothing was created tomorrow, everything today
+        requested = len(b.requested_urls())
+        _type(b, "f-from", "2999-01-01")
+        b.eval("document.getElementById('filters').requestSubmit(); true")
+        b.wait("document.querySelector('.pager') && document.querySelector('.pager').innerText.includes('0 shown of 0')")
+        assert any("since=2999-01-01" in u for u in b.requested_urls()[requested:])
+        _type(b, "f-from", "")
+        _type(b, "f-order", "newest")
+        b.eval("document.getElementById('filters').requestSubmit(); true")
+        b.wait("document.querySelector('.pager').innerText.includes('6 shown of 6')")
+        first = b.eval("document.querySelector('#memories tbody td.content').textContent")
+        assert first == "Alice found a memory leak.", first  # the newest first
 
         # Search playground: per-layer results with the dense and lexical parts and the threshold line
         b.eval("location.hash = '#search'; true")
