@@ -188,7 +188,9 @@ def test_console_end_to_end_in_chromium(live_db: Path, live_server: Callable[[],
         requested = len(b.requested_urls())
         _type(b, "f-from", "2999-01-01")
         b.eval("document.getElementById('filters').requestSubmit(); true")
-        b.wait("document.querySelector('.pager') && document.querySelector('.pager').innerText.includes('0 shown of 0')")
+        b.wait(
+            "document.querySelector('.pager') && document.querySelector('.pager').innerText.includes('0 shown of 0')"
+        )
         assert any("since=2999-01-01" in u for u in b.requested_urls()[requested:])
         _type(b, "f-from", "")
         _type(b, "f-order", "newest")
