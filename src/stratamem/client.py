@@ -47,6 +47,7 @@ from .errors import ErrorCode, MemoryError
 from .filters import parse_filter, with_tags_match
 from .hygiene.gate import ProcessResult
 from .hygiene.health import MemoryHealth
+from .hygiene.history import EventTrends, MaintenanceRunsOutput, MemoryEventsOutput
 from .layers import get_accessible_layers, parse_identifiers
 from .lifecycle.feedback import FeedbackResult
 from .lifecycle.maintenance import MaintenanceReport
@@ -776,6 +777,48 @@ class Client(_Base):
         )
         return out
 
+    def memory_events(
+        self, ctx: TenantContext | None = None, memory_id: str | None = None, *, limit: int = 50
+    ) -> MemoryEventsOutput:
+        path = f"/v1/memories/{quote(str(memory_id), safe='')}/events"
+        out: MemoryEventsOutput = self._send(
+            _Call(
+                "GET",
+                path,
+                "memory_events",
+                _model(MemoryEventsOutput),
+                params=[("limit", str(limit))],
+                idempotent=True,
+            )
+        )
+        return out
+
+    def event_trends(self, ctx: TenantContext | None = None, *, days: int = 14) -> EventTrends:
+        out: EventTrends = self._send(
+            _Call(
+                "GET",
+                "/v1/health-report/trends",
+                "event_trends",
+                _model(EventTrends),
+                params=[("days", str(days))],
+                idempotent=True,
+            )
+        )
+        return out
+
+    def maintenance_runs(self, ctx: TenantContext | None = None, *, limit: int = 20) -> MaintenanceRunsOutput:
+        out: MaintenanceRunsOutput = self._send(
+            _Call(
+                "GET",
+                "/v1/maintenance/runs",
+                "maintenance_runs",
+                _model(MaintenanceRunsOutput),
+                params=[("limit", str(limit))],
+                idempotent=True,
+            )
+        )
+        return out
+
     # -- connection --------------------------------------------------------------------------
     def close(self) -> None:
         self._http.close()
@@ -1256,6 +1299,48 @@ class AsyncClient(_Base):
         params = [("since", since.isoformat())] if since is not None else []
         out: MemoryHealth = await self._send(
             _Call("GET", "/v1/health-report", "health", _model(MemoryHealth), params=params, idempotent=True)
+        )
+        return out
+
+    async def memory_events(
+        self, ctx: TenantContext | None = None, memory_id: str | None = None, *, limit: int = 50
+    ) -> MemoryEventsOutput:
+        path = f"/v1/memories/{quote(str(memory_id), safe='')}/events"
+        out: MemoryEventsOutput = await self._send(
+            _Call(
+                "GET",
+                path,
+                "memory_events",
+                _model(MemoryEventsOutput),
+                params=[("limit", str(limit))],
+                idempotent=True,
+            )
+        )
+        return out
+
+    async def event_trends(self, ctx: TenantContext | None = None, *, days: int = 14) -> EventTrends:
+        out: EventTrends = await self._send(
+            _Call(
+                "GET",
+                "/v1/health-report/trends",
+                "event_trends",
+                _model(EventTrends),
+                params=[("days", str(days))],
+                idempotent=True,
+            )
+        )
+        return out
+
+    async def maintenance_runs(self, ctx: TenantContext | None = None, *, limit: int = 20) -> MaintenanceRunsOutput:
+        out: MaintenanceRunsOutput = await self._send(
+            _Call(
+                "GET",
+                "/v1/maintenance/runs",
+                "maintenance_runs",
+                _model(MaintenanceRunsOutput),
+                params=[("limit", str(limit))],
+                idempotent=True,
+            )
         )
         return out
 
