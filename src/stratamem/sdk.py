@@ -554,7 +554,22 @@ class Memory:
     def reflect(self, ctx: TenantContext | None, user_id: str, session_id: str,
                 agent_id: str | None = None) -> ReflectionResult:
         """Distil a session's memories into agent-layer summaries and rules with provenance (with the
-        configured LLM, else by rules); idempotent (``lifecycle/reflection.py``)."""
+        configured LLM, else by rules); idempotent (``lifecycle/reflection.py``).
+
+        Args:
+            ctx: The caller's tenant context; every row read or written belongs to its tenant.
+            user_id: The user whose session is reflected.
+            session_id: The session to reflect.
+            agent_id: The agent whose layer receives the reflection (None: the agent named most often
+                in the sources' provenance).
+
+        Returns:
+            What was written (summary and rule ids), left unchanged or skipped, and why.
+
+        Raises:
+            MemoryError: ``MISSING_TENANT_CONTEXT`` / ``INVALID_TENANT_CONTEXT`` without a valid
+                tenant context; ``INVALID_PARAMS`` for bad input; ``PROVIDER_ERROR`` from the store.
+        """
         return self.lifecycle.reflect(ctx, user_id, session_id, agent_id)
 
     def promote(self, ctx: TenantContext | None, source_id: str, target_layer: str | Layer, identifiers: Any = None,
@@ -969,8 +984,14 @@ class Memory:
         return self._observation
 
     def metrics_text(self) -> str:
-        """The process's Prometheus metrics (text exposition format, the server's ``/metrics`` names),
-        this store's ``memory_storage_size`` fresh. CONFIGURATION_ERROR unless opened with metrics observed."""
+        """The process's Prometheus metrics (the server's ``/metrics`` names).
+
+        Returns:
+            The text exposition format, this store's ``memory_storage_size`` fresh.
+
+        Raises:
+            MemoryError: ``CONFIGURATION_ERROR`` unless the store was opened with metrics observed.
+        """
         if self._observation is None or not self._observation.config.metrics:
             raise MemoryError(ErrorCode.CONFIGURATION_ERROR, "metrics are not observed: open the store with "
                               "observe=True (or STRATAMEM_OBSERVE=1)", operation="metrics_text")
@@ -978,8 +999,25 @@ class Memory:
     def fit_context(self, ctx: TenantContext | None, messages: Sequence[Message], max_tokens: int,
                     identifiers: Any = None, *, layer: str | Layer = "session", keep_recent: int = 4,
                     compact_at: float = 0.8, max_tool_tokens: int = 500) -> FitContextResult:
-        """The messages to send within ``max_tokens``: large tool outputs stored and replaced by a
-        pointer, the oldest turns compacted into a summary memory near the limit (``agent.budget``)."""
+        """The messages to send within ``max_tokens`` (``agent/budget.py``).
+
+        Args:
+            ctx: The caller's tenant context; every row read or written belongs to its tenant.
+            messages: The conversation, oldest first (chat-completion message dicts).
+            max_tokens: The context budget.
+            identifiers: The scope identifiers where pruned outputs and summaries are stored.
+            layer: The layer they are stored in.
+            keep_recent: The newest messages never pruned or compacted.
+            compact_at: Share of ``max_tokens`` above which the oldest turns are compacted.
+            max_tool_tokens: Tool outputs larger than this are stored and replaced by a pointer.
+
+        Returns:
+            The messages to send, what was pruned (with memory ids) and the summary written, if any.
+
+        Raises:
+            MemoryError: ``MISSING_TENANT_CONTEXT`` / ``INVALID_TENANT_CONTEXT`` without a valid
+                tenant context; ``INVALID_PARAMS`` for bad arguments; ``PROVIDER_ERROR`` from the store.
+        """
         hygiene = self.hygiene
         return fit_context(self, ctx, messages, max_tokens, identifiers=identifiers, layer=layer, llm=hygiene.llm,
                            prompts=hygiene.config.prompts, keep_recent=keep_recent, compact_at=compact_at,

@@ -84,7 +84,9 @@ def test_readme_mcp_stdio_config(tmp_path: Path) -> None:
             return [t.name for t in (await session.list_tools()).tools]
 
     names = asyncio.run(asyncio.wait_for(main(), 120))
-    assert sorted(names) == ["close_session", "createMemory", "deleteMemory", "forget", "listMemory", "memory_crud",
-                             "memory_process", "memory_promote", "remember", "searchMemory", "updateMemory"]
-    assert all(f"`{name}`" in section for name in names)  # the README names every tool
+    legacy = {"close_session", "memory_crud", "memory_process", "memory_promote"}  # deprecated aliases
+    current = {"closeSession", "createMemory", "deleteMemory", "forget", "listMemory", "promoteMemory", "remember",
+               "searchMemory", "updateMemory"}
+    assert set(names) == current | legacy
+    assert all(f"`{name}`" in section for name in current)  # the README names every current tool
     assert (tmp_path / "data" / "stratamem.duckdb").exists()
