@@ -48,7 +48,8 @@ services: install-dev
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" PY="$(CURDIR)/$(PY)" bash scripts/services.sh
 
 lint: install-dev
-	$(PY) -m ruff check src tests benchmarks
+	$(PY) -m ruff check src tests benchmarks examples
+	$(PY) -m ruff format --check src tests benchmarks examples
 	$(PY) -m mypy
 
 pytest: install-dev

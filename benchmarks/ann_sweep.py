@@ -60,29 +60,35 @@ def texts_and_queries(size: int, queries: int, seed: int) -> tuple[list[str], li
     return [f.text for f in facts], list(dict.fromkeys(facts[i].query for i in targets))
 
 
-def cached_vectors(texts: Sequence[str], qtexts: Sequence[str], embedder: Embedder, folder: Path,
-                   seed: int) -> tuple[np.ndarray, np.ndarray]:
+def cached_vectors(
+    texts: Sequence[str], qtexts: Sequence[str], embedder: Embedder, folder: Path, seed: int
+) -> tuple[np.ndarray, np.ndarray]:
     """The texts' vectors from the cache (a file of at least as many sentences of the same seed and
     model: its first rows are these texts), embedded and written there first if there is none."""
     folder.mkdir(parents=True, exist_ok=True)
     model = embedder.model_id.replace("/", "_")
     for done in sorted(folder.glob(f"sentences-{seed}-*-{model}.done"), key=lambda p: int(p.name.split("-")[2])):
         if int(done.name.split("-")[2]) >= len(texts):
-            return (np.load(done.with_suffix(".npy"), mmap_mode="r")[:len(texts)],
-                    np.asarray(embedder.embed(list(qtexts)), dtype=np.float32))
+            return (
+                np.load(done.with_suffix(".npy"), mmap_mode="r")[: len(texts)],
+                np.asarray(embedder.embed(list(qtexts)), dtype=np.float32),
+            )
     stem = folder / f"sentences-{seed}-{len(texts)}-{model}"
-    out = np.lib.format.open_memmap(stem.with_suffix(".npy"), mode="w+", dtype=np.float32,
-                                    shape=(len(texts), embedder.dimensions))
+    out = np.lib.format.open_memmap(
+        stem.with_suffix(".npy"), mode="w+", dtype=np.float32, shape=(len(texts), embedder.dimensions)
+    )
     t0 = time.perf_counter()
     for start in range(0, len(texts), 1000):
-        out[start:start + 1000] = embedder.embed(list(texts[start:start + 1000]))
+        out[start : start + 1000] = embedder.embed(list(texts[start : start + 1000]))
         if start % 100_000 == 0:
             print(f"embedded {start:,} sentences in {time.perf_counter() - t0:.0f} s", flush=True)
     out.flush()
     del out
     stem.with_suffix(".done").write_text("ok")
-    return (np.load(stem.with_suffix(".npy"), mmap_mode="r"),
-            np.asarray(embedder.embed(list(qtexts)), dtype=np.float32))
+    return (
+        np.load(stem.with_suffix(".npy"), mmap_mode="r"),
+        np.asarray(embedder.embed(list(qtexts)), dtype=np.float32),
+    )
 
 
 def exact_top(x: np.ndarray, q: np.ndarray, k: int = 10) -> np.ndarray:
@@ -90,7 +96,7 @@ def exact_top(x: np.ndarray, q: np.ndarray, k: int = 10) -> np.ndarray:
     best = np.full((len(q), k), -1, dtype=np.int64)
     scores = np.full((len(q), k), -np.inf, dtype=np.float32)
     for start in range(0, len(x), 100_000):
-        block = q @ np.asarray(x[start:start + 100_000]).T
+        block = q @ np.asarray(x[start : start + 100_000]).T
         idx = np.argpartition(-block, k, axis=1)[:, :k]
         cand = np.concatenate([best, idx + start], axis=1)
         cs = np.concatenate([scores, np.take_along_axis(block, idx, 1)], axis=1)
@@ -105,8 +111,13 @@ def sweep(x: np.ndarray, q: np.ndarray, expansions: Sequence[int]) -> list[dict[
     defaults = SearchIndex(x.shape[1], None)
     x = np.ascontiguousarray(x)  # in memory, as the store's partition matrix
     want = exact_top(x, q)
-    graph = Index(ndim=x.shape[1], metric="cos", dtype=defaults.ann_dtype, connectivity=defaults.connectivity,
-                  expansion_add=defaults.expansion_add)
+    graph = Index(
+        ndim=x.shape[1],
+        metric="cos",
+        dtype=defaults.ann_dtype,
+        connectivity=defaults.connectivity,
+        expansion_add=defaults.expansion_add,
+    )
     t0 = time.perf_counter()
     graph.add(np.arange(len(x), dtype=np.int64), x, threads=2)
     build_s = time.perf_counter() - t0
@@ -121,19 +132,31 @@ def sweep(x: np.ndarray, q: np.ndarray, expansions: Sequence[int]) -> list[dict[
             ms.append((time.perf_counter() - t1) * 1000)
             recalls.append(len(set(top.tolist()) & set(want[i].tolist())) / 10)
         ms.sort()
-        rows.append({"rows": len(x), "expansion": ef, "recall_dense": statistics.fmean(recalls),
-                     "graph_p50_ms": statistics.median(ms), "graph_p95_ms": ms[int(0.95 * len(ms))],
-                     "build_s": build_s, "chosen": ef == search_expansion(defaults.expansion_search, len(x))})
-        print(f"{len(x):>9,} rows  expansion {ef:>4}  recall {rows[-1]['recall_dense']:.3f}  "
-              f"p50 {rows[-1]['graph_p50_ms']:.2f} ms", flush=True)
+        rows.append(
+            {
+                "rows": len(x),
+                "expansion": ef,
+                "recall_dense": statistics.fmean(recalls),
+                "graph_p50_ms": statistics.median(ms),
+                "graph_p95_ms": ms[int(0.95 * len(ms))],
+                "build_s": build_s,
+                "chosen": ef == search_expansion(defaults.expansion_search, len(x)),
+            }
+        )
+        print(
+            f"{len(x):>9,} rows  expansion {ef:>4}  recall {rows[-1]['recall_dense']:.3f}  "
+            f"p50 {rows[-1]['graph_p50_ms']:.2f} ms",
+            flush=True,
+        )
     return rows
 
 
 class _Lookup(Embedder):
     """The cached vectors of known texts (no model): stores a million rows in minutes."""
 
-    def __init__(self, model_id: str, texts: Sequence[str], x: np.ndarray, qtexts: Sequence[str],
-                 q: np.ndarray) -> None:
+    def __init__(
+        self, model_id: str, texts: Sequence[str], x: np.ndarray, qtexts: Sequence[str], q: np.ndarray
+    ) -> None:
         self.model_id, self.dimensions = model_id, x.shape[1]
         self._rows = {t: i for i, t in enumerate(texts)}
         self._queries = {t: i for i, t in enumerate(qtexts)}
@@ -151,24 +174,41 @@ class _Lookup(Embedder):
         return out
 
 
-def store_check(texts: Sequence[str], x: np.ndarray, qtexts: Sequence[str], q: np.ndarray,
-                model_id: str) -> dict[str, Any]:
+def store_check(
+    texts: Sequence[str], x: np.ndarray, qtexts: Sequence[str], q: np.ndarray, model_id: str
+) -> dict[str, Any]:
     ctx, ids = TenantContext(tenant_id="bench-main"), {"user_id": "u1"}
     out: dict[str, Any] = {"rows": len(texts)}
-    with tempfile.TemporaryDirectory(prefix="stratamem-ann-") as tmp, \
-            Memory.open(Path(tmp) / "sweep.duckdb", embedder=_Lookup(model_id, texts, x, qtexts, q),
-                        config=MemoryConfig(graph_enabled=False)) as mem:
+    with (
+        tempfile.TemporaryDirectory(prefix="stratamem-ann-") as tmp,
+        Memory.open(
+            Path(tmp) / "sweep.duckdb",
+            embedder=_Lookup(model_id, texts, x, qtexts, q),
+            config=MemoryConfig(graph_enabled=False),
+        ) as mem,
+    ):
         t0 = time.perf_counter()
         for start in range(0, len(texts), 1000):
-            mem.bulk_add(ctx, [{"content": t, "layer": "user", "identifiers": ids} for t in texts[start:start + 1000]])
+            mem.bulk_add(
+                ctx, [{"content": t, "layer": "user", "identifiers": ids} for t in texts[start : start + 1000]]
+            )
         out["store_s"] = time.perf_counter() - t0
         provider = mem.engine.provider
         scope = Scope(Layer.USER, scope_key(Layer.USER, LayerIdentifiers.model_validate(ids)))
 
         def query(i: int, weight: float, exact: bool = False) -> SearchQuery:
-            return SearchQuery(tenant_id=ctx.tenant_id, scope=scope, vector=q[i], text=qtexts[i], limit=10,
-                               min_score=0.0, now=datetime.now(UTC), include_embedding=True,
-                               lexical_weight=weight, exact=exact)
+            return SearchQuery(
+                tenant_id=ctx.tenant_id,
+                scope=scope,
+                vector=q[i],
+                text=qtexts[i],
+                limit=10,
+                min_score=0.0,
+                now=datetime.now(UTC),
+                include_embedding=True,
+                lexical_weight=weight,
+                exact=exact,
+            )
 
         provider.search(query(0, 0.0))
         index = provider.search_index  # type: ignore[attr-defined]
@@ -188,9 +228,12 @@ def store_check(texts: Sequence[str], x: np.ndarray, qtexts: Sequence[str], q: n
             ms.sort()
             out[f"recall_{name}"] = statistics.fmean(recalls)
             out[f"{name}_p50_ms"], out[f"{name}_p95_ms"] = statistics.median(ms), ms[int(0.95 * len(ms))]
-    print(f"store check, {len(texts):,} rows, expansion {out['expansion']}: recall hybrid "
-          f"{out['recall_hybrid']:.3f} / dense {out['recall_dense']:.3f}; provider.search p50 hybrid "
-          f"{out['hybrid_p50_ms']:.2f} ms / dense {out['dense_p50_ms']:.2f} ms", flush=True)
+    print(
+        f"store check, {len(texts):,} rows, expansion {out['expansion']}: recall hybrid "
+        f"{out['recall_hybrid']:.3f} / dense {out['recall_dense']:.3f}; provider.search p50 hybrid "
+        f"{out['hybrid_p50_ms']:.2f} ms / dense {out['dense_p50_ms']:.2f} ms",
+        flush=True,
+    )
     return out
 
 
@@ -201,8 +244,11 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=600)
     parser.add_argument("--embedder", default="onnx", help="local, onnx[:DIR] or hashing[:DIM]")
     parser.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "stratamem" / "bench")
-    parser.add_argument("--store-check", action="store_true",
-                        help="also store the largest size through the SDK and check provider.search")
+    parser.add_argument(
+        "--store-check",
+        action="store_true",
+        help="also store the largest size through the SDK and check provider.search",
+    )
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "ann_sweep.json")
     args = parser.parse_args()
@@ -216,17 +262,32 @@ def main() -> None:
 
     print(f"\n{'rows':>9} | {'expansion':>9} | {'recall@10 dense':>15} | {'graph p50 ms':>12} | chosen")
     for r in rows:
-        print(f"{r['rows']:>9,} | {r['expansion']:>9} | {r['recall_dense']:>15.3f} | {r['graph_p50_ms']:>12.2f} | "
-              f"{'<-' if r['chosen'] else ''}")
+        print(
+            f"{r['rows']:>9,} | {r['expansion']:>9} | {r['recall_dense']:>15.3f} | {r['graph_p50_ms']:>12.2f} | "
+            f"{'<-' if r['chosen'] else ''}"
+        )
     picks = ", ".join(f"{s:,} rows -> {search_expansion(192, s)}" for s in sorted(args.sizes))
     print(f"search_expansion picks: {picks}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({
-        "benchmark": "ann_sweep", "command": shlex.join(["python", *sys.argv]),
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "python": platform.python_version()},
-        "embedder": embedder.model_id, "queries": len(qtexts), "sweep": rows, "store_check": check,
-    }, indent=2))
+    args.out.write_text(
+        json.dumps(
+            {
+                "benchmark": "ann_sweep",
+                "command": shlex.join(["python", *sys.argv]),
+                "date": datetime.now(UTC).isoformat(timespec="seconds"),
+                "machine": {
+                    "platform": platform.platform(),
+                    "cpus": os.cpu_count(),
+                    "python": platform.python_version(),
+                },
+                "embedder": embedder.model_id,
+                "queries": len(qtexts),
+                "sweep": rows,
+                "store_check": check,
+            },
+            indent=2,
+        )
+    )
     print(f"wrote {args.out}")
 
 

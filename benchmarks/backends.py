@@ -33,11 +33,35 @@ from stratamem import Memory, TenantContext
 ROOT = Path(__file__).resolve().parent.parent
 SUBJECTS = ["The user", "Alice", "The team", "Our project", "The backend", "Bob", "The customer", "Marketing"]
 VERBS = ["prefers", "uses", "dislikes", "needs", "migrated to", "asked about", "is evaluating", "documented"]
-OBJECTS = ["dark mode", "PostgreSQL 16", "tabs for indentation", "weekly releases", "Rust for the parser",
-           "a faster CI pipeline", "GraphQL", "the new billing flow", "Kubernetes autoscaling", "vim keybindings",
-           "server-side rendering", "the Berlin office", "on-call rotations", "feature flags", "type hints"]
-CONTEXT = ["since March", "for the mobile app", "in production", "after the outage", "for the Q3 roadmap",
-           "when reviewing code", "on weekends", "for compliance", "in the data pipeline", "during onboarding"]
+OBJECTS = [
+    "dark mode",
+    "PostgreSQL 16",
+    "tabs for indentation",
+    "weekly releases",
+    "Rust for the parser",
+    "a faster CI pipeline",
+    "GraphQL",
+    "the new billing flow",
+    "Kubernetes autoscaling",
+    "vim keybindings",
+    "server-side rendering",
+    "the Berlin office",
+    "on-call rotations",
+    "feature flags",
+    "type hints",
+]
+CONTEXT = [
+    "since March",
+    "for the mobile app",
+    "in production",
+    "after the outage",
+    "for the Q3 roadmap",
+    "when reviewing code",
+    "on weekends",
+    "for compliance",
+    "in the data pipeline",
+    "during onboarding",
+]
 IDS = {"user_id": "u1", "project_id": "p1", "team_id": "t1"}
 LAYERS = ["user", "project", "team"]
 
@@ -66,8 +90,10 @@ def ingest(mem: Memory, ctx: TenantContext, size: int, rng: random.Random) -> di
     start = time.perf_counter()
     batch = 500
     for i in range(0, size, batch):
-        items = [{"content": f"{sentence(rng)} #{i + j}", "layer": LAYERS[(i + j) % 3], "identifiers": IDS}
-                 for j in range(min(batch, size - i))]
+        items = [
+            {"content": f"{sentence(rng)} #{i + j}", "layer": LAYERS[(i + j) % 3], "identifiers": IDS}
+            for j in range(min(batch, size - i))
+        ]
         mem.bulk_add(ctx, items)
     ingest_s = time.perf_counter() - start
     add_ms = []
@@ -117,8 +143,13 @@ def run_postgres(size: int, queries: int, seed: int, url: str) -> list[dict[str,
                 conn.execute(sql.SQL("ANALYZE {}.memories").format(sql.Identifier(schema)))
             exact.update(searches(mem, ctx, queries, random.Random(seed + 1)))
         with Memory.open(PostgresProvider(store, search_mode="ann"), embedder="hashing") as mem:
-            ann: dict[str, Any] = {"backend": "postgres-ann", "size": size, "ingest_s": None, "ingest_per_s": None,
-                                   "add_p50_ms": None}
+            ann: dict[str, Any] = {
+                "backend": "postgres-ann",
+                "size": size,
+                "ingest_s": None,
+                "ingest_per_s": None,
+                "add_p50_ms": None,
+            }
             ann.update(searches(mem, ctx, queries, random.Random(seed + 1)))
         return [exact, ann]
     finally:
@@ -154,12 +185,24 @@ def main() -> None:
     print(header)
     print("-" * len(header))
     for r in rows:
-        print(f"{r['backend']:<14}{r['size']:>10,}{fmt(r['ingest_per_s'], 0):>12}{fmt(r['add_p50_ms']):>12}"
-              f"{fmt(r['search_p50_ms']):>15}{fmt(r['search_p95_ms']):>10}")
+        print(
+            f"{r['backend']:<14}{r['size']:>10,}{fmt(r['ingest_per_s'], 0):>12}{fmt(r['add_p50_ms']):>12}"
+            f"{fmt(r['search_p50_ms']):>15}{fmt(r['search_p95_ms']):>10}"
+        )
     out = ROOT / "benchmarks" / "results" / "backends.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"embedder": "hashing", "queries": args.queries, "machine": platform.platform(),
-                               "cpus": os.cpu_count(), "results": rows}, indent=2))
+    out.write_text(
+        json.dumps(
+            {
+                "embedder": "hashing",
+                "queries": args.queries,
+                "machine": platform.platform(),
+                "cpus": os.cpu_count(),
+                "results": rows,
+            },
+            indent=2,
+        )
+    )
     print(f"\nwrote {out.relative_to(ROOT)}")
 
 

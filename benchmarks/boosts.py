@@ -44,10 +44,48 @@ from stratamem import Memory, MemoryConfig, TenantContext
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
-NAMES = ["Maya", "Liam", "Noor", "Kenji", "Amara", "Tomas", "Ingrid", "Ravi", "Sofia", "Mateo",
-         "Hana", "Oskar", "Priya", "Diego", "Yara", "Felix", "Leila", "Arjun", "Elena", "Kofi",
-         "Mila", "Jonas", "Aisha", "Bruno", "Chloe", "Darius", "Esme", "Farid", "Greta", "Hugo",
-         "Isla", "Jae", "Kira", "Lorenzo", "Malia", "Nils", "Olga", "Pablo", "Quinn", "Rosa"]
+NAMES = [
+    "Maya",
+    "Liam",
+    "Noor",
+    "Kenji",
+    "Amara",
+    "Tomas",
+    "Ingrid",
+    "Ravi",
+    "Sofia",
+    "Mateo",
+    "Hana",
+    "Oskar",
+    "Priya",
+    "Diego",
+    "Yara",
+    "Felix",
+    "Leila",
+    "Arjun",
+    "Elena",
+    "Kofi",
+    "Mila",
+    "Jonas",
+    "Aisha",
+    "Bruno",
+    "Chloe",
+    "Darius",
+    "Esme",
+    "Farid",
+    "Greta",
+    "Hugo",
+    "Isla",
+    "Jae",
+    "Kira",
+    "Lorenzo",
+    "Malia",
+    "Nils",
+    "Olga",
+    "Pablo",
+    "Quinn",
+    "Rosa",
+]
 ATTRIBUTES = {
     "favourite colour": ["blue", "green", "red", "yellow", "purple", "orange"],
     "home city": ["Lisbon", "Berlin", "Toronto", "Osaka", "Denver", "Nairobi"],
@@ -82,9 +120,18 @@ def ingest_locomo(mem: Memory, clock: Clock, data: list[dict[str, Any]]) -> date
         for _, ts in sorted(sessions.items()):
             clock.at = locomo_date(ts[0]["date"])
             last = max(last, clock.at)
-            mem.bulk_add(ctx, [{"content": f"{t['speaker']}: {t['text']}", "layer": "user",
-                                "identifiers": {"user_id": conv["sample_id"]},
-                                "metadata": {"dia_id": t["dia_id"], "session": t["session"]}} for t in ts])
+            mem.bulk_add(
+                ctx,
+                [
+                    {
+                        "content": f"{t['speaker']}: {t['text']}",
+                        "layer": "user",
+                        "identifiers": {"user_id": conv["sample_id"]},
+                        "metadata": {"dia_id": t["dia_id"], "session": t["session"]},
+                    }
+                    for t in ts
+                ],
+            )
     return last + timedelta(days=1)
 
 
@@ -95,9 +142,15 @@ def superseded_facts(seed: int = 11) -> list[dict[str, Any]]:
         for attr, values in ATTRIBUTES.items():
             old, new = rng.sample(values, 2)
             old_form, new_form = rng.sample(PHRASINGS, 2)
-            facts.append({"question": f"What is {name}'s {attr}?",
-                          "old": old_form.format(name=name, attr=attr, value=old), "old_day": rng.uniform(0, 40),
-                          "new": new_form.format(name=name, attr=attr, value=new), "new_day": rng.uniform(60, 110)})
+            facts.append(
+                {
+                    "question": f"What is {name}'s {attr}?",
+                    "old": old_form.format(name=name, attr=attr, value=old),
+                    "old_day": rng.uniform(0, 40),
+                    "new": new_form.format(name=name, attr=attr, value=new),
+                    "new_day": rng.uniform(60, 110),
+                }
+            )
     return facts
 
 
@@ -119,8 +172,9 @@ def eval_superseded(mem: Memory, facts: list[dict[str, Any]], **kw: Any) -> dict
     ctx = TenantContext(tenant_id="facts", principal="bench")
     newer_above, newer_first = [], []
     for f in facts:
-        res = mem.search(ctx, f["question"], identifiers={"user_id": "u1"}, layers=["user"], limit=20, threshold=0.0,
-                         **kw)
+        res = mem.search(
+            ctx, f["question"], identifiers={"user_id": "u1"}, layers=["user"], limit=20, threshold=0.0, **kw
+        )
         ranked = [r.memory.content for r in res.results]
         pos_new = ranked.index(f["new"]) if f["new"] in ranked else len(ranked) + 1
         pos_old = ranked.index(f["old"]) if f["old"] in ranked else len(ranked) + 2
@@ -159,12 +213,14 @@ def main(argv: list[str] | None = None) -> int:
                 rows[name].update(eval_superseded(mem, facts, **kw))
         if data is not None:
             from locomo_recall import evaluate
+
             with Memory.open(Path(tmp) / "locomo.duckdb", embedder=args.embedder, config=config, clock=clock) as mem:
                 clock.at = ingest_locomo(mem, clock, data)
                 for name, kw in configs:
                     overall = evaluate(mem, data, **kw)["metrics"]["overall"]
-                    rows[name].update({"locomo_recall@10": overall["recall@10"],
-                                       "locomo_recall@5": overall["recall@5"]})
+                    rows[name].update(
+                        {"locomo_recall@10": overall["recall@10"], "locomo_recall@5": overall["recall@5"]}
+                    )
 
     cols: list[tuple[str, str, Callable[[Any], str]]] = [
         ("superseded: newer above older", "newer_above_older", lambda v: f"{v:.3f}"),
@@ -179,10 +235,21 @@ def main(argv: list[str] | None = None) -> int:
         cells = [(fmt(row[key]) if key in row else "skipped") for _, key, fmt in cols]
         print(f"{name:<16} | " + " | ".join(f"{c:>29}" if i == 0 else f"{c:>11}" for i, c in enumerate(cells)))
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({
-        "benchmark": "boosts", "command": "python benchmarks/boosts.py " + shlex.join(argv or sys.argv[1:]),
-        "embedder": args.embedder, "half_life_days": args.half_life, "facts": len(facts),
-        "distractors": args.distractors, "machine": platform.platform(), "rows": rows}, indent=2))
+    args.out.write_text(
+        json.dumps(
+            {
+                "benchmark": "boosts",
+                "command": "python benchmarks/boosts.py " + shlex.join(argv or sys.argv[1:]),
+                "embedder": args.embedder,
+                "half_life_days": args.half_life,
+                "facts": len(facts),
+                "distractors": args.distractors,
+                "machine": platform.platform(),
+                "rows": rows,
+            },
+            indent=2,
+        )
+    )
     print(f"wrote {args.out}")
     return 0
 

@@ -23,11 +23,35 @@ from stratamem import Memory, TenantContext
 
 SUBJECTS = ["The user", "Alice", "The team", "Our project", "The backend", "Bob", "The customer", "Marketing"]
 VERBS = ["prefers", "uses", "dislikes", "needs", "migrated to", "asked about", "is evaluating", "documented"]
-OBJECTS = ["dark mode", "PostgreSQL 16", "tabs for indentation", "weekly releases", "Rust for the parser",
-           "a faster CI pipeline", "GraphQL", "the new billing flow", "Kubernetes autoscaling", "vim keybindings",
-           "server-side rendering", "the Berlin office", "on-call rotations", "feature flags", "type hints"]
-CONTEXT = ["since March", "for the mobile app", "in production", "after the outage", "for the Q3 roadmap",
-           "when reviewing code", "on weekends", "for compliance", "in the data pipeline", "during onboarding"]
+OBJECTS = [
+    "dark mode",
+    "PostgreSQL 16",
+    "tabs for indentation",
+    "weekly releases",
+    "Rust for the parser",
+    "a faster CI pipeline",
+    "GraphQL",
+    "the new billing flow",
+    "Kubernetes autoscaling",
+    "vim keybindings",
+    "server-side rendering",
+    "the Berlin office",
+    "on-call rotations",
+    "feature flags",
+    "type hints",
+]
+CONTEXT = [
+    "since March",
+    "for the mobile app",
+    "in production",
+    "after the outage",
+    "for the Q3 roadmap",
+    "when reviewing code",
+    "on weekends",
+    "for compliance",
+    "in the data pipeline",
+    "during onboarding",
+]
 
 
 def sentence(rng: random.Random) -> str:
@@ -48,8 +72,10 @@ def run(size: int, embedder: str, queries: int, rng: random.Random) -> dict[str,
         start = time.perf_counter()
         batch = 500
         for i in range(0, size, batch):
-            items = [{"content": f"{sentence(rng)} #{i + j}", "layer": layers[(i + j) % 3], "identifiers": ids}
-                     for j in range(min(batch, size - i))]
+            items = [
+                {"content": f"{sentence(rng)} #{i + j}", "layer": layers[(i + j) % 3], "identifiers": ids}
+                for j in range(min(batch, size - i))
+            ]
             mem.bulk_add(ctx, items)
         ingest_s = time.perf_counter() - start
         add_ms = []
@@ -67,10 +93,14 @@ def run(size: int, embedder: str, queries: int, rng: random.Random) -> dict[str,
             mem.search(ctx, q, identifiers=ids, limit=10)  # query vector now cached
             store_ms.append((time.perf_counter() - t0) * 1000)
     return {
-        "memories": size, "embedder": embedder, "ingest_seconds": round(ingest_s, 2),
+        "memories": size,
+        "embedder": embedder,
+        "ingest_seconds": round(ingest_s, 2),
         "ingest_per_second": round(size / ingest_s, 1),
-        "add_p50_ms": round(statistics.median(add_ms), 2), "add_p95_ms": round(pct(add_ms, 0.95), 2),
-        "search_p50_ms": round(statistics.median(e2e_ms), 2), "search_p95_ms": round(pct(e2e_ms, 0.95), 2),
+        "add_p50_ms": round(statistics.median(add_ms), 2),
+        "add_p95_ms": round(pct(add_ms, 0.95), 2),
+        "search_p50_ms": round(statistics.median(e2e_ms), 2),
+        "search_p95_ms": round(pct(e2e_ms, 0.95), 2),
         "search_store_p50_ms": round(statistics.median(store_ms), 2),
         "search_store_p95_ms": round(pct(store_ms, 0.95), 2),
     }
@@ -91,8 +121,9 @@ def main() -> None:
     for row in rows:
         print(" | ".join(str(row[c]) for c in cols))
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"machine": platform.platform(), "cpus": __import__("os").cpu_count(),
-                                    "results": rows}, indent=2))
+    args.out.write_text(
+        json.dumps({"machine": platform.platform(), "cpus": __import__("os").cpu_count(), "results": rows}, indent=2)
+    )
     print(f"wrote {args.out}")
 
 

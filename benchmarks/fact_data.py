@@ -46,7 +46,10 @@ def q(text: str, *answers: str) -> Q:
 
 SCENARIOS: list[Scenario] = [
     Scenario(
-        "dana", "dev", "user", {"user_id": "dana"},
+        "dana",
+        "dev",
+        "user",
+        {"user_id": "dana"},
         [
             M("name", "User's name is Dana"),
             M("diet_old", "Dana is a vegetarian"),
@@ -89,14 +92,25 @@ SCENARIOS: list[Scenario] = [
             q("what kind of music does Dana enjoy", "music"),
             q("when can I schedule a meeting with Dana on Friday", "meeting"),
             q("what devices and what music does Dana use at work", "phone", "music"),
-            q("what is Dana's favourite football team", ),
-            q("does Dana have a dog", ),
-            q("what is Dana's salary", ),
-            q("which bank does the user use", ),
+            q(
+                "what is Dana's favourite football team",
+            ),
+            q(
+                "does Dana have a dog",
+            ),
+            q(
+                "what is Dana's salary",
+            ),
+            q(
+                "which bank does the user use",
+            ),
         ],
     ),
     Scenario(
-        "marco", "dev", "user", {"user_id": "marco"},
+        "marco",
+        "dev",
+        "user",
+        {"user_id": "marco"},
         [
             M("lang", "Marco writes mostly Python and some Go"),
             M("editor_old", "Marco uses VS Code as his editor"),
@@ -134,13 +148,22 @@ SCENARIOS: list[Scenario] = [
             q("which programming languages does Marco know", "lang"),
             q("what keyboard does Marco type on", "kb"),
             q("who does Marco report to and when is his deadline", "manager", "deadline"),
-            q("what is Marco's favourite restaurant", ),
-            q("does Marco use Windows at home", ),
-            q("which cloud provider does Marco deploy to", ),
+            q(
+                "what is Marco's favourite restaurant",
+            ),
+            q(
+                "does Marco use Windows at home",
+            ),
+            q(
+                "which cloud provider does Marco deploy to",
+            ),
         ],
     ),
     Scenario(
-        "atlas", "dev", "project", {"project_id": "atlas"},
+        "atlas",
+        "dev",
+        "project",
+        {"project_id": "atlas"},
         [
             M("db", "The backend of this project runs on PostgreSQL 16"),
             M("indent", "This project uses tabs for indentation"),
@@ -180,13 +203,22 @@ SCENARIOS: list[Scenario] = [
             q("what do I need to run the integration tests", "tests"),
             q("which license does the code use", "license"),
             q("what database and which cache does the backend use", "db", "cache"),
-            q("what is the budget for this project", ),
-            q("which mobile platforms do we support", ),
-            q("who designed the company logo", ),
+            q(
+                "what is the budget for this project",
+            ),
+            q(
+                "which mobile platforms do we support",
+            ),
+            q(
+                "who designed the company logo",
+            ),
         ],
     ),
     Scenario(
-        "priya", "holdout", "user", {"user_id": "priya"},
+        "priya",
+        "holdout",
+        "user",
+        {"user_id": "priya"},
         [
             M("name", "The user's name is Priya Natarajan"),
             M("job_old", "Priya is a data analyst at a bank"),
@@ -224,13 +256,22 @@ SCENARIOS: list[Scenario] = [
             q("when is her anniversary", "anniv"),
             q("what does Priya grow on her balcony", "plants"),
             q("where does Priya work and where does she live", "job", "city"),
-            q("what is Priya's blood type", ),
-            q("which football club does Priya support", ),
-            q("how many siblings does the user have", ),
+            q(
+                "what is Priya's blood type",
+            ),
+            q(
+                "which football club does Priya support",
+            ),
+            q(
+                "how many siblings does the user have",
+            ),
         ],
     ),
     Scenario(
-        "payments", "holdout", "team", {"team_id": "payments"},
+        "payments",
+        "holdout",
+        "team",
+        {"team_id": "payments"},
         [
             M("lead_old", "The payments team is led by Sara Okafor"),
             M("standup", "Standup is at 9:30 every weekday"),
@@ -265,12 +306,19 @@ SCENARIOS: list[Scenario] = [
             q("how should money amounts be stored", "currency"),
             q("how is fraud checked", "fraud"),
             q("who is the lead and which database holds the ledger", "lead", "db"),
-            q("what is the team's hiring plan", ),
-            q("which office does the team sit in", ),
+            q(
+                "what is the team's hiring plan",
+            ),
+            q(
+                "which office does the team sit in",
+            ),
         ],
     ),
     Scenario(
-        "sam", "holdout", "user", {"user_id": "sam"},
+        "sam",
+        "holdout",
+        "user",
+        {"user_id": "sam"},
         [
             M("plan_old", "Sam is on the Basic plan"),
             M("company", "Sam works at Northwind Traders as IT admin"),
@@ -302,9 +350,15 @@ SCENARIOS: list[Scenario] = [
             q("what does Sam need every month", "export"),
             q("why was Sam unhappy", "mood"),
             q("what plan is Sam on and when does it renew", "plan", "renewal"),
-            q("what is Sam's home address", ),
-            q("does Sam use the Salesforce integration", ),
-            q("what is Sam's favourite colour", ),
+            q(
+                "what is Sam's home address",
+            ),
+            q(
+                "does Sam use the Salesforce integration",
+            ),
+            q(
+                "what is Sam's favourite colour",
+            ),
         ],
     ),
 ]

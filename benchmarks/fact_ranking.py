@@ -67,10 +67,17 @@ class Tally:
         def mean(v: list[float]) -> float:
             return statistics.fmean(v) if v else 0.0
 
-        return {"p@1": mean(self.p1), "MRR": mean(self.rr), "pair@3": mean(self.pair),
-                "stale>cur": mean(self.stale), "miss": mean(self.miss), "unans FP": mean(self.unans_fp),
-                "top1 ans": mean(self.top_ans), "top1 unans": mean(self.top_unans),
-                "questions": len(self.p1) + len(self.unans_fp)}
+        return {
+            "p@1": mean(self.p1),
+            "MRR": mean(self.rr),
+            "pair@3": mean(self.pair),
+            "stale>cur": mean(self.stale),
+            "miss": mean(self.miss),
+            "unans FP": mean(self.unans_fp),
+            "top1 ans": mean(self.top_ans),
+            "top1 unans": mean(self.top_unans),
+            "questions": len(self.p1) + len(self.unans_fp),
+        }
 
 
 def ingest(mem: Memory, clock: Clock, scenario: Scenario) -> dict[str, str]:
@@ -79,8 +86,9 @@ def ingest(mem: Memory, clock: Clock, scenario: Scenario) -> dict[str, str]:
     ids: dict[str, str] = {}
     for day, m in enumerate(scenario.memories):
         clock.at = T0 + timedelta(days=day)
-        out = mem.add(ctx, content=m.content, layer=scenario.layer, identifiers=scenario.identifiers,
-                      metadata={"key": m.key})
+        out = mem.add(
+            ctx, content=m.content, layer=scenario.layer, identifiers=scenario.identifiers, metadata={"key": m.key}
+        )
         ids[m.key] = out.memory.id
     clock.at = T0 + timedelta(days=len(scenario.memories) + 1)
     return ids
@@ -125,8 +133,9 @@ def evaluate(mem: Memory, scenario: Scenario, tallies: dict[float, Tally], dump:
                 tally.stale.append(1.0 if stale else 0.0)
 
 
-def run(embedder: str | None, splits: list[str], dump: bool, thresholds: list[float], config: MemoryConfig,
-        **search: Any) -> dict[float, dict[str, dict[str, float]]]:
+def run(
+    embedder: str | None, splits: list[str], dump: bool, thresholds: list[float], config: MemoryConfig, **search: Any
+) -> dict[float, dict[str, dict[str, float]]]:
     """Metrics per threshold, per split (and ``all``)."""
     tallies = {t: {split: Tally() for split in splits} for t in thresholds}
     with tempfile.TemporaryDirectory(prefix="stratamem-facts-") as tmp:
@@ -136,8 +145,9 @@ def run(embedder: str | None, splits: list[str], dump: bool, thresholds: list[fl
                 if scenario.split not in splits:
                     continue
                 ingest(mem, clock, scenario)
-                evaluate(mem, scenario, {t: by_split[scenario.split] for t, by_split in tallies.items()}, dump,
-                         **search)
+                evaluate(
+                    mem, scenario, {t: by_split[scenario.split] for t, by_split in tallies.items()}, dump, **search
+                )
     out: dict[float, dict[str, dict[str, float]]] = {}
     for t, by_split in tallies.items():
         everything = Tally()
@@ -155,12 +165,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--split", nargs="+", default=["dev", "holdout"])
     parser.add_argument("--dump", action="store_true")
     parser.add_argument("--hybrid-weight", type=float, default=None)
-    parser.add_argument("--threshold", type=float, default=None,
-                        help="the threshold of the main table (default: MemoryConfig.default_threshold)")
-    parser.add_argument("--sweep", type=float, nargs="*", default=[],
-                        help="more thresholds to report (e.g. --sweep 0.7 0.75 0.8)")
-    parser.add_argument("--floor", type=float, default=None,
-                        help="MemoryConfig.relevance_floor (default: its default; < -1 turns it off)")
+    parser.add_argument(
+        "--threshold",
+        type=float,
+        default=None,
+        help="the threshold of the main table (default: MemoryConfig.default_threshold)",
+    )
+    parser.add_argument(
+        "--sweep", type=float, nargs="*", default=[], help="more thresholds to report (e.g. --sweep 0.7 0.75 0.8)"
+    )
+    parser.add_argument(
+        "--floor",
+        type=float,
+        default=None,
+        help="MemoryConfig.relevance_floor (default: its default; < -1 turns it off)",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS / "fact_ranking.json")
     args = parser.parse_args(argv)
     config = MemoryConfig()
@@ -181,11 +200,20 @@ def main(argv: list[str] | None = None) -> int:
             label = "default" if t == DEFAULT else f"{t:.3f}"
             print(f"{label:<10}{split:<8} {int(row['questions']):>4} " + " ".join(f"{row[c]:>10.3f}" for c in cols))
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"benchmark": "fact_ranking", "embedder": args.embedder, "search": search,
-                                    "default_threshold": default, "relevance_floor": config.relevance_floor,
-                                    "machine": platform.platform(),
-                                    "results": {"default" if t == DEFAULT else f"{t:g}": rows
-                                                for t, rows in results.items()}}, indent=2))
+    args.out.write_text(
+        json.dumps(
+            {
+                "benchmark": "fact_ranking",
+                "embedder": args.embedder,
+                "search": search,
+                "default_threshold": default,
+                "relevance_floor": config.relevance_floor,
+                "machine": platform.platform(),
+                "results": {"default" if t == DEFAULT else f"{t:g}": rows for t, rows in results.items()},
+            },
+            indent=2,
+        )
+    )
     print(f"wrote {args.out.relative_to(ROOT) if args.out.is_relative_to(ROOT) else args.out}")
     return 0
 

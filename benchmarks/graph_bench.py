@@ -47,8 +47,18 @@ ENTITIES_PER_TENANT = 600
 RELS = ["WORKS_ON", "CAUSED_BY", "RELATES_TO", "USES", "DEPENDS_ON"]
 
 PEOPLE = ["Alice", "Bob Smith", "Carol", "Dave", "Erin", "Frank", "Grace Hopper", "Heidi"]
-THINGS = ["Project Phoenix", "the billing service", "a memory leak", "Redis", "PostgreSQL", "Acme Corp",
-          "the \"session cache\"", "Kubernetes", "the search API", "Project A"]
+THINGS = [
+    "Project Phoenix",
+    "the billing service",
+    "a memory leak",
+    "Redis",
+    "PostgreSQL",
+    "Acme Corp",
+    'the "session cache"',
+    "Kubernetes",
+    "the search API",
+    "Project A",
+]
 VERBS = ["works on", "reported", "fixed", "depends on", "manages", "joined", "uses", "found"]
 
 
@@ -106,8 +116,10 @@ def build(mem: Memory, memories: int, tenants: int) -> dict[str, int]:
             """,
             {"T": tenants, "N": memories, "E": n_ent},
         )
-        counts = {t: int(tx.execute(f"SELECT count(*) FROM {t}").fetchone()[0])  # noqa: S608 (fixed names)
-                  for t in ("memories", "memory_nodes", "entities", "memory_edges", "entity_edges")}
+        counts = {
+            t: int(tx.execute(f"SELECT count(*) FROM {t}").fetchone()[0])  # noqa: S608 (fixed names)
+            for t in ("memories", "memory_nodes", "entities", "memory_edges", "entity_edges")
+        }
     tx2: Any
     with provider._read() as tx2:
         tx2.execute("CHECKPOINT")
@@ -167,8 +179,15 @@ def main() -> int:
                 cpu.append((time.process_time() - c1) * 1000)
                 sizes.append(len(out.items))
             label = "recursive SQL" if engine == "sql" else "CSR snapshot"
-            rows.append({"query": f"related {hops}-hop, {label}", "p50_ms": pct(lat, 0.5), "p95_ms": pct(lat, 0.95),
-                         "cpu_p50_ms": pct(cpu, 0.5), "mean_results": statistics.mean(sizes)})
+            rows.append(
+                {
+                    "query": f"related {hops}-hop, {label}",
+                    "p50_ms": pct(lat, 0.5),
+                    "p95_ms": pct(lat, 0.95),
+                    "cpu_p50_ms": pct(cpu, 0.5),
+                    "mean_results": statistics.mean(sizes),
+                }
+            )
         for engine in ("sql", "adj"):
             queries.adjacency_cache = engine == "adj"
             lat, cpu = [], []
@@ -183,8 +202,15 @@ def main() -> int:
                 cpu.append((time.process_time() - c1) * 1000)
                 found += p.found
             label = "recursive SQL" if engine == "sql" else "CSR snapshot, bidirectional"
-            rows.append({"query": f"shortest path <=6 hops, {label}", "p50_ms": pct(lat, 0.5),
-                         "p95_ms": pct(lat, 0.95), "cpu_p50_ms": pct(cpu, 0.5), "mean_results": found / args.queries})
+            rows.append(
+                {
+                    "query": f"shortest path <=6 hops, {label}",
+                    "p50_ms": pct(lat, 0.5),
+                    "p95_ms": pct(lat, 0.95),
+                    "cpu_p50_ms": pct(cpu, 0.5),
+                    "mean_results": found / args.queries,
+                }
+            )
         # identical results from both engines (random related 1-3 hops and paths)
         checked = 0
         for _ in range(args.check):
@@ -214,8 +240,15 @@ def main() -> int:
             queries._snapshot(cur, f"t{t}")
             lat.append((time.perf_counter() - t1) * 1000)
             cpu.append((time.process_time() - c1) * 1000)
-        rows.append({"query": "snapshot load (per tenant, after a write)", "p50_ms": pct(lat, 0.5),
-                     "p95_ms": pct(lat, 0.95), "cpu_p50_ms": pct(cpu, 0.5), "mean_results": None})
+        rows.append(
+            {
+                "query": "snapshot load (per tenant, after a write)",
+                "p50_ms": pct(lat, 0.5),
+                "p95_ms": pct(lat, 0.95),
+                "cpu_p50_ms": pct(cpu, 0.5),
+                "mean_results": None,
+            }
+        )
         lat, cpu = [], []
         for t in range(min(args.tenants, 20)):
             queries._rows.put(f"t{t}", None)
@@ -223,20 +256,37 @@ def main() -> int:
             queries._rows_of(cur, f"t{t}", queries._snapshot(cur, f"t{t}"))
             lat.append((time.perf_counter() - t1) * 1000)
             cpu.append((time.process_time() - c1) * 1000)
-        rows.append({"query": "memory rows load (per tenant, first query)", "p50_ms": pct(lat, 0.5),
-                     "p95_ms": pct(lat, 0.95), "cpu_p50_ms": pct(cpu, 0.5), "mean_results": None})
+        rows.append(
+            {
+                "query": "memory rows load (per tenant, first query)",
+                "p50_ms": pct(lat, 0.5),
+                "p95_ms": pct(lat, 0.95),
+                "cpu_p50_ms": pct(cpu, 0.5),
+                "mean_results": None,
+            }
+        )
         ctx, ref = start()
         graph.related(ctx, ref, 3)
         lat = timed(lambda: graph.related(ctx, ref, 3), args.queries)
-        rows.append({"query": "related 3-hop, cached", "p50_ms": pct(lat, 0.5), "p95_ms": pct(lat, 0.95),
-                     "cpu_p50_ms": None, "mean_results": None})
+        rows.append(
+            {
+                "query": "related 3-hop, cached",
+                "p50_ms": pct(lat, 0.5),
+                "p95_ms": pct(lat, 0.95),
+                "cpu_p50_ms": None,
+                "mean_results": None,
+            }
+        )
         mem.close()
 
     # -- extraction cost ------------------------------------------------------------------------
     extractor = RuleBasedExtractor()
     texts = [json.loads(line)["text"] for line in LABELLED.read_text(encoding="utf-8").splitlines() if line.strip()]
-    texts += [f"{rng.choice(PEOPLE)} {rng.choice(VERBS)} {rng.choice(THINGS)}. {rng.choice(PEOPLE)} "
-              f"{rng.choice(VERBS)} {rng.choice(THINGS)} after the outage." for _ in range(2000)]
+    texts += [
+        f"{rng.choice(PEOPLE)} {rng.choice(VERBS)} {rng.choice(THINGS)}. {rng.choice(PEOPLE)} "
+        f"{rng.choice(VERBS)} {rng.choice(THINGS)} after the outage."
+        for _ in range(2000)
+    ]
     t1 = time.perf_counter()
     for text in texts:
         extractor.extract(text)
@@ -263,11 +313,23 @@ def main() -> int:
         mr = f"{r['mean_results']:.2f}" if r["mean_results"] is not None else "-"
         print(f"{r['query']:<46}{r['p50_ms']:>10.3f}{p95:>10}{cpu50:>12}{mr:>14}")
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "graph_bench.json").write_text(json.dumps({
-        "counts": counts, "tenants": args.tenants, "queries": args.queries, "build_s": round(build_s, 2),
-        "python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count(),
-        "load_avg_at_end": os.getloadavg(), "rows": rows,
-    }, indent=2), encoding="utf-8")
+    (RESULTS / "graph_bench.json").write_text(
+        json.dumps(
+            {
+                "counts": counts,
+                "tenants": args.tenants,
+                "queries": args.queries,
+                "build_s": round(build_s, 2),
+                "python": platform.python_version(),
+                "machine": platform.machine(),
+                "cpus": os.cpu_count(),
+                "load_avg_at_end": os.getloadavg(),
+                "rows": rows,
+            },
+            indent=2,
+        ),
+        encoding="utf-8",
+    )
     return 0
 
 

@@ -37,9 +37,15 @@ def evaluate(path: Path = DATA) -> dict[str, Any]:
         fp_r += len(pred_r - gold_r)
         fn_r += len(gold_r - pred_r)
         if pred_e != gold_e or pred_r != gold_r:
-            errors.append({"text": item["text"], "extra_entities": sorted(pred_e - gold_e),
-                           "missed_entities": sorted(gold_e - pred_e),
-                           "extra_relations": sorted(pred_r - gold_r), "missed_relations": sorted(gold_r - pred_r)})
+            errors.append(
+                {
+                    "text": item["text"],
+                    "extra_entities": sorted(pred_e - gold_e),
+                    "missed_entities": sorted(gold_e - pred_e),
+                    "extra_relations": sorted(pred_r - gold_r),
+                    "missed_relations": sorted(gold_r - pred_r),
+                }
+            )
     elapsed = time.perf_counter() - start
 
     def ratio(a: int, b: int) -> float:
@@ -47,8 +53,10 @@ def evaluate(path: Path = DATA) -> dict[str, Any]:
 
     return {
         "items": len(items),
-        "entity_precision": ratio(tp_e, tp_e + fp_e), "entity_recall": ratio(tp_e, tp_e + fn_e),
-        "relation_precision": ratio(tp_r, tp_r + fp_r), "relation_recall": ratio(tp_r, tp_r + fn_r),
+        "entity_precision": ratio(tp_e, tp_e + fp_e),
+        "entity_recall": ratio(tp_e, tp_e + fn_e),
+        "relation_precision": ratio(tp_r, tp_r + fp_r),
+        "relation_recall": ratio(tp_r, tp_r + fn_r),
         "ms_per_memory": round(elapsed * 1000 / max(1, len(items)), 4),
         "errors": errors,
     }
@@ -57,8 +65,7 @@ def evaluate(path: Path = DATA) -> dict[str, Any]:
 def main() -> int:
     result = evaluate()
     print(f"{'metric':<22}{'value':>10}")
-    for key in ("items", "entity_precision", "entity_recall", "relation_precision", "relation_recall",
-                "ms_per_memory"):
+    for key in ("items", "entity_precision", "entity_recall", "relation_precision", "relation_recall", "ms_per_memory"):
         print(f"{key:<22}{result[key]:>10}")
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "graph_extraction.json").write_text(json.dumps(result, indent=2), encoding="utf-8")

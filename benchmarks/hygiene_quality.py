@@ -62,8 +62,7 @@ def run(embedder: str, llm: str | None, verbose: bool) -> dict[str, Any]:
                 if step["intent"] == "forget":
                     gone = step.get("gone")
                     found = mem.search(tenant, gone, ids, threshold=0.8).results if gone else []
-                    ok = ok and count == step.get("count", count) and not any(
-                        r.score >= 0.95 for r in found)
+                    ok = ok and count == step.get("count", count) and not any(r.score >= 0.95 for r in found)
                 if step["intent"] in ("remember", "forget") and not step["expect"].startswith("error"):
                     rf_total += 1
                     rf_ok += int(ok)
@@ -93,7 +92,9 @@ def run(embedder: str, llm: str | None, verbose: bool) -> dict[str, Any]:
         "ms_per_case": round(elapsed * 1000 / steps, 2),
     }
     out = {
-        "benchmark": "hygiene_quality", "embedder": embedder, "llm": llm or "rules",
+        "benchmark": "hygiene_quality",
+        "embedder": embedder,
+        "llm": llm or "rules",
         "python": platform.python_version(),
         "metrics": metrics,
         "per_kind": {k: dict(v) for k, v in sorted(per_kind.items())},
@@ -116,15 +117,19 @@ def main() -> None:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"hygiene quality ({out['metrics']['cases']} cases, embedder {args.embedder}, "
-                        f"llm {out['llm']})")
+    table = Table(
+        title=f"hygiene quality ({out['metrics']['cases']} cases, embedder {args.embedder}, llm {out['llm']})"
+    )
     table.add_column("metric")
     table.add_column("value", justify="right")
     table.add_column("target")
     for key, value in out["metrics"].items():
         target = TARGETS.get(key)
-        mark = "" if target is None else (
-            f"{target[0]} {target[1]:.0%} " + ("ok" if out["targets_met"][key] else "MISSED"))
+        mark = (
+            ""
+            if target is None
+            else (f"{target[0]} {target[1]:.0%} " + ("ok" if out["targets_met"][key] else "MISSED"))
+        )
         table.add_row(key, f"{value:.1%}" if isinstance(value, float) and key != "ms_per_case" else str(value), mark)
     for kind, counts in out["per_kind"].items():
         table.add_row(f"  {kind}", f"{counts.get('ok', 0)}/{counts.get('ok', 0) + counts.get('fail', 0)}", "")

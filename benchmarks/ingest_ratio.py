@@ -52,16 +52,20 @@ def main() -> None:
     gen = iter(SentenceGenerator(args.seed))
     embedder = make_embedder(args.embedder)
     modes = {"graph on (default)": True, "graph off": False}
-    totals: dict[str, dict[str, float]] = {m: dict.fromkeys(("embed_s", "ingest_s", "embed_cpu_s", "ingest_cpu_s"), 0.0)
-                                           for m in modes}
+    totals: dict[str, dict[str, float]] = {
+        m: dict.fromkeys(("embed_s", "ingest_s", "embed_cpu_s", "ingest_cpu_s"), 0.0) for m in modes
+    }
 
     def texts() -> list[str]:
         return [next(gen).text for _ in range(args.batch)]
 
     with tempfile.TemporaryDirectory(prefix="stratamem-ingest-") as tmp:
-        stores = {mode: Memory.open(Path(tmp) / f"store-{i}.duckdb", embedder=embedder,
-                                    config=MemoryConfig(graph_enabled=graph))
-                  for i, (mode, graph) in enumerate(modes.items())}
+        stores = {
+            mode: Memory.open(
+                Path(tmp) / f"store-{i}.duckdb", embedder=embedder, config=MemoryConfig(graph_enabled=graph)
+            )
+            for i, (mode, graph) in enumerate(modes.items())
+        }
         try:
             for mem in stores.values():  # warm-up: model session, tables, caches
                 mem.bulk_add(TENANT, [{"content": t, "layer": "user", "identifiers": IDS} for t in texts()])
@@ -85,25 +89,46 @@ def main() -> None:
     results: list[dict[str, Any]] = []
     per = args.batch * args.rounds
     for mode, tot in totals.items():
-        results.append({
-            "mode": mode, "embed_per_s": per / tot["embed_s"], "ingest_per_s": per / tot["ingest_s"],
-            "ratio": tot["embed_s"] / tot["ingest_s"],
-            "embed_cpu_ms_per_1000": tot["embed_cpu_s"] / per * 1e6,
-            "ingest_cpu_ms_per_1000": tot["ingest_cpu_s"] / per * 1e6,
-        })
-    print(f"\n{'mode':<20} | {'embedder texts/s':>16} | {'bulk_add memories/s':>19} | {'ratio':>5} | "
-          f"{'CPU ms/1000 embed / ingest':>26}")
+        results.append(
+            {
+                "mode": mode,
+                "embed_per_s": per / tot["embed_s"],
+                "ingest_per_s": per / tot["ingest_s"],
+                "ratio": tot["embed_s"] / tot["ingest_s"],
+                "embed_cpu_ms_per_1000": tot["embed_cpu_s"] / per * 1e6,
+                "ingest_cpu_ms_per_1000": tot["ingest_cpu_s"] / per * 1e6,
+            }
+        )
+    print(
+        f"\n{'mode':<20} | {'embedder texts/s':>16} | {'bulk_add memories/s':>19} | {'ratio':>5} | "
+        f"{'CPU ms/1000 embed / ingest':>26}"
+    )
     for r in results:
-        print(f"{r['mode']:<20} | {r['embed_per_s']:>16.0f} | {r['ingest_per_s']:>19.0f} | {r['ratio']:>5.3f} | "
-              f"{r['embed_cpu_ms_per_1000']:>12.0f} / {r['ingest_cpu_ms_per_1000']:<11.0f}")
+        print(
+            f"{r['mode']:<20} | {r['embed_per_s']:>16.0f} | {r['ingest_per_s']:>19.0f} | {r['ratio']:>5.3f} | "
+            f"{r['embed_cpu_ms_per_1000']:>12.0f} / {r['ingest_cpu_ms_per_1000']:<11.0f}"
+        )
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({
-        "benchmark": "ingest_ratio", "command": shlex.join(["python", *sys.argv]),
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "python": platform.python_version()},
-        "embedder": embedder.model_id, "rounds": args.rounds, "batch": args.batch, "target_ratio": 0.90,
-        "results": results,
-    }, indent=2))
+    args.out.write_text(
+        json.dumps(
+            {
+                "benchmark": "ingest_ratio",
+                "command": shlex.join(["python", *sys.argv]),
+                "date": datetime.now(UTC).isoformat(timespec="seconds"),
+                "machine": {
+                    "platform": platform.platform(),
+                    "cpus": os.cpu_count(),
+                    "python": platform.python_version(),
+                },
+                "embedder": embedder.model_id,
+                "rounds": args.rounds,
+                "batch": args.batch,
+                "target_ratio": 0.90,
+                "results": results,
+            },
+            indent=2,
+        )
+    )
     print(f"wrote {args.out}")
 
 

@@ -66,8 +66,9 @@ def turns(conv: dict[str, Any]) -> list[dict[str, Any]]:
     while f"session_{n}" in c:
         date = c.get(f"session_{n}_date_time", "")
         for turn in c[f"session_{n}"]:
-            out.append({"speaker": turn["speaker"], "text": turn["text"], "dia_id": turn["dia_id"],
-                        "session": n, "date": date})
+            out.append(
+                {"speaker": turn["speaker"], "text": turn["text"], "dia_id": turn["dia_id"], "session": n, "date": date}
+            )
         n += 1
     return out
 
@@ -78,12 +79,19 @@ def ingest(mem: Memory, data: list[dict[str, Any]], batch: int = 500) -> tuple[f
     for conv in data:
         ctx = TenantContext(tenant_id=conv["sample_id"], principal="bench")
         items = [
-            {"content": f"{t['speaker']}: {t['text']}", "layer": "user",
-             "identifiers": {"user_id": conv["sample_id"]},
-             "metadata": {"dia_id": t["dia_id"], "session": t["session"], "session_date": t["date"],
-                          "speaker": t["speaker"]},
-             # the turn's place in its session: search weighs neighbouring turns (retrieval/context.py)
-             "provenance": {"thread_id": f"session_{t['session']}", "position": i}}
+            {
+                "content": f"{t['speaker']}: {t['text']}",
+                "layer": "user",
+                "identifiers": {"user_id": conv["sample_id"]},
+                "metadata": {
+                    "dia_id": t["dia_id"],
+                    "session": t["session"],
+                    "session_date": t["date"],
+                    "speaker": t["speaker"],
+                },
+                # the turn's place in its session: search weighs neighbouring turns (retrieval/context.py)
+                "provenance": {"thread_id": f"session_{t['session']}", "position": i},
+            }
             for i, t in enumerate(turns(conv))
         ]
         for i in range(0, len(items), batch):
@@ -93,8 +101,9 @@ def ingest(mem: Memory, data: list[dict[str, Any]], batch: int = 500) -> tuple[f
 
 
 def evaluate(mem: Memory, data: list[dict[str, Any]], **search_kwargs: Any) -> dict[str, Any]:
-    per_cat: dict[int, dict[str, list[float]]] = {c: {f"{m}@{k}": [] for m in ("recall", "hit") for k in KS}
-                                                  for c in CATEGORIES}
+    per_cat: dict[int, dict[str, list[float]]] = {
+        c: {f"{m}@{k}": [] for m in ("recall", "hit") for k in KS} for c in CATEGORIES
+    }
     for metrics in per_cat.values():
         metrics["hit@1"], metrics["MRR"] = [], []
     split_recall: dict[str, list[float]] = {"dev": [], "holdout": []}
@@ -108,8 +117,9 @@ def evaluate(mem: Memory, data: list[dict[str, Any]], **search_kwargs: Any) -> d
             if cat not in CATEGORIES or not evidence:
                 continue
             t0 = time.perf_counter()
-            res = mem.search(ctx, qa["question"], identifiers=ids, layers=["user"], limit=max(KS), threshold=0.0,
-                             **search_kwargs)
+            res = mem.search(
+                ctx, qa["question"], identifiers=ids, layers=["user"], limit=max(KS), threshold=0.0, **search_kwargs
+            )
             latencies.append((time.perf_counter() - t0) * 1000)
             ranked = [r.memory.metadata.get("dia_id") for r in res.results]
             for k in KS:
@@ -131,8 +141,13 @@ def evaluate(mem: Memory, data: list[dict[str, Any]], **search_kwargs: Any) -> d
     rows["overall"] = {key: statistics.fmean(v) if v else 0.0 for key, v in everything.items()}
     rows["overall"]["n"] = len(everything["recall@5"])
     splits = {name: statistics.fmean(v) if v else 0.0 for name, v in split_recall.items()}
-    return {"metrics": rows, "recall@10_by_split": splits, "search_ms_p50": pct(latencies, 0.5),
-            "search_ms_p95": pct(latencies, 0.95), "queries": len(latencies)}
+    return {
+        "metrics": rows,
+        "recall@10_by_split": splits,
+        "search_ms_p50": pct(latencies, 0.5),
+        "search_ms_p95": pct(latencies, 0.95),
+        "queries": len(latencies),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -146,8 +161,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     if not args.data.exists():
-        print(f"skipped: LoCoMo data not found at {args.data} (expected ../shared/bench/locomo-dev.json "
-              "beside the repository)")
+        print(
+            f"skipped: LoCoMo data not found at {args.data} (expected ../shared/bench/locomo-dev.json "
+            "beside the repository)"
+        )
         return 0
     data: list[dict[str, Any]] = json.loads(args.data.read_text())
     tmp = tempfile.TemporaryDirectory(prefix="stratamem-locomo-")
@@ -162,19 +179,26 @@ def main(argv: list[str] | None = None) -> int:
         with Memory.open(db, embedder=args.embedder) as mem:
             mem.engine.embeddings.embed_query("warm-up")
             ingest_s, n_memories = ingest(mem, data)
-        print(f"ingested {n_memories} turns of {len(data)} conversations in {ingest_s:.1f} s "
-              f"({n_memories / ingest_s:.0f} memories/s, embedder {args.embedder})", file=sys.stderr)
+        print(
+            f"ingested {n_memories} turns of {len(data)} conversations in {ingest_s:.1f} s "
+            f"({n_memories / ingest_s:.0f} memories/s, embedder {args.embedder})",
+            file=sys.stderr,
+        )
     results: dict[str, Any] = {}
     for name, overrides in configs:
         with Memory.open(db, embedder=args.embedder, config=MemoryConfig(**overrides)) as mem:
             mem.engine.embeddings.embed_query("warm-up")
-            results[name] = {"config": {**MemoryConfig(**overrides).model_dump(include={"hybrid_weight",
-                                                                                     "context_weight"})},
-                             **evaluate(mem, data)}
+            results[name] = {
+                "config": {**MemoryConfig(**overrides).model_dump(include={"hybrid_weight", "context_weight"})},
+                **evaluate(mem, data),
+            }
     tmp.cleanup()
 
-    header = f"{'config':<12} {'category':<16} {'n':>4} " + " ".join(
-        f"{m}@{k:<2}" for m in ("R", "H") for k in KS) + "  H@1   MRR    p50 ms  p95 ms"
+    header = (
+        f"{'config':<12} {'category':<16} {'n':>4} "
+        + " ".join(f"{m}@{k:<2}" for m in ("R", "H") for k in KS)
+        + "  H@1   MRR    p50 ms  p95 ms"
+    )
     print(header)
     print("-" * len(header))
     for name, res in results.items():
@@ -184,16 +208,27 @@ def main(argv: list[str] | None = None) -> int:
             lat = f"  {res['search_ms_p50']:7.1f} {res['search_ms_p95']:7.1f}" if cat == "overall" else ""
             print(f"{name:<12} {cat:<16} {int(m['n']):>4} {vals}{lat}")
         by_split = res["recall@10_by_split"]
-        print(f"{name:<12} recall@10 dev conversations {by_split['dev']:.3f}, held-out {sorted(HOLDOUT)} "
-              f"{by_split['holdout']:.3f}")
+        print(
+            f"{name:<12} recall@10 dev conversations {by_split['dev']:.3f}, held-out {sorted(HOLDOUT)} "
+            f"{by_split['holdout']:.3f}"
+        )
     if ingest_s is not None:
-        print(f"ingest: {n_memories} memories in {ingest_s:.1f} s ({n_memories / ingest_s:.0f}/s), "
-              f"embedder {args.embedder}")
+        print(
+            f"ingest: {n_memories} memories in {ingest_s:.1f} s ({n_memories / ingest_s:.0f}/s), "
+            f"embedder {args.embedder}"
+        )
     out = args.out or RESULTS / f"locomo_recall_{args.embedder.replace(':', '_')}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    payload = {"benchmark": "locomo_recall", "data": str(args.data.name), "embedder": args.embedder,
-               "ingest_s": ingest_s, "memories": n_memories, "machine": platform.platform(),
-               "python": platform.python_version(), "configs": results}
+    payload = {
+        "benchmark": "locomo_recall",
+        "data": str(args.data.name),
+        "embedder": args.embedder,
+        "ingest_s": ingest_s,
+        "memories": n_memories,
+        "machine": platform.platform(),
+        "python": platform.python_version(),
+        "configs": results,
+    }
     if args.reuse and out.exists():  # keep the ingestion figures of the run that built the store
         previous = json.loads(out.read_text())
         payload["ingest_s"], payload["memories"] = previous.get("ingest_s"), previous.get("memories")

@@ -159,8 +159,9 @@ def memory_config(args: argparse.Namespace) -> MemoryConfig:
 
 
 def open_memory(path: Path, embedder: Embedder, args: argparse.Namespace) -> Memory:
-    return Memory.open(DuckDBProvider(path, defer_appends=not args.inline_appends), embedder=embedder,
-                       config=memory_config(args))
+    return Memory.open(
+        DuckDBProvider(path, defer_appends=not args.inline_appends), embedder=embedder, config=memory_config(args)
+    )
 
 
 def duckdb_provider(mem: Memory) -> DuckDBProvider:
@@ -187,8 +188,13 @@ def ingest_others(mem: Memory, gen: Iterator[Fact], tenants: int, per_tenant: in
     for t in range(tenants):
         ctx = TenantContext(tenant_id=f"other-{t:03d}")
         for batch in batches(gen, per_tenant):
-            mem.bulk_add(ctx, [{"content": f.text, "layer": "user", "identifiers": {"user_id": f"u{i % 3 + 1}"}}
-                               for i, f in enumerate(batch)])
+            mem.bulk_add(
+                ctx,
+                [
+                    {"content": f.text, "layer": "user", "identifiers": {"user_id": f"u{i % 3 + 1}"}}
+                    for i, f in enumerate(batch)
+                ],
+            )
     elapsed = time.perf_counter() - start
     return tenants * per_tenant / elapsed if elapsed > 0 else float("nan")
 
@@ -201,8 +207,9 @@ class Ingest:
     queries: list[str]  # queries of the facts at the target positions
 
 
-def ingest_main(mem: Memory, embedder: Embedder, gen: Iterator[Fact], size: int, sample: int,
-                targets: set[int]) -> Ingest:
+def ingest_main(
+    mem: Memory, embedder: Embedder, gen: Iterator[Fact], size: int, sample: int, targets: set[int]
+) -> Ingest:
     """Store ``size`` facts in the big partition with ``bulk_add`` batches of ``BATCH``.
 
     Right before each of the batches holding the first ``sample`` facts, the same texts go through
@@ -239,14 +246,22 @@ def embed_one(embedder: Embedder, query: str) -> Callable[[], object]:
     return lambda: embedder.embed([query])
 
 
-def search_query(vector: Any, text: str, lexical_weight: float, *, min_score: float = 0.0,
-                 exact: bool = False) -> SearchQuery:
+def search_query(
+    vector: Any, text: str, lexical_weight: float, *, min_score: float = 0.0, exact: bool = False
+) -> SearchQuery:
     """The query ``MemoryEngine.search`` sends to the provider for the big partition."""
     ids = LayerIdentifiers.model_validate(MAIN_IDS)
     return SearchQuery(
-        tenant_id=MAIN.tenant_id, scope=Scope(Layer.USER, scope_key(Layer.USER, ids)), vector=vector, text=text,
-        limit=10, min_score=min_score, now=datetime.now(UTC), include_embedding=True,
-        lexical_weight=lexical_weight, exact=exact,
+        tenant_id=MAIN.tenant_id,
+        scope=Scope(Layer.USER, scope_key(Layer.USER, ids)),
+        vector=vector,
+        text=text,
+        limit=10,
+        min_score=min_score,
+        now=datetime.now(UTC),
+        include_embedding=True,
+        lexical_weight=lexical_weight,
+        exact=exact,
     )
 
 
@@ -285,8 +300,11 @@ def run(size: int, args: argparse.Namespace, embedder: Embedder) -> tuple[dict[s
         # 2. warm-up after reopening
         queries = [q for q in dict.fromkeys(candidates) if q not in WARM]
         rng.shuffle(queries)
-        queries, queries_bg, queries_paced = (queries[:args.queries], queries[args.queries:2 * args.queries],
-                                              queries[2 * args.queries:3 * args.queries])
+        queries, queries_bg, queries_paced = (
+            queries[: args.queries],
+            queries[args.queries : 2 * args.queries],
+            queries[2 * args.queries : 3 * args.queries],
+        )
         t_open = time.perf_counter()
         mem = open_memory(path, embedder, args)
         out["open_s"] = time.perf_counter() - t_open
@@ -326,9 +344,16 @@ def run(size: int, args: argparse.Namespace, embedder: Embedder) -> tuple[dict[s
         provider_ms = [timed_ms(prov(i)) for i in range(n)]
         provider07_ms = [timed_ms(prov(i, min_score=0.7)) for i in range(n)]
         exact_ms = [timed_ms(prov(i, exact=True)) for i in range(n)]
-        for key, values in (("search", e2e), ("search_cached", cached), ("search_bg", e2e_bg),
-                            ("search_cached_bg", cached_bg), ("search_paced", paced), ("provider", provider_ms),
-                            ("provider_ms07", provider07_ms), ("exact", exact_ms)):
+        for key, values in (
+            ("search", e2e),
+            ("search_cached", cached),
+            ("search_bg", e2e_bg),
+            ("search_cached_bg", cached_bg),
+            ("search_paced", paced),
+            ("provider", provider_ms),
+            ("provider_ms07", provider07_ms),
+            ("exact", exact_ms),
+        ):
             out[f"{key}_p50_ms"] = statistics.median(values)
             out[f"{key}_p95_ms"] = pct(values, 0.95)
         out["query_embed_p50_ms"] = statistics.median(embed_ms)
@@ -338,8 +363,9 @@ def run(size: int, args: argparse.Namespace, embedder: Embedder) -> tuple[dict[s
             recalls = []
             for i in range(n):
                 approx = {h.entry.id for h in provider.search(search_query(vectors[i], queries[i], weight)).hits}
-                exact = {h.entry.id for h in
-                         provider.search(search_query(vectors[i], queries[i], weight, exact=True)).hits}
+                exact = {
+                    h.entry.id for h in provider.search(search_query(vectors[i], queries[i], weight, exact=True)).hits
+                }
                 recalls.append(len(approx & exact) / len(exact) if exact else 1.0)
             out[f"recall_{name}"] = statistics.fmean(recalls)
 
@@ -378,22 +404,37 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--other-tenants", type=int, default=100)
     parser.add_argument("--other-size", type=int, default=100)
-    parser.add_argument("--ann-threshold", type=int, default=MemoryConfig.model_fields["ann_threshold"].default,
-                        help="MemoryConfig.ann_threshold: live rows above which a partition is served by HNSW "
-                             "(default %(default)s)")
-    parser.add_argument("--embed-sample", type=int, default=10_000,
-                        help="sentences (at least 2000) timed through embedder.embed for the throughput baseline "
-                             "(default: ten batches; on this noisy VM the ratio of a single batch pair moves by "
-                             "several hundredths)")
+    parser.add_argument(
+        "--ann-threshold",
+        type=int,
+        default=MemoryConfig.model_fields["ann_threshold"].default,
+        help="MemoryConfig.ann_threshold: live rows above which a partition is served by HNSW (default %(default)s)",
+    )
+    parser.add_argument(
+        "--embed-sample",
+        type=int,
+        default=10_000,
+        help="sentences (at least 2000) timed through embedder.embed for the throughput baseline "
+        "(default: ten batches; on this noisy VM the ratio of a single batch pair moves by "
+        "several hundredths)",
+    )
     parser.add_argument("--no-graph", action="store_true", help="graph_enabled=False (no entity extraction on add)")
-    parser.add_argument("--threads", type=int, default=None,
-                        help="torch intra-op threads of the local embedder (default: torch's own choice); "
-                             "1 is far steadier when other processes share the cores")
-    parser.add_argument("--pace-ms", type=float, default=50.0,
-                        help="pause before each search of the paced background run (ms)")
-    parser.add_argument("--inline-appends", action="store_true",
-                        help="DuckDBProvider(defer_appends=False): a search's bookkeeping is written before it "
-                             "returns (the default writes it on the store's worker right after)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="torch intra-op threads of the local embedder (default: torch's own choice); "
+        "1 is far steadier when other processes share the cores",
+    )
+    parser.add_argument(
+        "--pace-ms", type=float, default=50.0, help="pause before each search of the paced background run (ms)"
+    )
+    parser.add_argument(
+        "--inline-appends",
+        action="store_true",
+        help="DuckDBProvider(defer_appends=False): a search's bookkeeping is written before it "
+        "returns (the default writes it on the store's worker right after)",
+    )
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--keep", type=Path, default=None, help="keep the store files in this folder")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "scale.json")
@@ -422,10 +463,16 @@ def main() -> None:
         "benchmark": "scale",
         "command": shlex.join(["python", *sys.argv]),
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
-                    "cpus": os.cpu_count(), "python": platform.python_version(), "duckdb": duckdb.__version__,
-                    # 1-minute load average before and after: other work on the machine skews every number
-                    "loadavg_before": load_before[0], "loadavg_after": os.getloadavg()[0]},
+        "machine": {
+            "platform": platform.platform(),
+            "processor": platform.processor() or platform.machine(),
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "duckdb": duckdb.__version__,
+            # 1-minute load average before and after: other work on the machine skews every number
+            "loadavg_before": load_before[0],
+            "loadavg_after": os.getloadavg()[0],
+        },
         "embedder": {"name": args.embedder, "model_id": embedder.model_id, "dimensions": embedder.dimensions},
         "config": config,
         "memory_config": memory_config(args).model_dump(),

@@ -134,31 +134,66 @@ deploy frequency, mean time to recovery, page load time, signup rate, ticket bac
 queue depth, cache hit rate, storage usage, NPS score, weekly revenue
 """)
 UNITS = {
-    "p95 latency": "ms", "error rate": "percent", "monthly active users": "thousand", "churn": "percent",
-    "build time": "minutes", "test coverage": "percent", "cloud bill": "thousand dollars",
-    "conversion rate": "percent", "deploy frequency": "deploys a week", "mean time to recovery": "minutes",
-    "page load time": "ms", "signup rate": "signups a day", "ticket backlog": "tickets", "CPU usage": "percent",
-    "memory usage": "GB", "queue depth": "messages", "cache hit rate": "percent", "storage usage": "TB",
-    "NPS score": "points", "weekly revenue": "thousand euros",
+    "p95 latency": "ms",
+    "error rate": "percent",
+    "monthly active users": "thousand",
+    "churn": "percent",
+    "build time": "minutes",
+    "test coverage": "percent",
+    "cloud bill": "thousand dollars",
+    "conversion rate": "percent",
+    "deploy frequency": "deploys a week",
+    "mean time to recovery": "minutes",
+    "page load time": "ms",
+    "signup rate": "signups a day",
+    "ticket backlog": "tickets",
+    "CPU usage": "percent",
+    "memory usage": "GB",
+    "queue depth": "messages",
+    "cache hit rate": "percent",
+    "storage usage": "TB",
+    "NPS score": "points",
+    "weekly revenue": "thousand euros",
 }
 PREFERENCE_DOMAINS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("editor theme", _words("dark mode, light mode, high-contrast themes, solarized colours, a sepia theme")),
     ("drink", _words("espresso, green tea, oat milk lattes, black coffee, sparkling water, chai, matcha, cold brew")),
-    ("meeting slot", _words("morning meetings, late-afternoon meetings, meeting-free Wednesdays, short standups, "
-                            "async updates, Friday demos, walking one-on-ones")),
-    ("channel", _words("Slack messages, e-mail, phone calls, video calls, written proposals, voice notes, "
-                       "shared documents, face-to-face chats")),
+    (
+        "meeting slot",
+        _words(
+            "morning meetings, late-afternoon meetings, meeting-free Wednesdays, short standups, "
+            "async updates, Friday demos, walking one-on-ones"
+        ),
+    ),
+    (
+        "channel",
+        _words(
+            "Slack messages, e-mail, phone calls, video calls, written proposals, voice notes, "
+            "shared documents, face-to-face chats"
+        ),
+    ),
     ("language", _words("Python, Go, Rust, TypeScript, Kotlin, Java, Elixir, Ruby, C#, Swift, Scala, Haskell")),
     ("indentation", _words("tabs, four spaces, two spaces")),
     ("seat", _words("window seats, aisle seats, the quiet carriage, exit-row seats")),
-    ("work mode", _words("working from home, working from the office, a hybrid schedule, co-working spaces, "
-                         "working from cafes")),
-    ("review style", _words("small pull requests, large feature branches, pair programming, written design docs, "
-                            "trunk-based development, stacked diffs")),
-    ("summary format", _words("bullet points, short paragraphs, tables, diagrams, one-line summaries, "
-                              "detailed reports, slide decks")),
-    ("music", _words("lo-fi beats, jazz, classical music, silence, podcasts, ambient playlists, metal, "
-                     "film soundtracks")),
+    (
+        "work mode",
+        _words("working from home, working from the office, a hybrid schedule, co-working spaces, working from cafes"),
+    ),
+    (
+        "review style",
+        _words(
+            "small pull requests, large feature branches, pair programming, written design docs, "
+            "trunk-based development, stacked diffs"
+        ),
+    ),
+    (
+        "summary format",
+        _words("bullet points, short paragraphs, tables, diagrams, one-line summaries, detailed reports, slide decks"),
+    ),
+    (
+        "music",
+        _words("lo-fi beats, jazz, classical music, silence, podcasts, ambient playlists, metal, film soundtracks"),
+    ),
     ("transport", _words("cycling, the train, driving, the bus, walking, e-scooters, car sharing")),
     ("hotel", _words("small boutique hotels, big chain hotels, apartments, hostels, hotels near the station")),
     ("notes", _words("paper notebooks, Obsidian, Notion, plain text files, Google Docs, sticky notes")),
@@ -169,9 +204,16 @@ work, in the mornings, after lunch, for planning sessions, when on call, for qui
 crunch time, for anything urgent, for design reviews, when working with the data team, at the office
 """)
 EVENTS = (
-    ("presented", "present"), ("attended", "attend"), ("organised", "organise"), ("hosted", "host"),
-    ("led", "lead"), ("missed", "miss"), ("cancelled", "cancel"), ("rescheduled", "reschedule"),
-    ("recorded", "record"), ("joined", "join"),
+    ("presented", "present"),
+    ("attended", "attend"),
+    ("organised", "organise"),
+    ("hosted", "host"),
+    ("led", "lead"),
+    ("missed", "miss"),
+    ("cancelled", "cancel"),
+    ("rescheduled", "reschedule"),
+    ("recorded", "record"),
+    ("joined", "join"),
 )
 EVENT_NOUNS = _words("""
 the quarterly planning review, a workshop on accessibility, the product launch, the security audit kickoff,
@@ -195,14 +237,25 @@ a vendor delay, a scope change, two engineers leaving, a failed load test, a leg
 a critical bug in payments, the reorg, feedback from the pilot customers, a dependency upgrade, budget cuts
 """)
 ACTIVITIES = (
-    ("goes running", "go running"), ("swims", "swim"), ("plays chess", "play chess"), ("does yoga", "do yoga"),
-    ("goes climbing", "go climbing"), ("plays football", "play football"), ("bakes bread", "bake bread"),
-    ("calls their parents", "call their parents"), ("reviews the sprint board", "review the sprint board"),
-    ("writes the weekly update", "write the weekly update"), ("goes to the gym", "go to the gym"),
-    ("plays the piano", "play the piano"), ("meditates", "meditate"), ("volunteers at the food bank",
-                                                                       "volunteer at the food bank"),
-    ("takes a Spanish lesson", "take a Spanish lesson"), ("cycles to work", "cycle to work"),
-    ("plays tennis", "play tennis"), ("goes hiking", "go hiking"), ("practises guitar", "practise guitar"),
+    ("goes running", "go running"),
+    ("swims", "swim"),
+    ("plays chess", "play chess"),
+    ("does yoga", "do yoga"),
+    ("goes climbing", "go climbing"),
+    ("plays football", "play football"),
+    ("bakes bread", "bake bread"),
+    ("calls their parents", "call their parents"),
+    ("reviews the sprint board", "review the sprint board"),
+    ("writes the weekly update", "write the weekly update"),
+    ("goes to the gym", "go to the gym"),
+    ("plays the piano", "play the piano"),
+    ("meditates", "meditate"),
+    ("volunteers at the food bank", "volunteer at the food bank"),
+    ("takes a Spanish lesson", "take a Spanish lesson"),
+    ("cycles to work", "cycle to work"),
+    ("plays tennis", "play tennis"),
+    ("goes hiking", "go hiking"),
+    ("practises guitar", "practise guitar"),
     ("batch-cooks for the week", "batch-cook"),
 )
 WEEKDAYS = _words("Monday, Tuesday, Wednesday, Thursday, Friday, Saturday, Sunday")
@@ -226,13 +279,20 @@ language, get better at interviews
 """)
 DIETS = _words("vegetarian, vegan, pescatarian, gluten-free, lactose intolerant, on a low-carb diet, halal, kosher")
 CUISINES = (
-    ("Japanese", _words("ramen, sushi, okonomiyaki, udon")), ("Italian", _words("risotto, carbonara, pizza, gnocchi")),
-    ("Mexican", _words("tacos al pastor, mole, enchiladas, pozole")), ("Indian", _words("dosa, biryani, dal, paneer")),
-    ("Thai", _words("green curry, pad see ew, som tam, khao soi")), ("Ethiopian", _words("injera, shiro, doro wat")),
-    ("Lebanese", _words("falafel, tabbouleh, manakish, fattoush")), ("Korean", _words("bibimbap, tteokbokki, kimchi")),
-    ("Peruvian", _words("ceviche, lomo saltado, causa")), ("Greek", _words("moussaka, souvlaki, spanakopita")),
-    ("Vietnamese", _words("pho, banh mi, bun cha")), ("Turkish", _words("menemen, lahmacun, manti")),
-    ("Portuguese", _words("bacalhau, pasteis de nata, caldo verde")), ("Nigerian", _words("jollof rice, suya, egusi")),
+    ("Japanese", _words("ramen, sushi, okonomiyaki, udon")),
+    ("Italian", _words("risotto, carbonara, pizza, gnocchi")),
+    ("Mexican", _words("tacos al pastor, mole, enchiladas, pozole")),
+    ("Indian", _words("dosa, biryani, dal, paneer")),
+    ("Thai", _words("green curry, pad see ew, som tam, khao soi")),
+    ("Ethiopian", _words("injera, shiro, doro wat")),
+    ("Lebanese", _words("falafel, tabbouleh, manakish, fattoush")),
+    ("Korean", _words("bibimbap, tteokbokki, kimchi")),
+    ("Peruvian", _words("ceviche, lomo saltado, causa")),
+    ("Greek", _words("moussaka, souvlaki, spanakopita")),
+    ("Vietnamese", _words("pho, banh mi, bun cha")),
+    ("Turkish", _words("menemen, lahmacun, manti")),
+    ("Portuguese", _words("bacalhau, pasteis de nata, caldo verde")),
+    ("Nigerian", _words("jollof rice, suya, egusi")),
 )
 PRODUCTS = _words("""
 standing desk, mechanical keyboard, noise-cancelling headset, 4K monitor, ergonomic chair, laptop stand,
@@ -257,14 +317,20 @@ autoscaling change, feature flag rollout, kernel patch, network maintenance, cac
 CHANNELS = _words("Slack, e-mail, a phone call, Signal, WhatsApp, Microsoft Teams, a calendar invite, text message")
 PETS = _words("dog, cat, parrot, rabbit, tortoise, hamster, horse, ferret, goldfish, lizard")
 PET_ADJ = _words("old, young, rescued, very shy, energetic, grumpy, three-legged, tiny, huge, fluffy")
-RELATIONS = _words("sister, brother, daughter, son, partner, mother, father, cousin, grandmother, best friend, "
-                   "flatmate, neighbour")
-ALLERGENS = _words("peanuts, shellfish, cats, pollen, penicillin, gluten, eggs, dust mites, bee stings, sesame, "
-                   "latex, soy")
-BOOK_A = _words("Quiet, Last, Hidden, Broken, Endless, Silent, Invisible, Burning, Forgotten, Distant, Glass, "
-                "Paper, Midnight, Northern, Wild")
-BOOK_B = _words("Garden, Algorithm, River, Empire, Machine, Harbour, Library, Signal, Orchard, Frontier, Atlas, "
-                "Engine, Winter, Lighthouse, Kingdom")
+RELATIONS = _words(
+    "sister, brother, daughter, son, partner, mother, father, cousin, grandmother, best friend, flatmate, neighbour"
+)
+ALLERGENS = _words(
+    "peanuts, shellfish, cats, pollen, penicillin, gluten, eggs, dust mites, bee stings, sesame, latex, soy"
+)
+BOOK_A = _words(
+    "Quiet, Last, Hidden, Broken, Endless, Silent, Invisible, Burning, Forgotten, Distant, Glass, "
+    "Paper, Midnight, Northern, Wild"
+)
+BOOK_B = _words(
+    "Garden, Algorithm, River, Empire, Machine, Harbour, Library, Signal, Orchard, Frontier, Atlas, "
+    "Engine, Winter, Lighthouse, Kingdom"
+)
 DECISIONS = _words("""
 drop support for the legacy API, move the database to a managed service, freeze new features for a month,
 hire two more engineers, rewrite the importer in Go, adopt weekly releases, open-source the SDK, sunset
@@ -272,16 +338,28 @@ the desktop app, add an on-call rotation, split the monolith, switch vendors for
 Brazil, cut the cloud budget by a fifth, pause the mobile redesign, require design docs for big changes
 """)
 COMMUTES = _words("bike, train, bus, car, tram, ferry, scooter, foot")
-APPOINTMENTS = _words("dentist, eye test, physiotherapy, check-up, dermatology, vaccination, blood test, "
-                      "allergy test, cardiology")
+APPOINTMENTS = _words(
+    "dentist, eye test, physiotherapy, check-up, dermatology, vaccination, blood test, allergy test, cardiology"
+)
 INFRA = _words("EKS, GKE, AKS, bare-metal servers, Nomad, ECS Fargate, Cloud Run, a single VM, Hetzner boxes")
-REGIONS = _words("eu-west-1, eu-central-1, us-east-1, us-west-2, ap-southeast-1, ap-northeast-1, sa-east-1, "
-                 "af-south-1, ca-central-1")
-TEAMS = _words("the data team, the platform team, the mobile team, the payments team, the growth team, "
-               "the security team, the design team, the support team, the infra team, the research group")
+REGIONS = _words(
+    "eu-west-1, eu-central-1, us-east-1, us-west-2, ap-southeast-1, ap-northeast-1, sa-east-1, af-south-1, ca-central-1"
+)
+TEAMS = _words(
+    "the data team, the platform team, the mobile team, the payments team, the growth team, "
+    "the security team, the design team, the support team, the infra team, the research group"
+)
 SUBJECT_FORMS = (
-    "the user", "the user's manager {name}", "{name}", "{name}", "{name}", "{name} from {team}",
-    "the user's colleague {name}", "our client {name}", "the new hire {name}", "{name}",
+    "the user",
+    "the user's manager {name}",
+    "{name}",
+    "{name}",
+    "{name}",
+    "{name} from {team}",
+    "the user's colleague {name}",
+    "our client {name}",
+    "the new hire {name}",
+    "{name}",
 )
 
 
@@ -321,8 +399,11 @@ def _date(r: random.Random) -> str:
 
 
 def _company(r: random.Random) -> str:
-    return f"{r.choice(COMPANY_A)}{r.choice(COMPANY_B).lower()}" if r.random() < 0.3 else \
-        f"{r.choice(COMPANY_A)} {r.choice(COMPANY_B)}"
+    return (
+        f"{r.choice(COMPANY_A)}{r.choice(COMPANY_B).lower()}"
+        if r.random() < 0.3
+        else f"{r.choice(COMPANY_A)} {r.choice(COMPANY_B)}"
+    )
 
 
 def _project(r: random.Random) -> str:
@@ -337,15 +418,22 @@ def t_preference(r: random.Random) -> Fact:
     domain, options = r.choice(PREFERENCE_DOMAINS)
     a, b = r.sample(options, 2)
     text = f"{_cap(subj)} prefers {a} over {b} {r.choice(CONTEXTS)}."
-    query = r.choice([f"Does {who} like {a} or {b}?", f"What {domain} does {who} prefer?",
-                      f"Is {b} a good choice for {who}?"])
+    query = r.choice(
+        [f"Does {who} like {a} or {b}?", f"What {domain} does {who} prefer?", f"Is {b} a good choice for {who}?"]
+    )
     return Fact(text, query)
 
 
 def t_job(r: random.Random) -> Fact:
     name, role, company, city = _name(r), r.choice(ROLES), _company(r), r.choice(CITIES)
-    since = r.choice(["", f" since {r.choice(MONTHS)} {r.randint(2012, 2026)}", " as of last year",
-                      f" after {r.randint(2, 15)} years at {_company(r)}"])
+    since = r.choice(
+        [
+            "",
+            f" since {r.choice(MONTHS)} {r.randint(2012, 2026)}",
+            " as of last year",
+            f" after {r.randint(2, 15)} years at {_company(r)}",
+        ]
+    )
     text = f"{name} works as {_a(role)} at {company} in {city}{since}."
     query = r.choice([f"Where does {name} work?", f"What is {name}'s job?", f"Who works at {company} in {city}?"])
     return Fact(text, query)
@@ -355,8 +443,13 @@ def t_project_tool(r: random.Random) -> Fact:
     project, tool, purpose = _project(r), r.choice(TOOLS), r.choice(PURPOSES)
     owner = r.choice(["", f", maintained by {_name(r)}", f"; {r.choice(TEAMS)} owns it", " in production"])
     text = f"The {project} project uses {tool} for {purpose}{owner}."
-    query = r.choice([f"What does {project} use for {purpose}?", f"Which tool handles {purpose} in {project}?",
-                      f"Is {tool} used in the {project} project?"])
+    query = r.choice(
+        [
+            f"What does {project} use for {purpose}?",
+            f"Which tool handles {purpose} in {project}?",
+            f"Is {tool} used in the {project} project?",
+        ]
+    )
     return Fact(text, query)
 
 
@@ -372,8 +465,15 @@ def t_event(r: random.Random) -> Fact:
 def t_metric(r: random.Random) -> Fact:
     project, metric = _project(r), r.choice(METRICS)
     a, b = r.randint(2, 900), r.randint(2, 900)
-    when = r.choice([f"in {r.choice(MONTHS)}", "after the last release", "this quarter", "since the migration",
-                     f"during the {r.choice(MILESTONES)}"])
+    when = r.choice(
+        [
+            f"in {r.choice(MONTHS)}",
+            "after the last release",
+            "this quarter",
+            "since the migration",
+            f"during the {r.choice(MILESTONES)}",
+        ]
+    )
     text = f"{project}'s {metric} went from {a} to {b} {UNITS[metric]} {when}."
     query = r.choice([f"How did the {metric} of {project} change?", f"What is the {metric} for {project} now?"])
     return Fact(text, query)
@@ -391,8 +491,9 @@ def t_travel(r: random.Random) -> Fact:
     subj, who = _subject(r)
     city = r.choice(CITIES)
     reason = r.choice(TRIP_REASONS)
-    text = (f"{_cap(subj)} is flying to {city} on {_date(r)} for {reason} and prefers "
-            f"{r.choice(PREFERENCE_DOMAINS[6][1])}.")
+    text = (
+        f"{_cap(subj)} is flying to {city} on {_date(r)} for {reason} and prefers {r.choice(PREFERENCE_DOMAINS[6][1])}."
+    )
     query = r.choice([f"When is {who} travelling to {city}?", f"Why is {who} going to {city}?"])
     return Fact(text, query)
 
@@ -402,12 +503,17 @@ def t_family(r: random.Random) -> Fact:
     if r.random() < 0.5:
         allergen = r.choice(ALLERGENS)
         text = f"{_poss(name)} {relation} {other} is allergic to {allergen}."
-        query = r.choice([f"What is {_poss(name)} {relation} allergic to?", f"Who in {_poss(name)} family "
-                                                                            f"has an allergy to {allergen}?"])
+        query = r.choice(
+            [
+                f"What is {_poss(name)} {relation} allergic to?",
+                f"Who in {_poss(name)} family has an allergy to {allergen}?",
+            ]
+        )
     else:
         text = f"{_poss(name)} {relation} {other} turns {r.randint(2, 90)} on {r.choice(MONTHS)} {r.randint(1, 28)}."
-        query = r.choice([f"When is the birthday of {_poss(name)} {relation}?", f"How old is {other}, "
-                                                                                f"{_poss(name)} {relation}?"])
+        query = r.choice(
+            [f"When is the birthday of {_poss(name)} {relation}?", f"How old is {other}, {_poss(name)} {relation}?"]
+        )
     return Fact(text, query)
 
 
@@ -421,8 +527,9 @@ def t_deadline(r: random.Random) -> Fact:
 def t_habit(r: random.Random) -> Fact:
     subj, who = _subject(r)
     act, base = r.choice(ACTIVITIES)
-    extra = r.choice(["", f" with {r.choice(FIRST)}", f" in {r.choice(CITIES)}", " and hates missing it",
-                      " unless it rains"])
+    extra = r.choice(
+        ["", f" with {r.choice(FIRST)}", f" in {r.choice(CITIES)}", " and hates missing it", " unless it rains"]
+    )
     text = f"{_cap(subj)} {act} every {r.choice(WEEKDAYS)} {r.choice(TIMES_OF_DAY)}{extra}."
     query = r.choice([f"When does {who} usually {base}?", f"What does {who} do on {r.choice(WEEKDAYS)}s?"])
     return Fact(text, query)
@@ -439,8 +546,10 @@ def t_opinion(r: random.Random) -> Fact:
 def t_goal(r: random.Random) -> Fact:
     subj, who = _subject(r)
     skill = r.choice(SKILLS)
-    text = (f"{_cap(subj)} wants to learn {skill} before {r.choice(MONTHS)} {r.randint(2024, 2027)} to "
-            f"{r.choice(GOAL_REASONS)}.")
+    text = (
+        f"{_cap(subj)} wants to learn {skill} before {r.choice(MONTHS)} {r.randint(2024, 2027)} to "
+        f"{r.choice(GOAL_REASONS)}."
+    )
     query = r.choice([f"What is {who} trying to learn?", f"Why is {who} studying {skill}?"])
     return Fact(text, query)
 
@@ -449,32 +558,43 @@ def t_food(r: random.Random) -> Fact:
     subj, who = _subject(r)
     cuisine, dishes = r.choice(CUISINES)
     text = f"{_cap(subj)} is {r.choice(DIETS)} and loves {cuisine} food, especially {r.choice(dishes)}."
-    query = r.choice([f"What kind of food does {who} like?", f"Where should I take {who} for dinner?",
-                      f"Does {who} have dietary restrictions?"])
+    query = r.choice(
+        [
+            f"What kind of food does {who} like?",
+            f"Where should I take {who} for dinner?",
+            f"Does {who} have dietary restrictions?",
+        ]
+    )
     return Fact(text, query)
 
 
 def t_purchase(r: random.Random) -> Fact:
     subj, who = _subject(r)
     product = r.choice(PRODUCTS)
-    text = (f"{_cap(subj)} bought {_a(product)} for {r.randint(15, 2400)} dollars at {r.choice(STORES)} in "
-            f"{r.choice(MONTHS)}.")
+    text = (
+        f"{_cap(subj)} bought {_a(product)} for {r.randint(15, 2400)} dollars at {r.choice(STORES)} in "
+        f"{r.choice(MONTHS)}."
+    )
     query = r.choice([f"How much did {who} pay for the {product}?", f"Where did {who} buy the {product}?"])
     return Fact(text, query)
 
 
 def t_incident(r: random.Random) -> Fact:
     service, error, change = r.choice(SERVICES), r.choice(ERRORS), r.choice(CHANGES)
-    text = (f"Incident {r.randint(100, 9999)}: {service} returned {error} errors for {r.randint(3, 240)} minutes "
-            f"after the {change} on {_date(r)}.")
+    text = (
+        f"Incident {r.randint(100, 9999)}: {service} returned {error} errors for {r.randint(3, 240)} minutes "
+        f"after the {change} on {_date(r)}."
+    )
     query = r.choice([f"What went wrong with {service} after the {change}?", f"Why did {service} fail?"])
     return Fact(text, query)
 
 
 def t_contact(r: random.Random) -> Fact:
     name, channel = _name(r), r.choice(CHANNELS)
-    text = (f"{name} asked to be contacted via {channel} and never before {r.randint(7, 11)} am "
-            f"or after {r.randint(5, 9)} pm.")
+    text = (
+        f"{name} asked to be contacted via {channel} and never before {r.randint(7, 11)} am "
+        f"or after {r.randint(5, 9)} pm."
+    )
     query = r.choice([f"How should I reach {name}?", f"When can I message {name}?"])
     return Fact(text, query)
 
@@ -490,7 +610,7 @@ def t_pet(r: random.Random) -> Fact:
 def t_book(r: random.Random) -> Fact:
     subj, who = _subject(r)
     title, other = f"The {r.choice(BOOK_A)} {r.choice(BOOK_B)}", _name(r)
-    text = f"{_cap(subj)} is reading \"{title}\" and recommended it to {other}."
+    text = f'{_cap(subj)} is reading "{title}" and recommended it to {other}.'
     query = r.choice([f"Which book did {who} recommend to {other}?", f"What is {who} reading?"])
     return Fact(text, query)
 
@@ -505,8 +625,10 @@ def t_decision(r: random.Random) -> Fact:
 def t_home(r: random.Random) -> Fact:
     subj, who = _subject(r)
     city = r.choice(CITIES)
-    text = (f"{_cap(subj)} lives in {r.choice(NEIGHBORHOODS)} of {city} and commutes by {r.choice(COMMUTES)} "
-            f"in about {r.randint(5, 90)} minutes.")
+    text = (
+        f"{_cap(subj)} lives in {r.choice(NEIGHBORHOODS)} of {city} and commutes by {r.choice(COMMUTES)} "
+        f"in about {r.randint(5, 90)} minutes."
+    )
     query = r.choice([f"Where does {who} live?", f"How long is {_poss(who)} commute in {city}?"])
     return Fact(text, query)
 
@@ -514,8 +636,10 @@ def t_home(r: random.Random) -> Fact:
 def t_health(r: random.Random) -> Fact:
     subj, who = _subject(r)
     appt = r.choice(APPOINTMENTS)
-    text = (f"{_cap(subj)} has {_a(appt)} appointment with Dr. {r.choice(LAST)} on {_date(r)} at "
-            f"{r.randint(8, 17)}:{r.choice(['00', '15', '30', '45'])}.")
+    text = (
+        f"{_cap(subj)} has {_a(appt)} appointment with Dr. {r.choice(LAST)} on {_date(r)} at "
+        f"{r.randint(8, 17)}:{r.choice(['00', '15', '30', '45'])}."
+    )
     query = r.choice([f"When is {_poss(who)} {appt} appointment?", f"Which doctor is {who} seeing?"])
     return Fact(text, query)
 
@@ -528,9 +652,29 @@ def t_deploy(r: random.Random) -> Fact:
 
 
 TEMPLATES: tuple[Template, ...] = (
-    t_preference, t_preference, t_job, t_project_tool, t_event, t_metric, t_switch, t_travel, t_family,
-    t_deadline, t_habit, t_opinion, t_goal, t_food, t_purchase, t_incident, t_contact, t_pet, t_book,
-    t_decision, t_home, t_health, t_deploy,
+    t_preference,
+    t_preference,
+    t_job,
+    t_project_tool,
+    t_event,
+    t_metric,
+    t_switch,
+    t_travel,
+    t_family,
+    t_deadline,
+    t_habit,
+    t_opinion,
+    t_goal,
+    t_food,
+    t_purchase,
+    t_incident,
+    t_contact,
+    t_pet,
+    t_book,
+    t_decision,
+    t_home,
+    t_health,
+    t_deploy,
 )
 
 
@@ -586,9 +730,11 @@ def main() -> None:
             if i < 20_000 and (find_secrets(fact.text) or find_pii(fact.text)):
                 flagged += 1
         elapsed = time.perf_counter() - start
-        print(f"{args.check} distinct sentences in {elapsed:.1f} s; mean length {lengths / args.check:.0f} chars; "
-              f"{len(words)} distinct words; {len(queries)} distinct queries; "
-              f"{flagged} of the first {min(args.check, 20_000)} flagged as secret/PII")
+        print(
+            f"{args.check} distinct sentences in {elapsed:.1f} s; mean length {lengths / args.check:.0f} chars; "
+            f"{len(words)} distinct words; {len(queries)} distinct queries; "
+            f"{flagged} of the first {min(args.check, 20_000)} flagged as secret/PII"
+        )
 
 
 if __name__ == "__main__":

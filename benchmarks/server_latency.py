@@ -36,14 +36,21 @@ def main() -> None:
     env = {**os.environ, "STRATAMEM_EMBEDDER": args.embedder, "STRATAMEM_RATE_LIMIT_PER_SECOND": "0"}
     with tempfile.TemporaryDirectory() as tmp:
         db = str(Path(tmp) / "bench.duckdb")
-        out = subprocess.run([sys.executable, "-m", "stratamem", "keys", "create", "--db", db, "--tenant", "bench",
-                              "--user-id", "u1"], env=env, capture_output=True, text=True, check=True)
+        out = subprocess.run(
+            [sys.executable, "-m", "stratamem", "keys", "create", "--db", db, "--tenant", "bench", "--user-id", "u1"],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         key = out.stdout.split()[-1]
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
-        proc = subprocess.Popen([sys.executable, "-m", "stratamem", "serve", "--db", db, "--port", str(port),
-                                 "--log-level", "warning"], env=env)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "stratamem", "serve", "--db", db, "--port", str(port), "--log-level", "warning"],
+            env=env,
+        )
         url = f"http://127.0.0.1:{port}"
         try:
             for _ in range(300):
@@ -59,8 +66,10 @@ def main() -> None:
                 mids = []
                 for i in range(args.requests):
                     t0 = time.perf_counter()
-                    r = http.post("/v1/memories", json={"content": f"note {i} about topic {i % 17}", "layer": "user",
-                                                        "identifiers": ids})
+                    r = http.post(
+                        "/v1/memories",
+                        json={"content": f"note {i} about topic {i % 17}", "layer": "user", "identifiers": ids},
+                    )
                     timings["add"].append((time.perf_counter() - t0) * 1000)
                     mids.append(r.json()["memory"]["id"])
                 for i in range(args.requests):
@@ -76,13 +85,20 @@ def main() -> None:
         finally:
             proc.terminate()
             proc.wait(timeout=30)
-    rows = {op: {"p50_ms": round(pct(v, 0.5), 2), "p95_ms": round(pct(v, 0.95), 2), "n": len(v)}
-            for op, v in timings.items()}
+    rows = {
+        op: {"p50_ms": round(pct(v, 0.5), 2), "p95_ms": round(pct(v, 0.95), 2), "n": len(v)}
+        for op, v in timings.items()
+    }
     print(f"{'operation':<10} {'p50 ms':>8} {'p95 ms':>8} {'n':>6}")
     for op, row in rows.items():
         print(f"{op:<10} {row['p50_ms']:>8} {row['p95_ms']:>8} {row['n']:>6}")
-    result = {"embedder": args.embedder, "requests": args.requests, "python": platform.python_version(),
-              "machine": platform.machine(), "results": rows}
+    result = {
+        "embedder": args.embedder,
+        "requests": args.requests,
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "results": rows,
+    }
     path = Path(__file__).parent / "results" / "server_latency.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(result, indent=2) + "\n")

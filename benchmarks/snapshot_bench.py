@@ -34,8 +34,26 @@ from stratamem import Memory, TenantContext
 from stratamem.persistence import S3Settings, S3Store
 
 ROOT = Path(__file__).resolve().parent.parent
-WORDS = ["dark mode", "PostgreSQL", "tabs", "weekly releases", "Rust", "CI", "GraphQL", "billing", "Kubernetes",
-         "vim", "rendering", "Berlin", "on-call", "feature flags", "type hints", "latency", "caching", "tests"]
+WORDS = [
+    "dark mode",
+    "PostgreSQL",
+    "tabs",
+    "weekly releases",
+    "Rust",
+    "CI",
+    "GraphQL",
+    "billing",
+    "Kubernetes",
+    "vim",
+    "rendering",
+    "Berlin",
+    "on-call",
+    "feature flags",
+    "type hints",
+    "latency",
+    "caching",
+    "tests",
+]
 
 
 def settings() -> S3Settings | None:
@@ -49,19 +67,23 @@ def settings() -> S3Settings | None:
     if not url:
         return None
     return S3Settings(
-        endpoint_url=url, bucket=f"bench-{uuid.uuid4().hex[:10]}",
+        endpoint_url=url,
+        bucket=f"bench-{uuid.uuid4().hex[:10]}",
         access_key_id=os.environ.get("AWS_ACCESS_KEY_ID") or os.environ.get("STRATAMEM_TEST_S3_ACCESS_KEY"),
         secret_access_key=os.environ.get("AWS_SECRET_ACCESS_KEY") or os.environ.get("STRATAMEM_TEST_S3_SECRET_KEY"),
     )
 
 
 def text(rng: random.Random, i: int) -> str:
-    return f"The user {rng.choice(['likes', 'uses', 'avoids', 'asked about'])} {rng.choice(WORDS)} " \
-           f"and {rng.choice(WORDS)} (note {i})."
+    return (
+        f"The user {rng.choice(['likes', 'uses', 'avoids', 'asked about'])} {rng.choice(WORDS)} "
+        f"and {rng.choice(WORDS)} (note {i})."
+    )
 
 
-def run(size: int, s3s: S3Settings, partition_rows: int, rng: random.Random,
-        budget_s: float, store: Path | None = None) -> dict[str, object]:
+def run(
+    size: int, s3s: S3Settings, partition_rows: int, rng: random.Random, budget_s: float, store: Path | None = None
+) -> dict[str, object]:
     ctx = TenantContext(tenant_id="bench")
     ids = {"user_id": "u1"}
     row: dict[str, object] = {"memories": size}
@@ -73,8 +95,13 @@ def run(size: int, s3s: S3Settings, partition_rows: int, rng: random.Random,
             if store is None:
                 t0 = time.perf_counter()
                 for start in range(0, size, 1000):
-                    mem.bulk_add(ctx, [{"content": text(rng, start + j), "layer": "user", "identifiers": ids}
-                                       for j in range(min(1000, size - start))])
+                    mem.bulk_add(
+                        ctx,
+                        [
+                            {"content": text(rng, start + j), "layer": "user", "identifiers": ids}
+                            for j in range(min(1000, size - start))
+                        ],
+                    )
                 row["ingest_s"] = round(time.perf_counter() - t0, 2)
             else:
                 row["ingest_s"] = None
@@ -88,8 +115,16 @@ def run(size: int, s3s: S3Settings, partition_rows: int, rng: random.Random,
     return row
 
 
-def _push_and_update(mem: Memory, ctx: TenantContext, ids: dict[str, str], size: int, s3s: S3Settings,
-                     partition_rows: int, rng: random.Random, row: dict[str, object]) -> None:
+def _push_and_update(
+    mem: Memory,
+    ctx: TenantContext,
+    ids: dict[str, str],
+    size: int,
+    s3s: S3Settings,
+    partition_rows: int,
+    rng: random.Random,
+    row: dict[str, object],
+) -> None:
     mgr = mem.configure_snapshots(s3s, partition_rows=partition_rows)
     full = mgr.push(ctx)[0]
     row.update(push_s=full.duration_s, push_files=full.files_written, push_bytes=full.bytes_written)
@@ -97,15 +132,18 @@ def _push_and_update(mem: Memory, ctx: TenantContext, ids: dict[str, str], size:
     n = max(1, size // 100)
     mem.bulk_add(ctx, [{"content": text(rng, size + j), "layer": "user", "identifiers": ids} for j in range(n)])
     inc = mgr.push(ctx)[0]
-    row.update(inc_append_s=inc.duration_s, inc_append_files=inc.files_written,
-               inc_append_reused=inc.files_reused, inc_append_bytes=inc.bytes_written)
+    row.update(
+        inc_append_s=inc.duration_s,
+        inc_append_files=inc.files_written,
+        inc_append_reused=inc.files_reused,
+        inc_append_bytes=inc.bytes_written,
+    )
 
     all_ids = [e.id for e in mem.export(ctx)]
     for mid in rng.sample(all_ids, n):
         mem.update(ctx, mid, metadata={"touched": True})
     upd = mgr.push(ctx)[0]
-    row.update(inc_update_s=upd.duration_s, inc_update_files=upd.files_written,
-               inc_update_bytes=upd.bytes_written)
+    row.update(inc_update_s=upd.duration_s, inc_update_files=upd.files_written, inc_update_bytes=upd.bytes_written)
 
 
 def _first_query(s3s: S3Settings, ctx: TenantContext, ids: dict[str, str], **kwargs: object) -> dict[str, object]:
@@ -114,11 +152,15 @@ def _first_query(s3s: S3Settings, ctx: TenantContext, ids: dict[str, str], **kwa
     mem = Memory.open_from_snapshot("bench", settings=s3s, **kwargs)  # type: ignore[arg-type]
     opened = time.perf_counter() - w
     res = mem.search(ctx, "the user likes dark mode", identifiers=ids, threshold=0.0, limit=5)
-    out: dict[str, object] = {"open_s": round(opened, 3), "first_query_s": round(time.perf_counter() - w, 3),
-                              "first_query_cpu_s": round(time.process_time() - c, 3), "hits": len(res.results),
-                              "status_at_first_query": mem.snapshots.status().model_dump(
-                                  include={"partitions_loaded", "partitions_pending", "bytes_loaded", "bytes_total",
-                                           "cache_imports_pending"})}
+    out: dict[str, object] = {
+        "open_s": round(opened, 3),
+        "first_query_s": round(time.perf_counter() - w, 3),
+        "first_query_cpu_s": round(time.process_time() - c, 3),
+        "hits": len(res.results),
+        "status_at_first_query": mem.snapshots.status().model_dump(
+            include={"partitions_loaded", "partitions_pending", "bytes_loaded", "bytes_total", "cache_imports_pending"}
+        ),
+    }
     mem.snapshots.wait_loaded()
     out["all_loaded_s"] = round(time.perf_counter() - w, 3)
     report = mem.snapshots.last_reports[0]
@@ -132,18 +174,32 @@ def cold_start(s3s: S3Settings, ctx: TenantContext, ids: dict[str, str], budget_
     budget; the query waits for its tenant) and on-demand (no background thread: the query loads it)."""
     row: dict[str, object] = {}
     eager = _first_query(s3s, ctx, ids)
-    row.update(cold_start_s=eager["first_query_s"], cold_start_cpu_s=eager["first_query_cpu_s"],
-               pull_bytes=eager["pull_bytes"], first_query_hits=eager["hits"])
+    row.update(
+        cold_start_s=eager["first_query_s"],
+        cold_start_cpu_s=eager["first_query_cpu_s"],
+        pull_bytes=eager["pull_bytes"],
+        first_query_hits=eager["hits"],
+    )
     lazy = _first_query(s3s, ctx, ids, lazy=True, budget_s=budget_s)
-    row.update(lazy_open_s=lazy["open_s"], lazy_first_query_s=lazy["first_query_s"],
-               lazy_first_query_cpu_s=lazy["first_query_cpu_s"], lazy_all_loaded_s=lazy["all_loaded_s"],
-               lazy_status_at_first_query=lazy["status_at_first_query"])
+    row.update(
+        lazy_open_s=lazy["open_s"],
+        lazy_first_query_s=lazy["first_query_s"],
+        lazy_first_query_cpu_s=lazy["first_query_cpu_s"],
+        lazy_all_loaded_s=lazy["all_loaded_s"],
+        lazy_status_at_first_query=lazy["status_at_first_query"],
+    )
     lazy0 = _first_query(s3s, ctx, ids, lazy=True, budget_s=0.0)
-    row.update(lazy0_first_query_s=lazy0["first_query_s"], lazy0_first_query_cpu_s=lazy0["first_query_cpu_s"],
-               lazy0_all_loaded_s=lazy0["all_loaded_s"])
+    row.update(
+        lazy0_first_query_s=lazy0["first_query_s"],
+        lazy0_first_query_cpu_s=lazy0["first_query_cpu_s"],
+        lazy0_all_loaded_s=lazy0["all_loaded_s"],
+    )
     demand = _first_query(s3s, ctx, ids, lazy=True, budget_s=0.0, background=False)
-    row.update(on_demand_open_s=demand["open_s"], on_demand_first_query_s=demand["first_query_s"],
-               on_demand_first_query_cpu_s=demand["first_query_cpu_s"])
+    row.update(
+        on_demand_open_s=demand["open_s"],
+        on_demand_first_query_s=demand["first_query_s"],
+        on_demand_first_query_cpu_s=demand["first_query_cpu_s"],
+    )
     return row
 
 
@@ -153,8 +209,12 @@ def main() -> None:
     parser.add_argument("--partition-rows", type=int, default=5000)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--budget", type=float, default=3.0, help="cold-start budget of the lazy pull (s)")
-    parser.add_argument("--store", nargs="*", default=[],
-                        help="reuse DuckDB stores built earlier (one per size, same order; '-' = ingest)")
+    parser.add_argument(
+        "--store",
+        nargs="*",
+        default=[],
+        help="reuse DuckDB stores built earlier (one per size, same order; '-' = ingest)",
+    )
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "snapshot_bench.json")
     args = parser.parse_args()
     s3s = settings()
@@ -164,21 +224,49 @@ def main() -> None:
     rng = random.Random(args.seed)
     stores = [None if v == "-" else Path(v) for v in args.store] + [None] * (len(args.sizes) - len(args.store))
     load_before = os.getloadavg()
-    rows = [run(size, s3s, args.partition_rows, rng, args.budget, store)
-            for size, store in zip(args.sizes, stores, strict=True)]
-    cols = ["memories", "ingest_s", "push_s", "push_bytes", "inc_append_s", "inc_append_files", "inc_append_bytes",
-            "inc_update_s", "inc_update_files", "cold_start_s", "cold_start_cpu_s", "pull_bytes", "lazy_open_s",
-            "lazy_first_query_s", "lazy_first_query_cpu_s", "lazy_all_loaded_s", "lazy0_first_query_s",
-            "on_demand_first_query_s"]
+    rows = [
+        run(size, s3s, args.partition_rows, rng, args.budget, store)
+        for size, store in zip(args.sizes, stores, strict=True)
+    ]
+    cols = [
+        "memories",
+        "ingest_s",
+        "push_s",
+        "push_bytes",
+        "inc_append_s",
+        "inc_append_files",
+        "inc_append_bytes",
+        "inc_update_s",
+        "inc_update_files",
+        "cold_start_s",
+        "cold_start_cpu_s",
+        "pull_bytes",
+        "lazy_open_s",
+        "lazy_first_query_s",
+        "lazy_first_query_cpu_s",
+        "lazy_all_loaded_s",
+        "lazy0_first_query_s",
+        "on_demand_first_query_s",
+    ]
     print(" | ".join(f"{c:>16}" for c in cols))
     for r in rows:
         print(" | ".join(f"{r[c]!s:>16}" for c in cols))
     load = {"before": load_before, "after": os.getloadavg(), "cpus": os.cpu_count()}
     print(f"load average {load['before']} -> {load['after']} on {load['cpus']} CPUs (wall times include contention)")
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"benchmark": "snapshot", "python": platform.python_version(),
-                                    "partition_rows": args.partition_rows, "budget_s": args.budget,
-                                    "load_average": load, "results": rows}, indent=2))
+    args.out.write_text(
+        json.dumps(
+            {
+                "benchmark": "snapshot",
+                "python": platform.python_version(),
+                "partition_rows": args.partition_rows,
+                "budget_s": args.budget,
+                "load_average": load,
+                "results": rows,
+            },
+            indent=2,
+        )
+    )
     print(f"wrote {args.out}")
 
 

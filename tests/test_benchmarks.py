@@ -14,9 +14,25 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_ingest_ratio_runs_and_writes_its_json(tmp_path: Path) -> None:
     out = tmp_path / "ingest_ratio.json"
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    run = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "ingest_ratio.py"), "--rounds", "2",
-                          "--batch", "40", "--embedder", "hashing", "--out", str(out)],
-                         capture_output=True, text=True, env=env, timeout=300, check=False)
+    run = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "ingest_ratio.py"),
+            "--rounds",
+            "2",
+            "--batch",
+            "40",
+            "--embedder",
+            "hashing",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
     assert run.returncode == 0, run.stderr
     assert "graph on (default)" in run.stdout and "graph off" in run.stdout
     data = json.loads(out.read_text())
@@ -30,10 +46,29 @@ def test_boosts_benchmark_runs_and_writes_its_json(tmp_path: Path) -> None:
     """Without LoCoMo data (a path that does not exist) only the superseded-facts workload runs."""
     out = tmp_path / "boosts.json"
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    run = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "boosts.py"), "--embedder", "hashing",
-                          "--distractors", "50", "--recency", "0.1", "--importance", "0.3",
-                          "--data", str(tmp_path / "absent.json"), "--out", str(out)],
-                         capture_output=True, text=True, env=env, timeout=300, check=False)
+    run = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "boosts.py"),
+            "--embedder",
+            "hashing",
+            "--distractors",
+            "50",
+            "--recency",
+            "0.1",
+            "--importance",
+            "0.3",
+            "--data",
+            str(tmp_path / "absent.json"),
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
     assert run.returncode == 0, run.stderr
     assert "LoCoMo skipped" in run.stderr and "recency 0.1" in run.stdout
     rows = json.loads(out.read_text())["rows"]

@@ -27,8 +27,9 @@ def _env() -> dict[str, str]:
 @pytest.mark.model
 def test_python_example_runs(tmp_path: Path) -> None:
     code = next(b for b in _blocks("python") if "Memory.open" in b)
-    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, env=_env(),
-                         timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, env=_env(), timeout=300
+    )
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert lines[0].endswith(" True")
@@ -48,8 +49,14 @@ def test_cli_example_runs(tmp_path: Path) -> None:
         # the README quotes only whole arguments, so a simple split on quotes/whitespace is exact
         parts = re.findall(r'"[^"]*"|\S+', cmd)[1:]
         args = [p.strip('"') for p in parts]
-        out = subprocess.run([sys.executable, "-m", "stratamem", *args], cwd=tmp_path, capture_output=True,
-                             text=True, env={**_env(), "COLUMNS": "200"}, timeout=300)
+        out = subprocess.run(
+            [sys.executable, "-m", "stratamem", *args],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            env={**_env(), "COLUMNS": "200"},
+            timeout=300,
+        )
         assert out.returncode == 0, (cmd, out.stderr)
         outputs.append(out.stdout)
     assert "PostgreSQL 16" in outputs[1]  # the search found the memory

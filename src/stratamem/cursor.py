@@ -26,8 +26,9 @@ def encode_cursor(created_at: datetime, memory_id: str, query_fp: str) -> str:
 
 def decode_cursor(cursor: str, query_fp: str, operation: str = "list") -> tuple[datetime, str]:
     def invalid(reason: str) -> MemoryError:
-        return MemoryError(ErrorCode.INVALID_PARAMS, f"invalid cursor: {reason}", operation=operation,
-                           details={"field": "cursor"})
+        return MemoryError(
+            ErrorCode.INVALID_PARAMS, f"invalid cursor: {reason}", operation=operation, details={"field": "cursor"}
+        )
 
     if not isinstance(cursor, str) or not cursor or len(cursor) > 1024:
         raise invalid("not a cursor returned by list")

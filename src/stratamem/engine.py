@@ -137,11 +137,16 @@ def parse_as_of(value: Any, operation: str) -> datetime | None:
         try:
             value = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
         except ValueError:
-            raise MemoryError(ErrorCode.INVALID_PARAMS, "as_of must be an ISO 8601 date-time",
-                              operation=operation, details={"field": "as_of"}) from None
+            raise MemoryError(
+                ErrorCode.INVALID_PARAMS,
+                "as_of must be an ISO 8601 date-time",
+                operation=operation,
+                details={"field": "as_of"},
+            ) from None
     if not isinstance(value, datetime):
-        raise MemoryError(ErrorCode.INVALID_PARAMS, "as_of must be a date-time", operation=operation,
-                          details={"field": "as_of"})
+        raise MemoryError(
+            ErrorCode.INVALID_PARAMS, "as_of must be a date-time", operation=operation, details={"field": "as_of"}
+        )
     return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
@@ -156,16 +161,24 @@ def valid_at(entry: MemoryEntry, at: datetime) -> bool:
 
 def _statuses(include_superseded: Any, at: datetime | None, operation: str) -> tuple[str, ...]:
     if not isinstance(include_superseded, bool):
-        raise MemoryError(ErrorCode.INVALID_PARAMS, "include_superseded must be true or false",
-                          operation=operation, details={"field": "include_superseded"})
+        raise MemoryError(
+            ErrorCode.INVALID_PARAMS,
+            "include_superseded must be true or false",
+            operation=operation,
+            details={"field": "include_superseded"},
+        )
     return CURRENT_AND_HISTORY if include_superseded or at is not None else ("active",)
 
 
 def _weight(value: Any, field_name: str, operation: str) -> float:
     """A search weight in [0, 1] (``hybrid_weight``, the boosts), or INVALID_PARAMS naming the field."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
-        raise MemoryError(ErrorCode.INVALID_PARAMS, f"{field_name} must be a number from 0 to 1",
-                          operation=operation, details={"field": field_name})
+        raise MemoryError(
+            ErrorCode.INVALID_PARAMS,
+            f"{field_name} must be a number from 0 to 1",
+            operation=operation,
+            details={"field": field_name},
+        )
     return float(value)
 
 
@@ -186,16 +199,23 @@ class MemoryEngine:
         self.clock: Clock = clock or utc_now
         shared_cache = None
         if self.config.redis_url:  # shared embedding cache (embeddings/redis_cache.py)
-            shared_cache = RedisEmbeddingCache.from_url(self.config.redis_url, self.config.redis_prefix,
-                                                        ttl_s=self.config.embedding_cache_ttl_s)
+            shared_cache = RedisEmbeddingCache.from_url(
+                self.config.redis_url, self.config.redis_prefix, ttl_s=self.config.embedding_cache_ttl_s
+            )
         self.embeddings = EmbeddingService(embedder, provider, self.config.retry, shared=shared_cache)
         #: Rate limiter of the memory_crud skill (Redis-backed and shared when ``redis_url`` is set);
         #: follows an injected engine clock. Replaceable (tests inject one with their own clock).
         self.crud_limiter: RateLimiter = make_rate_limiter(
-            "crud", self.config.redis_url, prefix=self.config.redis_prefix,
-            clock=None if clock is None else (lambda: self.clock().timestamp()))
-        provider.configure_search_index(enabled=self.config.search_index, ann_threshold=self.config.ann_threshold,
-                                        max_rows=self.config.search_index_max_rows)
+            "crud",
+            self.config.redis_url,
+            prefix=self.config.redis_prefix,
+            clock=None if clock is None else (lambda: self.clock().timestamp()),
+        )
+        provider.configure_search_index(
+            enabled=self.config.search_index,
+            ann_threshold=self.config.ann_threshold,
+            max_rows=self.config.search_index_max_rows,
+        )
         info = provider.initialize(embedder.model_id, embedder.dimensions)
         self.store_info = info
         provider.attach_embedder(self.embeddings.embed_query)
@@ -216,8 +236,9 @@ class MemoryEngine:
         self._pool = ThreadPoolExecutor(max_workers=self.config.search_workers, thread_name_prefix="stratamem-search")
         #: Prepares adds of ``prepare_ahead_min``+ items (``provider.prepare_add``, at nice 10) while the
         #: calling thread embeds them.
-        self._prepare_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="stratamem-prepare",
-                                                initializer=_lower_priority)
+        self._prepare_pool = ThreadPoolExecutor(
+            max_workers=4, thread_name_prefix="stratamem-prepare", initializer=_lower_priority
+        )
         self._closed = False
         # -- feature hooks ----------------------------------------------------------------------
         #: Filters applied to merged search results before the limit (see ``ResultFilter``).
@@ -259,8 +280,9 @@ class MemoryEngine:
             try:
                 ctx = TenantContext.model_validate(dict(ctx))
             except ValidationError:
-                raise MemoryError(ErrorCode.INVALID_TENANT_CONTEXT, "the tenant context is malformed",
-                                  operation=operation) from None
+                raise MemoryError(
+                    ErrorCode.INVALID_TENANT_CONTEXT, "the tenant context is malformed", operation=operation
+                ) from None
         if not isinstance(ctx, TenantContext):
             raise MemoryError(
                 ErrorCode.INVALID_TENANT_CONTEXT,
@@ -288,8 +310,7 @@ class MemoryEngine:
         code: str | None = None
         try:
             if self._closed:
-                raise MemoryError(ErrorCode.PROVIDER_ERROR, "this Memory is closed", operation=name,
-                                  retryable=False)
+                raise MemoryError(ErrorCode.PROVIDER_ERROR, "this Memory is closed", operation=name, retryable=False)
             checked = self.check_context(ctx, name)
             yield checked, extra
         except MemoryError as exc:
@@ -306,8 +327,9 @@ class MemoryEngine:
                 retryable=False,
             ) from exc
         finally:
-            event = OperationEvent(name, tenant_id, time.perf_counter() - start, code, extra,
-                                   principal=getattr(ctx, "principal", None))
+            event = OperationEvent(
+                name, tenant_id, time.perf_counter() - start, code, extra, principal=getattr(ctx, "principal", None)
+            )
             for observer in self.observers:
                 try:
                     observer(event)
@@ -321,8 +343,15 @@ class MemoryEngine:
             except Exception:  # access tracking never fails a read
                 log.exception("access hook failed")
 
-    def _conflict(self, ctx: TenantContext, current: MemoryEntry, content: str | None,
-                  patch: Mapping[str, Any] | None, details: dict[str, Any], record: bool = True) -> dict[str, Any]:
+    def _conflict(
+        self,
+        ctx: TenantContext,
+        current: MemoryEntry,
+        content: str | None,
+        patch: Mapping[str, Any] | None,
+        details: dict[str, Any],
+        record: bool = True,
+    ) -> dict[str, Any]:
         if record and self.conflict_hook is not None:
             try:
                 conflict_id = self.conflict_hook(ctx, current, content, patch)
@@ -348,25 +377,48 @@ class MemoryEngine:
         """FORBIDDEN when the scope (``layer``, ``identifiers``) a request names is outside the grant."""
         if ctx.grant is None or ctx.grant.allows(layer, scoped_identifiers(layer, identifiers)):
             return
-        self.audit.record(tenant_id=ctx.tenant_id, principal=ctx.principal, action=operation, outcome="denied",
-                          code=ErrorCode.FORBIDDEN.value, layer=layer.value, details={"reason": "outside the grant"})
-        raise MemoryError(ErrorCode.FORBIDDEN, f"this credential may not use that {layer.value} scope",
-                          operation=operation, details={"layer": layer.value, "reason": "outside the grant"})
+        self.audit.record(
+            tenant_id=ctx.tenant_id,
+            principal=ctx.principal,
+            action=operation,
+            outcome="denied",
+            code=ErrorCode.FORBIDDEN.value,
+            layer=layer.value,
+            details={"reason": "outside the grant"},
+        )
+        raise MemoryError(
+            ErrorCode.FORBIDDEN,
+            f"this credential may not use that {layer.value} scope",
+            operation=operation,
+            details={"layer": layer.value, "reason": "outside the grant"},
+        )
 
     def require_tenant_grant(self, ctx: TenantContext, operation: str) -> None:
         """FORBIDDEN unless the caller may see every scope (tenant-wide operations)."""
         if ctx.grant is not None and not ctx.grant.all:
-            raise MemoryError(ErrorCode.FORBIDDEN, f"{operation} needs a tenant-wide grant", operation=operation,
-                              details={"reason": "outside the grant"})
+            raise MemoryError(
+                ErrorCode.FORBIDDEN,
+                f"{operation} needs a tenant-wide grant",
+                operation=operation,
+                details={"reason": "outside the grant"},
+            )
 
-    def get_visible(self, ctx: TenantContext, memory_id: str, operation: str,
-                    include_embedding: bool = False, *, statuses: tuple[str, ...] = ("active",)
-                    ) -> MemoryEntry | None:
+    def get_visible(
+        self,
+        ctx: TenantContext,
+        memory_id: str,
+        operation: str,
+        include_embedding: bool = False,
+        *,
+        statuses: tuple[str, ...] = ("active",),
+    ) -> MemoryEntry | None:
         """The stored entry, or None when it is missing or outside the caller's grant."""
         entry: MemoryEntry | None = self._store(
-            lambda: self.provider.get(ctx.tenant_id, memory_id, self.now(), include_embedding=include_embedding,
-                                      statuses=statuses),
-            operation)
+            lambda: self.provider.get(
+                ctx.tenant_id, memory_id, self.now(), include_embedding=include_embedding, statuses=statuses
+            ),
+            operation,
+        )
         return entry if entry is not None and self.visible(ctx, entry) else None
 
     # ------------------------------------------------------------------------------ validation
@@ -374,11 +426,13 @@ class MemoryEngine:
         """The content, or INVALID_PARAMS / CONTENT_TOO_LONG; ``limit`` is ``max_content_length``
         when the caller already has it (a batch asks the provider once, not per item)."""
         if not isinstance(content, str):
-            raise MemoryError(ErrorCode.INVALID_PARAMS, "content must be a string", operation=operation,
-                              details={"field": "content"})
+            raise MemoryError(
+                ErrorCode.INVALID_PARAMS, "content must be a string", operation=operation, details={"field": "content"}
+            )
         if not content.strip():
-            raise MemoryError(ErrorCode.INVALID_PARAMS, "content must not be empty", operation=operation,
-                              details={"field": "content"})
+            raise MemoryError(
+                ErrorCode.INVALID_PARAMS, "content must not be empty", operation=operation, details={"field": "content"}
+            )
         if limit is None:
             limit = self.max_content_length
         if len(content) > limit:
@@ -395,28 +449,46 @@ class MemoryEngine:
         if metadata is None:
             return {}
         if not isinstance(metadata, Mapping):
-            raise MemoryError(ErrorCode.INVALID_PARAMS, "metadata must be an object", operation=operation,
-                              details={"field": "metadata"})
+            raise MemoryError(
+                ErrorCode.INVALID_PARAMS,
+                "metadata must be an object",
+                operation=operation,
+                details={"field": "metadata"},
+            )
         if not metadata:
             return {}
         depth = self.config.max_metadata_depth
         if json_depth_exceeds(metadata, depth):  # before json.dumps, which recurses
-            raise MemoryError(ErrorCode.INVALID_PARAMS, f"metadata is nested deeper than {depth} levels",
-                              operation=operation, details={"field": "metadata", "max_depth": depth})
+            raise MemoryError(
+                ErrorCode.INVALID_PARAMS,
+                f"metadata is nested deeper than {depth} levels",
+                operation=operation,
+                details={"field": "metadata", "max_depth": depth},
+            )
         try:
             encoded = json.dumps(metadata, allow_nan=False)
         except (TypeError, ValueError) as exc:
-            raise MemoryError(ErrorCode.INVALID_PARAMS, f"metadata must be JSON-serialisable: {exc}",
-                              operation=operation, details={"field": "metadata"}) from None
+            raise MemoryError(
+                ErrorCode.INVALID_PARAMS,
+                f"metadata must be JSON-serialisable: {exc}",
+                operation=operation,
+                details={"field": "metadata"},
+            ) from None
         if len(encoded.encode()) > self.config.max_metadata_bytes:
-            raise MemoryError(ErrorCode.INVALID_PARAMS,
-                              f"metadata is larger than {self.config.max_metadata_bytes} bytes",
-                              operation=operation,
-                              details={"field": "metadata", "max_bytes": self.config.max_metadata_bytes})
+            raise MemoryError(
+                ErrorCode.INVALID_PARAMS,
+                f"metadata is larger than {self.config.max_metadata_bytes} bytes",
+                operation=operation,
+                details={"field": "metadata", "max_bytes": self.config.max_metadata_bytes},
+            )
         tags = metadata.get("tags")
         if tags is not None and (not isinstance(tags, list) or not all(isinstance(t, str) for t in tags)):
-            raise MemoryError(ErrorCode.INVALID_PARAMS, "metadata.tags must be a list of strings",
-                              operation=operation, details={"field": "metadata.tags"})
+            raise MemoryError(
+                ErrorCode.INVALID_PARAMS,
+                "metadata.tags must be a list of strings",
+                operation=operation,
+                details={"field": "metadata.tags"},
+            )
         out: dict[str, Any] = json.loads(encoded)
         return out
 
@@ -430,25 +502,44 @@ class MemoryEngine:
             try:
                 expires_at = datetime.fromisoformat(expires_at.replace("Z", "+00:00"))
             except ValueError:
-                raise MemoryError(ErrorCode.INVALID_PARAMS, "expires_at must be an ISO-8601 timestamp",
-                                  operation=operation, details={"field": "expiresAt"}) from None
+                raise MemoryError(
+                    ErrorCode.INVALID_PARAMS,
+                    "expires_at must be an ISO-8601 timestamp",
+                    operation=operation,
+                    details={"field": "expiresAt"},
+                ) from None
         if not isinstance(expires_at, datetime):
-            raise MemoryError(ErrorCode.INVALID_PARAMS, "expires_at must be a datetime", operation=operation,
-                              details={"field": "expiresAt"})
+            raise MemoryError(
+                ErrorCode.INVALID_PARAMS,
+                "expires_at must be a datetime",
+                operation=operation,
+                details={"field": "expiresAt"},
+            )
         aware = expires_at if expires_at.tzinfo else expires_at.replace(tzinfo=UTC)
         if aware <= self.now():  # such a memory could never be read
-            raise MemoryError(ErrorCode.INVALID_PARAMS, "expires_at must be in the future", operation=operation,
-                              details={"field": "expiresAt"})
+            raise MemoryError(
+                ErrorCode.INVALID_PARAMS,
+                "expires_at must be in the future",
+                operation=operation,
+                details={"field": "expiresAt"},
+            )
         return aware
 
-    def _guard(self, ctx: TenantContext, operation: str, content: str, layer: Layer,
-               metadata: Mapping[str, Any]) -> str:
+    def _guard(
+        self, ctx: TenantContext, operation: str, content: str, layer: Layer, metadata: Mapping[str, Any]
+    ) -> str:
         for guard in self.guards:
             content = guard.check_write(ctx, operation, content, layer, metadata)
         return content
 
-    def _guard_fields(self, ctx: TenantContext, operation: str, layer: Layer | None, tier: str | None,
-                      identifiers: LayerIdentifiers | None) -> None:
+    def _guard_fields(
+        self,
+        ctx: TenantContext,
+        operation: str,
+        layer: Layer | None,
+        tier: str | None,
+        identifiers: LayerIdentifiers | None,
+    ) -> None:
         fields: dict[str, Any] = {}
         if tier is not None:
             fields["tier"] = tier
@@ -461,8 +552,9 @@ class MemoryEngine:
                 check(ctx, operation, layer, fields)
 
     # ------------------------------------------------------------------------------ add
-    def _prepare(self, ctx: TenantContext, item: AddMemoryInput, operation: str,
-                 content_limit: int | None = None) -> MemoryEntry:
+    def _prepare(
+        self, ctx: TenantContext, item: AddMemoryInput, operation: str, content_limit: int | None = None
+    ) -> MemoryEntry:
         layer = parse_layer(item.layer, operation)
         require_identifiers(layer, item.identifiers, operation)
         self.require_grant(ctx, layer, item.identifiers, operation)
@@ -486,8 +578,12 @@ class MemoryEngine:
         if item.importance is not None:  # kept so access-driven rescoring never drops it (lifecycle)
             provenance = provenance.model_copy(update={"explicit_importance": importance})
         if not 0.0 <= importance <= 1.0:
-            raise MemoryError(ErrorCode.INVALID_PARAMS, "importance must be between 0 and 1",
-                              operation=operation, details={"field": "importance"})
+            raise MemoryError(
+                ErrorCode.INVALID_PARAMS,
+                "importance must be between 0 and 1",
+                operation=operation,
+                details={"field": "importance"},
+            )
         return MemoryEntry(
             id=memory_id,
             tenant_id=ctx.tenant_id,
@@ -510,8 +606,12 @@ class MemoryEngine:
         if isinstance(item, AddMemoryInput):
             return item
         if not isinstance(item, Mapping):
-            raise MemoryError(ErrorCode.INVALID_PARAMS, "each item must be an object", operation=operation,
-                              details={"index": index} if index is not None else {})
+            raise MemoryError(
+                ErrorCode.INVALID_PARAMS,
+                "each item must be an object",
+                operation=operation,
+                details={"index": index} if index is not None else {},
+            )
         data = dict(item)
         data["identifiers"] = parse_identifiers(data.get("identifiers"), operation)
         try:
@@ -522,8 +622,12 @@ class MemoryEngine:
             details: dict[str, Any] = {"field": where}
             if index is not None:
                 details["index"] = index
-            raise MemoryError(ErrorCode.INVALID_PARAMS, f"invalid {where or 'input'}: {err.get('msg')}",
-                              operation=operation, details=details) from None
+            raise MemoryError(
+                ErrorCode.INVALID_PARAMS,
+                f"invalid {where or 'input'}: {err.get('msg')}",
+                operation=operation,
+                details=details,
+            ) from None
 
     def add_many(self, ctx: TenantContext, items: Sequence[Any], operation: str) -> list[AddMemoryOutput]:
         entries: list[MemoryEntry] = []
@@ -548,11 +652,14 @@ class MemoryEngine:
             jobs: list[Future[PreparedAdd | None]] = []
 
             def start() -> None:
-                jobs.append(self._prepare_pool.submit(contextvars.copy_context().run, self._prepare_ahead,
-                                                      entries, operation))
+                jobs.append(
+                    self._prepare_pool.submit(contextvars.copy_context().run, self._prepare_ahead, entries, operation)
+                )
+
             try:
-                vectors, generated = self.embeddings.embed_contents(ctx.tenant_id, texts, operation, persist=False,
-                                                                    before_model=start)
+                vectors, generated = self.embeddings.embed_contents(
+                    ctx.tenant_id, texts, operation, persist=False, before_model=start
+                )
             finally:
                 prepared = jobs[0].result() if jobs else None
         else:
@@ -560,17 +667,22 @@ class MemoryEngine:
         for entry, vec in zip(entries, vectors.tolist(), strict=True):  # one call for the whole matrix
             entry.embedding = vec
         # The new vectors enter the persistent embedding cache in the same transaction as the rows.
-        self._store(lambda: self.provider.add(entries, cache_model=self.embeddings.model_id, prepared=prepared),
-                    operation)
+        self._store(
+            lambda: self.provider.add(entries, cache_model=self.embeddings.model_id, prepared=prepared), operation
+        )
         replaced = self._supersede(ctx, entries, explicit, operation)
         return [
-            AddMemoryOutput(memory=entry.model_copy(update={"embedding": None}), embedding_generated=gen,
-                            superseded=replaced.get(entry.id, []))
+            AddMemoryOutput(
+                memory=entry.model_copy(update={"embedding": None}),
+                embedding_generated=gen,
+                superseded=replaced.get(entry.id, []),
+            )
             for entry, gen in zip(entries, generated, strict=True)
         ]
 
-    def _supersede(self, ctx: TenantContext, entries: Sequence[MemoryEntry], explicit: Mapping[str, Sequence[str]],
-                   operation: str) -> dict[str, list[str]]:
+    def _supersede(
+        self, ctx: TenantContext, entries: Sequence[MemoryEntry], explicit: Mapping[str, Sequence[str]], operation: str
+    ) -> dict[str, list[str]]:
         """Mark the older memories the new ``entries`` replace (explicit ids, and the rule-based
         detection of ``supersession.py`` when configured); returns new id -> replaced ids."""
         out: dict[str, list[str]] = {}
@@ -581,21 +693,36 @@ class MemoryEngine:
             for old_id in explicit.get(entry.id, ()):
                 old = self._store(lambda o=old_id: self.provider.get(ctx.tenant_id, o, now), operation)  # type: ignore[misc]
                 if old is None:
-                    raise MemoryError(ErrorCode.MEMORY_NOT_FOUND, f"no memory with id {old_id!r} to supersede",
-                                      operation=operation, details={"id": old_id, "field": "supersedes"})
+                    raise MemoryError(
+                        ErrorCode.MEMORY_NOT_FOUND,
+                        f"no memory with id {old_id!r} to supersede",
+                        operation=operation,
+                        details={"id": old_id, "field": "supersedes"},
+                    )
                 olds[old.id] = old
             # A conversation turn (it has a position in a thread) records what was said, not the current
             # state of a fact: only explicit ids supersede through it.
-            if (self.config.detect_supersession and entry.provenance.position is None and entry.embedding
-                    and supersession.may_supersede(entry.content)):
-                query = SearchQuery(tenant_id=ctx.tenant_id, scope=Scope(entry.layer, scope_key(entry.layer,
-                                                                                                entry.identifiers)),
-                                    vector=np.asarray(entry.embedding, dtype=np.float32), text=entry.content,
-                                    limit=supersession.CANDIDATES,
-                                    min_score=(1.0 + supersession.MIN_COSINE_FROM_TO) / 2.0, now=now)
+            if (
+                self.config.detect_supersession
+                and entry.provenance.position is None
+                and entry.embedding
+                and supersession.may_supersede(entry.content)
+            ):
+                query = SearchQuery(
+                    tenant_id=ctx.tenant_id,
+                    scope=Scope(entry.layer, scope_key(entry.layer, entry.identifiers)),
+                    vector=np.asarray(entry.embedding, dtype=np.float32),
+                    text=entry.content,
+                    limit=supersession.CANDIDATES,
+                    min_score=(1.0 + supersession.MIN_COSINE_FROM_TO) / 2.0,
+                    now=now,
+                )
                 page: SearchPage = self._store(lambda q=query: self.provider.search(q), operation)  # type: ignore[misc]
-                candidates = [supersession.Candidate(hit.entry, 2.0 * hit.score - 1.0) for hit in page.hits
-                              if hit.entry.id != entry.id and later.get(hit.entry.id, -1) < i]
+                candidates = [
+                    supersession.Candidate(hit.entry, 2.0 * hit.score - 1.0)
+                    for hit in page.hits
+                    if hit.entry.id != entry.id and later.get(hit.entry.id, -1) < i
+                ]
                 for old in supersession.superseded(entry.content, candidates):
                     olds.setdefault(old.id, old)
             for old in olds.values():
@@ -603,12 +730,16 @@ class MemoryEngine:
                     continue
                 version = old.version + 1
                 prov = old.provenance.model_copy(update={"superseded_by": entry.id, "valid_to": entry.created_at})
-                updated = old.model_copy(update={
-                    "status": "superseded", "provenance": prov, "version": version,
-                    "updated_at": max(now, old.updated_at), "etag": _etag(old.id, version, old.content_hash,
-                                                                         old.metadata),
-                    "embedding": None,
-                })
+                updated = old.model_copy(
+                    update={
+                        "status": "superseded",
+                        "provenance": prov,
+                        "version": version,
+                        "updated_at": max(now, old.updated_at),
+                        "etag": _etag(old.id, version, old.content_hash, old.metadata),
+                        "embedding": None,
+                    }
+                )
                 if self._store(lambda u=updated, c=old: self.provider.update(u, c), operation):  # type: ignore[misc]
                     out.setdefault(entry.id, []).append(old.id)
         return out
@@ -618,18 +749,38 @@ class MemoryEngine:
         try:
             return self.provider.prepare_add(entries)
         except Exception as exc:
-            log.warning("%s: preparing the add ahead of its transaction failed (%s: %s); it is done in the "
-                        "transaction instead", operation, type(exc).__name__, exc)
+            log.warning(
+                "%s: preparing the add ahead of its transaction failed (%s: %s); it is done in the transaction instead",
+                operation,
+                type(exc).__name__,
+                exc,
+            )
             return None
 
-    def add(self, ctx: Any, content: Any, layer: Any, identifiers: Any = None, metadata: Any = None, *,
-            tier: str | None = None, expires_at: Any = None, importance: float | None = None,
-            provenance: Provenance | Mapping[str, Any] | None = None,
-            supersedes: Sequence[str] | None = None) -> AddMemoryOutput:
+    def add(
+        self,
+        ctx: Any,
+        content: Any,
+        layer: Any,
+        identifiers: Any = None,
+        metadata: Any = None,
+        *,
+        tier: str | None = None,
+        expires_at: Any = None,
+        importance: float | None = None,
+        provenance: Provenance | Mapping[str, Any] | None = None,
+        supersedes: Sequence[str] | None = None,
+    ) -> AddMemoryOutput:
         with self.operation("add", ctx) as (tctx, extra):
             item = {
-                "content": content, "layer": layer, "identifiers": identifiers, "metadata": metadata or {},
-                "tier": tier, "expires_at": expires_at, "importance": importance, "provenance": provenance,
+                "content": content,
+                "layer": layer,
+                "identifiers": identifiers,
+                "metadata": metadata or {},
+                "tier": tier,
+                "expires_at": expires_at,
+                "importance": importance,
+                "provenance": provenance,
                 "supersedes": None if supersedes is None else check_str_list(supersedes, "supersedes", "add"),
             }
             out = self.add_many(tctx, [item], "add")[0]
@@ -641,9 +792,12 @@ class MemoryEngine:
             if not isinstance(items, Sequence) or isinstance(items, str | bytes):
                 raise MemoryError(ErrorCode.INVALID_PARAMS, "items must be a list", operation="bulk_add")
             if len(items) > self.config.max_bulk_items:
-                raise MemoryError(ErrorCode.INVALID_PARAMS,
-                                  f"at most {self.config.max_bulk_items} items per bulk_add (got {len(items)})",
-                                  operation="bulk_add", details={"max_items": self.config.max_bulk_items})
+                raise MemoryError(
+                    ErrorCode.INVALID_PARAMS,
+                    f"at most {self.config.max_bulk_items} items per bulk_add (got {len(items)})",
+                    operation="bulk_add",
+                    details={"max_items": self.config.max_bulk_items},
+                )
             outputs = self.add_many(tctx, items, "bulk_add") if items else []
             extra["count"] = len(outputs)
             extra["memory_ids"] = [o.memory.id for o in outputs]
@@ -667,50 +821,91 @@ class MemoryEngine:
             require_identifiers(layer, identifiers, operation)
         return requested
 
-    def search(self, ctx: Any, query: Any, identifiers: Any = None, layers: Any = None, limit: Any = None,
-               threshold: Any = None, filter: Any = None, *, include_embedding: bool = False,
-               expand_graph: bool = False,
-               hybrid_weight: float | None = None, recency_boost: float | None = None,
-               importance_boost: float | None = None, include_superseded: bool = False,
-               as_of: Any = None, order: Any = None, since: Any = None, until: Any = None,
-               time_field: Any = None, tags_match: Any = None, include_narrower: Any = False) -> SearchMemoryOutput:
+    def search(
+        self,
+        ctx: Any,
+        query: Any,
+        identifiers: Any = None,
+        layers: Any = None,
+        limit: Any = None,
+        threshold: Any = None,
+        filter: Any = None,
+        *,
+        include_embedding: bool = False,
+        expand_graph: bool = False,
+        hybrid_weight: float | None = None,
+        recency_boost: float | None = None,
+        importance_boost: float | None = None,
+        include_superseded: bool = False,
+        as_of: Any = None,
+        order: Any = None,
+        since: Any = None,
+        until: Any = None,
+        time_field: Any = None,
+        tags_match: Any = None,
+        include_narrower: Any = False,
+    ) -> SearchMemoryOutput:
         with self.operation("search", ctx) as (tctx, extra):
             op = "search"
-            opts = parse_options(op, order=order, since=since, until=until, time_field=time_field,
-                                 tags_match=tags_match, include_narrower=include_narrower,
-                                 default_order="relevance", allow_relevance=True)
+            opts = parse_options(
+                op,
+                order=order,
+                since=since,
+                until=until,
+                time_field=time_field,
+                tags_match=tags_match,
+                include_narrower=include_narrower,
+                default_order="relevance",
+                allow_relevance=True,
+            )
             if not isinstance(query, str) or not query.strip():
-                raise MemoryError(ErrorCode.INVALID_PARAMS, "query must be a non-empty string", operation=op,
-                                  details={"field": "query"})
+                raise MemoryError(
+                    ErrorCode.INVALID_PARAMS,
+                    "query must be a non-empty string",
+                    operation=op,
+                    details={"field": "query"},
+                )
             max_q = self.embeddings.embedder.max_query_chars
             if len(query) > max_q:
-                raise MemoryError(ErrorCode.QUERY_TOO_LONG,
-                                  f"query is {len(query)} characters; the limit is {max_q}", operation=op,
-                                  details={"max_length": max_q, "length": len(query)}, retryable=False)
+                raise MemoryError(
+                    ErrorCode.QUERY_TOO_LONG,
+                    f"query is {len(query)} characters; the limit is {max_q}",
+                    operation=op,
+                    details={"max_length": max_q, "length": len(query)},
+                    retryable=False,
+                )
             limit = self._check_limit(limit, self.config.default_search_limit, self.config.max_search_limit, op)
             floor = self.config.relevance_floor if threshold is None else None  # default search only
             if threshold is None:
                 threshold = self.config.default_threshold
             if isinstance(threshold, bool) or not isinstance(threshold, int | float) or not 0.0 <= threshold <= 1.0:
-                raise MemoryError(ErrorCode.INVALID_PARAMS, "threshold must be a number from 0 to 1", operation=op,
-                                  details={"field": "threshold"})
+                raise MemoryError(
+                    ErrorCode.INVALID_PARAMS,
+                    "threshold must be a number from 0 to 1",
+                    operation=op,
+                    details={"field": "threshold"},
+                )
             ids = parse_identifiers(identifiers, op)
             target = self.resolve_layers(ids, layers, op)
             if opts.include_narrower:
-                target = sorted({*target, *(n for lyr in target for n in narrower_layers(lyr, ids))},
-                                key=precedence)
+                target = sorted({*target, *(n for lyr in target for n in narrower_layers(lyr, ids))}, key=precedence)
             for layer in target:
                 self.require_grant(tctx, layer, ids, op)
             predicate = compile_filter(with_tags_match(parse_filter(filter, op), opts.tags_match))
             # Lexical weight of the fused score (docs/concepts.md "Scores"); 0 = dense similarity only.
-            lexical_weight = _weight(self.config.hybrid_weight if hybrid_weight is None else hybrid_weight,
-                                     "hybrid_weight", op)
+            lexical_weight = _weight(
+                self.config.hybrid_weight if hybrid_weight is None else hybrid_weight, "hybrid_weight", op
+            )
             # Optional query-time boosts (retrieval/boosts.py), off unless configured or asked for.
             boosts = Boosts(
-                recency=_weight(self.config.recency_boost if recency_boost is None else recency_boost,
-                                "recency_boost", op),
-                importance=_weight(self.config.importance_boost if importance_boost is None else importance_boost,
-                                   "importance_boost", op),
+                recency=_weight(
+                    self.config.recency_boost if recency_boost is None else recency_boost, "recency_boost", op
+                ),
+                importance=_weight(
+                    self.config.importance_boost if importance_boost is None else importance_boost,
+                    "importance_boost",
+                    op,
+                ),
                 half_life_days=self.config.recency_half_life_days,
             )
             at = parse_as_of(as_of, op)
@@ -726,9 +921,16 @@ class MemoryEngine:
                     fetched = n if at is None and not opts.windowed else max(4 * n, 40)
                     while True:
                         q = SearchQuery(
-                            tenant_id=tctx.tenant_id, scope=Scope(layer, scope_key(layer, ids)), vector=vector,
-                            text=query, limit=fetched, min_score=float(threshold), now=now,
-                            predicate=predicate, include_embedding=True, lexical_weight=lexical_weight,
+                            tenant_id=tctx.tenant_id,
+                            scope=Scope(layer, scope_key(layer, ids)),
+                            vector=vector,
+                            text=query,
+                            limit=fetched,
+                            min_score=float(threshold),
+                            now=now,
+                            predicate=predicate,
+                            include_embedding=True,
+                            lexical_weight=lexical_weight,
                             statuses=statuses,
                         )
                         page: SearchPage = self._store(lambda q=q: self.provider.search(q), op)  # type: ignore[misc]
@@ -741,6 +943,7 @@ class MemoryEngine:
                         if len(valid) >= n or exhausted:
                             return SearchPage(hits=valid[:n], total=len(valid) if exhausted else page.total)
                         fetched = min(_MAX_WINDOW_CANDIDATES, 4 * fetched)
+
                 if boosts.active:
                     return boosted_page(fetch, limit, boosts, now)
                 return context_page(fetch, limit, self.config.context_weight)
@@ -753,8 +956,15 @@ class MemoryEngine:
             )
             total = max(0, sum(p.total for p in pages) - dropped)
             if floor is not None and merged:
-                centroids = {layer: self._store(lambda lr=layer: self.provider.scope_centroid(  # type: ignore[misc]
-                    tctx.tenant_id, Scope(lr, scope_key(lr, ids)), now), op) for layer in {lr for lr, _ in merged}}
+                centroids = {
+                    layer: self._store(
+                        lambda lr=layer: self.provider.scope_centroid(  # type: ignore[misc]
+                            tctx.tenant_id, Scope(lr, scope_key(lr, ids)), now
+                        ),
+                        op,
+                    )
+                    for layer in {lr for lr, _ in merged}
+                }
                 kept = above_relevance_floor(merged, vector, centroids, floor)
                 # every candidate was seen when fewer than ``limit`` came back: the count is exact
                 seen_all = len(merged) < limit or not kept
@@ -780,8 +990,7 @@ class MemoryEngine:
                 results = [r for r in results if self.visible(tctx, r.memory)]
             by_layer = {layer.value: sum(1 for r in results if r.layer == layer) for layer in target}
             self._accessed(tctx, [r.memory for r in results])
-            extra.update(layers=[layer.value for layer in target], result_count=len(results),
-                         results_by_layer=by_layer)
+            extra.update(layers=[layer.value for layer in target], result_count=len(results), results_by_layer=by_layer)
             return SearchMemoryOutput(results=results, total_count=total, searched_layers=target)
 
     # ------------------------------------------------------------------------------ get/update/delete
@@ -807,8 +1016,18 @@ class MemoryEngine:
                 self._accessed(tctx, [entry])
             return entry
 
-    def update(self, ctx: Any, memory_id: Any, content: Any = None, metadata: Any = None, if_match: str | None = None,
-               *, expires_at: Any = UNSET, tier: str | None = None, record_conflict: bool = True) -> UpdateMemoryOutput:
+    def update(
+        self,
+        ctx: Any,
+        memory_id: Any,
+        content: Any = None,
+        metadata: Any = None,
+        if_match: str | None = None,
+        *,
+        expires_at: Any = UNSET,
+        tier: str | None = None,
+        record_conflict: bool = True,
+    ) -> UpdateMemoryOutput:
         """``record_conflict=False``: an ``if_match`` mismatch stores nothing (the seed-001 conflict entry
         is kept only for callers of that contract: the SDK and memory_crud; REST passes False).
         ``expires_at``: not given keeps the expiry, ``None`` clears it, a date-time sets it."""
@@ -824,8 +1043,13 @@ class MemoryEngine:
             for _attempt in range(self.config.retry_max_attempts + 1):
                 current = self.get_visible(tctx, mid, op)
                 if current is None:
-                    raise MemoryError(ErrorCode.MEMORY_NOT_FOUND, f"no memory with id {mid!r}", operation=op,
-                                      details={"id": mid}, retryable=False)
+                    raise MemoryError(
+                        ErrorCode.MEMORY_NOT_FOUND,
+                        f"no memory with id {mid!r}",
+                        operation=op,
+                        details={"id": mid},
+                        retryable=False,
+                    )
                 if patch:
                     _check_immutable(current, patch, op)
                 if tier is not None:
@@ -835,9 +1059,14 @@ class MemoryEngine:
                         ErrorCode.CONFLICT,
                         "the memory changed since it was read (etag mismatch)",
                         operation=op,
-                        details=self._conflict(tctx, current, content, patch, {
-                            "id": mid, "current_etag": current.etag, "current_version": current.version},
-                            record_conflict),
+                        details=self._conflict(
+                            tctx,
+                            current,
+                            content,
+                            patch,
+                            {"id": mid, "current_etag": current.etag, "current_version": current.version},
+                            record_conflict,
+                        ),
                         retryable=False,
                     )
                 merged_md = dict(current.metadata)
@@ -878,15 +1107,25 @@ class MemoryEngine:
                     # an update counts as an access for importance; answer with the counts it left
                     self._accessed(tctx, [updated])
                     stored = self.provider.get(tctx.tenant_id, mid, self.now()) if self.access_hooks else None
-                    return UpdateMemoryOutput(memory=(stored or updated).model_copy(update={"embedding": None}),
-                                              embedding_regenerated=regenerate)
+                    return UpdateMemoryOutput(
+                        memory=(stored or updated).model_copy(update={"embedding": None}),
+                        embedding_regenerated=regenerate,
+                    )
                 if if_match is not None:  # someone else won the race: the caller's etag is now stale
-                    raise MemoryError(ErrorCode.CONFLICT, "the memory changed concurrently (etag mismatch)",
-                                      operation=op, details=self._conflict(tctx, current, content, patch,
-                                                                           {"id": mid}, record_conflict),
-                                      retryable=False)
-            raise MemoryError(ErrorCode.CONFLICT, "the memory kept changing concurrently; try again", operation=op,
-                              details={"id": mid}, retryable=False)
+                    raise MemoryError(
+                        ErrorCode.CONFLICT,
+                        "the memory changed concurrently (etag mismatch)",
+                        operation=op,
+                        details=self._conflict(tctx, current, content, patch, {"id": mid}, record_conflict),
+                        retryable=False,
+                    )
+            raise MemoryError(
+                ErrorCode.CONFLICT,
+                "the memory kept changing concurrently; try again",
+                operation=op,
+                details={"id": mid},
+                retryable=False,
+            )
 
     def delete(self, ctx: Any, memory_id: Any, if_match: str | None = None) -> DeleteMemoryOutput:
         with self.operation("delete", ctx) as (tctx, extra):
@@ -898,9 +1137,13 @@ class MemoryEngine:
                     extra["deleted"] = 0
                     return DeleteMemoryOutput(success=True)
                 if current is not None and if_match is not None and current.etag != if_match:
-                    raise MemoryError(ErrorCode.CONFLICT, "the memory changed since it was read (etag mismatch)",
-                                      operation="delete",
-                                      details={"id": mid, "current_etag": current.etag}, retryable=False)
+                    raise MemoryError(
+                        ErrorCode.CONFLICT,
+                        "the memory changed since it was read (etag mismatch)",
+                        operation="delete",
+                        details={"id": mid, "current_etag": current.etag},
+                        retryable=False,
+                    )
             hashes = self._shared_cache_hashes(tctx.tenant_id, [mid])
             deleted: list[str] = self._store(lambda: self.provider.delete(tctx.tenant_id, [mid]), "delete")
             self.embeddings.forget(tctx.tenant_id, hashes)
@@ -912,9 +1155,12 @@ class MemoryEngine:
             if not isinstance(ids, Sequence) or isinstance(ids, str | bytes):
                 raise MemoryError(ErrorCode.INVALID_PARAMS, "ids must be a list", operation="bulk_delete")
             if len(ids) > self.config.max_bulk_items:
-                raise MemoryError(ErrorCode.INVALID_PARAMS,
-                                  f"at most {self.config.max_bulk_items} ids per bulk_delete (got {len(ids)})",
-                                  operation="bulk_delete", details={"max_items": self.config.max_bulk_items})
+                raise MemoryError(
+                    ErrorCode.INVALID_PARAMS,
+                    f"at most {self.config.max_bulk_items} ids per bulk_delete (got {len(ids)})",
+                    operation="bulk_delete",
+                    details={"max_items": self.config.max_bulk_items},
+                )
             checked, rejected = split_ids(ids, "bulk_delete")
             allowed = checked
             if tctx.grant is not None:  # ids outside the grant are treated like missing ones
@@ -927,15 +1173,37 @@ class MemoryEngine:
             return BulkDeleteOutput.of(checked, deleted, rejected)
 
     # ------------------------------------------------------------------------------ list
-    def list(self, ctx: Any, layer: Any = None, identifiers: Any = None, cursor: str | None = None,
-             limit: Any = None, filter: Any = None, *, include_superseded: bool = False,
-             as_of: Any = None, order: Any = None, since: Any = None, until: Any = None,
-             time_field: Any = None, tags_match: Any = None, include_narrower: Any = False) -> ListMemoriesOutput:
+    def list(
+        self,
+        ctx: Any,
+        layer: Any = None,
+        identifiers: Any = None,
+        cursor: str | None = None,
+        limit: Any = None,
+        filter: Any = None,
+        *,
+        include_superseded: bool = False,
+        as_of: Any = None,
+        order: Any = None,
+        since: Any = None,
+        until: Any = None,
+        time_field: Any = None,
+        tags_match: Any = None,
+        include_narrower: Any = False,
+    ) -> ListMemoriesOutput:
         with self.operation("list", ctx) as (tctx, extra):
             op = "list"
-            opts = parse_options(op, order=order, since=since, until=until, time_field=time_field,
-                                 tags_match=tags_match, include_narrower=include_narrower,
-                                 default_order="oldest", allow_relevance=False)
+            opts = parse_options(
+                op,
+                order=order,
+                since=since,
+                until=until,
+                time_field=time_field,
+                tags_match=tags_match,
+                include_narrower=include_narrower,
+                default_order="oldest",
+                allow_relevance=False,
+            )
             ids = parse_identifiers(identifiers, op)
             scopes: builtins.list[Scope] = []
             if layer is not None:
@@ -945,20 +1213,38 @@ class MemoryEngine:
                     self.require_grant(tctx, each, ids, op)
                     scopes.append(Scope(each, scope_key(each, ids)))
             elif opts.include_narrower:
-                raise MemoryError(ErrorCode.INVALID_PARAMS, "include_narrower needs a layer (the broadest scope "
-                                  "to read)", operation=op, details={"field": "include_narrower"}, retryable=False)
+                raise MemoryError(
+                    ErrorCode.INVALID_PARAMS,
+                    "include_narrower needs a layer (the broadest scope to read)",
+                    operation=op,
+                    details={"field": "include_narrower"},
+                    retryable=False,
+                )
             scope = scopes[0] if scopes else None
             limit = self._check_limit(limit, self.config.default_list_limit, self.config.max_list_limit, op)
             flt: MetadataFilter | None = with_tags_match(parse_filter(filter, op), opts.tags_match)
-            fp = fingerprint(tctx.tenant_id, scope.layer.value if scope else None, scope.key if scope else None,
-                             flt.model_dump() if flt else None,
-                             *([opts.key()] if opts != QueryOptions(order="oldest") else []))
+            fp = fingerprint(
+                tctx.tenant_id,
+                scope.layer.value if scope else None,
+                scope.key if scope else None,
+                flt.model_dump() if flt else None,
+                *([opts.key()] if opts != QueryOptions(order="oldest") else []),
+            )
             after = decode_cursor(cursor, fp, op) if cursor is not None else None
             at = parse_as_of(as_of, op)
-            query = ListQuery(tenant_id=tctx.tenant_id, now=self.now(), scope=scope, predicate=compile_filter(flt),
-                              after=after, limit=limit, statuses=_statuses(include_superseded, at, op),
-                              descending=opts.order == "newest", since=opts.since, until=opts.until,
-                              time_field=opts.column)
+            query = ListQuery(
+                tenant_id=tctx.tenant_id,
+                now=self.now(),
+                scope=scope,
+                predicate=compile_filter(flt),
+                after=after,
+                limit=limit,
+                statuses=_statuses(include_superseded, at, op),
+                descending=opts.order == "newest",
+                since=opts.since,
+                until=opts.until,
+                time_field=opts.column,
+            )
             if len(scopes) > 1:
                 page = self._list_scopes(query, scopes, op)
             elif scope is None and tctx.grant is not None and not tctx.grant.all:
@@ -981,10 +1267,14 @@ class MemoryEngine:
             self._store(lambda q=replace(query, scope=sc): self.provider.list(q), operation)  # type: ignore[misc]
             for sc in scopes
         ]
-        merged = sorted((e for p in pages for e in p.entries), key=lambda e: (e.created_at, e.id),
-                        reverse=query.descending)
-        return ListPage(entries=merged[:query.limit], total=sum(p.total for p in pages),
-                        has_more=len(merged) > query.limit or any(p.has_more for p in pages))
+        merged = sorted(
+            (e for p in pages for e in p.entries), key=lambda e: (e.created_at, e.id), reverse=query.descending
+        )
+        return ListPage(
+            entries=merged[: query.limit],
+            total=sum(p.total for p in pages),
+            has_more=len(merged) > query.limit or any(p.has_more for p in pages),
+        )
 
     def _list_granted(self, ctx: TenantContext, query: ListQuery, operation: str) -> ListPage:
         """A tenant-wide list for a restricted grant: the tenant's pages, keeping what the grant sees
@@ -1004,7 +1294,7 @@ class MemoryEngine:
             if not page.has_more or not page.entries:
                 break
             after = (page.entries[-1].created_at, page.entries[-1].id)
-        return ListPage(entries=kept[:query.limit], total=total, has_more=len(kept) > query.limit)
+        return ListPage(entries=kept[: query.limit], total=total, has_more=len(kept) > query.limit)
 
     # ------------------------------------------------------------------------------ admin
     def stats(self, ctx: Any) -> StoreStats:
@@ -1012,9 +1302,12 @@ class MemoryEngine:
             self.require_tenant_grant(tctx, "stats")
             by_layer = self._store(lambda: self.provider.count_by_layer(tctx.tenant_id, self.now()), "stats")
             return StoreStats(
-                tenant_id=tctx.tenant_id, total=sum(by_layer.values()), by_layer=by_layer,
+                tenant_id=tctx.tenant_id,
+                total=sum(by_layer.values()),
+                by_layer=by_layer,
                 embedding_model=self.store_info.embedding_model,
-                embedding_dimensions=self.store_info.dimensions, provider=self.provider.name,
+                embedding_dimensions=self.store_info.dimensions,
+                provider=self.provider.name,
             )
 
     def export(self, ctx: Any, *, include_embeddings: bool = False) -> Iterator[MemoryEntry]:

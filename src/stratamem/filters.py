@@ -17,8 +17,16 @@ from .model import MetadataFilter
 Predicate = Callable[[Mapping[str, Any]], bool]
 
 _OPS = ("eq", "ne", "contains", "in", "gt", "gte", "lt", "lte", "exists")
-_RESERVED = {"tags", "tagsMatch", "tags_match", "sourceType", "source_type", "hasKnowledgePointer",
-             "has_knowledge_pointer", "custom"}
+_RESERVED = {
+    "tags",
+    "tagsMatch",
+    "tags_match",
+    "sourceType",
+    "source_type",
+    "hasKnowledgePointer",
+    "has_knowledge_pointer",
+    "custom",
+}
 _MISSING = object()
 #: Entry times are columns, not metadata: a filter on them would silently match nothing, so it is refused.
 _TIME_FIELDS = {"createdAt", "created_at", "updatedAt", "updated_at"}
@@ -31,14 +39,19 @@ def parse_filter(value: MetadataFilter | Mapping[str, Any] | None, operation: st
     if not isinstance(value, Mapping):
         raise MemoryError(ErrorCode.INVALID_PARAMS, "filter must be an object", operation=operation)
     data = dict(value)
-    timed = sorted(_TIME_FIELDS & {*data, *(data.get("custom") or {})}) if isinstance(data.get("custom") or {},
-                                                                                      Mapping) else []
+    timed = (
+        sorted(_TIME_FIELDS & {*data, *(data.get("custom") or {})})
+        if isinstance(data.get("custom") or {}, Mapping)
+        else []
+    )
     if timed:
         raise MemoryError(
             ErrorCode.INVALID_PARAMS,
             f"filter on {timed[0]} is not supported: entry times are not metadata; use since/until "
             "(with time_field created or updated)",
-            operation=operation, details={"field": f"filter.{timed[0]}"}, retryable=False,
+            operation=operation,
+            details={"field": f"filter.{timed[0]}"},
+            retryable=False,
         )
     extra = {k: data.pop(k) for k in list(data) if k not in _RESERVED}
     if extra:
@@ -130,10 +143,12 @@ def compile_filter(flt: MetadataFilter | None) -> Predicate | None:
         wanted = {str(t) for t in flt.tags}
 
         if flt.tags_match == "all":
+
             def has_tag(md: Mapping[str, Any]) -> bool:
                 tags = md.get("tags")
                 return isinstance(tags, list) and wanted <= {str(t) for t in tags}
         else:
+
             def has_tag(md: Mapping[str, Any]) -> bool:
                 tags = md.get("tags")
                 return isinstance(tags, list) and any(str(t) in wanted for t in tags)

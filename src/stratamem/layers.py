@@ -51,8 +51,14 @@ _CAMEL = {name: field.alias for name, field in LayerIdentifiers.model_fields.ite
 
 #: Precedence (1 = highest priority); ``object`` sits between session and project.
 LAYER_PRECEDENCE: dict[Layer, float] = {
-    Layer.AGENT: 1, Layer.USER: 2, Layer.SESSION: 3, Layer.OBJECT: 3.5,
-    Layer.PROJECT: 4, Layer.TEAM: 5, Layer.ORG: 6, Layer.COMPANY: 7,
+    Layer.AGENT: 1,
+    Layer.USER: 2,
+    Layer.SESSION: 3,
+    Layer.OBJECT: 3.5,
+    Layer.PROJECT: 4,
+    Layer.TEAM: 5,
+    Layer.ORG: 6,
+    Layer.COMPANY: 7,
 }
 
 
@@ -120,9 +126,11 @@ def require_identifiers(layer: Layer, identifiers: LayerIdentifiers, operation: 
                 ErrorCode.MISSING_IDENTIFIER,
                 f"layer '{layer.value}' requires identifier '{_CAMEL[name]}' ({name})",
                 operation=operation,
-                details={"layer": layer.value, "identifier": _CAMEL[name], "required": [
-                    _CAMEL[n] for n in REQUIRED_IDENTIFIERS[layer]
-                ]},
+                details={
+                    "layer": layer.value,
+                    "identifier": _CAMEL[name],
+                    "required": [_CAMEL[n] for n in REQUIRED_IDENTIFIERS[layer]],
+                },
                 retryable=False,
             )
 

@@ -98,10 +98,25 @@ _TENANT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$")
 
 #: Grant scope kinds: ``kind:id`` (``object:type/id`` or ``object:type/*``), or ``all``.
 GRANT_KINDS: tuple[str, ...] = ("user", "agent", "session", "project", "team", "org", "company", "object")
-_GRANT_FIELD = {"user": "user_ids", "agent": "agent_ids", "session": "session_ids", "project": "project_ids",
-                "team": "team_ids", "org": "org_ids", "company": "company_ids", "object": "objects"}
-_IDENTIFIER_KIND = {"user_id": "user", "agent_id": "agent", "session_id": "session", "project_id": "project",
-                    "team_id": "team", "org_id": "org", "company_id": "company"}
+_GRANT_FIELD = {
+    "user": "user_ids",
+    "agent": "agent_ids",
+    "session": "session_ids",
+    "project": "project_ids",
+    "team": "team_ids",
+    "org": "org_ids",
+    "company": "company_ids",
+    "object": "objects",
+}
+_IDENTIFIER_KIND = {
+    "user_id": "user",
+    "agent_id": "agent",
+    "session_id": "session",
+    "project_id": "project",
+    "team_id": "team",
+    "org_id": "org",
+    "company_id": "company",
+}
 
 
 class Grant(_Model):
@@ -140,18 +155,32 @@ class Grant(_Model):
                 continue
             kind, sep, value = text.partition(":")
             value = value.strip()
-            if not sep or kind not in _GRANT_FIELD or not value or len(value) > 256 or (
-                    kind == "object" and "/" not in value):
-                raise MemoryError(ErrorCode.INVALID_PARAMS,
-                                  f"invalid grant {text!r}: expected all, or kind:id with kind one of "
-                                  f"{', '.join(GRANT_KINDS)} (object:type/id or object:type/*)",
-                                  operation="grant", details={"field": "grants"})
+            if (
+                not sep
+                or kind not in _GRANT_FIELD
+                or not value
+                or len(value) > 256
+                or (kind == "object" and "/" not in value)
+            ):
+                raise MemoryError(
+                    ErrorCode.INVALID_PARAMS,
+                    f"invalid grant {text!r}: expected all, or kind:id with kind one of "
+                    f"{', '.join(GRANT_KINDS)} (object:type/id or object:type/*)",
+                    operation="grant",
+                    details={"field": "grants"},
+                )
             sets[_GRANT_FIELD[kind]].add(value)
         ids = identifiers.present() if isinstance(identifiers, LayerIdentifiers) else dict(identifiers or {})
         for name, value in ids.items():
-            snake = {"userId": "user_id", "agentId": "agent_id", "sessionId": "session_id",
-                     "projectId": "project_id", "teamId": "team_id", "orgId": "org_id",
-                     "companyId": "company_id"}.get(name, name)
+            snake = {
+                "userId": "user_id",
+                "agentId": "agent_id",
+                "sessionId": "session_id",
+                "projectId": "project_id",
+                "teamId": "team_id",
+                "orgId": "org_id",
+                "companyId": "company_id",
+            }.get(name, name)
             if snake in _IDENTIFIER_KIND and value:
                 sets[_GRANT_FIELD[_IDENTIFIER_KIND[snake]]].add(str(value))
         obj_type, obj_id = ids.get("object_type") or ids.get("objectType"), ids.get("object_id") or ids.get("objectId")
@@ -181,8 +210,12 @@ class Grant(_Model):
             return True
         if layer is Layer.OBJECT:
             return f"{ids.object_type}/{ids.object_id}" in self.objects or f"{ids.object_type}/*" in self.objects
-        value = {Layer.PROJECT: ids.project_id, Layer.TEAM: ids.team_id, Layer.ORG: ids.org_id,
-                 Layer.COMPANY: ids.company_id}[layer]
+        value = {
+            Layer.PROJECT: ids.project_id,
+            Layer.TEAM: ids.team_id,
+            Layer.ORG: ids.org_id,
+            Layer.COMPANY: ids.company_id,
+        }[layer]
         return value is not None and value in getattr(self, f"{layer.value}_ids")
 
 
@@ -206,8 +239,7 @@ class TenantContext(_Model):
         if not isinstance(self.tenant_id, str) or not _TENANT_RE.match(self.tenant_id):
             raise MemoryError(
                 ErrorCode.INVALID_TENANT_CONTEXT,
-                "tenant_id must be 1-128 characters of letters, digits and _.:@- and start with a "
-                "letter or digit",
+                "tenant_id must be 1-128 characters of letters, digits and _.:@- and start with a letter or digit",
                 operation=operation,
             )
         if self.expires_at is not None:
@@ -374,12 +406,17 @@ class BulkDeleteOutput(_Model):
     not_found: list[str] = Field(default_factory=list)
 
     @classmethod
-    def of(cls, requested: Sequence[str], deleted: Sequence[str],
-           rejected: Sequence[BulkDeleteFailure] = ()) -> BulkDeleteOutput:
+    def of(
+        cls, requested: Sequence[str], deleted: Sequence[str], rejected: Sequence[BulkDeleteFailure] = ()
+    ) -> BulkDeleteOutput:
         """The answer for ``requested`` well-formed ids of which the store deleted ``deleted``."""
         done = set(deleted)
-        return cls(deleted=len(done), failed=[f.id for f in rejected], failures=list(rejected),
-                   not_found=[i for i in dict.fromkeys(requested) if i not in done])
+        return cls(
+            deleted=len(done),
+            failed=[f.id for f in rejected],
+            failures=list(rejected),
+            not_found=[i for i in dict.fromkeys(requested) if i not in done],
+        )
 
 
 HealthStatus = Literal["healthy", "degraded", "unhealthy"]

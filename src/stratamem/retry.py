@@ -29,9 +29,14 @@ class RetryConfig:
 def _is_retryable(exc: BaseException) -> bool:
     if isinstance(exc, TransientProviderError | RateLimitedError):
         return True
-    return isinstance(exc, MemoryError) and exc.retryable and exc.code in (
-        ErrorCode.EMBEDDING_FAILED,
-        ErrorCode.PROVIDER_ERROR,
+    return (
+        isinstance(exc, MemoryError)
+        and exc.retryable
+        and exc.code
+        in (
+            ErrorCode.EMBEDDING_FAILED,
+            ErrorCode.PROVIDER_ERROR,
+        )
     )
 
 

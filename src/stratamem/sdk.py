@@ -99,8 +99,9 @@ class Memory:
     >>> mem.add(t, content="User prefers dark mode", layer="user", identifiers={"user_id": "u1"})  # doctest: +SKIP
     """
 
-    def __init__(self, engine: MemoryEngine, *, lifecycle: Lifecycle | None = None,
-                 observe: bool | ObserveConfig | None = False) -> None:
+    def __init__(
+        self, engine: MemoryEngine, *, lifecycle: Lifecycle | None = None, observe: bool | ObserveConfig | None = False
+    ) -> None:
         self.engine = engine
         #: Key of encryption at rest (the DuckDB file, snapshots); None: nothing is encrypted.
         self.encryption_key: EncryptionKey | None = None
@@ -158,8 +159,9 @@ class Memory:
         env = {"redis_url": settings.redis_url, "redis_prefix": settings.redis_prefix}
         update = {f: v for f, v in env.items() if v and (config is None or f not in config.model_fields_set)}
         if update:
-            config = MemoryConfig.model_validate({**(config or MemoryConfig()).model_dump(exclude_unset=True),
-                                                  **update})
+            config = MemoryConfig.model_validate(
+                {**(config or MemoryConfig()).model_dump(exclude_unset=True), **update}
+            )
         key = resolve_key(encryption_key)
         provider = open_provider(location, encryption_key=key)
         try:
@@ -177,10 +179,20 @@ class Memory:
         return mem
 
     # -- operations --------------------------------------------------------------------------
-    def add(self, ctx: TenantContext | None = None, content: str | None = None, layer: str | Layer | None = None,
-            identifiers: Any = None, metadata: dict[str, Any] | None = None, *, tier: str | None = None,
-            expires_at: datetime | str | None = None, importance: float | None = None,
-            provenance: Any = None, supersedes: Sequence[str] | None = None) -> AddMemoryOutput:
+    def add(
+        self,
+        ctx: TenantContext | None = None,
+        content: str | None = None,
+        layer: str | Layer | None = None,
+        identifiers: Any = None,
+        metadata: dict[str, Any] | None = None,
+        *,
+        tier: str | None = None,
+        expires_at: datetime | str | None = None,
+        importance: float | None = None,
+        provenance: Any = None,
+        supersedes: Sequence[str] | None = None,
+    ) -> AddMemoryOutput:
         """Store one memory in a layer (embedded, checked by the write guards, superseding older facts).
 
         Args:
@@ -208,18 +220,42 @@ class Memory:
                 ``QUOTA_EXCEEDED`` from the write guards; ``EMBEDDING_FAILED`` or
                 ``PROVIDER_ERROR`` from the backends.
         """
-        return self.engine.add(ctx, content, layer, identifiers, metadata, tier=tier, expires_at=expires_at,
-                               importance=importance, provenance=provenance, supersedes=supersedes)
+        return self.engine.add(
+            ctx,
+            content,
+            layer,
+            identifiers,
+            metadata,
+            tier=tier,
+            expires_at=expires_at,
+            importance=importance,
+            provenance=provenance,
+            supersedes=supersedes,
+        )
 
-    def search(self, ctx: TenantContext | None = None, query: str | None = None, identifiers: Any = None,
-               layers: Sequence[str | Layer] | None = None, *, limit: int | None = None,
-               threshold: float | None = None, filter: Any = None,
-               expand_graph: bool = False, hybrid_weight: float | None = None,
-               recency_boost: float | None = None, importance_boost: float | None = None,
-               include_superseded: bool = False, as_of: datetime | str | None = None,
-               order: Order | None = None, since: datetime | str | None = None,
-               until: datetime | str | None = None, time_field: TimeField | None = None,
-               tags_match: TagsMatch | None = None, include_narrower: bool = False) -> SearchMemoryOutput:
+    def search(
+        self,
+        ctx: TenantContext | None = None,
+        query: str | None = None,
+        identifiers: Any = None,
+        layers: Sequence[str | Layer] | None = None,
+        *,
+        limit: int | None = None,
+        threshold: float | None = None,
+        filter: Any = None,
+        expand_graph: bool = False,
+        hybrid_weight: float | None = None,
+        recency_boost: float | None = None,
+        importance_boost: float | None = None,
+        include_superseded: bool = False,
+        as_of: datetime | str | None = None,
+        order: Order | None = None,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+        time_field: TimeField | None = None,
+        tags_match: TagsMatch | None = None,
+        include_narrower: bool = False,
+    ) -> SearchMemoryOutput:
         """Semantic (and optionally hybrid) search over the layers the identifiers can see.
 
         Args:
@@ -254,12 +290,27 @@ class Memory:
                 tenant context; ``QUERY_TOO_LONG``, ``INVALID_LAYER`` or ``INVALID_PARAMS`` for
                 bad input; ``EMBEDDING_FAILED`` or ``PROVIDER_ERROR`` from the backends.
         """
-        return self.engine.search(ctx, query, identifiers, layers, limit, threshold, filter,
-                                  expand_graph=expand_graph, hybrid_weight=hybrid_weight,
-                                  recency_boost=recency_boost, importance_boost=importance_boost,
-                                  include_superseded=include_superseded, as_of=as_of, order=order, since=since,
-                                  until=until, time_field=time_field, tags_match=tags_match,
-                                  include_narrower=include_narrower)
+        return self.engine.search(
+            ctx,
+            query,
+            identifiers,
+            layers,
+            limit,
+            threshold,
+            filter,
+            expand_graph=expand_graph,
+            hybrid_weight=hybrid_weight,
+            recency_boost=recency_boost,
+            importance_boost=importance_boost,
+            include_superseded=include_superseded,
+            as_of=as_of,
+            order=order,
+            since=since,
+            until=until,
+            time_field=time_field,
+            tags_match=tags_match,
+            include_narrower=include_narrower,
+        )
 
     def get(self, ctx: TenantContext | None = None, memory_id: str | None = None) -> MemoryEntry | None:
         """One memory by id, within the tenant.
@@ -277,10 +328,18 @@ class Memory:
         """
         return self.engine.get(ctx, memory_id)
 
-    def update(self, ctx: TenantContext | None = None, memory_id: str | None = None, content: str | None = None,
-               metadata: dict[str, Any] | None = None, *, if_match: str | None = None,
-               expires_at: datetime | str | Unset | None = UNSET, tier: str | None = None,
-               record_conflict: bool = True) -> UpdateMemoryOutput:
+    def update(
+        self,
+        ctx: TenantContext | None = None,
+        memory_id: str | None = None,
+        content: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        *,
+        if_match: str | None = None,
+        expires_at: datetime | str | Unset | None = UNSET,
+        tier: str | None = None,
+        record_conflict: bool = True,
+    ) -> UpdateMemoryOutput:
         """Change a memory's content, metadata, expiry or tier (re-embedded when the content changes).
 
         Args:
@@ -302,11 +361,20 @@ class Memory:
                 ``CONTENT_TOO_LONG`` / ``INVALID_PARAMS`` for bad input; ``POLICY_VIOLATION``
                 from the write guards.
         """
-        return self.engine.update(ctx, memory_id, content, metadata, if_match, expires_at=expires_at, tier=tier,
-                                  record_conflict=record_conflict)
+        return self.engine.update(
+            ctx,
+            memory_id,
+            content,
+            metadata,
+            if_match,
+            expires_at=expires_at,
+            tier=tier,
+            record_conflict=record_conflict,
+        )
 
-    def delete(self, ctx: TenantContext | None = None, memory_id: str | None = None,
-               if_match: str | None = None) -> DeleteMemoryOutput:
+    def delete(
+        self, ctx: TenantContext | None = None, memory_id: str | None = None, if_match: str | None = None
+    ) -> DeleteMemoryOutput:
         """Delete one memory.
 
         Args:
@@ -323,12 +391,24 @@ class Memory:
         """
         return self.engine.delete(ctx, memory_id, if_match)
 
-    def list(self, ctx: TenantContext | None = None, layer: str | Layer | None = None, identifiers: Any = None,
-             *, cursor: str | None = None, limit: int | None = None, filter: Any = None,
-             include_superseded: bool = False, as_of: datetime | str | None = None,
-             order: Order | None = None, since: datetime | str | None = None, until: datetime | str | None = None,
-             time_field: TimeField | None = None, tags_match: TagsMatch | None = None,
-             include_narrower: bool = False) -> ListMemoriesOutput:
+    def list(
+        self,
+        ctx: TenantContext | None = None,
+        layer: str | Layer | None = None,
+        identifiers: Any = None,
+        *,
+        cursor: str | None = None,
+        limit: int | None = None,
+        filter: Any = None,
+        include_superseded: bool = False,
+        as_of: datetime | str | None = None,
+        order: Order | None = None,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+        time_field: TimeField | None = None,
+        tags_match: TagsMatch | None = None,
+        include_narrower: bool = False,
+    ) -> ListMemoriesOutput:
         """List a layer's memories in a scope, oldest first by default, one page at a time.
 
         Args:
@@ -356,9 +436,22 @@ class Memory:
                 tenant context; ``INVALID_LAYER``, ``MISSING_IDENTIFIER`` or ``INVALID_PARAMS``
                 for bad input.
         """
-        return self.engine.list(ctx, layer, identifiers, cursor, limit, filter, include_superseded=include_superseded,
-                                as_of=as_of, order=order, since=since, until=until, time_field=time_field,
-                                tags_match=tags_match, include_narrower=include_narrower)
+        return self.engine.list(
+            ctx,
+            layer,
+            identifiers,
+            cursor,
+            limit,
+            filter,
+            include_superseded=include_superseded,
+            as_of=as_of,
+            order=order,
+            since=since,
+            until=until,
+            time_field=time_field,
+            tags_match=tags_match,
+            include_narrower=include_narrower,
+        )
 
     def bulk_add(self, ctx: TenantContext | None = None, items: Sequence[Any] = ()) -> BulkAddOutput:
         """Store many memories in one call; each item is validated on its own.
@@ -531,8 +624,15 @@ class Memory:
         return mem
 
     # -- memory lifecycle (stratamem.lifecycle; thin delegation) ----------------------------------
-    def close_session(self, ctx: TenantContext | None, user_id: str, session_id: str,
-                      project_id: str | None = None, *, agent_id: str | None = None) -> CloseSessionResult:
+    def close_session(
+        self,
+        ctx: TenantContext | None,
+        user_id: str,
+        session_id: str,
+        project_id: str | None = None,
+        *,
+        agent_id: str | None = None,
+    ) -> CloseSessionResult:
         """End a session: summarise its memories into the user (or project) layer and expire the session's rows.
 
         Args:
@@ -551,8 +651,9 @@ class Memory:
         """
         return self.lifecycle.close_session(ctx, user_id, session_id, project_id, agent_id=agent_id)
 
-    def reflect(self, ctx: TenantContext | None, user_id: str, session_id: str,
-                agent_id: str | None = None) -> ReflectionResult:
+    def reflect(
+        self, ctx: TenantContext | None, user_id: str, session_id: str, agent_id: str | None = None
+    ) -> ReflectionResult:
         """Distil a session's memories into agent-layer summaries and rules with provenance (with the
         configured LLM, else by rules); idempotent (``lifecycle/reflection.py``).
 
@@ -572,9 +673,16 @@ class Memory:
         """
         return self.lifecycle.reflect(ctx, user_id, session_id, agent_id)
 
-    def promote(self, ctx: TenantContext | None, source_id: str, target_layer: str | Layer, identifiers: Any = None,
-                delete_original: bool = False, content: str | None = None,
-                tags: builtins.list[str] | None = None) -> MemoryEntry:
+    def promote(
+        self,
+        ctx: TenantContext | None,
+        source_id: str,
+        target_layer: str | Layer,
+        identifiers: Any = None,
+        delete_original: bool = False,
+        content: str | None = None,
+        tags: builtins.list[str] | None = None,
+    ) -> MemoryEntry:
         """Copy (or move) a memory into a broader layer.
 
         Args:
@@ -595,12 +703,21 @@ class Memory:
                 tenant context; ``MEMORY_NOT_FOUND``; ``INVALID_SCOPE_PROMOTION`` when the
                 target is not broader; ``INVALID_LAYER`` / ``MISSING_IDENTIFIER``.
         """
-        return self.lifecycle.promote(ctx, source_id, target_layer, identifiers, delete_original=delete_original,
-                                      content=content, tags=tags)
+        return self.lifecycle.promote(
+            ctx, source_id, target_layer, identifiers, delete_original=delete_original, content=content, tags=tags
+        )
 
-    def compact(self, ctx: TenantContext | None, source_ids: Sequence[str], callback: Callable[..., Any],
-                delete_sources: bool = False, *, target_layer: str | Layer | None = None,
-                tags: builtins.list[str] | None = None, metadata: dict[str, Any] | None = None) -> MemoryEntry:
+    def compact(
+        self,
+        ctx: TenantContext | None,
+        source_ids: Sequence[str],
+        callback: Callable[..., Any],
+        delete_sources: bool = False,
+        *,
+        target_layer: str | Layer | None = None,
+        tags: builtins.list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> MemoryEntry:
         """Merge several memories into one written by ``callback``.
 
         Args:
@@ -620,8 +737,15 @@ class Memory:
                 tenant context; ``MEMORY_NOT_FOUND``; ``COMPACTION_FAILED`` when the callback
                 fails or returns no text.
         """
-        return self.lifecycle.compact(ctx, source_ids, callback, delete_sources=delete_sources,
-                                      target_layer=target_layer, tags=tags, metadata=metadata)
+        return self.lifecycle.compact(
+            ctx,
+            source_ids,
+            callback,
+            delete_sources=delete_sources,
+            target_layer=target_layer,
+            tags=tags,
+            metadata=metadata,
+        )
 
     def delete_by_scope(self, ctx: TenantContext | None, layer: str | Layer, identifiers: Any) -> int:
         """Delete every memory of a layer in one scope.
@@ -707,8 +831,16 @@ class Memory:
         """
         return self.lifecycle.prune(ctx, dry_run=dry_run)
 
-    def conflicts(self, ctx: TenantContext | None, memory_id: str | None = None, *, layer: str | Layer | None = None,
-                  identifiers: Any = None, cursor: str | None = None, limit: int | None = None) -> ListMemoriesOutput:
+    def conflicts(
+        self,
+        ctx: TenantContext | None,
+        memory_id: str | None = None,
+        *,
+        layer: str | Layer | None = None,
+        identifiers: Any = None,
+        cursor: str | None = None,
+        limit: int | None = None,
+    ) -> ListMemoriesOutput:
         """Memories with recorded version conflicts.
 
         Args:
@@ -727,8 +859,9 @@ class Memory:
             MemoryError: ``MISSING_TENANT_CONTEXT`` / ``INVALID_TENANT_CONTEXT`` without a valid
                 tenant context; ``INVALID_LAYER`` / ``INVALID_PARAMS``.
         """
-        return self.lifecycle.conflicts(ctx, memory_id, layer=layer, identifiers=identifiers, cursor=cursor,
-                                        limit=limit)
+        return self.lifecycle.conflicts(
+            ctx, memory_id, layer=layer, identifiers=identifiers, cursor=cursor, limit=limit
+        )
 
     def maintain(self, tenants: Sequence[str] | None = None) -> MaintenanceReport:
         """Run maintenance once: TTL purge, decay, consolidation, pruning and integrity checks.
@@ -764,9 +897,16 @@ class Memory:
         return handle_memory_crud(self.engine, self.lifecycle, ctx, request)
 
     # -- hygiene and governance (stratamem.hygiene) ---------------------------------------------
-    def process(self, ctx: TenantContext | None = None, text: str | None = None, intent: str = "none",
-                identifiers: Any = None, recent_messages: Sequence[str] | None = None, *,
-                layer: str | Layer | None = None) -> ProcessResult:
+    def process(
+        self,
+        ctx: TenantContext | None = None,
+        text: str | None = None,
+        intent: str = "none",
+        identifiers: Any = None,
+        recent_messages: Sequence[str] | None = None,
+        *,
+        layer: str | Layer | None = None,
+    ) -> ProcessResult:
         """Write gate: decide, dedupe, format, then create/update/delete/ignore.
 
         Args:
@@ -788,8 +928,14 @@ class Memory:
         """
         return hygiene_of(self.engine).process(ctx, text, intent, identifiers, recent_messages, layer=layer)
 
-    def remember(self, ctx: TenantContext | None = None, text: str | None = None, identifiers: Any = None, *,
-                 layer: str | Layer | None = None) -> ProcessResult:
+    def remember(
+        self,
+        ctx: TenantContext | None = None,
+        text: str | None = None,
+        identifiers: Any = None,
+        *,
+        layer: str | Layer | None = None,
+    ) -> ProcessResult:
         """``process`` with the ``remember`` intent: store what the text says (deduplicated).
 
         Args:
@@ -809,8 +955,14 @@ class Memory:
         """
         return hygiene_of(self.engine).process(ctx, text, "remember", identifiers, layer=layer)
 
-    def forget(self, ctx: TenantContext | None = None, text: str | None = None, identifiers: Any = None, *,
-               layer: str | Layer | None = None) -> ProcessResult:
+    def forget(
+        self,
+        ctx: TenantContext | None = None,
+        text: str | None = None,
+        identifiers: Any = None,
+        *,
+        layer: str | Layer | None = None,
+    ) -> ProcessResult:
         """``process`` with the ``forget`` intent: delete the memories the text describes.
 
         Args:
@@ -864,8 +1016,9 @@ class Memory:
         """
         return hygiene_of(self.engine).health(ctx, since=since)
 
-    def memory_events(self, ctx: TenantContext | None = None, memory_id: str | None = None, *,
-                      limit: int = 50) -> MemoryEventsOutput:
+    def memory_events(
+        self, ctx: TenantContext | None = None, memory_id: str | None = None, *, limit: int = 50
+    ) -> MemoryEventsOutput:
         """One memory's logged events (create, update, delete…), newest first.
 
         Args:
@@ -957,8 +1110,13 @@ class Memory:
         """
         return format_context(memories, max_tokens)
 
-    def process_conversation(self, ctx: TenantContext | None, messages: Sequence[Message],
-                             response: Message | None = None, identifiers: Any = None) -> ConversationResult:
+    def process_conversation(
+        self,
+        ctx: TenantContext | None,
+        messages: Sequence[Message],
+        response: Message | None = None,
+        identifiers: Any = None,
+    ) -> ConversationResult:
         """Run the write gate over the user messages of a turn.
 
         Args:
@@ -993,12 +1151,25 @@ class Memory:
             MemoryError: ``CONFIGURATION_ERROR`` unless the store was opened with metrics observed.
         """
         if self._observation is None or not self._observation.config.metrics:
-            raise MemoryError(ErrorCode.CONFIGURATION_ERROR, "metrics are not observed: open the store with "
-                              "observe=True (or STRATAMEM_OBSERVE=1)", operation="metrics_text")
+            raise MemoryError(
+                ErrorCode.CONFIGURATION_ERROR,
+                "metrics are not observed: open the store with observe=True (or STRATAMEM_OBSERVE=1)",
+                operation="metrics_text",
+            )
         return telemetry.metrics_text()
-    def fit_context(self, ctx: TenantContext | None, messages: Sequence[Message], max_tokens: int,
-                    identifiers: Any = None, *, layer: str | Layer = "session", keep_recent: int = 4,
-                    compact_at: float = 0.8, max_tool_tokens: int = 500) -> FitContextResult:
+
+    def fit_context(
+        self,
+        ctx: TenantContext | None,
+        messages: Sequence[Message],
+        max_tokens: int,
+        identifiers: Any = None,
+        *,
+        layer: str | Layer = "session",
+        keep_recent: int = 4,
+        compact_at: float = 0.8,
+        max_tool_tokens: int = 500,
+    ) -> FitContextResult:
         """The messages to send within ``max_tokens`` (``agent/budget.py``).
 
         Args:
@@ -1019,9 +1190,19 @@ class Memory:
                 tenant context; ``INVALID_PARAMS`` for bad arguments; ``PROVIDER_ERROR`` from the store.
         """
         hygiene = self.hygiene
-        return fit_context(self, ctx, messages, max_tokens, identifiers=identifiers, layer=layer, llm=hygiene.llm,
-                           prompts=hygiene.config.prompts, keep_recent=keep_recent, compact_at=compact_at,
-                           max_tool_tokens=max_tool_tokens)
+        return fit_context(
+            self,
+            ctx,
+            messages,
+            max_tokens,
+            identifiers=identifiers,
+            layer=layer,
+            llm=hygiene.llm,
+            prompts=hygiene.config.prompts,
+            keep_recent=keep_recent,
+            compact_at=compact_at,
+            max_tool_tokens=max_tool_tokens,
+        )
 
     # -- lifecycle ---------------------------------------------------------------------------
     def close(self) -> None:
@@ -1041,8 +1222,9 @@ class Memory:
     def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.close()
 
 
@@ -1093,63 +1275,164 @@ class AsyncMemory:
         encryption_key: EncryptionKey | str | None = None,
         observe: bool | ObserveConfig | None = None,
     ) -> Self:
-        return cls(await asyncio.to_thread(Memory.open, location, embedder=embedder, config=config, clock=clock,
-                                           settings=settings, encryption_key=encryption_key, observe=observe))
+        return cls(
+            await asyncio.to_thread(
+                Memory.open,
+                location,
+                embedder=embedder,
+                config=config,
+                clock=clock,
+                settings=settings,
+                encryption_key=encryption_key,
+                observe=observe,
+            )
+        )
 
     @property
     def engine(self) -> MemoryEngine:
         return self.sync.engine
 
-    async def add(self, ctx: TenantContext | None = None, content: str | None = None, layer: str | Layer | None = None,
-                  identifiers: Any = None, metadata: dict[str, Any] | None = None, *, tier: str | None = None,
-                  expires_at: datetime | str | None = None, importance: float | None = None,
-                  provenance: Any = None, supersedes: Sequence[str] | None = None) -> AddMemoryOutput:
-        return await asyncio.to_thread(self.sync.add, ctx, content, layer, identifiers, metadata, tier=tier,
-                                       expires_at=expires_at, importance=importance, provenance=provenance,
-                                       supersedes=supersedes)
+    async def add(
+        self,
+        ctx: TenantContext | None = None,
+        content: str | None = None,
+        layer: str | Layer | None = None,
+        identifiers: Any = None,
+        metadata: dict[str, Any] | None = None,
+        *,
+        tier: str | None = None,
+        expires_at: datetime | str | None = None,
+        importance: float | None = None,
+        provenance: Any = None,
+        supersedes: Sequence[str] | None = None,
+    ) -> AddMemoryOutput:
+        return await asyncio.to_thread(
+            self.sync.add,
+            ctx,
+            content,
+            layer,
+            identifiers,
+            metadata,
+            tier=tier,
+            expires_at=expires_at,
+            importance=importance,
+            provenance=provenance,
+            supersedes=supersedes,
+        )
 
-    async def search(self, ctx: TenantContext | None = None, query: str | None = None, identifiers: Any = None,
-                     layers: Sequence[str | Layer] | None = None, *, limit: int | None = None,
-                     threshold: float | None = None, filter: Any = None,
-                     expand_graph: bool = False, hybrid_weight: float | None = None,
-                     recency_boost: float | None = None, importance_boost: float | None = None,
-                     include_superseded: bool = False, as_of: datetime | str | None = None,
-                     order: Order | None = None, since: datetime | str | None = None,
-                     until: datetime | str | None = None, time_field: TimeField | None = None,
-                     tags_match: TagsMatch | None = None, include_narrower: bool = False) -> SearchMemoryOutput:
-        return await asyncio.to_thread(self.sync.search, ctx, query, identifiers, layers, limit=limit,
-                                       threshold=threshold, filter=filter,
-                                       expand_graph=expand_graph, hybrid_weight=hybrid_weight,
-                                       recency_boost=recency_boost, importance_boost=importance_boost,
-                                       include_superseded=include_superseded, as_of=as_of, order=order,
-                                       since=since, until=until, time_field=time_field, tags_match=tags_match,
-                                       include_narrower=include_narrower)
+    async def search(
+        self,
+        ctx: TenantContext | None = None,
+        query: str | None = None,
+        identifiers: Any = None,
+        layers: Sequence[str | Layer] | None = None,
+        *,
+        limit: int | None = None,
+        threshold: float | None = None,
+        filter: Any = None,
+        expand_graph: bool = False,
+        hybrid_weight: float | None = None,
+        recency_boost: float | None = None,
+        importance_boost: float | None = None,
+        include_superseded: bool = False,
+        as_of: datetime | str | None = None,
+        order: Order | None = None,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+        time_field: TimeField | None = None,
+        tags_match: TagsMatch | None = None,
+        include_narrower: bool = False,
+    ) -> SearchMemoryOutput:
+        return await asyncio.to_thread(
+            self.sync.search,
+            ctx,
+            query,
+            identifiers,
+            layers,
+            limit=limit,
+            threshold=threshold,
+            filter=filter,
+            expand_graph=expand_graph,
+            hybrid_weight=hybrid_weight,
+            recency_boost=recency_boost,
+            importance_boost=importance_boost,
+            include_superseded=include_superseded,
+            as_of=as_of,
+            order=order,
+            since=since,
+            until=until,
+            time_field=time_field,
+            tags_match=tags_match,
+            include_narrower=include_narrower,
+        )
 
     async def get(self, ctx: TenantContext | None = None, memory_id: str | None = None) -> MemoryEntry | None:
         return await asyncio.to_thread(self.sync.get, ctx, memory_id)
 
-    async def update(self, ctx: TenantContext | None = None, memory_id: str | None = None, content: str | None = None,
-                     metadata: dict[str, Any] | None = None, *, if_match: str | None = None,
-                     expires_at: datetime | str | Unset | None = UNSET, tier: str | None = None,
-                     record_conflict: bool = True) -> UpdateMemoryOutput:
-        return await asyncio.to_thread(self.sync.update, ctx, memory_id, content, metadata, if_match=if_match,
-                                       expires_at=expires_at, tier=tier, record_conflict=record_conflict)
+    async def update(
+        self,
+        ctx: TenantContext | None = None,
+        memory_id: str | None = None,
+        content: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        *,
+        if_match: str | None = None,
+        expires_at: datetime | str | Unset | None = UNSET,
+        tier: str | None = None,
+        record_conflict: bool = True,
+    ) -> UpdateMemoryOutput:
+        return await asyncio.to_thread(
+            self.sync.update,
+            ctx,
+            memory_id,
+            content,
+            metadata,
+            if_match=if_match,
+            expires_at=expires_at,
+            tier=tier,
+            record_conflict=record_conflict,
+        )
 
-    async def delete(self, ctx: TenantContext | None = None, memory_id: str | None = None,
-                     if_match: str | None = None) -> DeleteMemoryOutput:
+    async def delete(
+        self, ctx: TenantContext | None = None, memory_id: str | None = None, if_match: str | None = None
+    ) -> DeleteMemoryOutput:
         return await asyncio.to_thread(self.sync.delete, ctx, memory_id, if_match)
 
-    async def list(self, ctx: TenantContext | None = None, layer: str | Layer | None = None,
-                   identifiers: Any = None, *, cursor: str | None = None, limit: int | None = None,
-                   filter: Any = None, include_superseded: bool = False,
-                   as_of: datetime | str | None = None, order: Order | None = None,
-                   since: datetime | str | None = None, until: datetime | str | None = None,
-                   time_field: TimeField | None = None, tags_match: TagsMatch | None = None,
-                   include_narrower: bool = False) -> ListMemoriesOutput:
-        return await asyncio.to_thread(self.sync.list, ctx, layer, identifiers, cursor=cursor, limit=limit,
-                                       filter=filter, include_superseded=include_superseded, as_of=as_of, order=order,
-                                       since=since, until=until, time_field=time_field, tags_match=tags_match,
-                                       include_narrower=include_narrower)
+    async def list(
+        self,
+        ctx: TenantContext | None = None,
+        layer: str | Layer | None = None,
+        identifiers: Any = None,
+        *,
+        cursor: str | None = None,
+        limit: int | None = None,
+        filter: Any = None,
+        include_superseded: bool = False,
+        as_of: datetime | str | None = None,
+        order: Order | None = None,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+        time_field: TimeField | None = None,
+        tags_match: TagsMatch | None = None,
+        include_narrower: bool = False,
+    ) -> ListMemoriesOutput:
+        return await asyncio.to_thread(
+            self.sync.list,
+            ctx,
+            layer,
+            identifiers,
+            cursor=cursor,
+            limit=limit,
+            filter=filter,
+            include_superseded=include_superseded,
+            as_of=as_of,
+            order=order,
+            since=since,
+            until=until,
+            time_field=time_field,
+            tags_match=tags_match,
+            include_narrower=include_narrower,
+        )
 
     async def bulk_add(self, ctx: TenantContext | None = None, items: Sequence[Any] = ()) -> BulkAddOutput:
         return await asyncio.to_thread(self.sync.bulk_add, ctx, items)
@@ -1160,8 +1443,9 @@ class AsyncMemory:
     async def stats(self, ctx: TenantContext | None = None) -> StoreStats:
         return await asyncio.to_thread(self.sync.stats, ctx)
 
-    async def export(self, ctx: TenantContext | None = None, *,
-                     include_embeddings: bool = False) -> AsyncIterator[MemoryEntry]:
+    async def export(
+        self, ctx: TenantContext | None = None, *, include_embeddings: bool = False
+    ) -> AsyncIterator[MemoryEntry]:
         """The tenant's memories, oldest first, fetched in batches off the event loop."""
         entries = await asyncio.to_thread(self.sync.export, ctx, include_embeddings=include_embeddings)
         while True:
@@ -1200,8 +1484,7 @@ class AsyncMemory:
         return AsyncSnapshotManager(await asyncio.to_thread(self.sync.configure_snapshots, settings, **kwargs))
 
     @classmethod
-    async def open_from_snapshot(cls, tenants: Any = None, location: str | None = None,
-                                 **kwargs: Any) -> AsyncMemory:
+    async def open_from_snapshot(cls, tenants: Any = None, location: str | None = None, **kwargs: Any) -> AsyncMemory:
         return cls(await asyncio.to_thread(Memory.open_from_snapshot, tenants, location, **kwargs))
 
     @property
@@ -1219,27 +1502,59 @@ class AsyncMemory:
         """``Memory.hygiene`` with coroutine methods."""
         return AsyncProxy(self.sync.hygiene)
 
-    async def close_session(self, ctx: TenantContext | None, user_id: str, session_id: str,
-                            project_id: str | None = None, *, agent_id: str | None = None) -> CloseSessionResult:
-        return await asyncio.to_thread(lambda: self.sync.close_session(ctx, user_id, session_id, project_id,
-                                                                       agent_id=agent_id))
+    async def close_session(
+        self,
+        ctx: TenantContext | None,
+        user_id: str,
+        session_id: str,
+        project_id: str | None = None,
+        *,
+        agent_id: str | None = None,
+    ) -> CloseSessionResult:
+        return await asyncio.to_thread(
+            lambda: self.sync.close_session(ctx, user_id, session_id, project_id, agent_id=agent_id)
+        )
 
-    async def reflect(self, ctx: TenantContext | None, user_id: str, session_id: str,
-                      agent_id: str | None = None) -> ReflectionResult:
+    async def reflect(
+        self, ctx: TenantContext | None, user_id: str, session_id: str, agent_id: str | None = None
+    ) -> ReflectionResult:
         return await asyncio.to_thread(self.sync.reflect, ctx, user_id, session_id, agent_id)
 
-    async def promote(self, ctx: TenantContext | None, source_id: str, target_layer: str | Layer,
-                      identifiers: Any = None, delete_original: bool = False, content: str | None = None,
-                      tags: builtins.list[str] | None = None) -> MemoryEntry:
-        return await asyncio.to_thread(self.sync.promote, ctx, source_id, target_layer, identifiers,
-                                       delete_original, content, tags)
+    async def promote(
+        self,
+        ctx: TenantContext | None,
+        source_id: str,
+        target_layer: str | Layer,
+        identifiers: Any = None,
+        delete_original: bool = False,
+        content: str | None = None,
+        tags: builtins.list[str] | None = None,
+    ) -> MemoryEntry:
+        return await asyncio.to_thread(
+            self.sync.promote, ctx, source_id, target_layer, identifiers, delete_original, content, tags
+        )
 
-    async def compact(self, ctx: TenantContext | None, source_ids: Sequence[str], callback: Callable[..., Any],
-                      delete_sources: bool = False, *, target_layer: str | Layer | None = None,
-                      tags: builtins.list[str] | None = None,
-                      metadata: dict[str, Any] | None = None) -> MemoryEntry:
-        return await asyncio.to_thread(self.sync.compact, ctx, source_ids, callback, delete_sources,
-                                       target_layer=target_layer, tags=tags, metadata=metadata)
+    async def compact(
+        self,
+        ctx: TenantContext | None,
+        source_ids: Sequence[str],
+        callback: Callable[..., Any],
+        delete_sources: bool = False,
+        *,
+        target_layer: str | Layer | None = None,
+        tags: builtins.list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> MemoryEntry:
+        return await asyncio.to_thread(
+            self.sync.compact,
+            ctx,
+            source_ids,
+            callback,
+            delete_sources,
+            target_layer=target_layer,
+            tags=tags,
+            metadata=metadata,
+        )
 
     async def delete_by_scope(self, ctx: TenantContext | None, layer: str | Layer, identifiers: Any) -> int:
         return await asyncio.to_thread(self.sync.delete_by_scope, ctx, layer, identifiers)
@@ -1247,11 +1562,21 @@ class AsyncMemory:
     async def feedback(self, ctx: TenantContext | None, memory_ids: Sequence[str], reward: float) -> FeedbackResult:
         return await asyncio.to_thread(self.sync.feedback, ctx, memory_ids, reward)
 
-    async def conflicts(self, ctx: TenantContext | None, memory_id: str | None = None, *,
-                        layer: str | Layer | None = None, identifiers: Any = None, cursor: str | None = None,
-                        limit: int | None = None) -> ListMemoriesOutput:
-        return await asyncio.to_thread(lambda: self.sync.conflicts(ctx, memory_id, layer=layer, identifiers=identifiers,
-                                                                   cursor=cursor, limit=limit))
+    async def conflicts(
+        self,
+        ctx: TenantContext | None,
+        memory_id: str | None = None,
+        *,
+        layer: str | Layer | None = None,
+        identifiers: Any = None,
+        cursor: str | None = None,
+        limit: int | None = None,
+    ) -> ListMemoriesOutput:
+        return await asyncio.to_thread(
+            lambda: self.sync.conflicts(
+                ctx, memory_id, layer=layer, identifiers=identifiers, cursor=cursor, limit=limit
+            )
+        )
 
     async def crud(self, ctx: TenantContext | None, request: Any) -> MemoryCrudResponse:
         return await asyncio.to_thread(self.sync.crud, ctx, request)
@@ -1268,18 +1593,36 @@ class AsyncMemory:
     async def maintain(self, tenants: Sequence[str] | None = None) -> MaintenanceReport:
         return await asyncio.to_thread(self.sync.maintain, tenants)
 
-    async def process(self, ctx: TenantContext | None = None, text: str | None = None, intent: str = "none",
-                      identifiers: Any = None, recent_messages: Sequence[str] | None = None, *,
-                      layer: str | Layer | None = None) -> ProcessResult:
-        return await asyncio.to_thread(self.sync.process, ctx, text, intent, identifiers, recent_messages,
-                                       layer=layer)
+    async def process(
+        self,
+        ctx: TenantContext | None = None,
+        text: str | None = None,
+        intent: str = "none",
+        identifiers: Any = None,
+        recent_messages: Sequence[str] | None = None,
+        *,
+        layer: str | Layer | None = None,
+    ) -> ProcessResult:
+        return await asyncio.to_thread(self.sync.process, ctx, text, intent, identifiers, recent_messages, layer=layer)
 
-    async def remember(self, ctx: TenantContext | None = None, text: str | None = None, identifiers: Any = None,
-                       *, layer: str | Layer | None = None) -> ProcessResult:
+    async def remember(
+        self,
+        ctx: TenantContext | None = None,
+        text: str | None = None,
+        identifiers: Any = None,
+        *,
+        layer: str | Layer | None = None,
+    ) -> ProcessResult:
         return await asyncio.to_thread(self.sync.remember, ctx, text, identifiers, layer=layer)
 
-    async def forget(self, ctx: TenantContext | None = None, text: str | None = None, identifiers: Any = None,
-                     *, layer: str | Layer | None = None) -> ProcessResult:
+    async def forget(
+        self,
+        ctx: TenantContext | None = None,
+        text: str | None = None,
+        identifiers: Any = None,
+        *,
+        layer: str | Layer | None = None,
+    ) -> ProcessResult:
         return await asyncio.to_thread(self.sync.forget, ctx, text, identifiers, layer=layer)
 
     async def forget_user(self, ctx: TenantContext | None = None, user_id: str | None = None) -> ForgetUserReport:
@@ -1288,8 +1631,9 @@ class AsyncMemory:
     async def health(self, ctx: TenantContext | None = None, *, since: datetime | None = None) -> MemoryHealth:
         return await asyncio.to_thread(self.sync.health, ctx, since=since)
 
-    async def memory_events(self, ctx: TenantContext | None = None, memory_id: str | None = None, *,
-                            limit: int = 50) -> MemoryEventsOutput:
+    async def memory_events(
+        self, ctx: TenantContext | None = None, memory_id: str | None = None, *, limit: int = 50
+    ) -> MemoryEventsOutput:
         return await asyncio.to_thread(self.sync.memory_events, ctx, memory_id, limit=limit)
 
     async def event_trends(self, ctx: TenantContext | None = None, *, days: int = 14) -> EventTrends:
@@ -1301,12 +1645,16 @@ class AsyncMemory:
     async def system_contract(self) -> str:
         return self.sync.system_contract()
 
-
     async def format_context(self, memories: SearchMemoryOutput | Iterable[MemoryLike], max_tokens: int = 1000) -> str:
         return self.sync.format_context(memories, max_tokens)
 
-    async def process_conversation(self, ctx: TenantContext | None, messages: Sequence[Message],
-                                   response: Message | None = None, identifiers: Any = None) -> ConversationResult:
+    async def process_conversation(
+        self,
+        ctx: TenantContext | None,
+        messages: Sequence[Message],
+        response: Message | None = None,
+        identifiers: Any = None,
+    ) -> ConversationResult:
         return await asyncio.to_thread(self.sync.process_conversation, ctx, messages, response, identifiers)
 
     @property
@@ -1315,12 +1663,31 @@ class AsyncMemory:
 
     async def metrics_text(self) -> str:
         return await asyncio.to_thread(self.sync.metrics_text)
-    async def fit_context(self, ctx: TenantContext | None, messages: Sequence[Message], max_tokens: int,
-                          identifiers: Any = None, *, layer: str | Layer = "session", keep_recent: int = 4,
-                          compact_at: float = 0.8, max_tool_tokens: int = 500) -> FitContextResult:
-        return await asyncio.to_thread(lambda: self.sync.fit_context(
-            ctx, messages, max_tokens, identifiers, layer=layer, keep_recent=keep_recent, compact_at=compact_at,
-            max_tool_tokens=max_tool_tokens))
+
+    async def fit_context(
+        self,
+        ctx: TenantContext | None,
+        messages: Sequence[Message],
+        max_tokens: int,
+        identifiers: Any = None,
+        *,
+        layer: str | Layer = "session",
+        keep_recent: int = 4,
+        compact_at: float = 0.8,
+        max_tool_tokens: int = 500,
+    ) -> FitContextResult:
+        return await asyncio.to_thread(
+            lambda: self.sync.fit_context(
+                ctx,
+                messages,
+                max_tokens,
+                identifiers,
+                layer=layer,
+                keep_recent=keep_recent,
+                compact_at=compact_at,
+                max_tool_tokens=max_tool_tokens,
+            )
+        )
 
     async def close(self) -> None:
         await asyncio.to_thread(self.sync.close)
@@ -1328,8 +1695,9 @@ class AsyncMemory:
     async def __aenter__(self) -> Self:
         return self
 
-    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                        tb: TracebackType | None) -> None:
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         await self.close()
 
 

@@ -55,8 +55,9 @@ def above_relevance_floor(
     """The results whose cosine to the query, both measured from their scope's centroid, is at least
     ``floor`` (``retrieval/centering.py``); a result without a vector, or whose scope has no centroid
     or fewer than ``MIN_ROWS`` memories, is kept."""
-    return [(layer, hit) for layer, hit in merged
-            if _above_floor(query, hit.entry.embedding, centroids.get(layer), floor)]
+    return [
+        (layer, hit) for layer, hit in merged if _above_floor(query, hit.entry.embedding, centroids.get(layer), floor)
+    ]
 
 
 def _above_floor(query: Vector, vector: Sequence[float] | None, centroid: Centroid | None, floor: float) -> bool:

@@ -107,7 +107,9 @@ class ServerSettings(Settings):
     )
     max_bulk_items: int = Field(100, ge=1, le=1000, description="Items per bulk request (the SDK allows more).")
     warm_index_timeout: float = Field(
-        120.0, ge=0.0, description="Seconds the server waits at start for the search index to load the largest "
+        120.0,
+        ge=0.0,
+        description="Seconds the server waits at start for the search index to load the largest "
         "scopes and build (or read back) their HNSW graphs before it listens.",
     )
     rate_limit_per_second: float = Field(

@@ -43,23 +43,59 @@ _CHANGE = re.compile(
 )
 #: What a change replaces: "(switched) from X to Y", or "took over (as lead) from X". A plain "from X"
 #: ("a message from Kim") names nothing replaced.
-_FROM = re.compile(r"\bfrom\s+(?P<old>[^,.;]+?)\s+to\b|\btook over\b[^,.;]*?\bfrom\s+(?P<giver>[^,.;]+)",
-                   re.IGNORECASE)
+_FROM = re.compile(r"\bfrom\s+(?P<old>[^,.;]+?)\s+to\b|\btook over\b[^,.;]*?\bfrom\s+(?P<giver>[^,.;]+)", re.IGNORECASE)
 
 _CLASSES: dict[str, tuple[str, ...]] = {
-    "residence": ("live", "lives", "living", "moved", "relocated", "based", "resides", "reside", "home",
-                  "address", "apartment", "flat"),
-    "employment": ("work", "works", "working", "job", "employer", "employed", "career", "profession",
-                   "engineer", "analyst", "designer", "developer", "hired", "joined", "consultant"),
+    "residence": (
+        "live",
+        "lives",
+        "living",
+        "moved",
+        "relocated",
+        "based",
+        "resides",
+        "reside",
+        "home",
+        "address",
+        "apartment",
+        "flat",
+    ),
+    "employment": (
+        "work",
+        "works",
+        "working",
+        "job",
+        "employer",
+        "employed",
+        "career",
+        "profession",
+        "engineer",
+        "analyst",
+        "designer",
+        "developer",
+        "hired",
+        "joined",
+        "consultant",
+    ),
     "manager": ("manager", "reports", "boss", "supervisor", "led", "lead", "leads"),
     "diet": ("vegetarian", "vegan", "pescatarian", "eat", "eats", "eating", "diet", "meat", "fish"),
     "plan": ("plan", "subscription", "tier", "upgraded", "downgraded"),
-    "relationship": ("married", "partner", "girlfriend", "boyfriend", "husband", "wife", "divorced",
-                     "engaged", "dating"),
+    "relationship": (
+        "married",
+        "partner",
+        "girlfriend",
+        "boyfriend",
+        "husband",
+        "wife",
+        "divorced",
+        "engaged",
+        "dating",
+    ),
     "role": ("admin", "administrator", "owner", "contact", "maintainer", "lead"),
 }
-_CLASS_STEMS: dict[str, frozenset[str]] = {name: frozenset(tokenize(" ".join(words)))
-                                           for name, words in _CLASSES.items()}
+_CLASS_STEMS: dict[str, frozenset[str]] = {
+    name: frozenset(tokenize(" ".join(words))) for name, words in _CLASSES.items()
+}
 
 
 @dataclass(frozen=True)
@@ -93,8 +129,34 @@ def replaced_phrases(content: str) -> list[set[str]]:
 
 _LEADING_WORD = re.compile(r"^\s*([A-Z][\w-]*)(?:'s|\u2019s)?\b")
 #: Capitalised words that open a sentence without naming whom it is about.
-_NOT_A_NAME = frozenset({"user", "the", "we", "our", "this", "that", "these", "those", "my", "his", "her", "their",
-                         "a", "an", "it", "they", "i", "you", "there", "every", "each", "all", "no", "some"})
+_NOT_A_NAME = frozenset(
+    {
+        "user",
+        "the",
+        "we",
+        "our",
+        "this",
+        "that",
+        "these",
+        "those",
+        "my",
+        "his",
+        "her",
+        "their",
+        "a",
+        "an",
+        "it",
+        "they",
+        "i",
+        "you",
+        "there",
+        "every",
+        "each",
+        "all",
+        "no",
+        "some",
+    }
+)
 
 
 def subject(content: str) -> str | None:

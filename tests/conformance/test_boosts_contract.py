@@ -52,11 +52,11 @@ def test_recency_boost_prefers_the_newer_fact(open_store: Callable[..., Memory],
     assert _all(mem, tenant, query, recency_boost=0.0) == plain
 
 
-def test_importance_boost_and_half_life_from_config(open_store: Callable[..., Memory],
-                                                    tenant: TenantContext) -> None:
+def test_importance_boost_and_half_life_from_config(open_store: Callable[..., Memory], tenant: TenantContext) -> None:
     clock = Clock(T0)
-    mem = open_store(clock=clock, config=MemoryConfig(importance_boost=0.5, recency_boost=0.5,
-                                                      recency_half_life_days=10.0))
+    mem = open_store(
+        clock=clock, config=MemoryConfig(importance_boost=0.5, recency_boost=0.5, recency_half_life_days=10.0)
+    )
     mem.lifecycle.config = LifecycleConfig(track_access=False)  # importance stays as given at add time
     mem.add(tenant, "The staging deploy key rotates every Monday", "user", U1, importance=1.0)
     mem.add(tenant, "The staging deploy key is kept in the vault", "user", U1, importance=0.0)
@@ -72,12 +72,22 @@ def test_importance_boost_and_half_life_from_config(open_store: Callable[..., Me
     assert next(iter(got)) == "The staging deploy key rotates every Monday"
 
 
-def test_threshold_applies_to_relevance_and_total_is_unchanged(open_store: Callable[..., Memory],
-                                                               tenant: TenantContext) -> None:
+def test_threshold_applies_to_relevance_and_total_is_unchanged(
+    open_store: Callable[..., Memory], tenant: TenantContext
+) -> None:
     clock = Clock(T0)
     mem = open_store(clock=clock)
-    mem.bulk_add(tenant, [{"content": f"Project Falcon note {i}: the budget review moved to Friday",
-                           "layer": "user", "identifiers": U1} for i in range(5)])
+    mem.bulk_add(
+        tenant,
+        [
+            {
+                "content": f"Project Falcon note {i}: the budget review moved to Friday",
+                "layer": "user",
+                "identifiers": U1,
+            }
+            for i in range(5)
+        ],
+    )
     clock.at = T0 + timedelta(days=365)
     query = "Project Falcon budget review"
     plain = mem.search(tenant, query, identifiers=U1, layers=["user"], threshold=0.6)
@@ -94,21 +104,54 @@ def test_boosted_top_k_equals_a_full_reranking(open_store: Callable[..., Memory]
     must not hide newer ones further down the relevance ranking."""
     clock = Clock(T0)
     mem = open_store(clock=clock, config=MemoryConfig(dedup_threshold=1.0))  # no result merged away as similar
-    words = ["amber", "birch", "cobalt", "delta", "ember", "fjord", "garnet", "harbor", "indigo", "juniper",
-             "kestrel", "lagoon", "meadow", "nickel", "onyx", "prairie", "quartz", "raven", "sierra", "tundra"]
+    words = [
+        "amber",
+        "birch",
+        "cobalt",
+        "delta",
+        "ember",
+        "fjord",
+        "garnet",
+        "harbor",
+        "indigo",
+        "juniper",
+        "kestrel",
+        "lagoon",
+        "meadow",
+        "nickel",
+        "onyx",
+        "prairie",
+        "quartz",
+        "raven",
+        "sierra",
+        "tundra",
+    ]
     for day in range(0, 80, 2):  # 40 batches, newest last
         clock.at = T0 + timedelta(days=day)
-        mem.bulk_add(tenant, [{"content": f"{words[(day // 2) % 20]} {words[(day // 2 + 7 * k + 3) % 20]} "
-                                          f"{words[(day + k) % 20]} {day} {k}: rollout of the billing service",
-                               "layer": "user", "identifiers": U1} for k in range(2)])
+        mem.bulk_add(
+            tenant,
+            [
+                {
+                    "content": f"{words[(day // 2) % 20]} {words[(day // 2 + 7 * k + 3) % 20]} "
+                    f"{words[(day + k) % 20]} {day} {k}: rollout of the billing service",
+                    "layer": "user",
+                    "identifiers": U1,
+                }
+                for k in range(2)
+            ],
+        )
     clock.at = T0 + timedelta(days=80)
     query = "billing service rollout"
-    everything = mem.search(tenant, query, identifiers=U1, layers=["user"], threshold=0.0, limit=100,
-                            hybrid_weight=1.0)
+    everything = mem.search(tenant, query, identifiers=U1, layers=["user"], threshold=0.0, limit=100, hybrid_weight=1.0)
     assert everything.total_count == len(everything.results) == 80
     now = clock.at
-    want = sorted(((r.score * (1 - 0.9 * (1 - 0.5 ** ((now - r.memory.updated_at).total_seconds() / 86400 / 30))),
-                    r.memory.id) for r in everything.results), key=lambda t: (-t[0], t[1]))
+    want = sorted(
+        (
+            (r.score * (1 - 0.9 * (1 - 0.5 ** ((now - r.memory.updated_at).total_seconds() / 86400 / 30))), r.memory.id)
+            for r in everything.results
+        ),
+        key=lambda t: (-t[0], t[1]),
+    )
     got = mem.search(tenant, query, identifiers=U1, layers=["user"], threshold=0.0, limit=5, recency_boost=0.9)
     assert [r.memory.id for r in got.results] == [mid for _, mid in want[:5]]
     assert [r.score for r in got.results] == pytest.approx([s for s, _ in want[:5]], abs=2e-6)

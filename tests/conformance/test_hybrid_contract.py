@@ -45,8 +45,9 @@ def scores(mem: Memory, ctx: TenantContext, query: str, **kw: Any) -> dict[str, 
     return {r.memory.content: r.score for r in res.results}
 
 
-def expected(mem: Memory, ctx: TenantContext, query: str, contents: Sequence[str], weight: float = 1.0
-             ) -> dict[str, float]:
+def expected(
+    mem: Memory, ctx: TenantContext, query: str, contents: Sequence[str], weight: float = 1.0
+) -> dict[str, float]:
     """The contract's fused scores, from the store's dense scores and the reference BM25."""
     dense = scores(mem, ctx, query, hybrid_weight=0.0)
     docs = {c: (counts, sum(counts.values())) for c in contents if (counts := term_counts(c))}
@@ -111,8 +112,9 @@ def test_searchable_right_after_add_update_and_delete(store: Memory, tenant: Ten
         assert_close(got, expected(store, tenant, query, contents))
 
 
-def test_scope_and_tenant_statistics_are_separate(store: Memory, tenant: TenantContext,
-                                                  other_tenant: TenantContext) -> None:
+def test_scope_and_tenant_statistics_are_separate(
+    store: Memory, tenant: TenantContext, other_tenant: TenantContext
+) -> None:
     for doc in CORPUS:
         store.add(tenant, doc, layer="user", identifiers=U1)
     # Another tenant (and another user) with the rare word everywhere must not change our scores.
@@ -122,11 +124,14 @@ def test_scope_and_tenant_statistics_are_separate(store: Memory, tenant: TenantC
     assert_close(scores(store, tenant, "Lisbon office"), expected(store, tenant, "Lisbon office", CORPUS))
 
 
-def test_all_providers_agree_on_one_corpus(open_store: Callable[..., Memory], tenant: TenantContext,
-                                           tmp_path: Path) -> None:
+def test_all_providers_agree_on_one_corpus(
+    open_store: Callable[..., Memory], tenant: TenantContext, tmp_path: Path
+) -> None:
     store = open_store()
-    refs = {"inmemory": Memory.open("memory://", embedder="hashing"),
-            "duckdb": Memory.open(tmp_path / "hybrid-reference.duckdb", embedder="hashing")}
+    refs = {
+        "inmemory": Memory.open("memory://", embedder="hashing"),
+        "duckdb": Memory.open(tmp_path / "hybrid-reference.duckdb", embedder="hashing"),
+    }
     try:
         for mem in (store, *refs.values()):
             for doc in CORPUS:

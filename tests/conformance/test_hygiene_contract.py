@@ -77,13 +77,20 @@ def _raw_text(provider_name: str, store: Memory, tmp_path: Path, tenant_id: str)
 # ------------------------------------------------------------------------------ policies
 
 
-def test_policy_round_trip_and_violations(store: Memory, open_store: Callable[..., Memory],
-                                          tenant: TenantContext, other_tenant: TenantContext) -> None:
+def test_policy_round_trip_and_violations(
+    store: Memory, open_store: Callable[..., Memory], tenant: TenantContext, other_tenant: TenantContext
+) -> None:
     p = store.engine.provider
     assert p.get_tenant_policy(tenant.tenant_id) is None
     assert store.policies.get(tenant) == DEFAULT_POLICY
-    policy = store.policies.set(tenant, deny_patterns=[r"project\s+x"], allowed_categories=["preference", "fact"],
-                                max_length=80, pii_mode="redact", max_memories=50)
+    policy = store.policies.set(
+        tenant,
+        deny_patterns=[r"project\s+x"],
+        allowed_categories=["preference", "fact"],
+        max_length=80,
+        pii_mode="redact",
+        max_memories=50,
+    )
     assert p.get_tenant_policy(tenant.tenant_id) == policy.model_dump()
     # stored in the backend: a second store over the same backing data reads it back
     assert open_store().policies.get(tenant) == policy
@@ -96,8 +103,11 @@ def test_policy_round_trip_and_violations(store: Memory, open_store: Callable[..
     assert _code(err) == "POLICY_VIOLATION" and err.value.details["policy"] == "allowed_categories"
     with pytest.raises(MemoryError) as err:
         store.add(tenant, "x" * 81, "user", U1)
-    assert _code(err) == "POLICY_VIOLATION" and err.value.details == {"policy": "max_length", "max_length": 80,
-                                                                        "length": 81}
+    assert _code(err) == "POLICY_VIOLATION" and err.value.details == {
+        "policy": "max_length",
+        "max_length": 80,
+        "length": 81,
+    }
     kept = store.add(tenant, "Ping me at user@example.com", "user", U1, {"category": "preference"}).memory
     assert kept.content == "Ping me at [REDACTED_EMAIL]"
     with pytest.raises(MemoryError) as err:
@@ -119,8 +129,13 @@ def test_policy_round_trip_and_violations(store: Memory, open_store: Callable[..
 
 def test_policy_put_get_provider_round_trip(store: Memory, tenant: TenantContext) -> None:
     p = store.engine.provider
-    doc: dict[str, Any] = {"deny_patterns": ["o'neil; DROP TABLE tenant_policies; --", "café ☕"],
-                           "allowed_categories": None, "max_length": 12, "pii_mode": "allow", "max_memories": None}
+    doc: dict[str, Any] = {
+        "deny_patterns": ["o'neil; DROP TABLE tenant_policies; --", "café ☕"],
+        "allowed_categories": None,
+        "max_length": 12,
+        "pii_mode": "allow",
+        "max_memories": None,
+    }
     p.put_tenant_policy(tenant.tenant_id, doc, datetime.now(UTC))
     assert p.get_tenant_policy(tenant.tenant_id) == doc
     p.put_tenant_policy(tenant.tenant_id, {**doc, "max_length": 13}, datetime.now(UTC))
@@ -156,11 +171,14 @@ def model_store(provider_name: str, make_provider: ProviderFactory, minilm: Embe
 
 @pytest.mark.model
 def test_same_fact_three_ways_is_one_memory(model_store: Memory, tenant: TenantContext) -> None:
-    results = [model_store.process(tenant, text, identifiers=U1) for text in (
-        "I prefer dark mode",
-        "Dark mode is my favorite",
-        "The user told me they like dark mode lol",
-    )]
+    results = [
+        model_store.process(tenant, text, identifiers=U1)
+        for text in (
+            "I prefer dark mode",
+            "Dark mode is my favorite",
+            "The user told me they like dark mode lol",
+        )
+    ]
     assert [r.action for r in results] == ["created", "updated", "updated"]
     assert len({r.memory_id for r in results}) == 1
     listed = model_store.list(tenant, "user", U1)
@@ -190,8 +208,9 @@ def test_forget_deletes_matches_and_search_no_longer_finds_them(store: Memory, t
     assert store.forget(tenant, "forget my dog's name", U1).count == 0
 
 
-def test_secret_is_refused_and_never_stored(provider_name: str, store: Memory, tmp_path: Path,
-                                            tenant: TenantContext) -> None:
+def test_secret_is_refused_and_never_stored(
+    provider_name: str, store: Memory, tmp_path: Path, tenant: TenantContext
+) -> None:
     tag = uuid.uuid4().hex
     marker = f"User prefers dark mode {tag[:8]}"
     kept = store.add(tenant, marker, "user", U1).memory
@@ -208,8 +227,13 @@ def test_secret_is_refused_and_never_stored(provider_name: str, store: Memory, t
             store.update(tenant, kept.id, content=text)
         assert _code(err) == "UNSAFE_CONTENT"
     with pytest.raises(MemoryError):
-        store.bulk_add(tenant, [{"content": "fine", "layer": "user", "identifiers": U1},
-                                {"content": secrets[0], "layer": "user", "identifiers": U1}])
+        store.bulk_add(
+            tenant,
+            [
+                {"content": "fine", "layer": "user", "identifiers": U1},
+                {"content": secrets[0], "layer": "user", "identifiers": U1},
+            ],
+        )
     assert store.engine.provider.count_memory_events(tenant.tenant_id)["reject"] >= 2 * len(secrets) + 1
     raw = _raw_text(provider_name, store, tmp_path, tenant.tenant_id)
     assert marker in raw  # the scan does see stored content
@@ -230,8 +254,10 @@ def test_quota_per_user(store: Memory, tenant: TenantContext) -> None:
         store.process(tenant, "I prefer window seats", identifiers=U1)
     assert _code(err) == "QUOTA_EXCEEDED"
     with pytest.raises(MemoryError) as err:  # a batch that would cross the quota is refused whole
-        store.bulk_add(tenant, [{"content": f"User u3 fact {i}", "layer": "user", "identifiers": {"user_id": "u3"}}
-                                for i in range(3)])
+        store.bulk_add(
+            tenant,
+            [{"content": f"User u3 fact {i}", "layer": "user", "identifiers": {"user_id": "u3"}} for i in range(3)],
+        )
     assert _code(err) == "QUOTA_EXCEEDED"
     assert store.list(tenant, "user", {"user_id": "u3"}).total_count == 0
     store.add(tenant, "User u2 likes tea", "user", {"user_id": "u2"})  # each user has their own quota
@@ -265,26 +291,38 @@ def test_count_user_memories(store: Memory, tenant: TenantContext, other_tenant:
 
 
 def test_events_and_health(store: Memory, tenant: TenantContext) -> None:
-    store.process(tenant, "I prefer dark mode", identifiers=U1)            # create
-    store.process(tenant, "I prefer dark mode!", identifiers=U1)           # dedupe -> update
-    store.process(tenant, "hi", identifiers=U1)                            # ignore
-    store.process(tenant, "what time is it?", identifiers=U1)              # ignore
-    store.remember(tenant, "My dog's name is Rex", U1)                     # create (explicit)
+    store.process(tenant, "I prefer dark mode", identifiers=U1)  # create
+    store.process(tenant, "I prefer dark mode!", identifiers=U1)  # dedupe -> update
+    store.process(tenant, "hi", identifiers=U1)  # ignore
+    store.process(tenant, "what time is it?", identifiers=U1)  # ignore
+    store.remember(tenant, "My dog's name is Rex", U1)  # create (explicit)
     with pytest.raises(MemoryError):
-        store.add(tenant, "my password is hunter22", "user", U1)           # reject
+        store.add(tenant, "my password is hunter22", "user", U1)  # reject
     store.add(tenant, "User prefers dark mode", "project", {"project_id": "p"}, {"category": "preference"})
     store.add(tenant, "User prefers dark mode", "project", {"project_id": "p"})  # stored duplicate
-    store.search(tenant, "dark mode", U1, threshold=0.5)                   # hit
+    store.search(tenant, "dark mode", U1, threshold=0.5)  # hit
     store.search(tenant, "quantum chromodynamics lecture", U1, threshold=0.99)  # miss
-    store.forget(tenant, "forget my dog's name", U1)                       # delete
+    store.forget(tenant, "forget my dog's name", U1)  # delete
     h = store.health(tenant)
     assert h.tenant_id == tenant.tenant_id and h.total_memories == 3
     assert h.memories_by_category == {"preference": 2, "uncategorized": 1}
     assert h.memories_by_source == {"inferred": 1, "explicit": 0, "other": 2}
     assert h.events == {
-        "create": 4, "create.ok": 4, "dedupe": 1, "dedupe.ok": 1, "delete": 1, "delete.ok": 1,
-        "ignore": 2, "ignore.ignored": 2, "reject": 1, "reject.denied": 1, "search": 2, "search.hit": 1,
-        "search.miss": 1, "update": 1, "update.ok": 1,
+        "create": 4,
+        "create.ok": 4,
+        "dedupe": 1,
+        "dedupe.ok": 1,
+        "delete": 1,
+        "delete.ok": 1,
+        "ignore": 2,
+        "ignore.ignored": 2,
+        "reject": 1,
+        "reject.denied": 1,
+        "search": 2,
+        "search.hit": 1,
+        "search.miss": 1,
+        "update": 1,
+        "update.ok": 1,
     }
     assert h.events == store.engine.provider.count_memory_events(tenant.tenant_id)
     assert h.write_rejection_rate == round(3 / 8, 4)
@@ -299,17 +337,36 @@ def test_memory_events_append_and_count_since(store: Memory, tenant: TenantConte
     t0 = datetime(2031, 5, 4, 12, 0, tzinfo=UTC)
 
     def event(minutes: int, name: str, outcome: str = "ok") -> dict[str, Any]:
-        return {"tenant_id": tenant.tenant_id, "id": str(uuid.uuid4()), "ts": t0 + timedelta(minutes=minutes),
-                "event": name, "memory_id": None, "layer": "user", "principal": "u1", "code": None,
-                "outcome": outcome, "details": {"note": "it's ☕", "results": minutes}}
+        return {
+            "tenant_id": tenant.tenant_id,
+            "id": str(uuid.uuid4()),
+            "ts": t0 + timedelta(minutes=minutes),
+            "event": name,
+            "memory_id": None,
+            "layer": "user",
+            "principal": "u1",
+            "code": None,
+            "outcome": outcome,
+            "details": {"note": "it's ☕", "results": minutes},
+        }
 
     p.append_memory_events([])
     p.append_memory_events([event(0, "search", "hit"), event(10, "search", "miss"), event(20, "create")])
     p.append_memory_events([event(30, "search", "hit")])
     assert p.count_memory_events(tenant.tenant_id) == {
-        "search": 3, "search.hit": 2, "search.miss": 1, "create": 1, "create.ok": 1}
+        "search": 3,
+        "search.hit": 2,
+        "search.miss": 1,
+        "create": 1,
+        "create.ok": 1,
+    }
     assert p.count_memory_events(tenant.tenant_id, t0 + timedelta(minutes=10)) == {
-        "search": 2, "search.hit": 1, "search.miss": 1, "create": 1, "create.ok": 1}
+        "search": 2,
+        "search.hit": 1,
+        "search.miss": 1,
+        "create": 1,
+        "create.ok": 1,
+    }
     assert p.count_memory_events(tenant.tenant_id, t0 + timedelta(minutes=30)) == {"search": 1, "search.hit": 1}
     assert p.count_memory_events(tenant.tenant_id, t0 + timedelta(minutes=31)) == {}
     # a non-UTC aware timestamp names the same instant
@@ -320,8 +377,9 @@ def test_memory_events_append_and_count_since(store: Memory, tenant: TenantConte
 # ------------------------------------------------------------------------------ tenant isolation
 
 
-def test_policies_and_events_are_isolated_per_tenant(store: Memory, tenant: TenantContext,
-                                                     other_tenant: TenantContext) -> None:
+def test_policies_and_events_are_isolated_per_tenant(
+    store: Memory, tenant: TenantContext, other_tenant: TenantContext
+) -> None:
     p = store.engine.provider
     store.policies.set(tenant, deny_patterns=["blue whale"], max_memories=1, pii_mode="reject")
     store.add(tenant, "User likes the ocean", "user", U1)
@@ -350,4 +408,3 @@ def test_policies_and_events_are_isolated_per_tenant(store: Memory, tenant: Tena
     assert store.policies.get(tenant).deny_patterns == ["blue whale"]
     assert p.count_memory_events(tenant.tenant_id) == a_events
     assert store.health(tenant).total_memories == 1
-

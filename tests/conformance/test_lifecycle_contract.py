@@ -28,8 +28,9 @@ def _stored(store: Memory, tenant: TenantContext, mid: str, at: datetime = NOW) 
     return entry
 
 
-def test_record_access_counts_and_sets_importance(store: Memory, tenant: TenantContext,
-                                                  other_tenant: TenantContext) -> None:
+def test_record_access_counts_and_sets_importance(
+    store: Memory, tenant: TenantContext, other_tenant: TenantContext
+) -> None:
     p = store.engine.provider
     a, b = _add(store, tenant, "likes green tea", "works from Lisbon")
     before = _stored(store, tenant, a)
@@ -52,8 +53,9 @@ def test_record_access_counts_and_sets_importance(store: Memory, tenant: TenantC
     assert (a3.access_count, a3.importance, b3.access_count) == (a2.access_count + 3, 0.9, 2)
 
 
-def test_set_status_soft_delete_archive_restore(store: Memory, tenant: TenantContext,
-                                                other_tenant: TenantContext) -> None:
+def test_set_status_soft_delete_archive_restore(
+    store: Memory, tenant: TenantContext, other_tenant: TenantContext
+) -> None:
     p = store.engine.provider
     a, b = _add(store, tenant, "draft plan", "final plan")
     version = _stored(store, tenant, a).version
@@ -66,7 +68,8 @@ def test_set_status_soft_delete_archive_restore(store: Memory, tenant: TenantCon
     assert _stored(store, tenant, b).status == "active"
     assert sorted(p.set_status(tenant.tenant_id, [b, a], "archived", NOW)) == sorted([a, b])
     assert {(e.status, e.deleted_at) for e in (_stored(store, tenant, a), _stored(store, tenant, b))} == {
-        ("archived", None)}
+        ("archived", None)
+    }
     assert p.set_status(tenant.tenant_id, [a], "active", NOW) == [a]
     back = p.get(tenant.tenant_id, a, NOW)
     assert back is not None and back.deleted_at is None and back.version == version
@@ -90,30 +93,44 @@ def test_set_expiry_any_status(store: Memory, tenant: TenantContext, other_tenan
 
 def test_purge_candidates(store: Memory, tenant: TenantContext, other_tenant: TenantContext) -> None:
     p = store.engine.provider
-    expired, deleted, recent_del, live = _add(store, tenant, "old wifi code", "old door code", "new door code",
-                                              "current wifi code")
+    expired, deleted, recent_del, live = _add(
+        store, tenant, "old wifi code", "old door code", "new door code", "current wifi code"
+    )
     _add(store, other_tenant, "their old code")
     p.set_expiry(tenant.tenant_id, [expired], NOW - timedelta(days=2))
     p.set_status(tenant.tenant_id, [deleted], "deleted", NOW - timedelta(days=10))
     p.set_status(tenant.tenant_id, [recent_del], "deleted", NOW)
     p.set_expiry(tenant.tenant_id, [live], NOW + timedelta(days=30))
-    assert p.purge_candidates(other_tenant.tenant_id, expired_before=NOW + timedelta(days=60),
-                              deleted_before=NOW + timedelta(days=60)) == []
-    got = p.purge_candidates(tenant.tenant_id, expired_before=NOW - timedelta(days=1),
-                             deleted_before=NOW - timedelta(days=7))
+    assert (
+        p.purge_candidates(
+            other_tenant.tenant_id, expired_before=NOW + timedelta(days=60), deleted_before=NOW + timedelta(days=60)
+        )
+        == []
+    )
+    got = p.purge_candidates(
+        tenant.tenant_id, expired_before=NOW - timedelta(days=1), deleted_before=NOW - timedelta(days=7)
+    )
     assert got == sorted([expired, deleted])
     # boundaries are inclusive; the result is ordered by id and cut at ``limit``
     everything = sorted([expired, deleted, recent_del, live])
-    assert p.purge_candidates(tenant.tenant_id, expired_before=NOW + timedelta(days=30),
-                              deleted_before=NOW) == everything
-    assert p.purge_candidates(tenant.tenant_id, expired_before=NOW + timedelta(days=30), deleted_before=NOW,
-                              limit=2) == everything[:2]
-    assert p.purge_candidates(tenant.tenant_id, expired_before=NOW - timedelta(days=3),
-                              deleted_before=NOW - timedelta(days=11)) == []
+    assert (
+        p.purge_candidates(tenant.tenant_id, expired_before=NOW + timedelta(days=30), deleted_before=NOW) == everything
+    )
+    assert (
+        p.purge_candidates(tenant.tenant_id, expired_before=NOW + timedelta(days=30), deleted_before=NOW, limit=2)
+        == everything[:2]
+    )
+    assert (
+        p.purge_candidates(
+            tenant.tenant_id, expired_before=NOW - timedelta(days=3), deleted_before=NOW - timedelta(days=11)
+        )
+        == []
+    )
 
 
-def test_feedback_accumulates_per_tenant_and_clears(store: Memory, tenant: TenantContext,
-                                                    other_tenant: TenantContext) -> None:
+def test_feedback_accumulates_per_tenant_and_clears(
+    store: Memory, tenant: TenantContext, other_tenant: TenantContext
+) -> None:
     p = store.engine.provider
     a, b, c = _add(store, tenant, "office in building 7", "office in building 9", "parking on level 2")
     assert p.feedback_stats(tenant.tenant_id) == {}

@@ -24,7 +24,7 @@ from .conftest import PROVIDER_FACTORIES
 U1 = {"user_id": "u1"}
 NASTY = [
     "'; DROP TABLE memories; --",
-    "\" OR 1=1 --",
+    '" OR 1=1 --',
     "Robert'); DELETE FROM embedding_cache WHERE ('1'='1",
     "$$; SELECT pg_sleep(5); $$",
     "\\x00 \\' %s %(x)s {0} ?",
@@ -46,12 +46,22 @@ def test_capabilities_and_health(store: Memory) -> None:
 
 def test_add_get_round_trip_keeps_every_field(store: Memory, tenant: TenantContext) -> None:
     expires = datetime.now(UTC) + timedelta(days=3)
-    out = store.add(tenant, content="Deploys go out on Tuesdays ✓", layer="project",
-                    identifiers={"projectId": "p1", "userId": "not-stored"},
-                    metadata={"tags": ["ops", "deploy"], "source": {"type": "doc", "reference": "wiki/42"},
-                              "nested": {"level": 2, "ok": True}, "confidence": 0.75},
-                    tier="long_term", expires_at=expires, importance=0.4,
-                    provenance={"agent_id": "a7", "confidence": 0.9})
+    out = store.add(
+        tenant,
+        content="Deploys go out on Tuesdays ✓",
+        layer="project",
+        identifiers={"projectId": "p1", "userId": "not-stored"},
+        metadata={
+            "tags": ["ops", "deploy"],
+            "source": {"type": "doc", "reference": "wiki/42"},
+            "nested": {"level": 2, "ok": True},
+            "confidence": 0.75,
+        },
+        tier="long_term",
+        expires_at=expires,
+        importance=0.4,
+        provenance={"agent_id": "a7", "confidence": 0.9},
+    )
     got = store.get(tenant, out.memory.id)
     assert got is not None
     assert got == out.memory
@@ -66,8 +76,13 @@ def test_add_get_round_trip_keeps_every_field(store: Memory, tenant: TenantConte
 @pytest.mark.parametrize("text", NASTY)
 def test_hostile_strings_are_stored_verbatim(store: Memory, tenant: TenantContext, text: str) -> None:
     before = store.stats(tenant).total
-    out = store.add(tenant, content=text, layer="user", identifiers={"user_id": text[:200]},
-                    metadata={"tags": [text], text[:40]: text})
+    out = store.add(
+        tenant,
+        content=text,
+        layer="user",
+        identifiers={"user_id": text[:200]},
+        metadata={"tags": [text], text[:40]: text},
+    )
     got = store.get(tenant, out.memory.id)
     assert got is not None
     assert got.content == text and got.identifiers.user_id == text[:200].strip()
@@ -112,11 +127,21 @@ def test_delete_reports_only_existing_ids(store: Memory, tenant: TenantContext) 
 
 
 def test_list_pages_cover_everything_once(store: Memory, tenant: TenantContext) -> None:
-    ids = {o.memory.id for o in store.bulk_add(tenant, [
-        {"content": f"note {i}", "layer": "user", "identifiers": U1,
-         "metadata": {"n": i, "tags": ["even" if i % 2 == 0 else "odd"]}}
-        for i in range(23)
-    ]).results}
+    ids = {
+        o.memory.id
+        for o in store.bulk_add(
+            tenant,
+            [
+                {
+                    "content": f"note {i}",
+                    "layer": "user",
+                    "identifiers": U1,
+                    "metadata": {"n": i, "tags": ["even" if i % 2 == 0 else "odd"]},
+                }
+                for i in range(23)
+            ],
+        ).results
+    }
     store.add(tenant, content="other scope", layer="user", identifiers={"user_id": "u2"})
     seen: list[str] = []
     cursor = None
@@ -142,15 +167,24 @@ def test_list_pages_cover_everything_once(store: Memory, tenant: TenantContext) 
 
 
 def test_search_scores_order_scope_and_filter(store: Memory, tenant: TenantContext) -> None:
-    store.bulk_add(tenant, [
-        {"content": f"the build server number {i} uses gradle", "layer": "project",
-         "identifiers": {"project_id": "p1"}, "metadata": {"rank": i, "tags": ["ci"] if i < 3 else ["misc"]}}
-        for i in range(8)
-    ])
-    store.add(tenant, content="the build server number 0 uses gradle", layer="project",
-              identifiers={"project_id": "p2"})
-    res = store.search(tenant, "the build server number 0 uses gradle", identifiers={"project_id": "p1"},
-                       threshold=0.0, limit=5)
+    store.bulk_add(
+        tenant,
+        [
+            {
+                "content": f"the build server number {i} uses gradle",
+                "layer": "project",
+                "identifiers": {"project_id": "p1"},
+                "metadata": {"rank": i, "tags": ["ci"] if i < 3 else ["misc"]},
+            }
+            for i in range(8)
+        ],
+    )
+    store.add(
+        tenant, content="the build server number 0 uses gradle", layer="project", identifiers={"project_id": "p2"}
+    )
+    res = store.search(
+        tenant, "the build server number 0 uses gradle", identifiers={"project_id": "p1"}, threshold=0.0, limit=5
+    )
     scores = [r.score for r in res.results]
     assert len(scores) == 5 and all(0.0 <= s <= 1.0 for s in scores)
     assert scores == sorted(scores, reverse=True)
@@ -159,11 +193,18 @@ def test_search_scores_order_scope_and_filter(store: Memory, tenant: TenantConte
     assert {r.memory.identifiers.project_id for r in res.results} == {"p1"}
     assert res.total_count == 8
     # the filter runs before the cut: all three "ci" entries come back although they are not all top-3
-    flt = store.search(tenant, "gradle build server number 7", identifiers={"project_id": "p1"}, threshold=0.0,
-                       limit=3, filter={"tags": ["ci"]})
+    flt = store.search(
+        tenant,
+        "gradle build server number 7",
+        identifiers={"project_id": "p1"},
+        threshold=0.0,
+        limit=3,
+        filter={"tags": ["ci"]},
+    )
     assert sorted(r.memory.metadata["rank"] for r in flt.results) == [0, 1, 2] and flt.total_count == 3
-    rng = store.search(tenant, "gradle", identifiers={"project_id": "p1"}, threshold=0.0,
-                       filter={"custom": {"rank": {"gte": 6}}})
+    rng = store.search(
+        tenant, "gradle", identifiers={"project_id": "p1"}, threshold=0.0, filter={"custom": {"rank": {"gte": 6}}}
+    )
     assert sorted(r.memory.metadata["rank"] for r in rng.results) == [6, 7]
 
 
@@ -171,14 +212,24 @@ def test_search_min_score_and_expiry_at_the_provider(store: Memory, tenant: Tena
     provider = store.engine.provider
     now = datetime.now(UTC)
     live = store.add(tenant, content="alpha beta gamma", layer="user", identifiers=U1).memory
-    soon = store.add(tenant, content="alpha beta gamma delta", layer="user", identifiers=U1,
-                     expires_at=now + timedelta(seconds=30)).memory
+    soon = store.add(
+        tenant, content="alpha beta gamma delta", layer="user", identifiers=U1, expires_at=now + timedelta(seconds=30)
+    ).memory
     vector = np.asarray(store.generate_embedding("alpha beta gamma"), dtype=np.float32)
     scope = Scope(Layer.USER, '["u1"]')
 
     def run(at: datetime, min_score: float) -> list[str]:
-        page = provider.search(SearchQuery(tenant_id=tenant.tenant_id, scope=scope, vector=vector,
-                                           text="alpha beta gamma", limit=10, min_score=min_score, now=at))
+        page = provider.search(
+            SearchQuery(
+                tenant_id=tenant.tenant_id,
+                scope=scope,
+                vector=vector,
+                text="alpha beta gamma",
+                limit=10,
+                min_score=min_score,
+                now=at,
+            )
+        )
         return [h.entry.id for h in page.hits]
 
     assert set(run(now, 0.0)) == {live.id, soon.id}
@@ -189,8 +240,9 @@ def test_search_min_score_and_expiry_at_the_provider(store: Memory, tenant: Tena
     assert [e.id for e in page.entries] == [live.id]
 
 
-def test_embedding_cache_is_per_tenant_and_model(store: Memory, tenant: TenantContext,
-                                                 other_tenant: TenantContext) -> None:
+def test_embedding_cache_is_per_tenant_and_model(
+    store: Memory, tenant: TenantContext, other_tenant: TenantContext
+) -> None:
     provider = store.engine.provider
     vec = np.arange(384, dtype=np.float32) / 384.0
     provider.cache_put(tenant.tenant_id, "model-a", {"sha256:x": vec})
@@ -245,8 +297,13 @@ def test_write_hooks_share_the_transaction(store: Memory, tenant: TenantContext)
     ok = store.add(tenant, content="fine", layer="user", identifiers=U1).memory
     assert hook.seen == [ok.id]
     with pytest.raises(MemoryError):
-        store.bulk_add(tenant, [{"content": "good one", "layer": "user", "identifiers": U1},
-                                {"content": "boom", "layer": "user", "identifiers": U1}])
+        store.bulk_add(
+            tenant,
+            [
+                {"content": "good one", "layer": "user", "identifiers": U1},
+                {"content": "boom", "layer": "user", "identifiers": U1},
+            ],
+        )
     assert store.list(tenant, layer="user", identifiers=U1).total_count == 1  # neither row of the batch
     with pytest.raises(MemoryError):
         store.update(tenant, ok.id, content="boom now")
@@ -256,23 +313,34 @@ def test_write_hooks_share_the_transaction(store: Memory, tenant: TenantContext)
     assert hook.seen[-1] == f"deleted:{ok.id}"
 
 
-def test_bulk_adds_prepared_ahead_store_what_single_adds_store(store: Memory, tenant: TenantContext,
-                                                              other_tenant: TenantContext) -> None:
+def test_bulk_adds_prepared_ahead_store_what_single_adds_store(
+    store: Memory, tenant: TenantContext, other_tenant: TenantContext
+) -> None:
     """A batch of ``prepare_ahead_min``+ items is prepared while it is embedded (``prepare_add``):
     the same texts added one by one in another tenant must search identically, lexical part included."""
-    texts = [f"Ops note {i}: the {('blue', 'green', 'canary')[i % 3]} rollout of service-{i % 7} waits for "
-             f"ticket QX-{1000 + i}" for i in range(store.engine.prepare_ahead_min + 8)]
+    texts = [
+        f"Ops note {i}: the {('blue', 'green', 'canary')[i % 3]} rollout of service-{i % 7} waits for "
+        f"ticket QX-{1000 + i}"
+        for i in range(store.engine.prepare_ahead_min + 8)
+    ]
     store.bulk_add(tenant, [{"content": t, "layer": "user", "identifiers": U1} for t in texts])
     for t in texts:
         store.add(other_tenant, content=t, layer="user", identifiers=U1)
     for query in ("QX-1017", "canary rollout of service-3", "ticket"):
-        got = [store.search(ctx, query, identifiers=U1, layers=["user"], limit=5, threshold=0.0, hybrid_weight=0.5)
-               for ctx in (tenant, other_tenant)]
+        got = [
+            store.search(ctx, query, identifiers=U1, layers=["user"], limit=5, threshold=0.0, hybrid_weight=0.5)
+            for ctx in (tenant, other_tenant)
+        ]
         assert got[0].results, query
-        assert [(r.memory.content, round(r.score, 9)) for r in got[0].results] == \
-               [(r.memory.content, round(r.score, 9)) for r in got[1].results], query
-    assert store.search(tenant, "QX-1017", identifiers=U1, layers=["user"], limit=1,
-                        hybrid_weight=0.5).results[0].memory.content == texts[17]
+        assert [(r.memory.content, round(r.score, 9)) for r in got[0].results] == [
+            (r.memory.content, round(r.score, 9)) for r in got[1].results
+        ], query
+    assert (
+        store.search(tenant, "QX-1017", identifiers=U1, layers=["user"], limit=1, hybrid_weight=0.5)
+        .results[0]
+        .memory.content
+        == texts[17]
+    )
 
 
 def test_reopen_keeps_data_and_model(open_store: Callable[..., Memory], tenant: TenantContext) -> None:
@@ -332,10 +400,13 @@ def test_generate_embedding_matches_the_engine(store: Memory, provider_name: str
 
 
 def test_a_batch_repeating_a_content_stores_each_memory_and_one_cached_vector(
-        store: Memory, tenant: TenantContext) -> None:
+    store: Memory, tenant: TenantContext
+) -> None:
     store.add(tenant, content="cached before the batch", layer="user", identifiers=U1)
-    items = [{"content": text, "layer": "user", "identifiers": U1}
-             for text in ("repeated in the batch", "cached before the batch", "repeated in the batch", "new")]
+    items = [
+        {"content": text, "layer": "user", "identifiers": U1}
+        for text in ("repeated in the batch", "cached before the batch", "repeated in the batch", "new")
+    ]
     out = store.bulk_add(tenant, items)
     assert [r.embedding_generated for r in out.results] == [True, False, False, True]
     assert len({r.memory.id for r in out.results}) == 4

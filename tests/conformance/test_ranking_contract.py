@@ -15,19 +15,22 @@ pytestmark = pytest.mark.model
 
 CASES = [
     (  # the demo: "tabs" memory shared "use" with the question and scored 0.855 against 0.707
-        "project", {"project_id": "backend"},
+        "project",
+        {"project_id": "backend"},
         ["This project uses tabs for indentation", "The backend of this project runs on PostgreSQL 16"],
         "which database do we use",
         "The backend of this project runs on PostgreSQL 16",
     ),
     (
-        "user", {"user_id": "dana"},
+        "user",
+        {"user_id": "dana"},
         ["User is Dana, the user is a vegetarian", "User moved to Berlin last month"],
         "which city does the user live in?",
         "User moved to Berlin last month",
     ),
     (  # the name is shared by the two wrong memories: it must not decide
-        "user", {"user_id": "alice"},
+        "user",
+        {"user_id": "alice"},
         ["Alice's favourite editor is Neovim", "Alice's manager is Bob Chen", "Alice prefers dark mode"],
         "what theme does alice like",
         "Alice prefers dark mode",
@@ -55,10 +58,14 @@ def test_a_shared_name_alone_does_not_lift_a_memory(model_store: Memory, tenant:
     ids = {"user_id": "dana"}
     for content in ["Dana is a vegetarian", "Dana drinks her coffee black", "Dana lives in Hamburg"]:
         mem.add(tenant, content=content, layer="user", identifiers=ids)
-    fused = {r.memory.content: r.score for r in mem.search(tenant, "what is Dana's salary", identifiers=ids,
-                                                             threshold=0.0).results}
-    dense = {r.memory.content: r.score for r in mem.search(tenant, "what is Dana's salary", identifiers=ids,
-                                                             threshold=0.0, hybrid_weight=0.0).results}
+    fused = {
+        r.memory.content: r.score
+        for r in mem.search(tenant, "what is Dana's salary", identifiers=ids, threshold=0.0).results
+    }
+    dense = {
+        r.memory.content: r.score
+        for r in mem.search(tenant, "what is Dana's salary", identifiers=ids, threshold=0.0, hybrid_weight=0.0).results
+    }
     for content, score in fused.items():
         assert score - dense[content] < 0.05, (content, score, dense[content])
 
@@ -73,4 +80,5 @@ def test_the_demo_answers_which_database_with_postgresql(model_store: Memory) ->
     assert "which database do we use" in _QUERIES
     res = mem.search(ctx, "which database do we use", identifiers=_IDS, limit=3)
     assert res.results[0].memory.content == "The backend of this project runs on PostgreSQL 16", [
-        (r.layer.value, r.memory.content, r.score) for r in res.results]
+        (r.layer.value, r.memory.content, r.score) for r in res.results
+    ]

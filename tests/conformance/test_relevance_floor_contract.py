@@ -19,14 +19,23 @@ pytestmark = pytest.mark.model
 
 IDS = {"user_id": "dana"}
 FACTS = [
-    "Dana is a vegetarian", "Dana lives in Hamburg", "Dana prefers dark mode in every app",
-    "Dana's daughter Emma starts school in September", "Dana works as a product designer at Figma",
-    "Dana is allergic to peanuts", "Dana is learning Portuguese on Duolingo",
-    "Dana is planning a trip to Lisbon in October", "Dana drinks her coffee black",
-    "Dana's manager is Lena Fischer", "Dana plays tennis on Sundays", "Dana drives a blue Volvo",
+    "Dana is a vegetarian",
+    "Dana lives in Hamburg",
+    "Dana prefers dark mode in every app",
+    "Dana's daughter Emma starts school in September",
+    "Dana works as a product designer at Figma",
+    "Dana is allergic to peanuts",
+    "Dana is learning Portuguese on Duolingo",
+    "Dana is planning a trip to Lisbon in October",
+    "Dana drinks her coffee black",
+    "Dana's manager is Lena Fischer",
+    "Dana plays tennis on Sundays",
+    "Dana drives a blue Volvo",
 ]
-ANSWERABLE = [("which city does Dana live in?", "Dana lives in Hamburg"),
-              ("is Dana allergic to anything?", "Dana is allergic to peanuts")]
+ANSWERABLE = [
+    ("which city does Dana live in?", "Dana lives in Hamburg"),
+    ("is Dana allergic to anything?", "Dana is allergic to peanuts"),
+]
 UNANSWERABLE = ["what is Dana's blood type?", "what is Dana's favourite movie?", "which bank does Dana use?"]
 
 
@@ -49,7 +58,9 @@ def test_answerable_questions_keep_their_answer_first(model_store: Memory, tenan
     for question, answer in ANSWERABLE:
         res = model_store.search(tenant, question, identifiers=IDS)
         assert res.results and res.results[0].memory.content == answer, (
-            question, [(r.memory.content, r.score) for r in res.results])
+            question,
+            [(r.memory.content, r.score) for r in res.results],
+        )
 
 
 def test_the_floor_can_be_turned_off(tmp_path: Path, minilm: Embedder, tenant: TenantContext) -> None:

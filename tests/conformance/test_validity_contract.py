@@ -66,9 +66,11 @@ def test_as_of_returns_what_was_current_then(open_store: Callable[..., Memory], 
     clock.at = t0 + timedelta(days=60)
     q = "where does Dana live"
     assert contents(mem.search(tenant, q, identifiers=U, threshold=0.0, as_of=t0 + timedelta(days=10))) == [
-        "Dana lives in Hamburg"]
-    assert contents(mem.search(tenant, q, identifiers=U, threshold=0.0,
-                               as_of=(t0 + timedelta(days=40)).isoformat())) == ["Dana lives in Berlin"]
+        "Dana lives in Hamburg"
+    ]
+    assert contents(
+        mem.search(tenant, q, identifiers=U, threshold=0.0, as_of=(t0 + timedelta(days=40)).isoformat())
+    ) == ["Dana lives in Berlin"]
     assert contents(mem.search(tenant, q, identifiers=U, threshold=0.0, as_of=t0 - timedelta(days=1))) == []
     listed = mem.list(tenant, layer="user", identifiers=U, as_of=t0 + timedelta(days=10)).memories
     assert [m.content for m in listed] == ["Dana lives in Hamburg"]
@@ -85,10 +87,16 @@ def test_bad_history_parameters_are_invalid_params(open_store: Callable[..., Mem
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(plan=st.lists(st.tuples(st.sampled_from(["city", "diet", "job", "pet", "car"]),
-                               st.integers(min_value=0, max_value=9999)), min_size=1, max_size=12))
-def test_a_superseded_memory_is_never_returned_by_default(open_store: Callable[..., Memory],
-                                                          plan: list[tuple[str, int]]) -> None:
+@given(
+    plan=st.lists(
+        st.tuples(st.sampled_from(["city", "diet", "job", "pet", "car"]), st.integers(min_value=0, max_value=9999)),
+        min_size=1,
+        max_size=12,
+    )
+)
+def test_a_superseded_memory_is_never_returned_by_default(
+    open_store: Callable[..., Memory], plan: list[tuple[str, int]]
+) -> None:
     """Random histories: each write of an attribute replaces that attribute's previous memory."""
     mem = open_store(config=None)
     ctx = TenantContext(tenant_id=f"prop-{uuid.uuid4().hex[:10]}", principal="u1")
@@ -112,15 +120,19 @@ def test_a_superseded_memory_is_never_returned_by_default(open_store: Callable[.
 
 
 @pytest.mark.model
-@pytest.mark.parametrize(("old", "new"), [
-    ("Dana lives in Hamburg", "Dana moved to Berlin last month"),
-    ("Dana is a vegetarian", "Dana is not vegetarian anymore, she eats fish now"),
-    ("CI runs on Jenkins", "We moved CI from Jenkins to GitHub Actions"),
-    ("Marco's manager is Giulia Rossi", "Marco now reports to Bob Chen after the reorg"),
-    ("Marco uses VS Code as his editor", "Marco switched from VS Code to Neovim"),
-])
-def test_a_stated_change_supersedes_the_old_fact(model_store: Memory, tenant: TenantContext, old: str,
-                                                 new: str) -> None:
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("Dana lives in Hamburg", "Dana moved to Berlin last month"),
+        ("Dana is a vegetarian", "Dana is not vegetarian anymore, she eats fish now"),
+        ("CI runs on Jenkins", "We moved CI from Jenkins to GitHub Actions"),
+        ("Marco's manager is Giulia Rossi", "Marco now reports to Bob Chen after the reorg"),
+        ("Marco uses VS Code as his editor", "Marco switched from VS Code to Neovim"),
+    ],
+)
+def test_a_stated_change_supersedes_the_old_fact(
+    model_store: Memory, tenant: TenantContext, old: str, new: str
+) -> None:
     mem = model_store
     kept = mem.add(tenant, content="Dana's birthday is on 14 March", layer="user", identifiers=U).memory
     first = mem.add(tenant, content=old, layer="user", identifiers=U).memory
@@ -133,8 +145,11 @@ def test_a_stated_change_supersedes_the_old_fact(model_store: Memory, tenant: Te
 @pytest.mark.model
 def test_unrelated_facts_are_not_superseded(model_store: Memory, tenant: TenantContext) -> None:
     mem = model_store
-    for content in ["Dana is planning a trip to Lisbon in October", "Dana works as a product designer at Figma",
-                    "Dana is allergic to peanuts"]:
+    for content in [
+        "Dana is planning a trip to Lisbon in October",
+        "Dana works as a product designer at Figma",
+        "Dana is allergic to peanuts",
+    ]:
         mem.add(tenant, content=content, layer="user", identifiers=U)
     out = mem.add(tenant, content="Dana sold her car and now uses a bike to commute", layer="user", identifiers=U)
     assert out.superseded == []
@@ -155,7 +170,6 @@ def test_a_change_about_someone_else_supersedes_nothing(model_store: Memory, ten
     """A team scope holds facts about several people: Ana's switch does not replace Ben's tool."""
     team = {"team_id": "platform"}
     ben = model_store.add(tenant, content="Ben uses Jenkins for CI", layer="team", identifiers=team).memory
-    out = model_store.add(tenant, content="Ana switched from Jenkins to GitHub Actions", layer="team",
-                          identifiers=team)
+    out = model_store.add(tenant, content="Ana switched from Jenkins to GitHub Actions", layer="team", identifiers=team)
     assert out.superseded == [] and model_store.get(tenant, ben.id) is not None
     assert model_store.list(tenant, layer="team", identifiers=team).total_count == 2

@@ -30,8 +30,7 @@ def test_four_processes_800_writes_through_one_writer(tmp_path: Path, redis_url:
     writer = SPAWN.Process(target=workers.writer, args=(db, redis_url, prefix, 800, 5.0))
     writer.start()
     outs = [tmp_path / f"client{n}.json" for n in range(4)]
-    clients = [SPAWN.Process(target=workers.client, args=(redis_url, prefix, n, 200, str(outs[n])))
-               for n in range(4)]
+    clients = [SPAWN.Process(target=workers.client, args=(redis_url, prefix, n, 200, str(outs[n]))) for n in range(4)]
     for c in clients:
         c.start()
     for c in clients:
@@ -60,8 +59,9 @@ def test_four_processes_800_writes_through_one_writer(tmp_path: Path, redis_url:
     assert {f"process {n} write {i}" for n in range(4) for i in range(200)} == set(contents)
 
 
-def test_a_dead_writer_loses_the_lock_after_its_ttl(tmp_path: Path, redis_url: str, prefix: str,
-                                                      rclient: redis.Redis) -> None:
+def test_a_dead_writer_loses_the_lock_after_its_ttl(
+    tmp_path: Path, redis_url: str, prefix: str, rclient: redis.Redis
+) -> None:
     db = str(tmp_path / "takeover.duckdb")
     first = SPAWN.Process(target=workers.writer, args=(db, redis_url, prefix, None, 1.0))
     first.start()
@@ -85,8 +85,7 @@ def test_a_dead_writer_loses_the_lock_after_its_ttl(tmp_path: Path, redis_url: s
     # the new writer serves the queue (and owns the DuckDB file the dead one held)
     serve = threading.Thread(target=second.run, kwargs={"max_writes": 1})
     serve.start()
-    out = QueuedWriter(rclient, prefix, timeout=20).add(ACME, content="after takeover", layer="user",
-                                                        identifiers=U1)
+    out = QueuedWriter(rclient, prefix, timeout=20).add(ACME, content="after takeover", layer="user", identifiers=U1)
     serve.join(timeout=20)
     assert not serve.is_alive()
     with Memory.open(db, embedder="hashing") as mem:
@@ -105,8 +104,9 @@ def test_lock_release_is_compare_and_delete(rclient: redis.Redis, prefix: str) -
     a.release()  # must not delete b's lock
     assert b.owned() and rclient.get(f"{prefix}:lock") == (b.token or "").encode()
     assert a.extend() is False
-    contended_before = REGISTRY.get_sample_value("stratamem_coord_lock_contention_total",
-                                                 {"lock": f"{prefix}:lock"}) or 0.0
+    contended_before = (
+        REGISTRY.get_sample_value("stratamem_coord_lock_contention_total", {"lock": f"{prefix}:lock"}) or 0.0
+    )
     c = RedisLock(rclient, f"{prefix}:lock", ttl=5, timeout=0.3, backoff_initial=0.01)
     start = time.monotonic()
     with pytest.raises(LockTimeout):
@@ -126,8 +126,7 @@ def test_results_errors_and_order_round_trip(tmp_path: Path, rclient: redis.Redi
     serve.start()
     try:
         qw = QueuedWriter(rclient, prefix, timeout=20)
-        added = qw.add(ACME, content="first", layer="user", identifiers=U1, metadata={"tags": ["x"]},
-                       importance=0.7)
+        added = qw.add(ACME, content="first", layer="user", identifiers=U1, metadata={"tags": ["x"]}, importance=0.7)
         assert added.embedding_generated is True and added.memory.importance == pytest.approx(0.7)
         upd = qw.update(ACME, added.memory.id, content="first, edited")
         assert upd.memory.version == 2
@@ -145,8 +144,9 @@ def test_results_errors_and_order_round_trip(tmp_path: Path, rclient: redis.Redi
         left = mem.get(ACME, conflict_id)
         assert left is not None and left.content == "stale" and left.provenance.conflict_of == added.memory.id
         assert mem.stats(ACME).total == 1
-        waited = REGISTRY.get_sample_value("stratamem_coord_write_wait_seconds_count",
-                                           {"queue": prefix, "operation": "add"})
+        waited = REGISTRY.get_sample_value(
+            "stratamem_coord_write_wait_seconds_count", {"queue": prefix, "operation": "add"}
+        )
         assert waited is not None and waited >= 2
     finally:
         coord.stop()
@@ -174,13 +174,34 @@ def test_a_timed_out_write_is_never_applied_later(tmp_path: Path, rclient: redis
 
 def test_cli_writer_serves_the_queue(tmp_path: Path, redis_url: str, prefix: str, rclient: redis.Redis) -> None:
     db = str(tmp_path / "cli.duckdb")
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src"),
-           "STRATAMEM_EMBEDDER": "hashing"}
-    proc = subprocess.Popen([sys.executable, "-m", "stratamem", "writer", "--db", db, "--redis", redis_url,
-                             "--queue", prefix, "--lock-ttl", "2"], env=env, stderr=subprocess.PIPE, text=True)
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src"),
+        "STRATAMEM_EMBEDDER": "hashing",
+    }
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "stratamem",
+            "writer",
+            "--db",
+            db,
+            "--redis",
+            redis_url,
+            "--queue",
+            prefix,
+            "--lock-ttl",
+            "2",
+        ],
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
-        out = QueuedWriter(rclient, prefix, timeout=60).add(ACME, content="via the CLI writer", layer="user",
-                                                            identifiers=U1)
+        out = QueuedWriter(rclient, prefix, timeout=60).add(
+            ACME, content="via the CLI writer", layer="user", identifiers=U1
+        )
     finally:
         proc.terminate()
         _, stderr = proc.communicate(timeout=30)
@@ -192,8 +213,7 @@ def test_cli_writer_serves_the_queue(tmp_path: Path, redis_url: str, prefix: str
     assert not rclient.exists(f"{prefix}:writer")
 
 
-def test_a_malformed_queue_entry_does_not_stop_the_writer(tmp_path: Path, rclient: redis.Redis,
-                                                          prefix: str) -> None:
+def test_a_malformed_queue_entry_does_not_stop_the_writer(tmp_path: Path, rclient: redis.Redis, prefix: str) -> None:
     with Memory.open(tmp_path / "junk.duckdb", embedder="hashing") as mem:
         coord = WriteCoordinator(mem, rclient, prefix, lock_ttl=5)
         coord.start()

@@ -28,8 +28,9 @@ TEXT = "The deploy pipeline runs on Fridays at 16:00 UTC"
 
 
 def lookups(level: str, result: str) -> float:
-    return REGISTRY.get_sample_value("stratamem_embedding_cache_lookups_total",
-                                     {"level": level, "result": result}) or 0.0
+    return (
+        REGISTRY.get_sample_value("stratamem_embedding_cache_lookups_total", {"level": level, "result": result}) or 0.0
+    )
 
 
 def shared_of(mem: Memory) -> RedisEmbeddingCache:
@@ -38,8 +39,9 @@ def shared_of(mem: Memory) -> RedisEmbeddingCache:
     return shared
 
 
-def test_second_instance_gets_a_redis_hit(tmp_path: Path, open_mem: Callable[..., Memory], redis_url: str,
-                                          prefix: str, rclient: redis.Redis) -> None:
+def test_second_instance_gets_a_redis_hit(
+    tmp_path: Path, open_mem: Callable[..., Memory], redis_url: str, prefix: str, rclient: redis.Redis
+) -> None:
     cfg = MemoryConfig(redis_url=redis_url, redis_prefix=prefix, embedding_cache_ttl_s=600)
     first = open_mem(tmp_path / "a.duckdb", config=cfg)
     second = open_mem(tmp_path / "b.duckdb", config=cfg)  # another store: only Redis is shared
@@ -55,8 +57,10 @@ def test_second_instance_gets_a_redis_hit(tmp_path: Path, open_mem: Callable[...
     # the stored vector is the model's, byte for byte; key = prefix + model + tenant hash + content hash
     key = shared_of(first).key("acme", first.engine.embeddings.model_id, content_hash(TEXT))
     tenant_digest = hashlib.sha256(b"acme").hexdigest()[:32]
-    assert key == f"{prefix}:emb:{first.engine.embeddings.model_id}:{tenant_digest}:" \
-                  f"{hashlib.sha256(TEXT.encode()).hexdigest()}"
+    assert (
+        key == f"{prefix}:emb:{first.engine.embeddings.model_id}:{tenant_digest}:"
+        f"{hashlib.sha256(TEXT.encode()).hexdigest()}"
+    )
     raw = rclient.get(key)
     assert isinstance(raw, bytes)
     expected = first.engine.embeddings.embedder.embed([TEXT])[0]
@@ -69,8 +73,9 @@ def test_second_instance_gets_a_redis_hit(tmp_path: Path, open_mem: Callable[...
     assert [r.memory.id for r in second.search(ACME, TEXT, U1).results] == [out.memory.id]
 
 
-def test_cache_keys_are_per_tenant(tmp_path: Path, open_mem: Callable[..., Memory], redis_url: str,
-                                   prefix: str, rclient: redis.Redis) -> None:
+def test_cache_keys_are_per_tenant(
+    tmp_path: Path, open_mem: Callable[..., Memory], redis_url: str, prefix: str, rclient: redis.Redis
+) -> None:
     cfg = MemoryConfig(redis_url=redis_url, redis_prefix=prefix)
     first = open_mem(tmp_path / "a.duckdb", config=cfg)
     second = open_mem(tmp_path / "b.duckdb", config=cfg)
@@ -82,8 +87,9 @@ def test_cache_keys_are_per_tenant(tmp_path: Path, open_mem: Callable[..., Memor
     assert len(keys) == 2 and not any("acme" in k or "globex" in k for k in keys)
 
 
-def test_store_hit_fills_redis_and_lru_comes_first(tmp_path: Path, open_mem: Callable[..., Memory],
-                                                   redis_url: str, prefix: str, rclient: redis.Redis) -> None:
+def test_store_hit_fills_redis_and_lru_comes_first(
+    tmp_path: Path, open_mem: Callable[..., Memory], redis_url: str, prefix: str, rclient: redis.Redis
+) -> None:
     plain = open_mem(tmp_path / "a.duckdb")  # no Redis: the vector is in the store's cache only
     plain.add(ACME, TEXT, "user", U1)
     plain.close()
@@ -99,8 +105,9 @@ def test_store_hit_fills_redis_and_lru_comes_first(tmp_path: Path, open_mem: Cal
     assert lookups("redis", "hit") + lookups("redis", "miss") == redis_lookups  # the LRU answered first
 
 
-def test_second_process_gets_a_redis_hit(tmp_path: Path, redis_url: str, prefix: str,
-                                         open_mem: Callable[..., Memory]) -> None:
+def test_second_process_gets_a_redis_hit(
+    tmp_path: Path, redis_url: str, prefix: str, open_mem: Callable[..., Memory]
+) -> None:
     script = textwrap.dedent(f"""
         import json, sys
         from stratamem import Memory, TenantContext
@@ -111,12 +118,18 @@ def test_second_process_gets_a_redis_hit(tmp_path: Path, redis_url: str, prefix:
         mem.close()
     """)
     env = dict(os.environ)
-    env.update({"PYTHONPATH": SRC + os.pathsep + env.get("PYTHONPATH", ""), "STRATAMEM_REDIS_URL": redis_url,
-                "STRATAMEM_REDIS_PREFIX": prefix})
+    env.update(
+        {
+            "PYTHONPATH": SRC + os.pathsep + env.get("PYTHONPATH", ""),
+            "STRATAMEM_REDIS_URL": redis_url,
+            "STRATAMEM_REDIS_PREFIX": prefix,
+        }
+    )
 
     def run(db: str) -> str:
-        res = subprocess.run([sys.executable, "-c", script, db], env=env, capture_output=True, text=True,
-                             timeout=120, check=False)
+        res = subprocess.run(
+            [sys.executable, "-c", script, db], env=env, capture_output=True, text=True, timeout=120, check=False
+        )
         assert res.returncode == 0, res.stderr
         return res.stdout.strip().splitlines()[-1]
 

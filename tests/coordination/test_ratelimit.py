@@ -144,8 +144,10 @@ def test_redis_clock_without_injection(redis_url: str, prefix: str) -> None:
 def test_decision_metrics(redis_url: str, prefix: str) -> None:
     lim = RedisRateLimiter(redis.Redis.from_url(redis_url), prefix, "metrics-test", clock=WallClock())
     labels = {"limiter": "metrics-test", "backend": "redis"}
-    before = (sample("stratamem_ratelimit_decisions_total", **labels, decision="allowed"),
-              sample("stratamem_ratelimit_decisions_total", **labels, decision="limited"))
+    before = (
+        sample("stratamem_ratelimit_decisions_total", **labels, decision="allowed"),
+        sample("stratamem_ratelimit_decisions_total", **labels, decision="limited"),
+    )
     k = one("credential", "k", 1.0, 1)
     lim.acquire(k), lim.acquire(k), lim.acquire(k)
     assert sample("stratamem_ratelimit_decisions_total", **labels, decision="allowed") == before[0] + 1
@@ -156,8 +158,13 @@ def test_decision_metrics(redis_url: str, prefix: str) -> None:
 
 
 def test_redis_down_falls_back_to_per_process_limits(dead_redis_url: str) -> None:
-    lim = RedisRateLimiter(redis.Redis.from_url(dead_redis_url, socket_connect_timeout=0.5), "x", "down-test",
-                           clock=WallClock(), cooldown=60.0)
+    lim = RedisRateLimiter(
+        redis.Redis.from_url(dead_redis_url, socket_connect_timeout=0.5),
+        "x",
+        "down-test",
+        clock=WallClock(),
+        cooldown=60.0,
+    )
     errors = sample("stratamem_ratelimit_backend_errors_total", limiter="down-test")
     k = one("credential", "k", 1.0, 2)
     first = lim.acquire(k)
@@ -168,8 +175,9 @@ def test_redis_down_falls_back_to_per_process_limits(dead_redis_url: str) -> Non
     # one connection error opened the breaker: Redis is not asked again during the cooldown
     assert sample("stratamem_ratelimit_backend_errors_total", limiter="down-test") == errors + 1
     assert lim.breaker.is_open
-    assert sample("stratamem_ratelimit_decisions_total", limiter="down-test", backend="fallback",
-                  decision="limited") >= 1
+    assert (
+        sample("stratamem_ratelimit_decisions_total", limiter="down-test", backend="fallback", decision="limited") >= 1
+    )
 
 
 def test_redis_back_after_cooldown(redis_url: str, prefix: str, dead_redis_url: str) -> None:
@@ -224,8 +232,13 @@ def test_two_server_apps_share_one_budget(apps: Callable[..., TestClient], redis
 
 def test_per_tenant_budget_across_keys(open_mem: Callable[..., Memory]) -> None:
     mem = open_mem()
-    settings = ServerSettings(mcp_enabled=False, rate_limit_per_second=100, rate_limit_burst=100,
-                              rate_limit_tenant_per_second=0.01, rate_limit_tenant_burst=3)
+    settings = ServerSettings(
+        mcp_enabled=False,
+        rate_limit_per_second=100,
+        rate_limit_burst=100,
+        rate_limit_tenant_per_second=0.01,
+        rate_limit_tenant_burst=3,
+    )
     with TestClient(create_app(mem, settings)) as client:
         assert isinstance(client.app.state.limiter, LocalRateLimiter)  # type: ignore[attr-defined]
         keys = [create_key(mem.engine.provider, "acme", "writer").key for _ in range(2)]
@@ -237,8 +250,9 @@ def test_per_tenant_budget_across_keys(open_mem: Callable[..., Memory]) -> None:
         assert client.get("/v1/memories", headers={"X-API-Key": other}).status_code == 200
 
 
-def test_server_with_redis_down_keeps_serving_with_local_limits(apps: Callable[..., TestClient],
-                                                                dead_redis_url: str) -> None:
+def test_server_with_redis_down_keeps_serving_with_local_limits(
+    apps: Callable[..., TestClient], dead_redis_url: str
+) -> None:
     client = apps(redis_url=dead_redis_url, redis_prefix="x", rate_limit_per_second=0.01, rate_limit_burst=2)
     h = {"Authorization": f"Bearer {_jwt()}"}
     assert [client.get("/v1/memories", headers=h).status_code for _ in range(3)] == [200, 200, 429]
@@ -247,8 +261,25 @@ def test_server_with_redis_down_keeps_serving_with_local_limits(apps: Callable[.
 
 def _serve(db: Path, port: int, env: dict[str, str]) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "stratamem", "serve", "--db", str(db), "--host", "127.0.0.1", "--port", str(port),
-         "--log-level", "warning"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        [
+            sys.executable,
+            "-m",
+            "stratamem",
+            "serve",
+            "--db",
+            str(db),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
 
 
 def _wait_ready(proc: subprocess.Popen[str], url: str) -> None:
@@ -267,10 +298,18 @@ def _wait_ready(proc: subprocess.Popen[str], url: str) -> None:
 
 def test_two_server_processes_share_one_budget(tmp_path: Path, redis_url: str, prefix: str) -> None:
     env = dict(os.environ)
-    env.update({"PYTHONPATH": SRC + os.pathsep + env.get("PYTHONPATH", ""), "STRATAMEM_EMBEDDER": "hashing",
-                "STRATAMEM_REDIS_URL": redis_url, "STRATAMEM_REDIS_PREFIX": prefix, "STRATAMEM_JWT_SECRET": SECRET,
-                "STRATAMEM_RATE_LIMIT_PER_SECOND": "0.01", "STRATAMEM_RATE_LIMIT_BURST": "3",
-                "STRATAMEM_MCP_ENABLED": "false"})
+    env.update(
+        {
+            "PYTHONPATH": SRC + os.pathsep + env.get("PYTHONPATH", ""),
+            "STRATAMEM_EMBEDDER": "hashing",
+            "STRATAMEM_REDIS_URL": redis_url,
+            "STRATAMEM_REDIS_PREFIX": prefix,
+            "STRATAMEM_JWT_SECRET": SECRET,
+            "STRATAMEM_RATE_LIMIT_PER_SECOND": "0.01",
+            "STRATAMEM_RATE_LIMIT_BURST": "3",
+            "STRATAMEM_MCP_ENABLED": "false",
+        }
+    )
     procs: list[subprocess.Popen[str]] = []
     try:
         urls = []
@@ -332,16 +371,22 @@ def test_memory_crud_rate_limited_per_principal(open_mem: Callable[..., Memory])
     assert mem.crud(AGENT, {"action": "list"}).errors[0].code == "RATE_LIMITED"  # reads count too
 
 
-def test_memory_crud_tenant_budget_shared_through_redis(tmp_path: Path, open_mem: Callable[..., Memory],
-                                                        redis_url: str, prefix: str) -> None:
+def test_memory_crud_tenant_budget_shared_through_redis(
+    tmp_path: Path, open_mem: Callable[..., Memory], redis_url: str, prefix: str
+) -> None:
     clock = EngineClock()
-    cfg = MemoryConfig(redis_url=redis_url, redis_prefix=prefix, crud_tenant_rate_limit_per_second=0.5,
-                       crud_tenant_rate_limit_burst=3)
+    cfg = MemoryConfig(
+        redis_url=redis_url, redis_prefix=prefix, crud_tenant_rate_limit_per_second=0.5, crud_tenant_rate_limit_burst=3
+    )
     one_mem = open_mem(tmp_path / "a.duckdb", config=cfg, clock=clock)
     two_mem = open_mem(tmp_path / "b.duckdb", config=cfg, clock=clock)
     assert isinstance(one_mem.engine.crud_limiter, RedisRateLimiter)
-    results = [_create(one_mem, AGENT, "a1"), _create(two_mem, OTHER_AGENT, "b1"), _create(one_mem, AGENT, "a2"),
-               _create(two_mem, AGENT, "b2")]
+    results = [
+        _create(one_mem, AGENT, "a1"),
+        _create(two_mem, OTHER_AGENT, "b1"),
+        _create(one_mem, AGENT, "a2"),
+        _create(two_mem, AGENT, "b2"),
+    ]
     codes = [[e.code for e in r.errors] for r in results]
     assert codes == [[], [], [], ["RATE_LIMITED"]]
     err = results[3].errors[0]
@@ -353,7 +398,8 @@ def test_memory_crud_tenant_budget_shared_through_redis(tmp_path: Path, open_mem
 
 
 def test_memory_crud_redis_down_still_limits(open_mem: Callable[..., Memory], dead_redis_url: str) -> None:
-    mem = open_mem(config=MemoryConfig(redis_url=dead_redis_url, crud_rate_limit_per_second=0.01,
-                                       crud_rate_limit_burst=1))
+    mem = open_mem(
+        config=MemoryConfig(redis_url=dead_redis_url, crud_rate_limit_per_second=0.01, crud_rate_limit_burst=1)
+    )
     assert _create(mem, AGENT, "kept").errors == []
     assert [e.code for e in _create(mem, AGENT, "refused").errors] == ["RATE_LIMITED"]

@@ -31,9 +31,14 @@ def _provider(mem: Memory) -> DuckDBProvider:
 
 def _raw(provider: DuckDBProvider, tenant: str, memory_id: str) -> tuple[int, datetime | None, float]:
     """The stored row, read without settling the log."""
-    row = provider._cursor().execute(
-        "SELECT access_count, last_accessed_at, importance FROM memories WHERE tenant_id = ? AND id = ?",
-        [tenant, memory_id]).fetchone()
+    row = (
+        provider._cursor()
+        .execute(
+            "SELECT access_count, last_accessed_at, importance FROM memories WHERE tenant_id = ? AND id = ?",
+            [tenant, memory_id],
+        )
+        .fetchone()
+    )
     assert row is not None
     return int(row[0]), row[1], float(row[2])
 
@@ -44,8 +49,13 @@ def _log_rows(provider: DuckDBProvider) -> int:
 
 
 def _two(mem: Memory) -> tuple[str, str]:
-    out = mem.bulk_add(ACME, [{"content": "the user prefers dark mode", "layer": "user", "identifiers": IDS},
-                              {"content": "the user lives in Berlin", "layer": "user", "identifiers": IDS}])
+    out = mem.bulk_add(
+        ACME,
+        [
+            {"content": "the user prefers dark mode", "layer": "user", "identifiers": IDS},
+            {"content": "the user lives in Berlin", "layer": "user", "identifiers": IDS},
+        ],
+    )
     return out.results[0].memory.id, out.results[1].memory.id
 
 
@@ -103,8 +113,11 @@ def test_close_folds_and_a_crashed_process_rows_are_folded_at_open(tmp_path: Pat
         assert con.execute(f"SELECT count(*) FROM {ACCESS_LOG_TABLE}").fetchone() == (0,)
         assert con.execute("SELECT access_count FROM memories WHERE id = ?", [a]).fetchone() == (1,)
         # what a process that died after appending leaves behind
-        con.execute(f"INSERT INTO {ACCESS_LOG_TABLE} (tenant_id, memory_id, n, accessed_at, importance) "
-                    "VALUES ('acme', ?, 4, ?, 0.8)", [b, T0.replace(tzinfo=None)])
+        con.execute(
+            f"INSERT INTO {ACCESS_LOG_TABLE} (tenant_id, memory_id, n, accessed_at, importance) "
+            "VALUES ('acme', ?, 4, ?, 0.8)",
+            [b, T0.replace(tzinfo=None)],
+        )
     finally:
         con.close()
     with Memory.open(path, embedder="hashing") as mem:
@@ -181,8 +194,11 @@ def _count_transactions(provider: DuckDBProvider) -> list[int]:
 
 
 def _events(provider: DuckDBProvider, event: str) -> int:
-    row = provider._cursor().execute("SELECT count(*) FROM memory_events WHERE tenant_id = 'acme' AND event = ?",
-                                     [event]).fetchone()
+    row = (
+        provider._cursor()
+        .execute("SELECT count(*) FROM memory_events WHERE tenant_id = 'acme' AND event = ?", [event])
+        .fetchone()
+    )
     return int(row[0]) if row else -1
 
 
@@ -250,8 +266,9 @@ def test_deferred_appends_under_concurrent_searches_partition_loads_and_writes(t
         def search(user: str) -> None:
             try:
                 for _ in range(15):
-                    mem.search(ACME, "dark mode", identifiers={"user_id": user}, layers=["user"], limit=1,
-                               threshold=0.0)
+                    mem.search(
+                        ACME, "dark mode", identifiers={"user_id": user}, layers=["user"], limit=1, threshold=0.0
+                    )
             except BaseException as exc:  # pragma: no cover - reported below
                 errors.append(exc)
 
@@ -312,17 +329,23 @@ def test_a_failed_grouped_append_is_logged_and_never_fails_the_operation(tmp_pat
         assert _log_rows(p) == 1
 
 
-def test_adds_read_the_embedding_cache_and_the_graph_dictionary_without_waiting_for_bookkeeping(
-        tmp_path: Path) -> None:
+def test_adds_read_the_embedding_cache_and_the_graph_dictionary_without_waiting_for_bookkeeping(tmp_path: Path) -> None:
     """The append worker's commit holds nothing a bulk add reads before embedding: the embedding
     cache lookup and the graph's prepared dictionary read go ahead while a batch is being written
     (they used to wait for its commit, ~50 ms, before the model could start)."""
     mem = Memory.open(tmp_path / "s.duckdb", embedder="hashing")
     provider = _provider(mem)
     first = mem.add(ACME, "Acme Corp builds the billing service", "user", IDS)
-    entries = [mem.engine._prepare(ACME, mem.engine._coerce_input(
-        {"content": f"Acme Corp ships release {i}", "layer": "user", "identifiers": IDS}, "bulk_add"), "bulk_add")
-        for i in range(3)]
+    entries = [
+        mem.engine._prepare(
+            ACME,
+            mem.engine._coerce_input(
+                {"content": f"Acme Corp ships release {i}", "layer": "user", "identifiers": IDS}, "bulk_add"
+            ),
+            "bulk_add",
+        )
+        for i in range(3)
+    ]
     writing, release = threading.Event(), threading.Event()
 
     def slow_runner(writes: object) -> None:
@@ -335,8 +358,9 @@ def test_adds_read_the_embedding_cache_and_the_graph_dictionary_without_waiting_
         done: dict[str, object] = {}
 
         def reads() -> None:
-            done["cache"] = provider.cache_get(ACME.tenant_id, mem.engine.embeddings.model_id,
-                                               [first.memory.content_hash, "sha256:none"])
+            done["cache"] = provider.cache_get(
+                ACME.tenant_id, mem.engine.embeddings.model_id, [first.memory.content_hash, "sha256:none"]
+            )
             done["prepared"] = provider.prepare_add(entries)
 
         reader = threading.Thread(target=reads)

@@ -13,9 +13,12 @@ from stratamem import AsyncMemory, ErrorCode, MemoryError, TenantContext
 def test_async_round_trip(db_path: Path, acme: TenantContext) -> None:
     async def scenario() -> None:
         async with await AsyncMemory.open(db_path, embedder="hashing") as mem:
-            outs = await asyncio.gather(*[
-                mem.add(acme, content=f"async fact {i}", layer="user", identifiers={"userId": "u1"}) for i in range(5)
-            ])
+            outs = await asyncio.gather(
+                *[
+                    mem.add(acme, content=f"async fact {i}", layer="user", identifiers={"userId": "u1"})
+                    for i in range(5)
+                ]
+            )
             mid = outs[0].memory.id
             res = await mem.search(acme, "async fact", identifiers={"userId": "u1"}, threshold=0.0)
             assert res.total_count == 5

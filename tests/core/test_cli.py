@@ -13,8 +13,9 @@ SRC = str(Path(__file__).resolve().parents[2] / "src")
 
 def run(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": SRC, "STRATAMEM_EMBEDDER": "hashing", "COLUMNS": "200"}
-    out = subprocess.run([sys.executable, "-m", "stratamem", *args], capture_output=True, text=True, env=env,
-                         timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "stratamem", *args], capture_output=True, text=True, env=env, timeout=120
+    )
     if check:
         assert out.returncode == 0, out.stdout + out.stderr
     return out
@@ -22,18 +23,64 @@ def run(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
 
 def test_add_search_get_list_delete_stats(tmp_path: Path) -> None:
     db = str(tmp_path / "cli.duckdb")
-    added = json.loads(run("add", "User prefers dark mode", "--db", db, "-t", "acme", "--user-id", "u1",
-                           "--tag", "ui", "--metadata", '{"priority": 2}', "--json").stdout)
+    added = json.loads(
+        run(
+            "add",
+            "User prefers dark mode",
+            "--db",
+            db,
+            "-t",
+            "acme",
+            "--user-id",
+            "u1",
+            "--tag",
+            "ui",
+            "--metadata",
+            '{"priority": 2}',
+            "--json",
+        ).stdout
+    )
     mid = added["memory"]["id"]
     assert added["embeddingGenerated"] is True and added["memory"]["metadata"] == {"priority": 2, "tags": ["ui"]}
-    found = json.loads(run("search", "user prefers dark mode", "--db", db, "-t", "acme", "--user-id", "u1",
-                           "--threshold", "0.5", "--json").stdout)
+    found = json.loads(
+        run(
+            "search",
+            "user prefers dark mode",
+            "--db",
+            db,
+            "-t",
+            "acme",
+            "--user-id",
+            "u1",
+            "--threshold",
+            "0.5",
+            "--json",
+        ).stdout
+    )
     assert found["results"][0]["memory"]["id"] == mid and found["searchedLayers"] == ["user"]
-    assert "User prefers dark mode" in run("search", "dark mode", "--db", db, "-t", "acme", "--user-id", "u1",
-                                           "--threshold", "0").stdout
-    boosted = json.loads(run("search", "user prefers dark mode", "--db", db, "-t", "acme", "--user-id", "u1",
-                             "--threshold", "0.5", "--importance-boost", "0.5", "--recency-boost", "0.2",
-                             "--json").stdout)
+    assert (
+        "User prefers dark mode"
+        in run("search", "dark mode", "--db", db, "-t", "acme", "--user-id", "u1", "--threshold", "0").stdout
+    )
+    boosted = json.loads(
+        run(
+            "search",
+            "user prefers dark mode",
+            "--db",
+            db,
+            "-t",
+            "acme",
+            "--user-id",
+            "u1",
+            "--threshold",
+            "0.5",
+            "--importance-boost",
+            "0.5",
+            "--recency-boost",
+            "0.2",
+            "--json",
+        ).stdout
+    )
     # importance below 1 (a few accesses so far): the score is discounted, the match kept
     assert boosted["results"][0]["memory"]["id"] == mid
     assert boosted["results"][0]["score"] < found["results"][0]["score"]
@@ -75,8 +122,17 @@ def test_bad_input_exits_nonzero_with_one_coded_line(tmp_path: Path) -> None:
 
 def test_export_import_round_trip(tmp_path: Path) -> None:
     src, dst = str(tmp_path / "a.duckdb"), str(tmp_path / "b.duckdb")
-    lines = "\n".join(json.dumps({"content": f"imported fact {i}", "layer": "project",
-                                  "identifiers": {"projectId": "p1"}, "metadata": {"n": i}}) for i in range(120))
+    lines = "\n".join(
+        json.dumps(
+            {
+                "content": f"imported fact {i}",
+                "layer": "project",
+                "identifiers": {"projectId": "p1"},
+                "metadata": {"n": i},
+            }
+        )
+        for i in range(120)
+    )
     (tmp_path / "in.jsonl").write_text(lines + "\n", encoding="utf-8")
     out = run("import", str(tmp_path / "in.jsonl"), "--db", src, "-t", "acme")
     assert "imported 120 memories" in out.stdout
@@ -92,7 +148,9 @@ def test_export_import_round_trip(tmp_path: Path) -> None:
 
 def test_import_reports_bad_line(tmp_path: Path) -> None:
     db = str(tmp_path / "c.duckdb")
-    (tmp_path / "bad.jsonl").write_text('{"content": "ok", "layer": "user", "identifiers": {"userId": "u"}}\n'
-                                        '{"content": "no layer"}\n', encoding="utf-8")
+    (tmp_path / "bad.jsonl").write_text(
+        '{"content": "ok", "layer": "user", "identifiers": {"userId": "u"}}\n{"content": "no layer"}\n',
+        encoding="utf-8",
+    )
     out = run("import", str(tmp_path / "bad.jsonl"), "--db", db, "-t", "acme", check=False)
     assert out.returncode != 0 and "error INVALID_" in out.stderr

@@ -150,8 +150,9 @@ def fake_api() -> Iterator[_FakeEmbeddingsAPI]:
     api.close()
 
 
-def test_openai_embedder_end_to_end(fake_api: _FakeEmbeddingsAPI, open_mem: Callable[..., Memory],
-                                    acme: TenantContext) -> None:
+def test_openai_embedder_end_to_end(
+    fake_api: _FakeEmbeddingsAPI, open_mem: Callable[..., Memory], acme: TenantContext
+) -> None:
     emb = OpenAIEmbedder(fake_api.url, "text-embedding-test", api_key="sk-test")
     assert emb.dimensions == 16 and emb.model_id == "openai-compatible/text-embedding-test"
     mem = open_mem(embedder=emb)
@@ -162,8 +163,9 @@ def test_openai_embedder_end_to_end(fake_api: _FakeEmbeddingsAPI, open_mem: Call
     assert fake_api.requests[-1]["model"] == "text-embedding-test"
 
 
-def test_rate_limit_honours_retry_after(fake_api: _FakeEmbeddingsAPI, open_mem: Callable[..., Memory],
-                                        acme: TenantContext) -> None:
+def test_rate_limit_honours_retry_after(
+    fake_api: _FakeEmbeddingsAPI, open_mem: Callable[..., Memory], acme: TenantContext
+) -> None:
     emb = OpenAIEmbedder(fake_api.url, "m", dimensions=16)
     mem = open_mem(embedder=emb, config=MemoryConfig(retry_initial_delay=0.0))
     fake_api.script = [(429, {"Retry-After": "0.2"})]
@@ -179,11 +181,12 @@ def test_rate_limit_honours_retry_after(fake_api: _FakeEmbeddingsAPI, open_mem: 
     assert err.value.details["retry_after"] == 0.0
 
 
-def test_server_errors_are_retried_then_embedding_failed(fake_api: _FakeEmbeddingsAPI,
-                                                         open_mem: Callable[..., Memory],
-                                                         acme: TenantContext) -> None:
-    mem = open_mem(embedder=OpenAIEmbedder(fake_api.url, "m", dimensions=16),
-                   config=MemoryConfig(retry_initial_delay=0.0))
+def test_server_errors_are_retried_then_embedding_failed(
+    fake_api: _FakeEmbeddingsAPI, open_mem: Callable[..., Memory], acme: TenantContext
+) -> None:
+    mem = open_mem(
+        embedder=OpenAIEmbedder(fake_api.url, "m", dimensions=16), config=MemoryConfig(retry_initial_delay=0.0)
+    )
     fake_api.script = [(503, {}), (502, {})]
     assert mem.add(acme, content="third time lucky", layer="user", identifiers=U1).embedding_generated
     fake_api.script = [(500, {})] * 3

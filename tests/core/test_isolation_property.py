@@ -15,10 +15,18 @@ USERS = ["u1", "u2"]
 WORDS = ["apple", "river", "stone", "cloud", "ember", "delta", "maple", "quartz"]
 
 op = st.one_of(
-    st.tuples(st.just("add"), st.sampled_from(TENANTS), st.sampled_from(USERS),
-              st.lists(st.sampled_from(WORDS), min_size=1, max_size=4)),
-    st.tuples(st.just("search"), st.sampled_from(TENANTS), st.sampled_from(USERS),
-              st.lists(st.sampled_from(WORDS), min_size=1, max_size=3)),
+    st.tuples(
+        st.just("add"),
+        st.sampled_from(TENANTS),
+        st.sampled_from(USERS),
+        st.lists(st.sampled_from(WORDS), min_size=1, max_size=4),
+    ),
+    st.tuples(
+        st.just("search"),
+        st.sampled_from(TENANTS),
+        st.sampled_from(USERS),
+        st.lists(st.sampled_from(WORDS), min_size=1, max_size=3),
+    ),
     st.tuples(st.just("get_other"), st.sampled_from(TENANTS), st.integers(0, 50)),
     st.tuples(st.just("delete_other"), st.sampled_from(TENANTS), st.integers(0, 50)),
     st.tuples(st.just("update_other"), st.sampled_from(TENANTS), st.integers(0, 50)),
@@ -45,8 +53,9 @@ def test_no_cross_tenant_result_ever(ops: list[tuple[object, ...]]) -> None:
             elif kind == "list":
                 page = mem.list(ctx, layer="user", identifiers={"user_id": step[2]}, limit=100)
                 assert all(owner[m.id] == tenant for m in page.memories)
-                assert page.total_count == sum(1 for m in mem.list(ctx, limit=100).memories
-                                               if m.identifiers.user_id == step[2])
+                assert page.total_count == sum(
+                    1 for m in mem.list(ctx, limit=100).memories if m.identifiers.user_id == step[2]
+                )
             else:
                 foreign = [i for i, t in owner.items() if t != tenant]
                 if not foreign:

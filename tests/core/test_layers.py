@@ -28,8 +28,16 @@ def test_matrix_matches_seed() -> None:
 
 def test_precedence_order() -> None:
     order = sorted(Layer, key=lambda layer: LAYER_PRECEDENCE[layer])
-    assert order == [Layer.AGENT, Layer.USER, Layer.SESSION, Layer.OBJECT, Layer.PROJECT, Layer.TEAM, Layer.ORG,
-                     Layer.COMPANY]
+    assert order == [
+        Layer.AGENT,
+        Layer.USER,
+        Layer.SESSION,
+        Layer.OBJECT,
+        Layer.PROJECT,
+        Layer.TEAM,
+        Layer.ORG,
+        Layer.COMPANY,
+    ]
     assert [LAYER_PRECEDENCE[x] for x in (Layer.AGENT, Layer.COMPANY)] == [1, 7]
 
 
@@ -40,10 +48,26 @@ def test_user_and_project_reach_user_and_project_not_agent_or_session() -> None:
 
 
 def test_all_identifiers_reach_all_seven_layers_never_object() -> None:
-    ids = {"agent_id": "a", "user_id": "u", "session_id": "s", "project_id": "p", "team_id": "t", "org_id": "o",
-           "company_id": "c", "object_type": "ticket", "object_id": "42"}
-    assert get_accessible_layers(ids) == [Layer.AGENT, Layer.USER, Layer.SESSION, Layer.PROJECT, Layer.TEAM,
-                                          Layer.ORG, Layer.COMPANY]
+    ids = {
+        "agent_id": "a",
+        "user_id": "u",
+        "session_id": "s",
+        "project_id": "p",
+        "team_id": "t",
+        "org_id": "o",
+        "company_id": "c",
+        "object_type": "ticket",
+        "object_id": "42",
+    }
+    assert get_accessible_layers(ids) == [
+        Layer.AGENT,
+        Layer.USER,
+        Layer.SESSION,
+        Layer.PROJECT,
+        Layer.TEAM,
+        Layer.ORG,
+        Layer.COMPANY,
+    ]
 
 
 def test_agent_needs_user_too() -> None:

@@ -10,8 +10,16 @@ U1 = {"user_id": "u1"}
 
 
 def _fill(mem: Memory, ctx: TenantContext, n: int, **extra: object) -> list[str]:
-    items = [{"content": f"memory {i}", "layer": "user", "identifiers": U1,
-              "metadata": {"n": i, "tags": ["even" if i % 2 == 0 else "odd"]}, **extra} for i in range(n)]
+    items = [
+        {
+            "content": f"memory {i}",
+            "layer": "user",
+            "identifiers": U1,
+            "metadata": {"n": i, "tags": ["even" if i % 2 == 0 else "odd"]},
+            **extra,
+        }
+        for i in range(n)
+    ]
     return [r.memory.id for r in mem.bulk_add(ctx, items).results]
 
 

@@ -15,10 +15,13 @@ U1 = {"user_id": "u1"}
 
 
 def test_add_returns_full_entry(mem: Memory, acme: TenantContext) -> None:
-    out = mem.add(acme, content="When debugging TypeScript, check tsconfig.json first", layer="agent",
-                  identifiers={"agentId": "agent_debugger", "userId": "user_123", "projectId": "ignored"},
-                  metadata={"tags": ["debugging", "typescript"], "source": {"type": "conversation",
-                                                                             "reference": "msg_abc123"}})
+    out = mem.add(
+        acme,
+        content="When debugging TypeScript, check tsconfig.json first",
+        layer="agent",
+        identifiers={"agentId": "agent_debugger", "userId": "user_123", "projectId": "ignored"},
+        metadata={"tags": ["debugging", "typescript"], "source": {"type": "conversation", "reference": "msg_abc123"}},
+    )
     m = out.memory
     assert out.embedding_generated is True
     assert re.fullmatch(r"[0-9a-f-]{36}", m.id)
@@ -58,8 +61,9 @@ def test_update_content_reembeds_and_bumps(mem: Memory, acme: TenantContext) -> 
 
 
 def test_update_metadata_only_merges_without_reembedding(mem: Memory, acme: TenantContext) -> None:
-    first = mem.add(acme, content="likes tea", layer="user", identifiers=U1,
-                    metadata={"tags": ["drink"], "a": 1, "b": 2}).memory
+    first = mem.add(
+        acme, content="likes tea", layer="user", identifiers=U1, metadata={"tags": ["drink"], "a": 1, "b": 2}
+    ).memory
     calls = mem.engine.embeddings.model_calls
     out = mem.update(acme, first.id, metadata={"b": 3, "c": 4, "a": None})
     assert out.embedding_regenerated is False
@@ -83,8 +87,7 @@ def test_update_if_match(mem: Memory, acme: TenantContext) -> None:
     assert mem.get(acme, first.id).content == "v2"  # type: ignore[union-attr]
 
 
-def test_update_missing_or_cross_tenant_is_not_found(mem: Memory, acme: TenantContext,
-                                                     globex: TenantContext) -> None:
+def test_update_missing_or_cross_tenant_is_not_found(mem: Memory, acme: TenantContext, globex: TenantContext) -> None:
     mid = mem.add(acme, content="v1", layer="user", identifiers=U1).memory.id
     for ctx, target in ((acme, "nope"), (globex, mid)):
         with pytest.raises(MemoryError) as err:
@@ -154,8 +157,12 @@ def test_bulk_add_duplicate_contents_embed_once(mem: Memory, acme: TenantContext
 
 
 def test_bulk_delete(mem: Memory, acme: TenantContext, globex: TenantContext) -> None:
-    ids = [r.memory.id for r in mem.bulk_add(acme, [{"content": f"m{i}", "layer": "user", "identifiers": U1}
-                                                    for i in range(4)]).results]
+    ids = [
+        r.memory.id
+        for r in mem.bulk_add(
+            acme, [{"content": f"m{i}", "layer": "user", "identifiers": U1} for i in range(4)]
+        ).results
+    ]
     assert mem.bulk_delete(globex, ids).deleted == 0
     out = mem.bulk_delete(acme, [*ids[:3], "missing"])
     assert out.deleted == 3 and out.failed == []
@@ -165,8 +172,9 @@ def test_bulk_delete(mem: Memory, acme: TenantContext, globex: TenantContext) ->
 def test_expired_entries_are_never_returned(open_mem: Callable[..., Memory], acme: TenantContext) -> None:
     now = [datetime(2026, 1, 1, tzinfo=UTC)]
     mem = open_mem(clock=lambda: now[0])
-    m = mem.add(acme, content="ephemeral note", layer="user", identifiers=U1,
-                expires_at=now[0] + timedelta(hours=1)).memory
+    m = mem.add(
+        acme, content="ephemeral note", layer="user", identifiers=U1, expires_at=now[0] + timedelta(hours=1)
+    ).memory
     assert mem.get(acme, m.id) is not None
     now[0] += timedelta(hours=2)
     assert mem.get(acme, m.id) is None

@@ -60,16 +60,23 @@ def _stored(mem: Memory) -> dict[str, list[tuple[Any, ...]]]:
         return sorted(tuple(content.get(v, v) if i in cols else v for i, v in enumerate(r)) for r in rows)
 
     return {
-        "memories": _rows(mem, "SELECT content, content_hash, layer, scope, status, version FROM memories "
-                               "WHERE tenant_id = ?", tid),
-        "postings": by_content(_rows(mem, "SELECT term, memory_id, tf, length, layer, scope FROM lexical_postings "
-                                          "WHERE tenant_id = ?", tid), 1),
+        "memories": _rows(
+            mem, "SELECT content, content_hash, layer, scope, status, version FROM memories WHERE tenant_id = ?", tid
+        ),
+        "postings": by_content(
+            _rows(
+                mem, "SELECT term, memory_id, tf, length, layer, scope FROM lexical_postings WHERE tenant_id = ?", tid
+            ),
+            1,
+        ),
         "entities": _rows(mem, "SELECT entity_id, name, norm_name, type FROM entities WHERE tenant_id = ?", tid),
         "nodes": by_content(_rows(mem, "SELECT node_id, layer, label FROM memory_nodes WHERE tenant_id = ?", tid), 0),
-        "mentions": by_content(_rows(mem, "SELECT memory_id, target_id, rel_type FROM memory_edges "
-                                          "WHERE tenant_id = ?", tid), 0),
-        "relations": by_content(_rows(mem, "SELECT source_id, target_id, rel_type, memory_id FROM entity_edges "
-                                           "WHERE tenant_id = ?", tid), 3),
+        "mentions": by_content(
+            _rows(mem, "SELECT memory_id, target_id, rel_type FROM memory_edges WHERE tenant_id = ?", tid), 0
+        ),
+        "relations": by_content(
+            _rows(mem, "SELECT source_id, target_id, rel_type, memory_id FROM entity_edges WHERE tenant_id = ?", tid), 3
+        ),
         "cache": _rows(mem, "SELECT content_hash FROM embedding_cache WHERE tenant_id = ?", tid),
     }
 
@@ -91,13 +98,14 @@ def _items(texts: Sequence[str]) -> list[dict[str, Any]]:
 
 
 def test_prepared_batches_store_exactly_what_inline_batches_store(
-        stores: tuple[Memory, Memory], monkeypatch: pytest.MonkeyPatch) -> None:
+    stores: tuple[Memory, Memory], monkeypatch: pytest.MonkeyPatch
+) -> None:
     ahead, inline = stores
     prepared_calls = _count_calls(monkeypatch, ahead.graph.store, "after_add_prepared")  # type: ignore[union-attr]
     inline_calls = _count_calls(monkeypatch, inline.graph.store, "after_add_prepared")  # type: ignore[union-attr]
     for mem in (ahead, inline):
         for start in range(0, len(TEXTS), 36):  # later batches meet the names of earlier ones
-            mem.bulk_add(T, _items(TEXTS[start:start + 36]))
+            mem.bulk_add(T, _items(TEXTS[start : start + 36]))
     assert len(prepared_calls) == 2 and inline_calls == []
     got, want = _stored(ahead), _stored(inline)
     assert got["entities"] and got["relations"] and got["postings"]  # the comparison covers real rows
@@ -105,8 +113,9 @@ def test_prepared_batches_store_exactly_what_inline_batches_store(
     for query in ("Chiara works on Auth with Nomad", "disk incident", "Hetzner"):
         a = ahead.search(T, query, identifiers=U, layers=["user"], limit=5, threshold=0.0)
         b = inline.search(T, query, identifiers=U, layers=["user"], limit=5, threshold=0.0)
-        assert [(r.memory.content, round(r.score, 9)) for r in a.results] == \
-               [(r.memory.content, round(r.score, 9)) for r in b.results]
+        assert [(r.memory.content, round(r.score, 9)) for r in a.results] == [
+            (r.memory.content, round(r.score, 9)) for r in b.results
+        ]
 
 
 def _entries(mem: Memory, texts: Sequence[str]) -> list[MemoryEntry]:
@@ -119,9 +128,15 @@ def _entries(mem: Memory, texts: Sequence[str]) -> list[MemoryEntry]:
 
 
 def _mentioned_names(mem: Memory, memory_id: str) -> set[str]:
-    return {r[0] for r in _rows(mem, "SELECT e.name FROM memory_edges m JOIN entities e ON e.tenant_id = m.tenant_id "
-                                     "AND e.entity_id = m.target_id WHERE m.tenant_id = ? AND m.memory_id = ?",
-                                [T.tenant_id, memory_id])}
+    return {
+        r[0]
+        for r in _rows(
+            mem,
+            "SELECT e.name FROM memory_edges m JOIN entities e ON e.tenant_id = m.tenant_id "
+            "AND e.entity_id = m.target_id WHERE m.tenant_id = ? AND m.memory_id = ?",
+            [T.tenant_id, memory_id],
+        )
+    }
 
 
 def test_a_name_that_enters_the_dictionary_after_preparing_is_still_recognised(stores: tuple[Memory, Memory]) -> None:
@@ -138,7 +153,8 @@ def test_a_name_that_enters_the_dictionary_after_preparing_is_still_recognised(s
 
 
 def test_the_dictionary_is_read_once_when_nothing_was_committed_since(
-        stores: tuple[Memory, Memory], monkeypatch: pytest.MonkeyPatch) -> None:
+    stores: tuple[Memory, Memory], monkeypatch: pytest.MonkeyPatch
+) -> None:
     mem, _ = stores
     provider = mem.engine.provider
     mem.add(T, "Zorblax is built by Acme Corp.", "user", U)
@@ -181,8 +197,9 @@ class _BrokenPreparation:
     def prepare_add(self, reader: Any, entries: Sequence[MemoryEntry]) -> Any:
         raise RuntimeError("cannot prepare")
 
-    def after_add_prepared(self, tx: Any, entries: Sequence[MemoryEntry], prepared: Any, *,
-                           unchanged: bool = False) -> None:
+    def after_add_prepared(
+        self, tx: Any, entries: Sequence[MemoryEntry], prepared: Any, *, unchanged: bool = False
+    ) -> None:
         raise AssertionError("nothing was prepared")
 
     def after_add(self, tx: Any, entries: Sequence[MemoryEntry]) -> None:
@@ -194,24 +211,27 @@ class _BrokenPreparation:
 
 
 def test_a_failed_preparation_does_the_work_in_the_transaction(
-        stores: tuple[Memory, Memory], caplog: pytest.LogCaptureFixture) -> None:
+    stores: tuple[Memory, Memory], caplog: pytest.LogCaptureFixture
+) -> None:
     mem, _ = stores
     hook = _BrokenPreparation()
     mem.engine.provider.write_hooks.append(hook)
     with caplog.at_level(logging.WARNING, logger="stratamem"):
         out = mem.bulk_add(T, _items(TEXTS[:40]))
     assert hook.added == [r.memory.id for r in out.results]
-    assert any("preparing the add ahead" in r.getMessage() and "cannot prepare" in r.getMessage()
-               for r in caplog.records)
+    assert any(
+        "preparing the add ahead" in r.getMessage() and "cannot prepare" in r.getMessage() for r in caplog.records
+    )
     stored = _stored(mem)
     assert len(stored["memories"]) == 40 and stored["entities"] and stored["postings"]
 
 
 def test_small_adds_are_not_prepared_on_another_thread(
-        stores: tuple[Memory, Memory], monkeypatch: pytest.MonkeyPatch) -> None:
+    stores: tuple[Memory, Memory], monkeypatch: pytest.MonkeyPatch
+) -> None:
     mem, _ = stores
     calls = _count_calls(monkeypatch, mem.engine.provider, "prepare_add")
-    mem.bulk_add(T, _items(TEXTS[:mem.engine.prepare_ahead_min - 1]))
+    mem.bulk_add(T, _items(TEXTS[: mem.engine.prepare_ahead_min - 1]))
     assert calls == []
-    mem.bulk_add(T, _items(TEXTS[40:40 + mem.engine.prepare_ahead_min]))
+    mem.bulk_add(T, _items(TEXTS[40 : 40 + mem.engine.prepare_ahead_min]))
     assert calls == [1]

@@ -24,8 +24,9 @@ class _FlakyDuckDB(DuckDBProvider):
         self.failures = failures
         self.attempts = 0
 
-    def add(self, entries: Sequence[MemoryEntry], *, cache_model: str | None = None,
-            prepared: PreparedAdd | None = None) -> None:
+    def add(
+        self, entries: Sequence[MemoryEntry], *, cache_model: str | None = None, prepared: PreparedAdd | None = None
+    ) -> None:
         self.attempts += 1
         if self.failures > 0:
             self.failures -= 1
@@ -40,24 +41,32 @@ def test_transient_errors_are_retried(tmp_path: Path, open_mem: Callable[..., Me
     assert provider.attempts == 3 and mem.get(acme, out.memory.id) is not None
 
 
-def test_a_retried_bulk_add_reuses_its_prepared_work(tmp_path: Path, open_mem: Callable[..., Memory],
-                                                     acme: TenantContext) -> None:
+def test_a_retried_bulk_add_reuses_its_prepared_work(
+    tmp_path: Path, open_mem: Callable[..., Memory], acme: TenantContext
+) -> None:
     provider = _FlakyDuckDB(tmp_path / "flaky-bulk.duckdb", failures=1)
     mem = open_mem(provider, config=MemoryConfig(retry_initial_delay=0.001))
     n = mem.engine.prepare_ahead_min + 3  # prepared ahead (``provider.prepare_add``), then retried
-    out = mem.bulk_add(acme, [{"content": f"Dana Park works on Project Kestrel, step {i}", "layer": "user",
-                               "identifiers": U1} for i in range(n)])
+    out = mem.bulk_add(
+        acme,
+        [
+            {"content": f"Dana Park works on Project Kestrel, step {i}", "layer": "user", "identifiers": U1}
+            for i in range(n)
+        ],
+    )
     assert provider.attempts == 2 and mem.list(acme, limit=100).total_count == n
     with provider._read() as cur:
         nodes = cur.execute("SELECT count(*) FROM memory_nodes WHERE tenant_id = ?", [acme.tenant_id]).fetchone()
-        postings = cur.execute("SELECT count(DISTINCT memory_id) FROM lexical_postings WHERE tenant_id = ?",
-                               [acme.tenant_id]).fetchone()
+        postings = cur.execute(
+            "SELECT count(DISTINCT memory_id) FROM lexical_postings WHERE tenant_id = ?", [acme.tenant_id]
+        ).fetchone()
     assert nodes == (n,) and postings == (n,)
     assert {r.memory.id for r in out.results} == {m.id for m in mem.list(acme, limit=100).memories}
 
 
-def test_persistent_transient_errors_become_provider_error(tmp_path: Path, open_mem: Callable[..., Memory],
-                                                           acme: TenantContext) -> None:
+def test_persistent_transient_errors_become_provider_error(
+    tmp_path: Path, open_mem: Callable[..., Memory], acme: TenantContext
+) -> None:
     provider = _FlakyDuckDB(tmp_path / "down.duckdb", failures=10)
     mem = open_mem(provider, config=MemoryConfig(retry_initial_delay=0.001))
     with pytest.raises(MemoryError) as err:

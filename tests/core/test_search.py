@@ -12,8 +12,15 @@ from stratamem import Layer, Memory, TenantContext
 from stratamem.providers import DuckDBProvider
 from stratamem.providers.base import SearchPage, SearchQuery
 
-ALL = {"agent_id": "a1", "user_id": "u1", "session_id": "s1", "project_id": "p1", "team_id": "t1",
-       "org_id": "o1", "company_id": "c1"}
+ALL = {
+    "agent_id": "a1",
+    "user_id": "u1",
+    "session_id": "s1",
+    "project_id": "p1",
+    "team_id": "t1",
+    "org_id": "o1",
+    "company_id": "c1",
+}
 
 
 def test_precedence_then_score(mem: Memory, acme: TenantContext) -> None:
@@ -22,14 +29,31 @@ def test_precedence_then_score(mem: Memory, acme: TenantContext) -> None:
     mem.add(acme, content="indentation style matters for code review", layer="project", identifiers=ALL)
     res = mem.search(acme, "indentation in code", identifiers=ALL, threshold=0.0)
     layers = [r.layer for r in res.results]
-    assert layers == sorted(layers, key=lambda x: [Layer.AGENT, Layer.USER, Layer.SESSION, Layer.PROJECT,
-                                                    Layer.TEAM, Layer.ORG, Layer.COMPANY].index(x))
+    assert layers == sorted(
+        layers,
+        key=lambda x: [
+            Layer.AGENT,
+            Layer.USER,
+            Layer.SESSION,
+            Layer.PROJECT,
+            Layer.TEAM,
+            Layer.ORG,
+            Layer.COMPANY,
+        ].index(x),
+    )
     assert res.results[0].layer is Layer.PROJECT and res.results[-1].layer is Layer.COMPANY
     project = [r for r in res.results if r.layer is Layer.PROJECT]
     assert project[0].score >= project[1].score  # ties broken by score
     assert all(0.0 <= r.score <= 1.0 for r in res.results)
-    assert res.searched_layers == [Layer.AGENT, Layer.USER, Layer.SESSION, Layer.PROJECT, Layer.TEAM, Layer.ORG,
-                                   Layer.COMPANY]
+    assert res.searched_layers == [
+        Layer.AGENT,
+        Layer.USER,
+        Layer.SESSION,
+        Layer.PROJECT,
+        Layer.TEAM,
+        Layer.ORG,
+        Layer.COMPANY,
+    ]
 
 
 def test_near_duplicates_keep_higher_precedence(mem: Memory, acme: TenantContext) -> None:
@@ -61,8 +85,9 @@ def test_threshold_default_and_custom(mem: Memory, acme: TenantContext) -> None:
 
 
 def test_limit_and_total_count(mem: Memory, acme: TenantContext) -> None:
-    mem.bulk_add(acme, [{"content": f"release note number {i}", "layer": "project", "identifiers": ALL}
-                        for i in range(15)])
+    mem.bulk_add(
+        acme, [{"content": f"release note number {i}", "layer": "project", "identifiers": ALL} for i in range(15)]
+    )
     res = mem.search(acme, "release note", identifiers=ALL, limit=5, threshold=0.0)
     assert len(res.results) == 5 and res.total_count == 15
 
@@ -76,10 +101,16 @@ def test_tags_or_filter(mem: Memory, acme: TenantContext) -> None:
 
 
 def test_custom_filters_eq_contains_range(mem: Memory, acme: TenantContext) -> None:
-    for i, (lang, note) in enumerate([("python", "fast prototyping"), ("rust", "memory safety"),
-                                      ("python", "data science")]):
-        mem.add(acme, content=f"language note {note}", layer="project", identifiers=ALL,
-                metadata={"lang": lang, "stars": i * 10, "info": {"level": i}, "source": {"type": "manual"}})
+    for i, (lang, note) in enumerate(
+        [("python", "fast prototyping"), ("rust", "memory safety"), ("python", "data science")]
+    ):
+        mem.add(
+            acme,
+            content=f"language note {note}",
+            layer="project",
+            identifiers=ALL,
+            metadata={"lang": lang, "stars": i * 10, "info": {"level": i}, "source": {"type": "manual"}},
+        )
     q = "language note"
 
     def contents(flt: dict[str, object]) -> list[str]:
@@ -96,8 +127,15 @@ def test_custom_filters_eq_contains_range(mem: Memory, acme: TenantContext) -> N
 
 
 def test_filter_applies_before_the_limit(mem: Memory, acme: TenantContext) -> None:
-    items = [{"content": f"status report {i}", "layer": "user", "identifiers": ALL,
-              "metadata": {"tags": ["keep" if i % 10 == 0 else "skip"]}} for i in range(50)]
+    items = [
+        {
+            "content": f"status report {i}",
+            "layer": "user",
+            "identifiers": ALL,
+            "metadata": {"tags": ["keep" if i % 10 == 0 else "skip"]},
+        }
+        for i in range(50)
+    ]
     mem.bulk_add(acme, items)
     res = mem.search(acme, "status report", identifiers=ALL, threshold=0.0, limit=5, filter={"tags": ["keep"]})
     assert len(res.results) == 5 and res.total_count == 5
@@ -130,8 +168,7 @@ class _BarrierProvider(DuckDBProvider):
         return super().search(query)
 
 
-def test_layers_are_searched_concurrently(tmp_path: Path, open_mem: Callable[..., Memory],
-                                          acme: TenantContext) -> None:
+def test_layers_are_searched_concurrently(tmp_path: Path, open_mem: Callable[..., Memory], acme: TenantContext) -> None:
     mem = open_mem(_BarrierProvider(tmp_path / "barrier.duckdb", parties=4))
     ids = {"user_id": "u1", "project_id": "p1", "team_id": "t1", "org_id": "o1"}
     for layer in ("user", "project", "team", "org"):
@@ -141,11 +178,17 @@ def test_layers_are_searched_concurrently(tmp_path: Path, open_mem: Callable[...
 
 
 @pytest.mark.model
-def test_paraphrase_found_with_default_embedder_and_threshold(tmp_path: Path, minilm: object,
-                                                                acme: TenantContext) -> None:
+def test_paraphrase_found_with_default_embedder_and_threshold(
+    tmp_path: Path, minilm: object, acme: TenantContext
+) -> None:
     with Memory.open(tmp_path / "semantic.duckdb", embedder=minilm) as mem:  # type: ignore[arg-type]
-        mem.add(acme, content="User prefers dark mode", layer="user", identifiers={"user_id": "u1"},
-                metadata={"tags": ["ui"]})
+        mem.add(
+            acme,
+            content="User prefers dark mode",
+            layer="user",
+            identifiers={"user_id": "u1"},
+            metadata={"tags": ["ui"]},
+        )
         mem.add(acme, content="The quarterly revenue grew 5%", layer="project", identifiers={"project_id": "p1"})
         for q in ("what color theme does the user like", "which theme does the user like?"):
             res = mem.search(acme, q, identifiers={"user_id": "u1", "project_id": "p1"}, filter={"tags": ["ui"]})

@@ -21,8 +21,10 @@ def test_adds_store_one_copy_and_the_cache_reads_it(tmp_path: Path) -> None:
     acme, globex = TenantContext(tenant_id="acme"), TenantContext(tenant_id="globex")
     with Memory.open(tmp_path / "s.duckdb", embedder="hashing") as mem:
         provider, model = mem.engine.provider, mem.engine.embeddings.model_id
-        out = mem.bulk_add(acme, [{"content": f"fact {i} about the billing service", "layer": "user",
-                                   "identifiers": U1} for i in range(40)])
+        out = mem.bulk_add(
+            acme,
+            [{"content": f"fact {i} about the billing service", "layer": "user", "identifiers": U1} for i in range(40)],
+        )
         assert _count(mem, "SELECT count(*) FROM embedding_cache") == 0
         stored = {r.memory.content_hash: r.memory.id for r in out.results}
         hashes = list(stored)

@@ -57,8 +57,12 @@ def test_graph_routes(client: TestClient, mem: Memory, acme: TenantContext, add:
     r = client.get("/v1/graph/path", params={"a": "Project A", "b": "memory leak", "maxHops": 3}, headers=h)
     assert r.status_code == 200 and r.json()["reasoning"] == "Project A ←WORKS_ON— Alice —MENTIONS→ memory leak"
     assert [e["relType"] for e in r.json()["edges"]] == ["WORKS_ON", "MENTIONS"] and _snake_keys(r.json()) == []
-    assert client.get("/v1/graph/path", params={"a": "Project A", "b": "memory leak", "maxHops": 1},
-                      headers=h).json()["found"] is False
+    assert (
+        client.get("/v1/graph/path", params={"a": "Project A", "b": "memory leak", "maxHops": 1}, headers=h).json()[
+            "found"
+        ]
+        is False
+    )
     r = client.get("/v1/graph/neighbors", params={"node": "Alice", "direction": "out"}, headers=h)
     assert {n["node"]["label"] for n in r.json()["neighbors"]} == {"Project A", "memory leak"}
     assert {n["relType"] for n in r.json()["neighbors"]} == {"WORKS_ON", "MENTIONS"}

@@ -15,8 +15,14 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 
 def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(SRC), "STRATAMEM_EMBEDDER": "hashing", "COLUMNS": "200"}
-    return subprocess.run([sys.executable, "-m", "stratamem", "graph", *args], cwd=cwd, capture_output=True,
-                          text=True, env=env, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "stratamem", "graph", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
 
 
 def test_cli_check_related_path(tmp_path: Path) -> None:

@@ -91,15 +91,18 @@ class _LLM:
         self.fail = fail
         self.calls: list[tuple[str, Sequence[str]]] = []
 
-    def extract_graph(self, text: str, *, known_entities: Sequence[str],
-                      relation_types: Sequence[str]) -> ExtractionResult:
+    def extract_graph(
+        self, text: str, *, known_entities: Sequence[str], relation_types: Sequence[str]
+    ) -> ExtractionResult:
         self.calls.append((text, list(known_entities)))
         if self.fail:
             raise TimeoutError("llm down")
         return ExtractionResult(
             entities=[ExtractedEntity(name="Zed", type="PERSON"), ExtractedEntity(name="Quasar", type="PROJECT")],
-            relations=[ExtractedRelation(source="Zed", target="Quasar", type="works_on"),
-                       ExtractedRelation(source="Zed", target="Nobody", type="KNOWS")],
+            relations=[
+                ExtractedRelation(source="Zed", target="Quasar", type="works_on"),
+                ExtractedRelation(source="Zed", target="Nobody", type="KNOWS"),
+            ],
         )
 
 
@@ -149,13 +152,39 @@ def test_a_memory_with_a_long_token_is_stored_with_its_graph(tmp_path: Path) -> 
         assert {"Caroline", "Berlin"} <= names and not any(len(n) > 200 for n in names)
 
 
-_WORDS = ["the", "The", "THE", "Acme", "acme's", "x's's", "U.S.'s", "Café", "Zoë's", "Straße", "&", "a", "of",
-          "works", "on", "Project", "k8s", "Bob\u2019s", "\u00c9lise", "ﬁle", "and", "memory", "leak", "I"]
+_WORDS = [
+    "the",
+    "The",
+    "THE",
+    "Acme",
+    "acme's",
+    "x's's",
+    "U.S.'s",
+    "Café",
+    "Zoë's",
+    "Straße",
+    "&",
+    "a",
+    "of",
+    "works",
+    "on",
+    "Project",
+    "k8s",
+    "Bob\u2019s",
+    "\u00c9lise",
+    "ﬁle",
+    "and",
+    "memory",
+    "leak",
+    "I",
+]
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.lists(st.sampled_from(_WORDS), min_size=1, max_size=9), min_size=1, max_size=4),
-       st.integers(min_value=1, max_value=5))
+@given(
+    st.lists(st.lists(st.sampled_from(_WORDS), min_size=1, max_size=9), min_size=1, max_size=4),
+    st.integers(min_value=1, max_value=5),
+)
 def test_dictionary_keys_are_the_normalised_ngrams(sentences: list[list[str]], max_words: int) -> None:
     """The n-gram keys (built without a call per n-gram where that is safe) are exactly
     ``normalize_name`` of every run of 1..max_words tokens, for the batch lookup and the spans."""
@@ -166,7 +195,7 @@ def test_dictionary_keys_are_the_normalised_ngrams(sentences: list[list[str]], m
         grams = _ngrams(lows, sentence.isascii(), max_words)
         for n in range(1, max_words + 1):
             got = grams[n - 1] if n <= len(grams) else []
-            expected = [normalize_name(" ".join(lows[i:i + n])) for i in range(len(lows) - n + 1)]
+            expected = [normalize_name(" ".join(lows[i : i + n])) for i in range(len(lows) - n + 1)]
             assert got == expected
             want.update(k for i, k in enumerate(expected) if n > 1 or not (lows[i] in _NP_STOP or len(lows[i]) < 2))
     want.discard("")
@@ -193,8 +222,8 @@ def _noun_phrases_reference(toks: Sequence[_Tok], taken: list[bool]) -> list[tup
         for width in (4, 3, 2, 1):
             if i + width > n:
                 continue
-            phrase = " ".join(w for w in lows[i:i + width] if w not in _FILLER)
-            if phrase not in _PHRASES or any(taken[i:i + width]):
+            phrase = " ".join(w for w in lows[i : i + width] if w not in _FILLER)
+            if phrase not in _PHRASES or any(taken[i : i + width]):
                 continue
             j = i + width
             while j < n and lows[j] in _FILLER and not taken[j]:
@@ -220,14 +249,45 @@ def _split(text: str) -> list[str]:
     return text.split()
 
 
-_NP_WORDS = ["the", "a", "is", "was", "now", "caused", "by", "due", "to", "part", "of", "works", "on", "memory",
-             "leak", "disk", "pressure", "Acme", "uses", "written", "in", "rust", "and", "built", "with", "led",
-             "stores", "data", "based", "complained", "about", "contributes", "depends"]
+_NP_WORDS = [
+    "the",
+    "a",
+    "is",
+    "was",
+    "now",
+    "caused",
+    "by",
+    "due",
+    "to",
+    "part",
+    "of",
+    "works",
+    "on",
+    "memory",
+    "leak",
+    "disk",
+    "pressure",
+    "Acme",
+    "uses",
+    "written",
+    "in",
+    "rust",
+    "and",
+    "built",
+    "with",
+    "led",
+    "stores",
+    "data",
+    "based",
+    "complained",
+    "about",
+    "contributes",
+    "depends",
+]
 
 
 @settings(max_examples=400, deadline=None)
-@given(st.lists(st.sampled_from(_NP_WORDS), min_size=1, max_size=14),
-       st.lists(st.booleans(), min_size=14, max_size=14))
+@given(st.lists(st.sampled_from(_NP_WORDS), min_size=1, max_size=14), st.lists(st.booleans(), min_size=14, max_size=14))
 @example(_split("memory leak due the to disk pressure"), [False] * 14)  # a filler inside the phrase
 @example(_split("the a disk pressure is caused by a memory leak"), [False] * 14)  # fillers before it
 @example(_split("disk is part of the data stores"), [False, True] + [False] * 12)
@@ -235,7 +295,7 @@ def test_noun_phrase_pass_matches_the_reference(words: list[str], pre_taken: lis
     """The noun-phrase pass skips windows that cannot start a phrase and joins filler-free windows
     directly; what it claims is exactly what joining every window claimed."""
     toks = _tokens(" ".join(words))
-    taken = pre_taken[:len(toks)]
+    taken = pre_taken[: len(toks)]
     want = _noun_phrases_reference(toks, list(taken))
     got: list[tuple[int, int, str]] = []
     mine = list(taken)

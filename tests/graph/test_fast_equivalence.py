@@ -31,23 +31,33 @@ MEM_RELS = ["MENTIONS", "RELATES_TO"]
 ENT_RELS = ["CAUSED_BY", "USES", "WORKS_ON"]
 N_ENT = 5
 
-tenant_graph = st.fixed_dictionaries({
-    "memories": st.integers(min_value=1, max_value=6),
-    "deleted_entities": st.sets(st.integers(min_value=0, max_value=N_ENT - 1), max_size=2),
-    # (memory index, target index, target is a memory, rel, deleted edge); index N_ENT = a ghost entity
-    "memory_edges": st.lists(st.tuples(st.integers(0, 5), st.integers(0, N_ENT), st.booleans(),
-                                       st.sampled_from(MEM_RELS), st.booleans()), max_size=12),
-    "entity_edges": st.lists(st.tuples(st.integers(0, N_ENT), st.integers(0, N_ENT - 1),
-                                       st.sampled_from(ENT_RELS), st.booleans()), max_size=10),
-    "archived": st.sets(st.integers(0, 5), max_size=2),
-    "expired": st.sets(st.integers(0, 5), max_size=2),
-})
-queries = st.fixed_dictionaries({
-    "hops": st.integers(min_value=1, max_value=5),
-    "limit": st.sampled_from([1, 2, 3, 50]),
-    "include_entities": st.booleans(),
-    "max_hops": st.integers(min_value=1, max_value=6),
-})
+tenant_graph = st.fixed_dictionaries(
+    {
+        "memories": st.integers(min_value=1, max_value=6),
+        "deleted_entities": st.sets(st.integers(min_value=0, max_value=N_ENT - 1), max_size=2),
+        # (memory index, target index, target is a memory, rel, deleted edge); index N_ENT = a ghost entity
+        "memory_edges": st.lists(
+            st.tuples(
+                st.integers(0, 5), st.integers(0, N_ENT), st.booleans(), st.sampled_from(MEM_RELS), st.booleans()
+            ),
+            max_size=12,
+        ),
+        "entity_edges": st.lists(
+            st.tuples(st.integers(0, N_ENT), st.integers(0, N_ENT - 1), st.sampled_from(ENT_RELS), st.booleans()),
+            max_size=10,
+        ),
+        "archived": st.sets(st.integers(0, 5), max_size=2),
+        "expired": st.sets(st.integers(0, 5), max_size=2),
+    }
+)
+queries = st.fixed_dictionaries(
+    {
+        "hops": st.integers(min_value=1, max_value=5),
+        "limit": st.sampled_from([1, 2, 3, 50]),
+        "include_entities": st.booleans(),
+        "max_hops": st.integers(min_value=1, max_value=6),
+    }
+)
 
 _counter = itertools.count()
 
@@ -77,26 +87,42 @@ def _ent(j: int) -> str:
 def _build(mem: Memory, tenant: str, spec: dict[str, Any]) -> list[str]:
     ctx = TenantContext(tenant_id=tenant)
     mem.graph.set_enabled(ctx, False)  # the graph below is written by hand
-    ids = [mem.add(ctx, f"{tenant} memory {i}", "user", {"user_id": "u"}).memory.id
-           for i in range(spec["memories"])]
+    ids = [mem.add(ctx, f"{tenant} memory {i}", "user", {"user_id": "u"}).memory.id for i in range(spec["memories"])]
     provider: Any = mem.engine.provider
     ts = "2025-01-01 00:00:00"
     with provider.graph_transaction() as tx:
         for i, mid in enumerate(ids):
-            tx.execute("INSERT INTO memory_nodes VALUES (?, ?, ?, 'user', ?, ?, ?, NULL)",
-                       [tenant, mid, mid, f"{tenant} memory {i}", ts, ts])
+            tx.execute(
+                "INSERT INTO memory_nodes VALUES (?, ?, ?, 'user', ?, ?, ?, NULL)",
+                [tenant, mid, mid, f"{tenant} memory {i}", ts, ts],
+            )
         for j in range(N_ENT):
             deleted = ts if j in spec["deleted_entities"] else None
-            tx.execute("INSERT INTO entities VALUES (?, ?, ?, ?, 'ENTITY', ?, ?, ?)",
-                       [tenant, _ent(j), f"{tenant} thing {j}", f"{tenant} thing {j}", ts, ts, deleted])
+            tx.execute(
+                "INSERT INTO entities VALUES (?, ?, ?, ?, 'ENTITY', ?, ?, ?)",
+                [tenant, _ent(j), f"{tenant} thing {j}", f"{tenant} thing {j}", ts, ts, deleted],
+            )
         for k, (src, dst, to_memory, rel, deleted) in enumerate(spec["memory_edges"]):
             target = ids[dst % len(ids)] if to_memory else _ent(dst)
-            tx.execute("INSERT INTO memory_edges VALUES (?, ?, ?, ?, ?, ?, ?, 1.0, ?, ?)",
-                       [tenant, f"me{k}", ids[src % len(ids)], target, "memory" if to_memory else "entity",
-                        rel, ids[0], ts, ts if deleted else None])
+            tx.execute(
+                "INSERT INTO memory_edges VALUES (?, ?, ?, ?, ?, ?, ?, 1.0, ?, ?)",
+                [
+                    tenant,
+                    f"me{k}",
+                    ids[src % len(ids)],
+                    target,
+                    "memory" if to_memory else "entity",
+                    rel,
+                    ids[0],
+                    ts,
+                    ts if deleted else None,
+                ],
+            )
         for k, (src, dst, rel, deleted) in enumerate(spec["entity_edges"]):
-            tx.execute("INSERT INTO entity_edges VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                       [tenant, f"ee{k}", _ent(src), _ent(dst), rel, ids[0], ts, ts if deleted else None])
+            tx.execute(
+                "INSERT INTO entity_edges VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [tenant, f"ee{k}", _ent(src), _ent(dst), rel, ids[0], ts, ts if deleted else None],
+            )
     mem.graph.queries.generations.bump(tenant)  # type: ignore[union-attr]
     return ids
 
@@ -129,8 +155,12 @@ def _compare(mem: Memory, tenants: dict[str, list[str]], q: dict[str, Any]) -> i
         ctx = TenantContext(tenant_id=tenant)
         refs = [*ids, *(_ent(j) for j in range(N_ENT + 1)), f"{tenant} thing 1", "no such node"]
         for ref in refs:
-            fast, sql = _both(mem, lambda ref=ref, ctx=ctx: mem.graph.related(
-                ctx, ref, q["hops"], limit=q["limit"], include_entities=q["include_entities"]))
+            fast, sql = _both(
+                mem,
+                lambda ref=ref, ctx=ctx: mem.graph.related(
+                    ctx, ref, q["hops"], limit=q["limit"], include_entities=q["include_entities"]
+                ),
+            )
             assert fast == sql, (tenant, ref, q)
             if isinstance(fast, dict):
                 checked += 1
@@ -155,8 +185,9 @@ def _compare(mem: Memory, tenants: dict[str, list[str]], q: dict[str, Any]) -> i
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(specs=st.lists(tenant_graph, min_size=3, max_size=3), q=queries)
-def test_snapshot_traversal_equals_recursive_sql(shared: Memory, specs: list[dict[str, Any]],
-                                                 q: dict[str, Any]) -> None:
+def test_snapshot_traversal_equals_recursive_sql(
+    shared: Memory, specs: list[dict[str, Any]], q: dict[str, Any]
+) -> None:
     mem = shared
     run = next(_counter)
     tenants = {f"r{run}t{k}": _build(mem, f"r{run}t{k}", spec) for k, spec in enumerate(specs)}
@@ -180,24 +211,46 @@ def test_hub_entity_limit_and_order(shared: Memory) -> None:
     """A hub entity mentioned by every memory: the snapshot stops at the level that fills ``limit``
     and returns the same nearest-first, id-ordered rows as the recursive SQL."""
     tenant = f"hub{next(_counter)}"
-    ids = _build(shared, tenant, {"memories": 6, "deleted_entities": set(), "memory_edges": [],
-                                  "entity_edges": [(0, 1, "USES", False)], "archived": set(), "expired": set()})
+    ids = _build(
+        shared,
+        tenant,
+        {
+            "memories": 6,
+            "deleted_entities": set(),
+            "memory_edges": [],
+            "entity_edges": [(0, 1, "USES", False)],
+            "archived": set(),
+            "expired": set(),
+        },
+    )
     ctx = TenantContext(tenant_id=tenant)
     more = [shared.add(ctx, f"{tenant} memory {i}", "user", {"user_id": "u"}).memory.id for i in range(6, 80)]
     provider: Any = shared.engine.provider
     with provider.graph_transaction() as tx:
         for k, mid in enumerate([*ids, *more]):
             if k >= len(ids):
-                tx.execute("INSERT INTO memory_nodes VALUES (?, ?, ?, 'user', ?, now()::TIMESTAMP, "
-                           "now()::TIMESTAMP, NULL)", [tenant, mid, mid, f"{tenant} memory {k}"])
-            tx.execute("INSERT INTO memory_edges VALUES (?, ?, ?, ?, 'entity', 'MENTIONS', ?, 1.0, "
-                       "now()::TIMESTAMP, NULL)", [tenant, f"hub{k}", mid, _ent(k % 2), mid])
+                tx.execute(
+                    "INSERT INTO memory_nodes VALUES (?, ?, ?, 'user', ?, now()::TIMESTAMP, now()::TIMESTAMP, NULL)",
+                    [tenant, mid, mid, f"{tenant} memory {k}"],
+                )
+            tx.execute(
+                "INSERT INTO memory_edges VALUES (?, ?, ?, ?, 'entity', 'MENTIONS', ?, 1.0, now()::TIMESTAMP, NULL)",
+                [tenant, f"hub{k}", mid, _ent(k % 2), mid],
+            )
     shared.graph.queries.generations.bump(tenant)  # type: ignore[union-attr]
     # memory 0 -MENTIONS-> ent_0 (hop 1) <- 39 more memories (hop 2); ent_0 -USES-> ent_1 (hop 2) <- 40 (hop 3)
-    for hops, limit, entities, expected in [(1, 5, True, 1), (2, 7, False, 7), (3, 50, False, 50),
-                                            (3, 500, True, 81), (2, 1, True, 1), (2, 500, False, 39)]:
-        fast, sql = _both(shared, lambda h=hops, n=limit, e=entities: shared.graph.related(
-            ctx, ids[0], h, limit=n, include_entities=e))
+    for hops, limit, entities, expected in [
+        (1, 5, True, 1),
+        (2, 7, False, 7),
+        (3, 50, False, 50),
+        (3, 500, True, 81),
+        (2, 1, True, 1),
+        (2, 500, False, 39),
+    ]:
+        fast, sql = _both(
+            shared,
+            lambda h=hops, n=limit, e=entities: shared.graph.related(ctx, ids[0], h, limit=n, include_entities=e),
+        )
         assert fast == sql and len(fast["items"]) == expected, (hops, limit, entities)
         assert [i["hops"] for i in fast["items"]] == sorted(i["hops"] for i in fast["items"])
     fast, sql = _both(shared, lambda: shared.graph.path(ctx, more[-1], ids[1]))

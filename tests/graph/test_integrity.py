@@ -27,8 +27,9 @@ def test_hard_delete_cascades(mem: Memory, acme: TenantContext, add: Callable[..
     assert graph_counts(mem, "acme") == ZERO
 
 
-def test_bulk_delete_cleans_graph_and_rolls_back_as_a_whole(mem: Memory, acme: TenantContext,
-                                                            add: Callable[..., str]) -> None:
+def test_bulk_delete_cleans_graph_and_rolls_back_as_a_whole(
+    mem: Memory, acme: TenantContext, add: Callable[..., str]
+) -> None:
     ids = [add(acme, f"Person{i} works on Project Alpha.") for i in range(4)]
 
     class FailingHook:
@@ -86,8 +87,9 @@ def test_restore_after_soft_delete_reindexes(mem: Memory, acme: TenantContext, a
     assert mem.graph.path(acme, "Alice", "Project A").found
 
 
-def test_edge_validation_names_the_missing_end(mem: Memory, acme: TenantContext, globex: TenantContext,
-                                              add: Callable[..., str]) -> None:
+def test_edge_validation_names_the_missing_end(
+    mem: Memory, acme: TenantContext, globex: TenantContext, add: Callable[..., str]
+) -> None:
     a = add(acme, "Alice works on Project A.")
     b = add(acme, "Carol manages Project B.")
     with pytest.raises(MemoryError) as err:
@@ -110,8 +112,7 @@ def test_edge_validation_names_the_missing_end(mem: Memory, acme: TenantContext,
     assert mem.graph.path(acme, "Alice", "Carol").reasoning == "Alice —KNOWS→ Carol"
 
 
-def test_integrity_scan_reports_to_audit_and_repairs(mem: Memory, acme: TenantContext,
-                                                      add: Callable[..., str]) -> None:
+def test_integrity_scan_reports_to_audit_and_repairs(mem: Memory, acme: TenantContext, add: Callable[..., str]) -> None:
     a = add(acme, "Alice works on Project A.")
     add(acme, "Carol manages Project B.")
     assert mem.graph.check().ok

@@ -18,7 +18,8 @@ def test_graph_example(tmp_path: Path) -> None:
     expected = re.search(r"```text\n(.*?)```", section, flags=re.S)
     assert code and expected
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    out = subprocess.run([sys.executable, "-c", code.group(1)], cwd=tmp_path, capture_output=True, text=True,
-                         env=env, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", code.group(1)], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout == expected.group(1)

@@ -7,8 +7,9 @@ from collections.abc import Callable
 from stratamem import Memory, TenantContext
 
 
-def test_expansion_adds_linked_results_with_lower_score(mem: Memory, acme: TenantContext,
-                                                        add: Callable[..., str]) -> None:
+def test_expansion_adds_linked_results_with_lower_score(
+    mem: Memory, acme: TenantContext, add: Callable[..., str]
+) -> None:
     a = add(acme, "Alice works on Project A.")
     b = add(acme, "The outage was caused by a memory leak that Alice found.")
     other_user = add(acme, "Alice prefers green tea.", user="u2")
@@ -24,10 +25,17 @@ def test_expansion_adds_linked_results_with_lower_score(mem: Memory, acme: Tenan
     assert other_user not in ids  # never widens the searched scopes (another user's layer)
 
 
-def test_expansion_respects_filter_and_is_optional_on_results(mem: Memory, acme: TenantContext,
-                                                              add: Callable[..., str]) -> None:
+def test_expansion_respects_filter_and_is_optional_on_results(
+    mem: Memory, acme: TenantContext, add: Callable[..., str]
+) -> None:
     add(acme, "Alice works on Project A.", metadata={"tags": ["work"]})
     add(acme, "Alice likes Project A coffee mugs.", metadata={"tags": ["home"]})
-    out = mem.search(acme, "Alice works on Project A.", {"user_id": "u1"}, threshold=0.9, expand_graph=True,
-                     filter={"tags": ["work"]})
+    out = mem.search(
+        acme,
+        "Alice works on Project A.",
+        {"user_id": "u1"},
+        threshold=0.9,
+        expand_graph=True,
+        filter={"tags": ["work"]},
+    )
     assert all("work" in r.memory.tags for r in out.results)

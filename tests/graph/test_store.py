@@ -20,35 +20,51 @@ def test_add_writes_node_entities_and_edges(mem: Memory, acme: TenantContext, ad
     assert ents == [("Alice", "PERSON"), ("Project A", "PROJECT")]
     mentions = rows(mem, "SELECT source_id, rel_type FROM memory_edges WHERE tenant_id = ?", ["acme"])
     assert sorted(mentions) == [(mid, "MENTIONS"), (mid, "MENTIONS")]
-    rel = rows(mem, "SELECT e1.name, x.rel_type, e2.name, x.memory_id FROM entity_edges x "
-                    "JOIN entities e1 ON e1.entity_id = x.source_id JOIN entities e2 ON e2.entity_id = x.target_id "
-                    "WHERE x.tenant_id = ?", ["acme"])
+    rel = rows(
+        mem,
+        "SELECT e1.name, x.rel_type, e2.name, x.memory_id FROM entity_edges x "
+        "JOIN entities e1 ON e1.entity_id = x.source_id JOIN entities e2 ON e2.entity_id = x.target_id "
+        "WHERE x.tenant_id = ?",
+        ["acme"],
+    )
     assert rel == [("Alice", "WORKS_ON", "Project A", mid)]
 
 
-def test_entities_deduplicated_per_tenant(mem: Memory, acme: TenantContext, globex: TenantContext,
-                                          add: Callable[..., str]) -> None:
+def test_entities_deduplicated_per_tenant(
+    mem: Memory, acme: TenantContext, globex: TenantContext, add: Callable[..., str]
+) -> None:
     add(acme, "Alice works on Project A.")
     add(acme, "alice reported a bug in project a")  # lower-case: found through the tenant dictionary
     add(globex, "Alice works on Project A.")
-    acme_ents = rows(mem, "SELECT norm_name, count(*) FROM entities WHERE tenant_id = ? GROUP BY 1 ORDER BY 1",
-                     ["acme"])
+    acme_ents = rows(
+        mem, "SELECT norm_name, count(*) FROM entities WHERE tenant_id = ? GROUP BY 1 ORDER BY 1", ["acme"]
+    )
     assert ("alice", 1) in acme_ents and ("project a", 1) in acme_ents
-    mentions = rows(mem, "SELECT count(DISTINCT source_id) FROM memory_edges x JOIN entities e "
-                         "ON e.tenant_id = x.tenant_id AND e.entity_id = x.target_id "
-                         "WHERE x.tenant_id = ? AND e.norm_name = 'alice'", ["acme"])
+    mentions = rows(
+        mem,
+        "SELECT count(DISTINCT source_id) FROM memory_edges x JOIN entities e "
+        "ON e.tenant_id = x.tenant_id AND e.entity_id = x.target_id "
+        "WHERE x.tenant_id = ? AND e.norm_name = 'alice'",
+        ["acme"],
+    )
     assert mentions == [(2,)]
     ids = rows(mem, "SELECT tenant_id, entity_id FROM entities WHERE norm_name = 'alice' ORDER BY 1", [])
     assert len(ids) == 2 and ids[0][1] != ids[1][1]  # one per tenant, never shared
 
 
 def test_bulk_add_batches_and_sees_earlier_entities(mem: Memory, acme: TenantContext) -> None:
-    items = [{"content": "Project Phoenix depends on Redis.", "layer": "user", "identifiers": {"user_id": "u1"}},
-             {"content": "we benchmarked project phoenix yesterday", "layer": "user", "identifiers": {"user_id": "u1"}}]
+    items = [
+        {"content": "Project Phoenix depends on Redis.", "layer": "user", "identifiers": {"user_id": "u1"}},
+        {"content": "we benchmarked project phoenix yesterday", "layer": "user", "identifiers": {"user_id": "u1"}},
+    ]
     out = mem.bulk_add(acme, items)
     second = out.results[1].memory.id
-    linked = rows(mem, "SELECT e.name FROM memory_edges x JOIN entities e ON e.entity_id = x.target_id "
-                       "WHERE x.tenant_id = ? AND x.source_id = ?", ["acme", second])
+    linked = rows(
+        mem,
+        "SELECT e.name FROM memory_edges x JOIN entities e ON e.entity_id = x.target_id "
+        "WHERE x.tenant_id = ? AND x.source_id = ?",
+        ["acme", second],
+    )
     assert linked == [("Project Phoenix",)]  # lower-case mention found through the batch's own entities
     assert graph_counts(mem, "acme")["memory_nodes"] == 2
 
@@ -78,8 +94,9 @@ def test_failure_between_inserts_leaves_no_trace(mem: Memory, acme: TenantContex
     assert graph_counts(mem, "acme")["entity_edges"] == 1
 
 
-def test_update_reextracts_and_metadata_update_keeps_graph(mem: Memory, acme: TenantContext,
-                                                           add: Callable[..., str]) -> None:
+def test_update_reextracts_and_metadata_update_keeps_graph(
+    mem: Memory, acme: TenantContext, add: Callable[..., str]
+) -> None:
     mid = add(acme, "Alice works on Project A.")
     mem.update(acme, mid, metadata={"tags": ["x"]})
     assert graph_counts(mem, "acme")["entity_edges"] == 1
@@ -90,8 +107,7 @@ def test_update_reextracts_and_metadata_update_keeps_graph(mem: Memory, acme: Te
     assert rel == [("MANAGES",)]
 
 
-def test_per_tenant_switch(mem: Memory, acme: TenantContext, globex: TenantContext,
-                           add: Callable[..., str]) -> None:
+def test_per_tenant_switch(mem: Memory, acme: TenantContext, globex: TenantContext, add: Callable[..., str]) -> None:
     mem.graph.set_enabled(globex, False)
     assert mem.graph.is_enabled(globex) is False and mem.graph.is_enabled(acme) is True
     add(globex, "Alice works on Project A.")
@@ -112,8 +128,9 @@ def test_setting_persists_across_reopen(open_mem: Callable[..., Memory], acme: T
 
 
 class _LLM:
-    def extract_graph(self, text: str, *, known_entities: Sequence[str],
-                      relation_types: Sequence[str]) -> ExtractionResult:
+    def extract_graph(
+        self, text: str, *, known_entities: Sequence[str], relation_types: Sequence[str]
+    ) -> ExtractionResult:
         return ExtractionResult(entities=[ExtractedEntity(name="Quasar", type="PROJECT")])
 
 

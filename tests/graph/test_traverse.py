@@ -63,8 +63,9 @@ def test_neighbors(mem: Memory, acme: TenantContext, story: dict[str, str]) -> N
     assert [n.node.label for n in only] == ["Project A"]
 
 
-def test_errors_and_tenant_isolation(mem: Memory, acme: TenantContext, globex: TenantContext,
-                                     story: dict[str, str]) -> None:
+def test_errors_and_tenant_isolation(
+    mem: Memory, acme: TenantContext, globex: TenantContext, story: dict[str, str]
+) -> None:
     with pytest.raises(MemoryError) as err:
         mem.graph.related(acme, story["a"], hops=0)
     assert err.value.code.value == "INVALID_PARAMS"
@@ -80,8 +81,9 @@ def test_errors_and_tenant_isolation(mem: Memory, acme: TenantContext, globex: T
     assert err.value.code.value == "MISSING_TENANT_CONTEXT"
 
 
-def test_cache_is_invalidated_by_writes(mem: Memory, acme: TenantContext, story: dict[str, str],
-                                        add: Callable[..., str]) -> None:
+def test_cache_is_invalidated_by_writes(
+    mem: Memory, acme: TenantContext, story: dict[str, str], add: Callable[..., str]
+) -> None:
     first = mem.graph.related(acme, "Alice", hops=1)
     again = mem.graph.related(acme, "Alice", hops=1)
     assert not first.cached and again.cached and again.items == first.items
@@ -112,16 +114,21 @@ def test_health_and_ready(mem: Memory) -> None:
     assert mem.graph.ready() is True
 
 
-def test_sql_and_in_memory_bfs_agree(mem: Memory, acme: TenantContext, story: dict[str, str],
-                                     add: Callable[..., str]) -> None:
+def test_sql_and_in_memory_bfs_agree(
+    mem: Memory, acme: TenantContext, story: dict[str, str], add: Callable[..., str]
+) -> None:
     add(acme, "Bob Smith joined Acme Corp. Alice manages Bob Smith.")
     add(acme, "Acme Corp uses Redis. The outage was caused by Redis.")
     queries = mem.graph.queries  # type: ignore[union-attr]
     provider = mem.engine.provider
     with provider.graph_read() as cur:  # type: ignore[attr-defined]
-        nodes = [r[0] for r in cur.execute(
-            "SELECT node_id FROM memory_nodes WHERE tenant_id = 'acme' UNION ALL "
-            "SELECT entity_id FROM entities WHERE tenant_id = 'acme'").fetchall()]
+        nodes = [
+            r[0]
+            for r in cur.execute(
+                "SELECT node_id FROM memory_nodes WHERE tenant_id = 'acme' UNION ALL "
+                "SELECT entity_id FROM entities WHERE tenant_id = 'acme'"
+            ).fetchall()
+        ]
         for start in nodes:
             for hops in (1, 2, 3, 5):
                 sql = queries._bfs_sql(cur, "acme", [start], hops, None)
@@ -137,13 +144,13 @@ def test_sql_and_in_memory_bfs_agree(mem: Memory, acme: TenantContext, story: di
     queries.adjacency_cache = False
     try:
         assert mem.graph.path(acme, "Project A", "Memory Leak").reasoning == (
-            "Project A ←WORKS_ON— Alice —MENTIONS→ memory leak")
+            "Project A ←WORKS_ON— Alice —MENTIONS→ memory leak"
+        )
     finally:
         queries.adjacency_cache = True
 
 
-def test_row_changes_without_graph_writes_are_seen(mem: Memory, acme: TenantContext,
-                                                   story: dict[str, str]) -> None:
+def test_row_changes_without_graph_writes_are_seen(mem: Memory, acme: TenantContext, story: dict[str, str]) -> None:
     """Status, expiry and access counts change memory rows without touching the graph: neither the
     result cache nor the snapshot's cached rows may serve the old row."""
     provider = mem.engine.provider

@@ -12,8 +12,9 @@ from stratamem.providers.duckdb import DuckDBProvider
 U1 = {"user_id": "u1"}
 
 
-def test_background_events_are_counted_flushed_and_kept(db_path: Path, acme: TenantContext,
-                                                        globex: TenantContext) -> None:
+def test_background_events_are_counted_flushed_and_kept(
+    db_path: Path, acme: TenantContext, globex: TenantContext
+) -> None:
     with Memory.open(db_path, embedder="hashing") as mem:
         mem.engine.hygiene.configure(events_write="background")
         assert mem.engine.hygiene.events.background
@@ -40,12 +41,20 @@ def test_background_events_are_counted_flushed_and_kept(db_path: Path, acme: Ten
 
 def test_bulk_add_writes_one_create_event_per_memory(open_mem: Callable[..., Memory], acme: TenantContext) -> None:
     mem = open_mem()
-    mem.bulk_add(acme, [{"content": f"fact number {i} about the billing flow", "layer": "user", "identifiers": U1}
-                        for i in range(1000)])
+    mem.bulk_add(
+        acme,
+        [
+            {"content": f"fact number {i} about the billing flow", "layer": "user", "identifiers": U1}
+            for i in range(1000)
+        ],
+    )
     provider = mem.engine.provider
     assert isinstance(provider, DuckDBProvider)
     assert provider.count_memory_events("acme")["create"] == 1000
     with provider._read() as cur:
-        rows = cur.execute("SELECT count(DISTINCT id), min(outcome), max(details) FROM memory_events "
-                           "WHERE tenant_id = ? AND event = 'create'", ["acme"]).fetchone()
+        rows = cur.execute(
+            "SELECT count(DISTINCT id), min(outcome), max(details) FROM memory_events "
+            "WHERE tenant_id = ? AND event = 'create'",
+            ["acme"],
+        ).fetchone()
     assert rows == (1000, "ok", "{}")

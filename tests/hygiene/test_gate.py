@@ -26,11 +26,14 @@ def real(open_mem: Callable[..., Memory], minilm: Embedder) -> Memory:
 
 @pytest.mark.model
 def test_same_fact_three_ways_is_one_memory(real: Memory, acme: TenantContext) -> None:
-    results = [real.process(acme, text, identifiers=U1) for text in (
-        "I prefer dark mode",
-        "Dark mode is my favorite",
-        "The user told me they like dark mode lol",
-    )]
+    results = [
+        real.process(acme, text, identifiers=U1)
+        for text in (
+            "I prefer dark mode",
+            "Dark mode is my favorite",
+            "The user told me they like dark mode lol",
+        )
+    ]
     assert [r.action for r in results] == ["created", "updated", "updated"]
     assert len({r.memory_id for r in results}) == 1
     listed = real.list(acme, "user", U1)
@@ -71,13 +74,16 @@ def test_forget_deletes_every_match_across_personal_layers(mem: Memory, acme: Te
     assert err.value.code.value == "INVALID_PARAMS"
 
 
-@pytest.mark.parametrize(("text", "reason"), [
-    ("I'm so frustrated right now", "emotional state"),
-    ("Can you summarise this article for me?", "one-off question or request"),
-    ("I think my manager might be leaving", "speculation, not a fact"),
-    ("I need to finish the slides today", "transient state or goal"),
-    ("hello!", "small talk"),
-])
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("I'm so frustrated right now", "emotional state"),
+        ("Can you summarise this article for me?", "one-off question or request"),
+        ("I think my manager might be leaving", "speculation, not a fact"),
+        ("I need to finish the slides today", "transient state or goal"),
+        ("hello!", "small talk"),
+    ],
+)
 def test_noise_is_ignored_with_a_reason(mem: Memory, acme: TenantContext, text: str, reason: str) -> None:
     res = mem.process(acme, text, identifiers=U1)
     assert (res.action, res.reason, res.memory_id) == ("ignored", reason, None)
@@ -128,18 +134,18 @@ def test_invalid_process_input(mem: Memory, acme: TenantContext) -> None:
 
 
 def test_events_and_health(mem: Memory, acme: TenantContext, globex: TenantContext) -> None:
-    mem.process(acme, "I prefer dark mode", identifiers=U1)            # create
-    mem.process(acme, "I prefer dark mode!", identifiers=U1)           # dedupe -> update
-    mem.process(acme, "hi", identifiers=U1)                            # ignore
-    mem.process(acme, "what time is it?", identifiers=U1)              # ignore
-    mem.remember(acme, "My dog's name is Rex", U1)                     # create (explicit)
+    mem.process(acme, "I prefer dark mode", identifiers=U1)  # create
+    mem.process(acme, "I prefer dark mode!", identifiers=U1)  # dedupe -> update
+    mem.process(acme, "hi", identifiers=U1)  # ignore
+    mem.process(acme, "what time is it?", identifiers=U1)  # ignore
+    mem.remember(acme, "My dog's name is Rex", U1)  # create (explicit)
     with pytest.raises(MemoryError):
-        mem.add(acme, "my password is hunter22", "user", U1)           # reject
+        mem.add(acme, "my password is hunter22", "user", U1)  # reject
     mem.add(acme, "User prefers dark mode", "project", {"project_id": "p"}, {"category": "preference"})
     mem.add(acme, "User prefers dark mode", "project", {"project_id": "p"})  # stored duplicate
-    mem.search(acme, "dark mode", U1, threshold=0.5)                   # hit
+    mem.search(acme, "dark mode", U1, threshold=0.5)  # hit
     mem.search(acme, "quantum chromodynamics lecture", U1, threshold=0.99)  # miss
-    mem.forget(acme, "forget my dog's name", U1)                       # delete
+    mem.forget(acme, "forget my dog's name", U1)  # delete
     h = mem.health(acme)
     assert h.total_memories == 3
     assert h.memories_by_category == {"preference": 2, "uncategorized": 1}
@@ -159,8 +165,13 @@ def test_health_cli(tmp_path: Path) -> None:
     db = str(tmp_path / "cli.duckdb")
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "stratamem", *args, "--db", db, "-t", "acme"],
-                              capture_output=True, text=True, env=env, timeout=120)
+        return subprocess.run(
+            [sys.executable, "-m", "stratamem", *args, "--db", db, "-t", "acme"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
 
     assert run("process", "I prefer dark mode", "--user-id", "u1").stdout.startswith("created")
     assert "ignored" in run("process", "thanks!", "--user-id", "u1").stdout

@@ -18,19 +18,23 @@ def real(open_mem: Callable[..., Memory], minilm: Embedder) -> Memory:
     return open_mem(embedder=minilm)
 
 
-@pytest.mark.parametrize(("text", "category"), [
-    ("My daughter Emma starts school in September", "fact"),
-    ("Please keep your answers short, bullet points", "instruction"),
-    ("I'm planning to visit Lisbon in October", "fact"),
-])
+@pytest.mark.parametrize(
+    ("text", "category"),
+    [
+        ("My daughter Emma starts school in September", "fact"),
+        ("Please keep your answers short, bullet points", "instruction"),
+        ("I'm planning to visit Lisbon in October", "fact"),
+    ],
+)
 def test_real_facts_are_kept(real: Memory, acme: TenantContext, text: str, category: str) -> None:
     res = real.process(acme, text, identifiers=U1)
     assert res.action == "created", res.reason
     assert res.category == category
 
 
-@pytest.mark.parametrize("text", ["hi there!", "I'm tired today", "what's the weather like?",
-                                  "write a short poem about cats"])
+@pytest.mark.parametrize(
+    "text", ["hi there!", "I'm tired today", "what's the weather like?", "write a short poem about cats"]
+)
 def test_chit_chat_is_not(real: Memory, acme: TenantContext, text: str) -> None:
     assert real.process(acme, text, identifiers=U1).action == "ignored"
 

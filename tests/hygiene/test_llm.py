@@ -101,8 +101,9 @@ def test_process_uses_the_http_llm(chat: ChatServer, open_mem: Callable[..., Mem
     assert len([s for s in systems if "named entities" not in s]) == 2 and len(systems) == 3
 
 
-def test_process_falls_back_to_rules_when_llm_fails(chat: ChatServer, open_mem: Callable[..., Memory],
-                                                   acme: TenantContext) -> None:
+def test_process_falls_back_to_rules_when_llm_fails(
+    chat: ChatServer, open_mem: Callable[..., Memory], acme: TenantContext
+) -> None:
     chat.respond = lambda body: (500, None)
     mem = open_mem()
     mem.hygiene.configure(llm=OpenAIChatLLM(chat.url, "m"))
@@ -145,8 +146,9 @@ def test_rule_engine_formats_third_person(text: str, formatted: str, category: s
     assert (out.content, out.category) == (formatted, category)
 
 
-def test_an_llm_update_decision_supersedes_the_memory_it_names(chat: ChatServer, open_mem: Callable[..., Memory],
-                                                               acme: TenantContext) -> None:
+def test_an_llm_update_decision_supersedes_the_memory_it_names(
+    chat: ChatServer, open_mem: Callable[..., Memory], acme: TenantContext
+) -> None:
     """The LLM's ``update`` with ``existing_memory_id`` replaces that memory; the old one stays as history."""
     mem = open_mem()
     u = {"user_id": "u1"}

@@ -17,12 +17,18 @@ U1 = {"user_id": "u1"}
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_policy_is_stored_in_the_database(open_mem: Callable[..., Memory], db_path: Path, acme: TenantContext,
-                                          globex: TenantContext) -> None:
+def test_policy_is_stored_in_the_database(
+    open_mem: Callable[..., Memory], db_path: Path, acme: TenantContext, globex: TenantContext
+) -> None:
     mem = open_mem()
     assert mem.policies.get(acme).pii_mode == "allow"
-    mem.policies.set(acme, deny_patterns=[r"\bproject\s+x\b"], allowed_categories=["preference", "fact"],
-                     max_length=200, pii_mode="redact")
+    mem.policies.set(
+        acme,
+        deny_patterns=[r"\bproject\s+x\b"],
+        allowed_categories=["preference", "fact"],
+        max_length=200,
+        pii_mode="redact",
+    )
     mem.policies.set(acme, max_memories=50)  # partial change keeps the other rules
     mem.close()
     again = open_mem()
@@ -34,8 +40,13 @@ def test_policy_is_stored_in_the_database(open_mem: Callable[..., Memory], db_pa
 
 
 def test_invalid_policy_is_invalid_params(mem: Memory, acme: TenantContext) -> None:
-    for fields in ({"deny_patterns": ["(unclosed"]}, {"pii_mode": "sometimes"}, {"max_length": 0},
-                   {"allowed_categories": ["gossip"]}, {"colour": "red"}):
+    for fields in (
+        {"deny_patterns": ["(unclosed"]},
+        {"pii_mode": "sometimes"},
+        {"max_length": 0},
+        {"allowed_categories": ["gossip"]},
+        {"colour": "red"},
+    ):
         with pytest.raises(MemoryError) as err:
             mem.policies.set(acme, **fields)
         assert err.value.code.value == "INVALID_PARAMS"
@@ -84,16 +95,26 @@ def test_policy_cli(tmp_path: Path) -> None:
     db = str(tmp_path / "cli.duckdb")
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "stratamem", *args, "--db", db, "-t", "acme"],
-                              capture_output=True, text=True, env=env, timeout=120)
+        return subprocess.run(
+            [sys.executable, "-m", "stratamem", *args, "--db", db, "-t", "acme"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
 
     out = run("policy", "set", "--deny", "project x", "--pii-mode", "reject", "--max-memories", "10", "--json")
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["deny_patterns"] == ["project x"]
     shown = run("policy", "show", "--json")
-    assert json.loads(shown.stdout) == {"deny_patterns": ["project x"], "allowed_categories": None,
-                                        "max_length": None, "pii_mode": "reject", "shared_pii_mode": "redact",
-                                        "max_memories": 10}
+    assert json.loads(shown.stdout) == {
+        "deny_patterns": ["project x"],
+        "allowed_categories": None,
+        "max_length": None,
+        "pii_mode": "reject",
+        "shared_pii_mode": "redact",
+        "max_memories": 10,
+    }
     assert "pii_mode" in run("policy", "show").stdout
     denied = run("add", "notes on project X", "--user-id", "u1")
     assert denied.returncode == 2 and "POLICY_VIOLATION" in denied.stderr

@@ -25,12 +25,19 @@ def _env() -> dict[str, str]:
 @pytest.mark.model
 def test_hygiene_python_example(tmp_path: Path) -> None:
     (code,) = re.findall(r"```python\n(.*?)```", SECTION, flags=re.S)
-    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, env=_env(),
-                         timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, env=_env(), timeout=300
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == [
-        "created", "updated", "emotional state", "User's dog's name is Rex", "1", "Ping me at [REDACTED_EMAIL]",
-        "UNSAFE_CONTENT", "{'inferred': 1, 'explicit': 0, 'other': 1}",
+        "created",
+        "updated",
+        "emotional state",
+        "User's dog's name is Rex",
+        "1",
+        "Ping me at [REDACTED_EMAIL]",
+        "UNSAFE_CONTENT",
+        "{'inferred': 1, 'explicit': 0, 'other': 1}",
     ]
 
 
@@ -40,8 +47,14 @@ def test_hygiene_cli_example(tmp_path: Path) -> None:
     outputs = []
     for line in block.strip().splitlines():
         args = [p.strip('"') for p in re.findall(r'"[^"]*"|\S+', line)[1:]]
-        out = subprocess.run([sys.executable, "-m", "stratamem", *args], cwd=tmp_path, capture_output=True,
-                             text=True, env=_env(), timeout=300)
+        out = subprocess.run(
+            [sys.executable, "-m", "stratamem", *args],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            env=_env(),
+            timeout=300,
+        )
         assert out.returncode == 0, (line, out.stderr)
         outputs.append(out.stdout)
     assert "project x" in outputs[1] and outputs[2].startswith("created")

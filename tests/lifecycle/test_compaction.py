@@ -11,10 +11,19 @@ U = {"user_id": "u1"}
 
 def _three(mem: Memory, ctx: TenantContext) -> list[str]:
     return [
-        mem.add(ctx, text, "user", U, {"tags": [tag]}, provenance={"agentId": "scribe", "source": "chat",
-                                                                     "confidence": conf}).memory.id
-        for text, tag, conf in [("likes tea", "drink", 0.9), ("likes green tea", "drink", 0.6),
-                                ("drinks tea daily", "habit", 0.8)]
+        mem.add(
+            ctx,
+            text,
+            "user",
+            U,
+            {"tags": [tag]},
+            provenance={"agentId": "scribe", "source": "chat", "confidence": conf},
+        ).memory.id
+        for text, tag, conf in [
+            ("likes tea", "drink", 0.9),
+            ("likes green tea", "drink", 0.6),
+            ("drinks tea daily", "habit", 0.8),
+        ]
     ]
 
 
@@ -37,8 +46,9 @@ def test_compact_callback_receives_entries(lmem: Memory, acme: TenantContext) ->
 
 def test_compact_deletes_sources_when_asked(lmem: Memory, acme: TenantContext) -> None:
     ids = _three(lmem, acme)
-    out = lmem.compact(acme, ids, lambda entries: " / ".join(e.content for e in entries), delete_sources=True,
-                       tags=["summary"])
+    out = lmem.compact(
+        acme, ids, lambda entries: " / ".join(e.content for e in entries), delete_sources=True, tags=["summary"]
+    )
     assert out.content == "likes tea / likes green tea / drinks tea daily" and out.tags == ["summary"]
     assert all(lmem.get(acme, i) is None for i in ids)
     assert lmem.list(acme, "user", U).total_count == 1
@@ -87,8 +97,9 @@ def test_cross_scope_rejected(lmem: Memory, acme: TenantContext) -> None:
 
 
 def test_promoted_then_compacted_keeps_chain(lmem: Memory, acme: TenantContext) -> None:
-    s = lmem.add(acme, "uses dark mode", "session", {"user_id": "u1", "session_id": "s1"},
-                 provenance={"agentId": "ui-agent"}).memory
+    s = lmem.add(
+        acme, "uses dark mode", "session", {"user_id": "u1", "session_id": "s1"}, provenance={"agentId": "ui-agent"}
+    ).memory
     p = lmem.promote(acme, s.id, "user")
     other = lmem.add(acme, "uses large fonts", "user", U).memory
     c = lmem.compact(acme, [p.id, other.id], lambda entries: "UI: dark mode, large fonts")

@@ -29,8 +29,13 @@ def crud(mem: Memory, ctx: TenantContext, **req: Any) -> Any:
 
 
 def test_create_read_update_delete_default_agent_scope(lmem: Memory, agent: TenantContext) -> None:
-    created = crud(lmem, agent, action="create", layer="long_term",
-                   items=[{"content": "prefers concise answers", "tags": ["style"]}])
+    created = crud(
+        lmem,
+        agent,
+        action="create",
+        layer="long_term",
+        items=[{"content": "prefers concise answers", "tags": ["style"]}],
+    )
     assert created.errors == [] and created.has_more is False and created.next_cursor is None
     item = created.items[0]
     assert (item["scope"], item["namespace"], item["layer"], item["version"]) == ("agent", "agent-7", "long_term", 1)
@@ -50,13 +55,21 @@ def test_create_read_update_delete_default_agent_scope(lmem: Memory, agent: Tena
 def test_conflict_on_stale_etag_stores_conflict_entry(lmem: Memory, agent: TenantContext, sys4: TenantContext) -> None:
     item = crud(lmem, sys4, action="create", scope="team", namespace="ops", items=[{"content": "oncall: Ann"}]).items[0]
     crud(lmem, agent, action="update", scope="team", namespace="ops", items=[{"id": item["id"], "content": "Bob"}])
-    res = crud(lmem, agent, action="update", scope="team", namespace="ops", if_match=item["etag"],
-               items=[{"id": item["id"], "content": "oncall: Cid"}])
+    res = crud(
+        lmem,
+        agent,
+        action="update",
+        scope="team",
+        namespace="ops",
+        if_match=item["etag"],
+        items=[{"id": item["id"], "content": "oncall: Cid"}],
+    )
     assert res.items == [] and [e.code for e in res.errors] == ["CONFLICT"]
     conflict_id = res.errors[0].details["conflict_id"]
     listed = crud(lmem, agent, action="list", scope="team", namespace="ops", filters={"conflict": True})
     assert [(i["id"], i["conflict"], i["conflict_of"], i["content"]) for i in listed.items] == [
-        (conflict_id, True, item["id"], "oncall: Cid")]
+        (conflict_id, True, item["id"], "oncall: Cid")
+    ]
 
 
 def test_global_write_needs_privileged_role(lmem: Memory, agent: TenantContext, sys4: TenantContext) -> None:
@@ -75,15 +88,23 @@ def test_global_write_needs_privileged_role(lmem: Memory, agent: TenantContext, 
 
 def test_promote_agent_to_team_and_global(lmem: Memory, agent: TenantContext, sys4: TenantContext) -> None:
     item = crud(lmem, agent, action="create", items=[{"content": "retry flaky tests twice"}]).items[0]
-    team = crud(lmem, agent, action="promote", items=[{"id": item["id"], "target_scope": "team",
-                                                         "target_namespace": "qa"}])
+    team = crud(
+        lmem, agent, action="promote", items=[{"id": item["id"], "target_scope": "team", "target_namespace": "qa"}]
+    )
     assert team.errors == [] and team.items[0]["scope"] == "team" and team.items[0]["namespace"] == "qa"
     assert team.items[0]["provenance"]["promotedFromId"] == item["id"]
-    denied = crud(lmem, agent, action="promote", items=[{"id": item["id"], "target_scope": "global",
-                                                           "target_namespace": "acme"}])
+    denied = crud(
+        lmem, agent, action="promote", items=[{"id": item["id"], "target_scope": "global", "target_namespace": "acme"}]
+    )
     assert [e.code for e in denied.errors] == ["FORBIDDEN"]
-    down = crud(lmem, sys4, action="promote", scope="team", namespace="qa",
-                items=[{"id": team.items[0]["id"], "target_scope": "agent"}])
+    down = crud(
+        lmem,
+        sys4,
+        action="promote",
+        scope="team",
+        namespace="qa",
+        items=[{"id": team.items[0]["id"], "target_scope": "agent"}],
+    )
     assert [(e.code, e.details["cause"]) for e in down.errors] == [("INVALID_PARAMS", "INVALID_SCOPE_PROMOTION")]
 
 
@@ -102,27 +123,32 @@ def test_list_pagination_cursor_and_limits(lmem: Memory, agent: TenantContext) -
     assert len(crud(lmem, agent, action="list", limit=100).items) == 31
 
 
-@pytest.mark.parametrize("request_body", [
-    {"action": "create", "items": [{"content": f"c{i}"} for i in range(11)]},
-    {"action": "create", "scope": "galaxy", "items": [{"content": "x"}]},
-    {"action": "explode"},
-    {"action": "create", "scope": "team", "items": [{"content": "no namespace"}]},
-    {"action": "update", "items": []},
-    {"action": "create", "layer": "forever", "items": [{"content": "x"}]},
-])
+@pytest.mark.parametrize(
+    "request_body",
+    [
+        {"action": "create", "items": [{"content": f"c{i}"} for i in range(11)]},
+        {"action": "create", "scope": "galaxy", "items": [{"content": "x"}]},
+        {"action": "explode"},
+        {"action": "create", "scope": "team", "items": [{"content": "no namespace"}]},
+        {"action": "update", "items": []},
+        {"action": "create", "layer": "forever", "items": [{"content": "x"}]},
+    ],
+)
 def test_invalid_params(lmem: Memory, request_body: dict[str, Any], agent: TenantContext) -> None:
     res = lmem.crud(agent, request_body)
     assert [e.code for e in res.errors] == ["INVALID_PARAMS"] and res.items == []
 
 
-def test_bulk_partial_errors_and_tenant_isolation(lmem: Memory, agent: TenantContext,
-                                                  other_tenant: TenantContext) -> None:
+def test_bulk_partial_errors_and_tenant_isolation(
+    lmem: Memory, agent: TenantContext, other_tenant: TenantContext
+) -> None:
     res = crud(lmem, agent, action="create", items=[{"content": "ok"}, {"content": ""}, {"content": "fine"}])
     assert [i["content"] for i in res.items] == ["ok", "fine"]
     assert [(e.code, e.details["index"]) for e in res.errors] == [("INVALID_PARAMS", 1)]
     mid = res.items[0]["id"]
     other = crud(lmem, other_tenant, action="read", items=[{"id": mid}])
     assert [e.code for e in other.errors] == ["NOT_FOUND"]
-    actions = [r.action for r in lmem.engine.audit.recent(tenant_id=agent.tenant_id)
-               if r.action.startswith("memory_crud")]
+    actions = [
+        r.action for r in lmem.engine.audit.recent(tenant_id=agent.tenant_id) if r.action.startswith("memory_crud")
+    ]
     assert actions == ["memory_crud.create"]

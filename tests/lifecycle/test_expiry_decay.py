@@ -57,16 +57,27 @@ def test_relevance_formula() -> None:
     cfg = DecayConfig(rate_per_day=0.1, archive_threshold=0.5)
     from stratamem.model import LayerIdentifiers, MemoryEntry
 
-    entry = MemoryEntry(id="m", tenant_id="t", content="c", layer=Layer.USER, identifiers=LayerIdentifiers(user_id="u"),
-                        metadata={"relevance": 0.8}, created_at=T0, updated_at=T0, etag="e", content_hash="h")
+    entry = MemoryEntry(
+        id="m",
+        tenant_id="t",
+        content="c",
+        layer=Layer.USER,
+        identifiers=LayerIdentifiers(user_id="u"),
+        metadata={"relevance": 0.8},
+        created_at=T0,
+        updated_at=T0,
+        etag="e",
+        content_hash="h",
+    )
     assert relevance(entry, T0 + timedelta(days=2), cfg) == pytest.approx(0.8 * 0.9**2)
     entry.metadata["decayFactor"] = 0.5
     assert relevance(entry, T0 + timedelta(days=1), cfg) == pytest.approx(0.4)
 
 
 def test_decay_archives_but_stays_listable(lmem: Memory, acme: TenantContext, clock: Clock) -> None:
-    lmem.lifecycle.config = LifecycleConfig(decay=DecayConfig(rate_per_day=0.1, archive_threshold=0.5,
-                                                              exempt_layers=(Layer.ORG,)))
+    lmem.lifecycle.config = LifecycleConfig(
+        decay=DecayConfig(rate_per_day=0.1, archive_threshold=0.5, exempt_layers=(Layer.ORG,))
+    )
     old = lmem.add(acme, "old build notes", "user", U).memory.id
     policy = lmem.add(acme, "old build policy", "org", {"org_id": "o1"}).memory.id
     clock.advance(days=6)  # 0.9^6 = 0.531 > 0.5

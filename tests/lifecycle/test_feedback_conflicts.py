@@ -68,24 +68,46 @@ def test_prune_cli_dry_run(tmp_path: Path, clock: Clock) -> None:
         for _ in range(3):
             mem.feedback(ctx, [mid], -1.0)
     env = {**os.environ, "PYTHONPATH": SRC, "STRATAMEM_EMBEDDER": "hashing", "COLUMNS": "200"}
-    out = subprocess.run([sys.executable, "-m", "stratamem", "prune", "--dry-run", "--db", str(db), "-t", "acme",
-                          "--json"], capture_output=True, text=True, env=env, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "stratamem", "prune", "--dry-run", "--db", str(db), "-t", "acme", "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
     assert report["dry_run"] is True and report["pruned"] == []
     assert [(c["id"], c["signals"], c["mean_reward"]) for c in report["candidates"]] == [(mid, 3, -1.0)]
-    table = subprocess.run([sys.executable, "-m", "stratamem", "prune", "--dry-run", "--db", str(db), "-t", "acme"],
-                           capture_output=True, text=True, env=env, timeout=120)
+    table = subprocess.run(
+        [sys.executable, "-m", "stratamem", "prune", "--dry-run", "--db", str(db), "-t", "acme"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert "1 pruning candidates (dry run)" in table.stdout and mid in table.stdout
-    maint = subprocess.run([sys.executable, "-m", "stratamem", "maintain", "--db", str(db), "--json"],
-                           capture_output=True, text=True, env=env, timeout=120)
+    maint = subprocess.run(
+        [sys.executable, "-m", "stratamem", "maintain", "--db", str(db), "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert maint.returncode == 0, maint.stderr
     assert json.loads(maint.stdout)["tenants"][0]["prune_candidates"] == 1
 
 
 def test_if_match_mismatch_stores_conflict_entry(lmem: Memory, acme: TenantContext) -> None:
-    original = lmem.add(acme, "deploy window is Friday", "team", {"team_id": "ops"}, {"tags": ["ops"]},
-                        tier="long_term", provenance={"agentId": "a1"}).memory
+    original = lmem.add(
+        acme,
+        "deploy window is Friday",
+        "team",
+        {"team_id": "ops"},
+        {"tags": ["ops"]},
+        tier="long_term",
+        provenance={"agentId": "a1"},
+    ).memory
     stale = original.etag
     lmem.update(acme, original.id, "deploy window is Thursday", if_match=stale)
     with pytest.raises(MemoryError) as exc:

@@ -28,8 +28,9 @@ def test_promoted_from_id_cannot_be_changed_or_removed(lmem: Memory, acme: Tenan
             lmem.update(acme, promoted.id, metadata=patch)
         _immutable(err.value, "metadata.promotedFromId", promoted.id)
     # content, tags and other metadata stay updatable; re-sending the same value is not a change
-    out = lmem.update(acme, promoted.id, "Deploys happen on Thursdays",
-                      metadata={"tags": ["ops"], "promotedFromId": src.id}).memory
+    out = lmem.update(
+        acme, promoted.id, "Deploys happen on Thursdays", metadata={"tags": ["ops"], "promotedFromId": src.id}
+    ).memory
     assert (out.content, out.tags, out.version) == ("Deploys happen on Thursdays", ["ops"], 2)
     stored = lmem.get(acme, promoted.id)
     assert stored is not None
@@ -64,18 +65,30 @@ def test_scope_is_immutable_through_the_sdk_and_memory_crud(mem: Memory) -> None
         mem.update(t, "any-id", "x", layer="org")  # type: ignore[call-arg]
     created = mem.crud(t, {"action": "create", "items": [{"content": "Prefers concise answers"}]})
     mid = created.items[0]["id"]
-    res = mem.crud(t, {"action": "update", "items": [{"id": mid, "content": "Prefers long answers",
-                                                      "target_scope": "global"}]})
+    res = mem.crud(
+        t, {"action": "update", "items": [{"id": mid, "content": "Prefers long answers", "target_scope": "global"}]}
+    )
     assert res.items == []
-    assert [e.model_dump() for e in res.errors] == [{
-        "code": "INVALID_PARAMS",
-        "message": "the scope of a memory is immutable after creation; use action 'promote' to copy it to a "
-                   "broader scope",
-        "details": {"field": "target_scope", "reason": "immutable", "index": 0},
-    }]
+    assert [e.model_dump() for e in res.errors] == [
+        {
+            "code": "INVALID_PARAMS",
+            "message": "the scope of a memory is immutable after creation; use action 'promote' to copy it to a "
+            "broader scope",
+            "details": {"field": "target_scope", "reason": "immutable", "index": 0},
+        }
+    ]
     res = mem.crud(t, {"action": "update", "items": [{"id": mid, "metadata": {"promotedFromId": "x"}}]})
     assert [(e.code, e.details) for e in res.errors] == [
-        ("INVALID_PARAMS", {"field": "metadata.promotedFromId", "reason": "immutable", "id": mid,
-                            "cause": "INVALID_PARAMS", "index": 0})]
+        (
+            "INVALID_PARAMS",
+            {
+                "field": "metadata.promotedFromId",
+                "reason": "immutable",
+                "id": mid,
+                "cause": "INVALID_PARAMS",
+                "index": 0,
+            },
+        )
+    ]
     got = mem.get(t, mid)
     assert got is not None and (got.content, got.layer.value, got.version) == ("Prefers concise answers", "agent", 1)

@@ -15,8 +15,9 @@ U = {"user_id": "u1"}
 
 
 def test_consolidation_merges_near_duplicates_over_trigger(lmem: Memory, acme: TenantContext) -> None:
-    lmem.lifecycle.config = LifecycleConfig(consolidation=ConsolidationConfig(max_memories_before_trigger=3,
-                                                                              similarity_threshold=0.95))
+    lmem.lifecycle.config = LifecycleConfig(
+        consolidation=ConsolidationConfig(max_memories_before_trigger=3, similarity_threshold=0.95)
+    )
     dup_a = lmem.add(acme, "User prefers dark mode", "user", U, provenance={"agentId": "a1"}).memory.id
     dup_b = lmem.add(acme, "User prefers dark mode!", "user", U).memory.id
     other = lmem.add(acme, "Team standup is at nine", "user", U).memory.id
@@ -38,14 +39,18 @@ def test_maintain_reports_metrics_and_integrity(lmem: Memory, acme: TenantContex
     lmem.feedback(acme, [mid], -1.0)
     lmem.delete(acme, mid)  # hard delete leaves an orphan feedback row
     before = REGISTRY.get_sample_value("stratamem_lifecycle_maintenance_items_total", {"task": "integrity"}) or 0.0
-    count_before = REGISTRY.get_sample_value("stratamem_lifecycle_maintenance_duration_seconds_count",
-                                             {"task": "ttl_purge"}) or 0.0
+    count_before = (
+        REGISTRY.get_sample_value("stratamem_lifecycle_maintenance_duration_seconds_count", {"task": "ttl_purge"})
+        or 0.0
+    )
     report = lmem.maintain([acme.tenant_id])
     rep = report.tenants[0]
     assert rep.integrity_repaired == 1 and rep.errors == {}
     assert REGISTRY.get_sample_value("stratamem_lifecycle_maintenance_items_total", {"task": "integrity"}) == before + 1
-    assert REGISTRY.get_sample_value("stratamem_lifecycle_maintenance_duration_seconds_count",
-                                     {"task": "ttl_purge"}) == count_before + 1
+    assert (
+        REGISTRY.get_sample_value("stratamem_lifecycle_maintenance_duration_seconds_count", {"task": "ttl_purge"})
+        == count_before + 1
+    )
     assert lmem.maintain([acme.tenant_id]).tenants[0].integrity_repaired == 0
     assert lmem.engine.audit.recent(action="maintain")[-1].tenant_id == acme.tenant_id
 

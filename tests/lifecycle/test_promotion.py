@@ -23,9 +23,14 @@ def _blocked(reason: str) -> float:
 
 
 def test_important_session_memory_promoted_to_user_with_redaction(lmem: Memory, acme: TenantContext) -> None:
-    src = lmem.add(acme, "Alice's address is alice@example.com, call 123-456-7890", "session", S,
-                   {"tags": ["contact"], "source": {"type": "conversation"}},
-                   provenance={"agentId": "planner", "confidence": 0.7}).memory
+    src = lmem.add(
+        acme,
+        "Alice's address is alice@example.com, call 123-456-7890",
+        "session",
+        S,
+        {"tags": ["contact"], "source": {"type": "conversation"}},
+        provenance={"agentId": "planner", "confidence": 0.7},
+    ).memory
     access(lmem, acme, src.id, 3)  # importance 0.8 == threshold
     result = lmem.close_session(acme, "u1", "s1")
     assert result.evaluated == 1
@@ -40,7 +45,12 @@ def test_important_session_memory_promoted_to_user_with_redaction(lmem: Memory, 
     assert promoted.metadata["tags"] == ["contact"]
     prov = promoted.provenance
     assert (prov.promoted_from_id, prov.agent_id, prov.confidence, prov.source, prov.created_in_session_id) == (
-        src.id, "planner", 0.7, "conversation", "s1")
+        src.id,
+        "planner",
+        0.7,
+        "conversation",
+        "s1",
+    )
     audit = lmem.engine.audit.recent(tenant_id=acme.tenant_id, action="close_session")[-1]
     assert audit.details["promoted"] == 1 and "alice" not in audit.model_dump_json()
 
@@ -111,11 +121,30 @@ def test_promote_important_off(lmem: Memory, acme: TenantContext) -> None:
 
 # seed 002 §11: session → user, workspace, org, object; user → workspace, org; workspace → org;
 # object → user, workspace, org. Everything downward/sideways is invalid.
-VALID = [("session", "user"), ("session", "project"), ("session", "org"), ("session", "object"),
-         ("user", "project"), ("user", "org"), ("project", "org"), ("object", "user"), ("object", "project"),
-         ("object", "org"), ("agent", "team"), ("team", "company")]
-INVALID = [("org", "user"), ("user", "session"), ("project", "user"), ("user", "user"), ("user", "object"),
-           ("org", "project"), ("company", "org"), ("project", "object")]
+VALID = [
+    ("session", "user"),
+    ("session", "project"),
+    ("session", "org"),
+    ("session", "object"),
+    ("user", "project"),
+    ("user", "org"),
+    ("project", "org"),
+    ("object", "user"),
+    ("object", "project"),
+    ("object", "org"),
+    ("agent", "team"),
+    ("team", "company"),
+]
+INVALID = [
+    ("org", "user"),
+    ("user", "session"),
+    ("project", "user"),
+    ("user", "user"),
+    ("user", "object"),
+    ("org", "project"),
+    ("company", "org"),
+    ("project", "object"),
+]
 
 
 @pytest.mark.parametrize(("src", "dst"), VALID)
@@ -130,8 +159,9 @@ def test_invalid_promotions(src: str, dst: str) -> None:
 
 def test_promote_session_to_user_and_delete_original(lmem: Memory, acme: TenantContext) -> None:
     src = lmem.add(acme, "prefers vim", "session", S, {"tags": ["editor"]}).memory
-    out = lmem.promote(acme, src.id, "user", delete_original=True, content="Prefers vim keybindings",
-                       tags=["editor", "pref"])
+    out = lmem.promote(
+        acme, src.id, "user", delete_original=True, content="Prefers vim keybindings", tags=["editor", "pref"]
+    )
     assert out.layer == Layer.USER and out.content == "Prefers vim keybindings"
     assert out.tags == ["editor", "pref"] and out.provenance.promoted_from_id == src.id
     assert lmem.get(acme, src.id) is None

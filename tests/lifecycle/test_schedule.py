@@ -38,8 +38,13 @@ def _runs(job: str, outcome: str) -> float:
 def test_jobs_run_when_due_on_the_injected_clock() -> None:
     mono = Mono()
     calls: list[str] = []
-    runner = ScheduleRunner([Job("every10", 10.0, lambda: calls.append("a")),
-                             Job("eager", 30.0, lambda: calls.append("b"), run_at_start=True)], monotonic=mono)
+    runner = ScheduleRunner(
+        [
+            Job("every10", 10.0, lambda: calls.append("a")),
+            Job("eager", 30.0, lambda: calls.append("b"), run_at_start=True),
+        ],
+        monotonic=mono,
+    )
     assert runner.run_pending() == {"eager": "ok"}
     mono.t += 9.9
     assert runner.run_pending() == {}
@@ -114,8 +119,9 @@ def test_runs_never_overlap_and_stop_ends_the_thread() -> None:
             active[0] -= 1
             runs[name] += 1
 
-    runner = ScheduleRunner([Job("a", 0.01, lambda: job("a"), run_at_start=True),
-                             Job("b", 0.01, lambda: job("b"), run_at_start=True)]).start()
+    runner = ScheduleRunner(
+        [Job("a", 0.01, lambda: job("a"), run_at_start=True), Job("b", 0.01, lambda: job("b"), run_at_start=True)]
+    ).start()
     try:
         deadline = time.monotonic() + 20
         while min(runs.values()) < 3 and time.monotonic() < deadline:
@@ -146,10 +152,20 @@ def test_redis_lets_one_instance_run_a_job(fleet: tuple[redis.Redis, str]) -> No
         assert release.wait(20)
 
     mono_a, mono_b = Mono(), Mono()
-    a = ScheduleRunner([Job("maintenance", 10.0, lambda: slow("a"), run_at_start=True)], redis=client,
-                       lock_prefix=key_prefix, lock_ttl=5.0, monotonic=mono_a)
-    b = ScheduleRunner([Job("maintenance", 10.0, lambda: executed.append("b"), run_at_start=True)], redis=client,
-                       lock_prefix=key_prefix, lock_ttl=5.0, monotonic=mono_b)
+    a = ScheduleRunner(
+        [Job("maintenance", 10.0, lambda: slow("a"), run_at_start=True)],
+        redis=client,
+        lock_prefix=key_prefix,
+        lock_ttl=5.0,
+        monotonic=mono_a,
+    )
+    b = ScheduleRunner(
+        [Job("maintenance", 10.0, lambda: executed.append("b"), run_at_start=True)],
+        redis=client,
+        lock_prefix=key_prefix,
+        lock_ttl=5.0,
+        monotonic=mono_b,
+    )
     skipped_before = _runs("maintenance", "skipped")
     outcome: dict[str, str] = {}
     worker = threading.Thread(target=lambda: outcome.update(a.run_pending()))
@@ -182,8 +198,9 @@ def test_unreachable_redis_skips_the_run_with_an_error() -> None:
         port = s.getsockname()[1]  # nothing listens there once the socket is closed
     client = redis.Redis(host="127.0.0.1", port=port, socket_connect_timeout=1)
     executed: list[int] = []
-    runner = ScheduleRunner([Job("maintenance", 10.0, lambda: executed.append(1), run_at_start=True)],
-                            redis=client, monotonic=Mono())
+    runner = ScheduleRunner(
+        [Job("maintenance", 10.0, lambda: executed.append(1), run_at_start=True)], redis=client, monotonic=Mono()
+    )
     assert runner.run_pending() == {"maintenance": "error"}
     assert executed == []
     assert (runner.state["maintenance"].last_error or "").startswith("coordination unavailable: ConnectionError")

@@ -15,10 +15,18 @@ USERS = ["u1", "u2"]
 WORDS = ["apple", "river", "stone", "cloud", "ember", "delta", "maple", "quartz"]
 
 op = st.one_of(
-    st.tuples(st.just("add"), st.sampled_from(TENANTS), st.sampled_from(USERS),
-              st.lists(st.sampled_from(WORDS), min_size=1, max_size=4)),
-    st.tuples(st.just("search"), st.sampled_from(TENANTS), st.sampled_from(USERS),
-              st.lists(st.sampled_from(WORDS), min_size=1, max_size=3)),
+    st.tuples(
+        st.just("add"),
+        st.sampled_from(TENANTS),
+        st.sampled_from(USERS),
+        st.lists(st.sampled_from(WORDS), min_size=1, max_size=4),
+    ),
+    st.tuples(
+        st.just("search"),
+        st.sampled_from(TENANTS),
+        st.sampled_from(USERS),
+        st.lists(st.sampled_from(WORDS), min_size=1, max_size=3),
+    ),
     st.tuples(st.just("get_other"), st.sampled_from(TENANTS), st.integers(0, 50)),
     st.tuples(st.just("delete_other"), st.sampled_from(TENANTS), st.integers(0, 50)),
     st.tuples(st.just("update_other"), st.sampled_from(TENANTS), st.integers(0, 50)),
@@ -26,8 +34,9 @@ op = st.one_of(
 )
 
 
-@settings(max_examples=25, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
 @given(ops=st.lists(op, min_size=1, max_size=25))
 def test_no_cross_tenant_result_ever(open_pg: Callable[..., Memory], ops: list[tuple[object, ...]]) -> None:
     mem = open_pg()
@@ -43,8 +52,11 @@ def test_no_cross_tenant_result_ever(open_pg: Callable[..., Memory], ops: list[t
         elif kind == "search":
             res = mem.search(ctx, " ".join(step[3]), identifiers={"user_id": step[2]}, threshold=0.0)  # type: ignore[arg-type]
             assert all(owner[r.memory.id] == tenant and r.memory.tenant_id == tenant for r in res.results)
-            assert res.total_count == sum(1 for i, t in owner.items() if t == tenant
-                                          and (g := mem.get(ctx, i)) is not None and g.identifiers.user_id == step[2])
+            assert res.total_count == sum(
+                1
+                for i, t in owner.items()
+                if t == tenant and (g := mem.get(ctx, i)) is not None and g.identifiers.user_id == step[2]
+            )
         elif kind == "list":
             page = mem.list(ctx, layer="user", identifiers={"user_id": step[2]}, limit=100)
             assert all(owner[m.id] == tenant for m in page.memories)

@@ -27,27 +27,52 @@ def _tenant() -> TenantContext:
 def test_hygiene_migration_creates_tenant_leading_tables(pg_mem: Memory, pg_url: str, pg_schema: str) -> None:
     assert 3 in {m.version for m in postgres_schema.all_migrations()}
     with admin(pg_url) as conn:
-        versions = dict(conn.execute(sql.SQL("SELECT version, description FROM {}.schema_version").format(
-            sql.Identifier(pg_schema))).fetchall())
+        versions = dict(
+            conn.execute(
+                sql.SQL("SELECT version, description FROM {}.schema_version").format(sql.Identifier(pg_schema))
+            ).fetchall()
+        )
         columns = conn.execute(
             "SELECT table_name, column_name, data_type, is_nullable FROM information_schema.columns "
             "WHERE table_schema = %s AND table_name = ANY(%s) ORDER BY table_name, ordinal_position",
-            [pg_schema, list(HYGIENE_TABLES)]).fetchall()
-        indexes = dict(conn.execute(
-            "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = %s AND "
-            "(tablename = ANY(%s) OR indexname = 'memories_user_idx')",
-            [pg_schema, list(HYGIENE_TABLES)]).fetchall())
+            [pg_schema, list(HYGIENE_TABLES)],
+        ).fetchall()
+        indexes = dict(
+            conn.execute(
+                "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = %s AND "
+                "(tablename = ANY(%s) OR indexname = 'memories_user_idx')",
+                [pg_schema, list(HYGIENE_TABLES)],
+            ).fetchall()
+        )
     assert versions[3] == "hygiene: tenant policies, memory events"
     by_table: dict[str, list[tuple[str, str, str]]] = {}
     for table, column, dtype, nullable in columns:
         by_table.setdefault(table, []).append((column, dtype, nullable))
-    assert by_table["tenant_policies"] == [("tenant_id", "text", "NO"), ("policy", "json", "NO"),
-                                           ("updated_at", "timestamp with time zone", "NO")]
+    assert by_table["tenant_policies"] == [
+        ("tenant_id", "text", "NO"),
+        ("policy", "json", "NO"),
+        ("updated_at", "timestamp with time zone", "NO"),
+    ]
     assert [c[0] for c in by_table["memory_events"]] == [
-        "tenant_id", "id", "ts", "event", "memory_id", "layer", "principal", "code", "outcome", "details"]
+        "tenant_id",
+        "id",
+        "ts",
+        "event",
+        "memory_id",
+        "layer",
+        "principal",
+        "code",
+        "outcome",
+        "details",
+    ]
     assert dict((c[0], c[1]) for c in by_table["memory_events"])["ts"] == "timestamp with time zone"
-    assert set(indexes) == {"tenant_policies_pkey", "memory_events_pkey", "memory_events_ts_idx", "memories_user_idx",
-                            "memory_events_memory_idx"}  # the last one: migration 9
+    assert set(indexes) == {
+        "tenant_policies_pkey",
+        "memory_events_pkey",
+        "memory_events_ts_idx",
+        "memories_user_idx",
+        "memory_events_memory_idx",
+    }  # the last one: migration 9
     for name, ddl in indexes.items():
         assert "USING btree (tenant_id" in ddl, (name, ddl)
     assert "(tenant_id, id)" in indexes["memory_events_pkey"]
@@ -55,8 +80,9 @@ def test_hygiene_migration_creates_tenant_leading_tables(pg_mem: Memory, pg_url:
     assert "user_id" in indexes["memories_user_idx"]
 
 
-def test_existing_store_gets_the_hygiene_migration_on_open(open_pg: Callable[..., Memory], pg_url: str,
-                                                           pg_schema: str) -> None:
+def test_existing_store_gets_the_hygiene_migration_on_open(
+    open_pg: Callable[..., Memory], pg_url: str, pg_schema: str
+) -> None:
     """A store created before migration 3 existed (tables missing, version not recorded) is upgraded."""
     t = _tenant()
     old = open_pg()
@@ -75,8 +101,9 @@ def test_existing_store_gets_the_hygiene_migration_on_open(open_pg: Callable[...
     assert err.value.code.value == "QUOTA_EXCEEDED"
     assert mem.engine.provider.count_memory_events(t.tenant_id) == {"reject": 1, "reject.denied": 1}
     with admin(pg_url) as conn:
-        row = conn.execute(sql.SQL("SELECT count(*) FROM {}.schema_version WHERE version = 3").format(
-            sql.Identifier(pg_schema))).fetchone()
+        row = conn.execute(
+            sql.SQL("SELECT count(*) FROM {}.schema_version WHERE version = 3").format(sql.Identifier(pg_schema))
+        ).fetchone()
     assert row is not None and row[0] == 1
 
 
@@ -84,14 +111,30 @@ def test_event_and_policy_timestamps_are_timestamptz(pg_mem: Memory, pg_url: str
     t = _tenant()
     p = pg_mem.engine.provider
     at = datetime(2030, 1, 2, 3, 4, 5, 678000, tzinfo=timezone(timedelta(hours=-5)))
-    p.append_memory_events([{"tenant_id": t.tenant_id, "id": "e1", "ts": at, "event": "search",
-                             "outcome": "hit", "details": {"results": 2}}])
+    p.append_memory_events(
+        [
+            {
+                "tenant_id": t.tenant_id,
+                "id": "e1",
+                "ts": at,
+                "event": "search",
+                "outcome": "hit",
+                "details": {"results": 2},
+            }
+        ]
+    )
     p.put_tenant_policy(t.tenant_id, {"pii_mode": "redact"}, at)
     with admin(pg_url) as conn:
-        ev = conn.execute(sql.SQL("SELECT ts, details::text, memory_id FROM {}.memory_events WHERE tenant_id = %s")
-                          .format(sql.Identifier(pg_schema)), [t.tenant_id]).fetchone()
-        pol = conn.execute(sql.SQL("SELECT updated_at FROM {}.tenant_policies WHERE tenant_id = %s")
-                           .format(sql.Identifier(pg_schema)), [t.tenant_id]).fetchone()
+        ev = conn.execute(
+            sql.SQL("SELECT ts, details::text, memory_id FROM {}.memory_events WHERE tenant_id = %s").format(
+                sql.Identifier(pg_schema)
+            ),
+            [t.tenant_id],
+        ).fetchone()
+        pol = conn.execute(
+            sql.SQL("SELECT updated_at FROM {}.tenant_policies WHERE tenant_id = %s").format(sql.Identifier(pg_schema)),
+            [t.tenant_id],
+        ).fetchone()
     assert ev is not None and ev[0] == at and ev[0].astimezone(UTC).hour == 8
     assert ev[1] == '{"results":2}' and ev[2] is None
     assert pol is not None and pol[0] == at
@@ -133,7 +176,8 @@ def test_memory_events_of_one_memory_use_the_migration_9_index(pg_mem: Memory, p
     with admin(pg_url) as conn:
         indexdef = conn.execute(
             "SELECT indexdef FROM pg_indexes WHERE schemaname = %s AND indexname = 'memory_events_memory_idx'",
-            [pg_schema]).fetchone()
+            [pg_schema],
+        ).fetchone()
     assert indexdef is not None and "(tenant_id, memory_id, ts)" in indexdef[0]
     assert "memory_id IS NOT NULL" in indexdef[0]
     t = _tenant()

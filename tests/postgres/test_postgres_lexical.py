@@ -22,8 +22,9 @@ def _scores(mem: Memory, query: str, weight: float) -> dict[str, float]:
     return {r.memory.content: r.score for r in res.results}
 
 
-def test_migration_backfills_postings_of_an_old_store(open_pg: Callable[..., Memory], pg_url: str,
-                                                      pg_schema: str) -> None:
+def test_migration_backfills_postings_of_an_old_store(
+    open_pg: Callable[..., Memory], pg_url: str, pg_schema: str
+) -> None:
     mem = open_pg()
     for doc in DOCS:
         mem.add(ACME, doc, layer="user", identifiers=U1)
@@ -34,8 +35,10 @@ def test_migration_backfills_postings_of_an_old_store(open_pg: Callable[..., Mem
         conn.execute(sql.SQL("DELETE FROM {}.schema_version WHERE version = 6").format(sql.Identifier(pg_schema)))
     mem = open_pg()
     with admin(pg_url) as conn:
-        row = conn.execute(sql.SQL("SELECT count(*) FROM {}.lexical_postings WHERE tenant_id = %s").format(
-            sql.Identifier(pg_schema)), [ACME.tenant_id]).fetchone()
+        row = conn.execute(
+            sql.SQL("SELECT count(*) FROM {}.lexical_postings WHERE tenant_id = %s").format(sql.Identifier(pg_schema)),
+            [ACME.tenant_id],
+        ).fetchone()
     assert row is not None and row[0] == sum(len(term_counts(d)) for d in DOCS)
     query = "invoice 88412"
     dense = _scores(mem, query, 0.0)
@@ -64,6 +67,9 @@ def test_rolled_back_add_leaves_no_postings(pg_mem: Memory, pg_url: str, pg_sche
         pg_mem.add(ACME, "A zanzibar rollback probe", layer="user", identifiers=U1)
     pg_mem.engine.provider.write_hooks.pop()
     with admin(pg_url) as conn:
-        row = conn.execute(sql.SQL("SELECT count(*) FROM {}.lexical_postings WHERE term = 'zanzibar'").format(
-            sql.Identifier(pg_schema))).fetchone()
+        row = conn.execute(
+            sql.SQL("SELECT count(*) FROM {}.lexical_postings WHERE term = 'zanzibar'").format(
+                sql.Identifier(pg_schema)
+            )
+        ).fetchone()
     assert row is not None and row[0] == 0

@@ -29,8 +29,9 @@ def test_postgres_example_runs(pg_store_url: str, tmp_path: Path) -> None:
     url = re.search(r'"(postgresql://[^"]+)"', code)
     assert url is not None
     code = code.replace(url.group(1), pg_store_url)
-    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, env=ENV,
-                         timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, env=ENV, timeout=120
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "Deploys go out on Tuesdays 1.0"
 
@@ -50,8 +51,9 @@ def test_queued_writer_example_runs(tmp_path: Path) -> None:
     serve = threading.Thread(target=coord.run)
     serve.start()
     try:
-        out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, env=ENV,
-                             timeout=120)
+        out = subprocess.run(
+            [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, env=ENV, timeout=120
+        )
         assert out.returncode == 0, out.stderr
         got = mem.get(TenantContext(tenant_id="acme"), out.stdout.strip())
         assert got is not None and got.content == "Prefers dark mode"

@@ -17,9 +17,18 @@ NOW = datetime(2026, 6, 1, tzinfo=UTC)
 
 def entry(i: int, age_days: float, importance: float = 0.0) -> MemoryEntry:
     at = NOW - timedelta(days=age_days)
-    return MemoryEntry(id=f"m{i:04d}", tenant_id="t", content=f"memory {i}", layer=Layer.USER,
-                       identifiers=LayerIdentifiers(user_id="u"), created_at=at, updated_at=at, etag="e",
-                       importance=importance, content_hash="h")
+    return MemoryEntry(
+        id=f"m{i:04d}",
+        tenant_id="t",
+        content=f"memory {i}",
+        layer=Layer.USER,
+        identifiers=LayerIdentifiers(user_id="u"),
+        created_at=at,
+        updated_at=at,
+        etag="e",
+        importance=importance,
+        content_hash="h",
+    )
 
 
 def test_factors() -> None:
@@ -33,18 +42,25 @@ def test_factors() -> None:
     assert not Boosts().active and Boosts(importance=0.1).active
 
 
-hits_st = st.lists(st.tuples(st.floats(0.0, 1.0), st.floats(0.0, 400.0), st.floats(0.0, 1.0)),
-                   min_size=0, max_size=300)
+hits_st = st.lists(st.tuples(st.floats(0.0, 1.0), st.floats(0.0, 400.0), st.floats(0.0, 1.0)), min_size=0, max_size=300)
 
 
 @settings(max_examples=150, deadline=None)
-@given(hits=hits_st, limit=st.integers(1, 30), recency=st.floats(0.0, 1.0), importance=st.floats(0.0, 1.0),
-       cap=st.sampled_from([50, 2000]))
-def test_boosted_page_is_the_full_reranking(hits: list[tuple[float, float, float]], limit: int, recency: float,
-                                            importance: float, cap: int) -> None:
+@given(
+    hits=hits_st,
+    limit=st.integers(1, 30),
+    recency=st.floats(0.0, 1.0),
+    importance=st.floats(0.0, 1.0),
+    cap=st.sampled_from([50, 2000]),
+)
+def test_boosted_page_is_the_full_reranking(
+    hits: list[tuple[float, float, float]], limit: int, recency: float, importance: float, cap: int
+) -> None:
     boosts = Boosts(recency=recency, importance=importance)
-    ranked = sorted((ScoredEntry(entry(i, age, imp), score) for i, (score, age, imp) in enumerate(hits)),
-                    key=lambda h: (-h.score, h.entry.id))
+    ranked = sorted(
+        (ScoredEntry(entry(i, age, imp), score) for i, (score, age, imp) in enumerate(hits)),
+        key=lambda h: (-h.score, h.entry.id),
+    )
     fetched: list[int] = []
 
     def search(n: int) -> SearchPage:  # a provider: the top n by relevance, and the count of matches

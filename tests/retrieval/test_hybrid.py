@@ -34,8 +34,13 @@ def scores(mem: Memory, ctx: TenantContext, query: str, **kw: Any) -> dict[str, 
 
 
 def test_tokenize_drops_stop_words_and_stems() -> None:
-    assert tokenize("When did Caroline go to the LGBTQ support groups?") == ["carolin", "go", "lgbtq", "support",
-                                                                            "group"]
+    assert tokenize("When did Caroline go to the LGBTQ support groups?") == [
+        "carolin",
+        "go",
+        "lgbtq",
+        "support",
+        "group",
+    ]
     assert tokenize("Invoice INV-88412, 2023") == ["invoic", "inv", "88412", "2023"]
     assert query_terms("paint painting paints") == ["paint"]
 
@@ -71,7 +76,8 @@ def test_fused_score_never_below_dense_and_boosts_rare_words(store: Memory, acme
     assert max(fused, key=lambda c: fused[c]) == target
     # memories without a query word keep exactly their dense score
     assert fused["Bob moved to the Lisbon office last spring"] == pytest.approx(
-        dense["Bob moved to the Lisbon office last spring"], abs=1e-6)
+        dense["Bob moved to the Lisbon office last spring"], abs=1e-6
+    )
 
 
 def test_paraphrase_threshold_semantics_hold(store: Memory, acme: TenantContext) -> None:
@@ -101,8 +107,9 @@ def test_update_and_delete_maintain_the_index(store: Memory, acme: TenantContext
     assert scores(store, acme, "quokka")[out.content] > dense[out.content]
     store.update(acme, out.id, content="The wombat photo is on the shared drive")
     new = "The wombat photo is on the shared drive"
-    assert scores(store, acme, "quokka")[new] == pytest.approx(scores(store, acme, "quokka", hybrid_weight=0.0)[new],
-                                                              abs=1e-6)
+    assert scores(store, acme, "quokka")[new] == pytest.approx(
+        scores(store, acme, "quokka", hybrid_weight=0.0)[new], abs=1e-6
+    )
     assert scores(store, acme, "wombat")[new] > scores(store, acme, "wombat", hybrid_weight=0.0)[new]
     store.update(acme, out.id, metadata={"tags": ["x"]})  # metadata only: index unchanged
     assert scores(store, acme, "wombat")[new] > scores(store, acme, "wombat", hybrid_weight=0.0)[new]
@@ -110,22 +117,33 @@ def test_update_and_delete_maintain_the_index(store: Memory, acme: TenantContext
     assert new not in scores(store, acme, "wombat")
 
 
-def test_tenant_and_scope_isolation_of_lexical_statistics(store: Memory, acme: TenantContext,
-                                                          globex: TenantContext) -> None:
+def test_tenant_and_scope_isolation_of_lexical_statistics(
+    store: Memory, acme: TenantContext, globex: TenantContext
+) -> None:
     store.bulk_add(acme, [{"content": d, "layer": "user", "identifiers": IDS} for d in DOCS])
     base = scores(store, acme, "green tea Lisbon")
     # Another tenant (and another user of the same tenant) flooding the same words changes nothing.
-    store.bulk_add(globex, [{"content": f"green tea Lisbon {i}", "layer": "user", "identifiers": IDS}
-                            for i in range(30)])
-    store.bulk_add(acme, [{"content": f"green tea Lisbon {i}", "layer": "user", "identifiers": {"user_id": "u2"}}
-                          for i in range(30)])
+    store.bulk_add(
+        globex, [{"content": f"green tea Lisbon {i}", "layer": "user", "identifiers": IDS} for i in range(30)]
+    )
+    store.bulk_add(
+        acme,
+        [{"content": f"green tea Lisbon {i}", "layer": "user", "identifiers": {"user_id": "u2"}} for i in range(30)],
+    )
     assert scores(store, acme, "green tea Lisbon") == pytest.approx(base, abs=1e-9)
     assert not any(c.startswith("green tea") for c in scores(store, acme, "green tea Lisbon"))
 
 
 def test_filter_applies_before_the_cut_with_hybrid(store: Memory, acme: TenantContext) -> None:
-    items = [{"content": f"release checklist item {i}", "layer": "user", "identifiers": IDS,
-              "metadata": {"tags": ["a" if i % 3 else "b"]}} for i in range(12)]
+    items = [
+        {
+            "content": f"release checklist item {i}",
+            "layer": "user",
+            "identifiers": IDS,
+            "metadata": {"tags": ["a" if i % 3 else "b"]},
+        }
+        for i in range(12)
+    ]
     store.bulk_add(acme, items)
     res = store.search(acme, "release checklist", identifiers=IDS, threshold=0.0, limit=3, filter={"tags": ["b"]})
     assert len(res.results) == 3 and res.total_count == 4
@@ -146,12 +164,12 @@ def test_duckdb_and_inmemory_agree(open_mem: Callable[..., Memory], db_path: Pat
         assert scores(duck, acme, q) == pytest.approx(scores(inmem, acme, q), abs=1e-5)
 
 
-def test_config_weight_zero_is_dense_only(open_mem: Callable[..., Memory], db_path: Path,
-                                          acme: TenantContext) -> None:
+def test_config_weight_zero_is_dense_only(open_mem: Callable[..., Memory], db_path: Path, acme: TenantContext) -> None:
     dense_mem = open_mem(db_path, config=MemoryConfig(hybrid_weight=0.0))
     dense_mem.bulk_add(acme, [{"content": d, "layer": "user", "identifiers": IDS} for d in DOCS])
     assert scores(dense_mem, acme, "invoice 88412") == pytest.approx(
-        scores(dense_mem, acme, "invoice 88412", hybrid_weight=0.0), abs=1e-9)
+        scores(dense_mem, acme, "invoice 88412", hybrid_weight=0.0), abs=1e-9
+    )
 
 
 class _Boom:
@@ -165,8 +183,9 @@ class _Boom:
         return None
 
 
-def test_rolled_back_write_leaves_no_postings(open_mem: Callable[..., Memory], db_path: Path,
-                                              acme: TenantContext) -> None:
+def test_rolled_back_write_leaves_no_postings(
+    open_mem: Callable[..., Memory], db_path: Path, acme: TenantContext
+) -> None:
     mem = open_mem(db_path)
     mem.engine.provider.write_hooks.append(_Boom())
     with pytest.raises(MemoryError):
@@ -181,8 +200,9 @@ def test_rolled_back_write_leaves_no_postings(open_mem: Callable[..., Memory], d
         con.close()
 
 
-def test_index_backfilled_for_stores_without_it(open_mem: Callable[..., Memory], db_path: Path,
-                                                acme: TenantContext) -> None:
+def test_index_backfilled_for_stores_without_it(
+    open_mem: Callable[..., Memory], db_path: Path, acme: TenantContext
+) -> None:
     mem = open_mem(db_path)
     mem.bulk_add(acme, [{"content": d, "layer": "user", "identifiers": IDS} for d in DOCS])
     expected = scores(mem, acme, "invoice 88412")

@@ -53,9 +53,13 @@ def store(db_path: Path) -> AnnStore:
 def fill(mem: Memory, acme: TenantContext, n: int, seed: int = 3) -> list[str]:
     rng = random.Random(seed)
     texts = list(dict.fromkeys(sentence(rng) for _ in range(n)))
-    return [r.memory.id for i in range(0, len(texts), 1000)
-            for r in mem.bulk_add(acme, [{"content": t, "layer": "user", "identifiers": IDS}
-                                         for t in texts[i:i + 1000]]).results]
+    return [
+        r.memory.id
+        for i in range(0, len(texts), 1000)
+        for r in mem.bulk_add(
+            acme, [{"content": t, "layer": "user", "identifiers": IDS} for t in texts[i : i + 1000]]
+        ).results
+    ]
 
 
 def recall(mem: Memory, texts: list[str]) -> float:
@@ -131,12 +135,12 @@ def test_writes_to_a_partition_not_in_memory_discard_its_file(db_path: Path, acm
         assert not path.exists()
         hits = provider(mem).search(query(mem, "acme", "Quetzalcoatl invoice reconciliation", limit=5)).hits
         assert hits[0].entry.id == ids[2]
-        assert not {ids[3], ids[4]} & {h.entry.id for h in provider(mem).search(query(mem, "acme", "Alice",
-                                                                                        limit=100)).hits}
+        assert not {ids[3], ids[4]} & {
+            h.entry.id for h in provider(mem).search(query(mem, "acme", "Alice", limit=100)).hits
+        }
 
 
-def test_rows_changed_behind_the_index_are_patched_out_of_the_saved_graph(db_path: Path,
-                                                                         acme: TenantContext) -> None:
+def test_rows_changed_behind_the_index_are_patched_out_of_the_saved_graph(db_path: Path, acme: TenantContext) -> None:
     with Memory.open(db_path, embedder="hashing", config=CONFIG) as mem:
         ids = fill(mem, acme, 800)
         warm(mem)
@@ -144,8 +148,10 @@ def test_rows_changed_behind_the_index_are_patched_out_of_the_saved_graph(db_pat
         p = provider(mem)
         new_vec = mem.engine.embeddings.embed_query("Quetzalcoatl invoice reconciliation", "search")
         with p.transaction() as cur:  # SQL the index does not see (as another tool might run)
-            cur.execute(f"UPDATE memories SET embedding = ?::FLOAT[{len(new_vec)}] WHERE tenant_id = 'acme' "
-                        "AND id = ?", [str([float(x) for x in new_vec]), ids[5]])
+            cur.execute(
+                f"UPDATE memories SET embedding = ?::FLOAT[{len(new_vec)}] WHERE tenant_id = 'acme' AND id = ?",
+                [str([float(x) for x in new_vec]), ids[5]],
+            )
             cur.execute("DELETE FROM memories WHERE tenant_id = 'acme' AND id = ?", [ids[6]])
         info = warm(mem)
         part = index_of(mem)._partitions[KEY]
@@ -159,8 +165,13 @@ def test_rows_changed_behind_the_index_are_patched_out_of_the_saved_graph(db_pat
 def test_foreign_or_corrupt_files_are_ignored(db_path: Path, acme: TenantContext) -> None:
     with Memory.open(db_path, embedder="hashing", config=CONFIG) as mem:
         fill(mem, acme, 800)
-        mem.bulk_add(acme, [{"content": sentence(random.Random(i)), "layer": "user",
-                             "identifiers": {"user_id": "u2"}} for i in range(10)])
+        mem.bulk_add(
+            acme,
+            [
+                {"content": sentence(random.Random(i)), "layer": "user", "identifiers": {"user_id": "u2"}}
+                for i in range(10)
+            ],
+        )
         warm(mem)
     s = store(db_path)
     other = ("acme", "user", scope_key(Layer.USER, parse_identifiers({"user_id": "u2"})))

@@ -25,8 +25,21 @@ from stratamem.retrieval.search_index import search_expansion
 IDS = {"user_id": "u1"}
 SUBJECTS = ["Alice", "Bob", "Carol", "the team", "our customer", "the backend", "Dmitri", "Priya", "the intern"]
 VERBS = ["prefers", "migrated to", "asked about", "complained about", "is evaluating", "documented", "deployed"]
-OBJECTS = ["dark mode", "PostgreSQL 16", "the Lisbon office", "weekly releases", "Rust", "GraphQL", "Kubernetes",
-           "invoice INV-{n}", "the billing flow", "vim keybindings", "feature flags", "green tea", "ticket #{n}"]
+OBJECTS = [
+    "dark mode",
+    "PostgreSQL 16",
+    "the Lisbon office",
+    "weekly releases",
+    "Rust",
+    "GraphQL",
+    "Kubernetes",
+    "invoice INV-{n}",
+    "the billing flow",
+    "vim keybindings",
+    "feature flags",
+    "green tea",
+    "ticket #{n}",
+]
 WHEN = ["on Monday", "last spring", "in March 2023", "after the outage", "during onboarding", "for Q{q}"]
 
 
@@ -41,12 +54,31 @@ def provider(mem: Memory) -> DuckDBProvider:
     return p
 
 
-def query(mem: Memory, tenant: str, text: str, *, limit: int = 10, min_score: float = 0.0, weight: float = 1.0,
-          predicate: Any = None, exact: bool = False, layer: Layer = Layer.USER) -> SearchQuery:
-    return SearchQuery(tenant_id=tenant, scope=Scope(layer, scope_key(layer, parse_identifiers(IDS))),
-                       vector=mem.engine.embeddings.embed_query(text, "search"), text=text, limit=limit,
-                       min_score=min_score, now=datetime.now(UTC), predicate=predicate, include_embedding=True,
-                       lexical_weight=weight, exact=exact)
+def query(
+    mem: Memory,
+    tenant: str,
+    text: str,
+    *,
+    limit: int = 10,
+    min_score: float = 0.0,
+    weight: float = 1.0,
+    predicate: Any = None,
+    exact: bool = False,
+    layer: Layer = Layer.USER,
+) -> SearchQuery:
+    return SearchQuery(
+        tenant_id=tenant,
+        scope=Scope(layer, scope_key(layer, parse_identifiers(IDS))),
+        vector=mem.engine.embeddings.embed_query(text, "search"),
+        text=text,
+        limit=limit,
+        min_score=min_score,
+        now=datetime.now(UTC),
+        predicate=predicate,
+        include_embedding=True,
+        lexical_weight=weight,
+        exact=exact,
+    )
 
 
 def same_page(mem: Memory, q: SearchQuery) -> None:
@@ -64,29 +96,39 @@ def same_page(mem: Memory, q: SearchQuery) -> None:
     for g in got.hits:
         w = by_id.get(g.entry.id)
         if w is None:  # only a near-tie may differ
-            assert any(abs(x.score - g.score) < 1e-6 and x.entry.id not in {h.entry.id for h in got.hits}
-                       for x in want.hits), g.entry.id
+            assert any(
+                abs(x.score - g.score) < 1e-6 and x.entry.id not in {h.entry.id for h in got.hits} for x in want.hits
+            ), g.entry.id
             continue
         assert g.score == pytest.approx(w.score, abs=1e-6)
         assert g.entry.model_dump(exclude={"embedding"}) == w.entry.model_dump(exclude={"embedding"})
         assert g.entry.embedding == pytest.approx(w.entry.embedding, abs=1e-6)
 
 
-def test_exact_index_matches_sql_through_every_kind_of_write(open_mem: Callable[..., Memory],
-                                                              acme: TenantContext) -> None:
+def test_exact_index_matches_sql_through_every_kind_of_write(
+    open_mem: Callable[..., Memory], acme: TenantContext
+) -> None:
     mem = open_mem()
     rng = random.Random(7)
-    ids = [o.memory.id for o in mem.bulk_add(acme, [
-        {"content": sentence(rng), "layer": "user", "identifiers": IDS, "metadata": {"n": i % 5}}
-        for i in range(300)]).results]
+    ids = [
+        o.memory.id
+        for o in mem.bulk_add(
+            acme,
+            [
+                {"content": sentence(rng), "layer": "user", "identifiers": IDS, "metadata": {"n": i % 5}}
+                for i in range(300)
+            ],
+        ).results
+    ]
     queries = ["Alice dark mode", "Which office did Bob move to?", "invoice", "Kubernetes migration", "green tea"]
     pred = compile_filter(parse_filter({"n": 2}, "search"))
     for text in queries:  # builds the partition from the database
         same_page(mem, query(mem, "acme", text))
     # every write path after the partition exists: add, update (content and metadata), delete,
     # status change, expiry, access tracking
-    extra = mem.add(acme, content="Priya deployed the Lisbon billing flow on Monday", layer="user",
-                    identifiers=IDS).memory.id
+    extra = mem.add(
+        acme, content="Priya deployed the Lisbon billing flow on Monday", layer="user", identifiers=IDS
+    ).memory.id
     mem.update(acme, ids[0], content="Alice now prefers light mode after the outage")
     mem.update(acme, ids[1], metadata={"n": 2, "edited": True})
     mem.delete(acme, ids[2])
@@ -106,8 +148,7 @@ def test_exact_index_matches_sql_through_every_kind_of_write(open_mem: Callable[
     assert accessed is not None and page.hits[0].entry.access_count == accessed.access_count >= 1
 
 
-def test_rolled_back_write_leaves_the_index_untouched(open_mem: Callable[..., Memory],
-                                                      acme: TenantContext) -> None:
+def test_rolled_back_write_leaves_the_index_untouched(open_mem: Callable[..., Memory], acme: TenantContext) -> None:
     mem = open_mem()
     mem.add(acme, content="Alice prefers green tea", layer="user", identifiers=IDS)
     mem.search(acme, "tea", identifiers=IDS, threshold=0.0)  # the partition now exists
@@ -129,8 +170,9 @@ def test_rolled_back_write_leaves_the_index_untouched(open_mem: Callable[..., Me
     same_page(mem, query(mem, "acme", "Bob green tea"))
 
 
-def test_tenants_and_layers_are_separate_partitions(open_mem: Callable[..., Memory], acme: TenantContext,
-                                                    globex: TenantContext) -> None:
+def test_tenants_and_layers_are_separate_partitions(
+    open_mem: Callable[..., Memory], acme: TenantContext, globex: TenantContext
+) -> None:
     mem = open_mem(config=MemoryConfig(ann_threshold=50))
     rng = random.Random(3)
     texts = [sentence(rng) for _ in range(120)]
@@ -153,8 +195,11 @@ def test_hnsw_recall_and_writes_after_the_build(open_mem: Callable[..., Memory],
     mem = open_mem(config=MemoryConfig(ann_threshold=500))
     rng = random.Random(11)
     texts = list(dict.fromkeys(sentence(rng) for _ in range(2500)))
-    ids = [r.memory.id for chunk in (texts[:1000], texts[1000:2000])
-           for r in mem.bulk_add(acme, [{"content": t, "layer": "user", "identifiers": IDS} for t in chunk]).results]
+    ids = [
+        r.memory.id
+        for chunk in (texts[:1000], texts[1000:2000])
+        for r in mem.bulk_add(acme, [{"content": t, "layer": "user", "identifiers": IDS} for t in chunk]).results
+    ]
     p = provider(mem)
     p.search(query(mem, "acme", "warm up"))
     index = p.search_index
@@ -172,8 +217,9 @@ def test_hnsw_recall_and_writes_after_the_build(open_mem: Callable[..., Memory],
     for weight, values in recalls.items():
         assert sum(values) / len(values) >= 0.95, (weight, sum(values) / len(values))
     # writes after the build are visible at once through the ANN path, deletes never come back
-    new = mem.add(acme, content="Zanzibar quokka telemetry was archived by Priya", layer="user",
-                  identifiers=IDS).memory.id
+    new = mem.add(
+        acme, content="Zanzibar quokka telemetry was archived by Priya", layer="user", identifiers=IDS
+    ).memory.id
     assert p.search(query(mem, "acme", "Zanzibar quokka telemetry", limit=1)).hits[0].entry.id == new
     # dense only, the HNSW graph itself must hold the new row (a 3-rare-word query is an outlier the
     # graph search may not reach with the hashing embedder; the hybrid path above finds it by its words)
@@ -203,8 +249,9 @@ def test_search_expansion_grows_with_the_partition() -> None:
     assert search_expansion(64, 4_000, reference=1_000) == 160  # 64 · 4 ** 0.65 = 157.6, up to a multiple of 32
 
 
-def test_a_partition_past_the_reference_size_searches_its_graph_wider(open_mem: Callable[..., Memory],
-                                                                      acme: TenantContext) -> None:
+def test_a_partition_past_the_reference_size_searches_its_graph_wider(
+    open_mem: Callable[..., Memory], acme: TenantContext
+) -> None:
     mem = open_mem(config=MemoryConfig(ann_threshold=300))
     p = provider(mem)
     p.search(query(mem, "acme", "warm up"))  # creates the index
@@ -238,12 +285,12 @@ def test_index_is_rebuilt_from_the_database_on_reopen(db_path: Path, acme: Tenan
     with Memory.open(db_path, embedder="hashing") as mem:
         after = mem.search(acme, "Alice dark mode", identifiers=IDS, threshold=0.0)
         assert [r.memory.id for r in after.results] == [r.memory.id for r in before.results if r.memory.id != gone]
-        assert gone not in {r.memory.id for r in mem.search(acme, "Zanzibar", identifiers=IDS, threshold=0.0,
-                                                              limit=100).results}
+        assert gone not in {
+            r.memory.id for r in mem.search(acme, "Zanzibar", identifiers=IDS, threshold=0.0, limit=100).results
+        }
 
 
-def test_two_memory_objects_on_one_file_share_the_index(open_mem: Callable[..., Memory],
-                                                         acme: TenantContext) -> None:
+def test_two_memory_objects_on_one_file_share_the_index(open_mem: Callable[..., Memory], acme: TenantContext) -> None:
     a, b = open_mem(), open_mem()
     a.add(acme, content="Alice prefers green tea", layer="user", identifiers=IDS)
     assert b.search(acme, "green tea", identifiers=IDS, threshold=0.0).results  # b builds the partition
@@ -257,12 +304,15 @@ def test_disabled_index_uses_the_sql_scan(open_mem: Callable[..., Memory], acme:
     mem = open_mem(config=MemoryConfig(search_index=False))
     mem.add(acme, content="Alice prefers green tea", layer="user", identifiers=IDS)
     assert provider(mem).search_index is None and provider(mem).search_index_stats() is None
-    assert mem.search(acme, "green tea", identifiers=IDS, threshold=0.0).results[0].memory.content == \
-        "Alice prefers green tea"
+    assert (
+        mem.search(acme, "green tea", identifiers=IDS, threshold=0.0).results[0].memory.content
+        == "Alice prefers green tea"
+    )
 
 
-def test_rows_replaced_drops_the_tenant_partitions(open_mem: Callable[..., Memory], acme: TenantContext,
-                                                   globex: TenantContext) -> None:
+def test_rows_replaced_drops_the_tenant_partitions(
+    open_mem: Callable[..., Memory], acme: TenantContext, globex: TenantContext
+) -> None:
     mem = open_mem()
     for ctx in (acme, globex):
         mem.add(ctx, content="Alice prefers green tea", layer="user", identifiers=IDS)
@@ -280,8 +330,10 @@ def test_rows_replaced_drops_the_tenant_partitions(open_mem: Callable[..., Memor
 def test_eviction_keeps_the_mirror_bounded(open_mem: Callable[..., Memory], acme: TenantContext) -> None:
     mem = open_mem(config=MemoryConfig(search_index_max_rows=30))
     for user in ("u1", "u2", "u3"):
-        mem.bulk_add(acme, [{"content": f"note {i} of {user}", "layer": "user", "identifiers": {"user_id": user}}
-                            for i in range(20)])
+        mem.bulk_add(
+            acme,
+            [{"content": f"note {i} of {user}", "layer": "user", "identifiers": {"user_id": user}} for i in range(20)],
+        )
         mem.search(acme, "note", identifiers={"user_id": user}, threshold=0.0)
     index = provider(mem).search_index
     assert index is not None and index.stats()["rows"] <= 30
@@ -302,8 +354,9 @@ def test_entries_returned_are_copies(open_mem: Callable[..., Memory], acme: Tena
     assert isinstance(again, MemoryEntry)
 
 
-def test_nested_metadata_and_provenance_lists_are_copies_too(open_mem: Callable[..., Memory],
-                                                             acme: TenantContext) -> None:
+def test_nested_metadata_and_provenance_lists_are_copies_too(
+    open_mem: Callable[..., Memory], acme: TenantContext
+) -> None:
     mem = open_mem()
     meta = {"tags": ["a"], "info": {"level": 2, "path": ["x", {"deep": [1.5, None, True]}]}}
     a = mem.add(acme, content="Alice prefers green tea", layer="user", identifiers=IDS, metadata=meta).memory
@@ -320,15 +373,20 @@ def test_nested_metadata_and_provenance_lists_are_copies_too(open_mem: Callable[
 
 
 def test_churn_reloads_the_partition_and_rows_stay_raw_until_needed(
-        open_mem: Callable[..., Memory], acme: TenantContext, monkeypatch: pytest.MonkeyPatch) -> None:
+    open_mem: Callable[..., Memory], acme: TenantContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from stratamem.retrieval import search_index
 
     monkeypatch.setattr(search_index, "COMPACT_MIN_DEAD", 5)
     # no supersession check on add: its candidate search would materialise rows before the one counted
     mem = open_mem(config=MemoryConfig(detect_supersession=False))
     rng = random.Random(9)
-    ids = [r.memory.id for r in mem.bulk_add(acme, [{"content": sentence(rng), "layer": "user", "identifiers": IDS}
-                                                     for _ in range(8)]).results]
+    ids = [
+        r.memory.id
+        for r in mem.bulk_add(
+            acme, [{"content": sentence(rng), "layer": "user", "identifiers": IDS} for _ in range(8)]
+        ).results
+    ]
     p = provider(mem)
     mem.search(acme, "Alice", identifiers=IDS, threshold=0.0, limit=1)
     index = p.search_index
@@ -384,10 +442,17 @@ def test_warm_search_index_loads_the_largest_scopes_before_any_search(tmp_path: 
     path = tmp_path / "warm.duckdb"
     ctx = TenantContext(tenant_id="warm")
     with Memory.open(path, embedder="hashing") as mem:
-        mem.bulk_add(ctx, [{"content": f"fact {i} about alice", "layer": "user", "identifiers": {"user_id": "alice"}}
-                           for i in range(30)])
-        mem.bulk_add(ctx, [{"content": f"fact {i} about bob", "layer": "user", "identifiers": {"user_id": "bob"}}
-                           for i in range(5)])
+        mem.bulk_add(
+            ctx,
+            [
+                {"content": f"fact {i} about alice", "layer": "user", "identifiers": {"user_id": "alice"}}
+                for i in range(30)
+            ],
+        )
+        mem.bulk_add(
+            ctx,
+            [{"content": f"fact {i} about bob", "layer": "user", "identifiers": {"user_id": "bob"}} for i in range(5)],
+        )
     with Memory.open(path, embedder="hashing") as mem:
         stats = provider(mem).search_index_stats()
         assert stats is not None and stats["rows"] == 0

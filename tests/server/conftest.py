@@ -70,8 +70,14 @@ def cli_env() -> dict[str, str]:
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "stratamem", *args], env=cli_env(), capture_output=True, text=True,
-                          timeout=120, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "stratamem", *args],
+        env=cli_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 class LiveServer:
@@ -84,9 +90,25 @@ class LiveServer:
 
     def start(self) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "stratamem", "serve", "--db", str(self.db), "--host", "127.0.0.1",
-             "--port", str(self.port), "--log-level", "warning", *self.extra_args],
-            env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            [
+                sys.executable,
+                "-m",
+                "stratamem",
+                "serve",
+                "--db",
+                str(self.db),
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--log-level",
+                "warning",
+                *self.extra_args,
+            ],
+            env=cli_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
         )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:

@@ -31,20 +31,28 @@ def _add(client: TestClient, key: str, content: str = "a private note") -> str:
 
 
 def test_missing_credentials(client: TestClient) -> None:
-    for method, path in [("GET", "/v1/memories"), ("POST", "/v1/memories/search"), ("GET", "/v1/memories/x"),
-                         ("DELETE", "/v1/memories/x"), ("POST", "/v1/memories")]:
+    for method, path in [
+        ("GET", "/v1/memories"),
+        ("POST", "/v1/memories/search"),
+        ("GET", "/v1/memories/x"),
+        ("DELETE", "/v1/memories/x"),
+        ("POST", "/v1/memories"),
+    ]:
         r = client.request(method, path, json={})
         assert r.status_code == 401, (method, path)
         assert r.json()["code"] == "MISSING_TENANT_CONTEXT"
         assert r.headers["WWW-Authenticate"] == "Bearer"
 
 
-@pytest.mark.parametrize("header", [
-    {"Authorization": "Bearer smk_0123456789abcdef_wrongwrongwrongwrongwrong"},  # unknown key id
-    {"X-API-Key": "not-a-key"},                                                     # malformed
-    {"Authorization": "Basic dXNlcjpwYXNz"},                                        # wrong scheme
-    {"Authorization": "Bearer a.b.c"},                                              # JWT but none configured
-])
+@pytest.mark.parametrize(
+    "header",
+    [
+        {"Authorization": "Bearer smk_0123456789abcdef_wrongwrongwrongwrongwrong"},  # unknown key id
+        {"X-API-Key": "not-a-key"},  # malformed
+        {"Authorization": "Basic dXNlcjpwYXNz"},  # wrong scheme
+        {"Authorization": "Bearer a.b.c"},  # JWT but none configured
+    ],
+)
 def test_invalid_credentials(client: TestClient, header: dict[str, str]) -> None:
     r = client.get("/v1/memories", headers=header)
     assert r.status_code == 401 and r.json()["code"] == "INVALID_TENANT_CONTEXT", r.text
@@ -88,8 +96,9 @@ def test_reader_role_cannot_write(client: TestClient, make_key: Callable[..., st
     assert any(d.code == "FORBIDDEN" and d.outcome == "denied" for d in server_mem.engine.audit.recent())
 
 
-def test_cross_tenant_id_is_404_like_a_missing_one(client: TestClient, make_key: Callable[..., str],
-                                                   server_mem: Memory) -> None:
+def test_cross_tenant_id_is_404_like_a_missing_one(
+    client: TestClient, make_key: Callable[..., str], server_mem: Memory
+) -> None:
     acme, globex = make_key("acme"), make_key("globex")
     mid = _add(client, acme)
     missing = "00000000-0000-0000-0000-000000000000"
@@ -97,8 +106,11 @@ def test_cross_tenant_id_is_404_like_a_missing_one(client: TestClient, make_key:
         theirs = client.request(method, f"/v1/memories/{mid}", headers=h(globex), json=body)
         nothing = client.request(method, f"/v1/memories/{missing}", headers=h(globex), json=body)
         assert theirs.status_code == nothing.status_code == 404
-        assert theirs.json() == {**nothing.json(), "message": nothing.json()["message"].replace(missing, mid),
-                                 "details": {"id": mid}}
+        assert theirs.json() == {
+            **nothing.json(),
+            "message": nothing.json()["message"].replace(missing, mid),
+            "details": {"id": mid},
+        }
         assert set(theirs.headers) == set(nothing.headers)
     # delete is idempotent: the other tenant's call "succeeds" without touching the row
     assert client.delete(f"/v1/memories/{mid}", headers=h(globex)).json() == {"success": True}
@@ -107,23 +119,30 @@ def test_cross_tenant_id_is_404_like_a_missing_one(client: TestClient, make_key:
     assert {r.action for r in cross} >= {"get", "update", "delete"}
     assert all(r.memory_ids == [mid] and "a private note" not in r.model_dump_json() for r in cross)
     # the other tenant's searches and lists never see it
-    s = client.post("/v1/memories/search", headers=h(globex),
-                    json={"query": "a private note", "identifiers": ALICE, "threshold": 0})
+    s = client.post(
+        "/v1/memories/search", headers=h(globex), json={"query": "a private note", "identifiers": ALICE, "threshold": 0}
+    )
     assert s.json()["results"] == []
     assert client.get("/v1/memories", headers=h(globex)).json()["totalCount"] == 0
 
 
-def test_body_naming_another_tenant_is_refused_and_audited(client: TestClient, make_key: Callable[..., str],
-                                                           server_mem: Memory) -> None:
+def test_body_naming_another_tenant_is_refused_and_audited(
+    client: TestClient, make_key: Callable[..., str], server_mem: Memory
+) -> None:
     key = make_key("acme")
-    r = client.post("/v1/memories", headers=h(key),
-                    json={"tenantId": "globex", "content": "x", "layer": "user", "identifiers": ALICE})
+    r = client.post(
+        "/v1/memories",
+        headers=h(key),
+        json={"tenantId": "globex", "content": "x", "layer": "user", "identifiers": ALICE},
+    )
     assert r.status_code == 403 and r.json()["code"] == "FORBIDDEN"
-    ok = client.post("/v1/memories", headers=h(key),
-                     json={"tenantId": "acme", "content": "x", "layer": "user", "identifiers": ALICE})
+    ok = client.post(
+        "/v1/memories", headers=h(key), json={"tenantId": "acme", "content": "x", "layer": "user", "identifiers": ALICE}
+    )
     assert ok.status_code == 201 and ok.json()["memory"]["tenantId"] == "acme"
-    r = client.post("/v1/memories/search", headers=h(key), json={"tenantId": "globex", "query": "x",
-                                                                  "identifiers": ALICE})
+    r = client.post(
+        "/v1/memories/search", headers=h(key), json={"tenantId": "globex", "query": "x", "identifiers": ALICE}
+    )
     assert r.status_code == 403
     rec = [a for a in server_mem.engine.audit.recent(tenant_id="acme") if a.cross_tenant]
     assert len(rec) == 2 and all(a.outcome == "denied" for a in rec)
@@ -153,14 +172,21 @@ def test_hs256_tokens(make_client: Callable[..., TestClient]) -> None:
         r = client.get("/v1/memories", headers=h(bad))
         assert r.status_code == 401 and r.json()["code"] == "INVALID_TENANT_CONTEXT", r.text
     reader = _jwt({"tenant": "acme", "roles": ["reader"], "exp": int(time.time()) + 60})
-    assert client.post("/v1/memories", headers=h(reader),
-                       json={"content": "x", "layer": "user", "identifiers": ALICE}).status_code == 403
+    assert (
+        client.post(
+            "/v1/memories", headers=h(reader), json={"content": "x", "layer": "user", "identifiers": ALICE}
+        ).status_code
+        == 403
+    )
 
 
 def test_rs256_tokens(make_client: Callable[..., TestClient]) -> None:
     private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    public_pem = private.public_key().public_bytes(serialization.Encoding.PEM,
-                                                   serialization.PublicFormat.SubjectPublicKeyInfo).decode()
+    public_pem = (
+        private.public_key()
+        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+        .decode()
+    )
     client = make_client(jwt_public_key=public_pem, jwt_audience="stratamem")
     claims = {"tenant": "acme", "sub": "svc", "aud": "stratamem", "exp": int(time.time()) + 60}
     assert client.get("/v1/memories", headers=h(_jwt(claims, private, "RS256"))).status_code == 200
@@ -170,8 +196,9 @@ def test_rs256_tokens(make_client: Callable[..., TestClient]) -> None:
     assert client.get("/v1/memories", headers=h(_jwt(claims, SECRET, "HS256"))).status_code == 401
 
 
-def test_rate_limit_per_key(make_client: Callable[..., TestClient], make_key: Callable[..., str],
-                            server_mem: Memory) -> None:
+def test_rate_limit_per_key(
+    make_client: Callable[..., TestClient], make_key: Callable[..., str], server_mem: Memory
+) -> None:
     client = make_client(rate_limit_per_second=0.5, rate_limit_burst=2)
     a, b = make_key(), make_key()
     assert client.get("/v1/memories", headers=h(a)).status_code == 200
@@ -200,8 +227,9 @@ def test_token_bucket_refills() -> None:
 def test_admin_key_routes(client: TestClient, make_key: Callable[..., str], server_mem: Memory) -> None:
     admin, writer = make_key(role="admin"), make_key(role="writer")
     assert client.post("/v1/keys", headers=h(writer), json={"role": "reader"}).status_code == 403
-    r = client.post("/v1/keys", headers=h(admin), json={"role": "reader", "name": "bot",
-                                                          "identifiers": {"userId": "alice"}})
+    r = client.post(
+        "/v1/keys", headers=h(admin), json={"role": "reader", "name": "bot", "identifiers": {"userId": "alice"}}
+    )
     assert r.status_code == 201, r.text
     created = r.json()
     assert created["tenantId"] == "acme" and created["roles"] == ["reader"] and created["key"].startswith("smk_")

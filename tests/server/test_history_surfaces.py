@@ -32,18 +32,32 @@ def h(key: str) -> dict[str, str]:
 
 def test_rest_supersedes_and_history(client: TestClient, make_key: Callable[..., str]) -> None:
     key = make_key()
-    old = client.post("/v1/memories", headers=h(key), json={
-        "content": "Alice lives in Hamburg", "layer": "user", "identifiers": ALICE}).json()["memory"]
-    created = client.post("/v1/memories", headers=h(key), json={
-        "content": "Alice lives in Berlin", "layer": "user", "identifiers": ALICE, "supersedes": [old["id"]],
-        "provenance": {"threadId": "chat-1", "position": 3}})
+    old = client.post(
+        "/v1/memories",
+        headers=h(key),
+        json={"content": "Alice lives in Hamburg", "layer": "user", "identifiers": ALICE},
+    ).json()["memory"]
+    created = client.post(
+        "/v1/memories",
+        headers=h(key),
+        json={
+            "content": "Alice lives in Berlin",
+            "layer": "user",
+            "identifiers": ALICE,
+            "supersedes": [old["id"]],
+            "provenance": {"threadId": "chat-1", "position": 3},
+        },
+    )
     assert created.status_code == 201, created.text
     new = created.json()
     assert new["superseded"] == [old["id"]] and new["memory"]["provenance"]["position"] == 3
 
     def search(**extra: Any) -> list[str]:
-        r = client.post("/v1/memories/search", headers=h(key),
-                        json={"query": "where does Alice live", "identifiers": ALICE, "threshold": 0, **extra})
+        r = client.post(
+            "/v1/memories/search",
+            headers=h(key),
+            json={"query": "where does Alice live", "identifiers": ALICE, "threshold": 0, **extra},
+        )
         assert r.status_code == 200, r.text
         return [x["memory"]["content"] for x in r.json()["results"]]
 
@@ -54,13 +68,15 @@ def test_rest_supersedes_and_history(client: TestClient, make_key: Callable[...,
 
     listed = client.get("/v1/memories", headers=h(key), params={"layer": "user", "userId": "alice"}).json()
     assert [m["content"] for m in listed["memories"]] == ["Alice lives in Berlin"]
-    history = client.get("/v1/memories", headers=h(key),
-                         params={"layer": "user", "userId": "alice", "includeSuperseded": "true"}).json()
+    history = client.get(
+        "/v1/memories", headers=h(key), params={"layer": "user", "userId": "alice", "includeSuperseded": "true"}
+    ).json()
     assert {m["content"] for m in history["memories"]} == {"Alice lives in Hamburg", "Alice lives in Berlin"}
     got = client.get(f"/v1/memories/{old['id']}", headers=h(key)).json()
     assert got["status"] == "superseded" and got["provenance"]["supersededBy"] == new["memory"]["id"]
-    bad = client.post("/v1/memories/search", headers=h(key),
-                      json={"query": "x", "identifiers": ALICE, "asOf": "not a time"})
+    bad = client.post(
+        "/v1/memories/search", headers=h(key), json={"query": "x", "identifiers": ALICE, "asOf": "not a time"}
+    )
     assert bad.status_code in (400, 422) and bad.json()["code"] == "INVALID_PARAMS"
 
 
@@ -81,10 +97,13 @@ def test_mcp_search_history(tmp_path: Path, open_mem: Callable[..., Memory]) -> 
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
             await session.initialize()
             current = await session.call_tool("searchMemory", {"query": "where does Alice live"})
-            history = await session.call_tool("searchMemory", {"query": "where does Alice live",
-                                                               "includeSuperseded": True})
-            return (dict(current.structured_content or json.loads(current.content[0].text)),
-                    dict(history.structured_content or json.loads(history.content[0].text)))
+            history = await session.call_tool(
+                "searchMemory", {"query": "where does Alice live", "includeSuperseded": True}
+            )
+            return (
+                dict(current.structured_content or json.loads(current.content[0].text)),
+                dict(history.structured_content or json.loads(history.content[0].text)),
+            )
 
     current, history = asyncio.run(asyncio.wait_for(main(), 120))
     assert [r["content"] for r in current["results"]] == ["Alice lives in Berlin"]
@@ -93,8 +112,14 @@ def test_mcp_search_history(tmp_path: Path, open_mem: Callable[..., Memory]) -> 
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "stratamem", *args], capture_output=True, text=True,
-                          env=cli_env(), timeout=120, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "stratamem", *args],
+        capture_output=True,
+        text=True,
+        env=cli_env(),
+        timeout=120,
+        check=False,
+    )
 
 
 def test_cli_supersedes_and_history(tmp_path: Path) -> None:

@@ -196,8 +196,11 @@ def test_deep_and_wide_json_never_gives_a_5xx(client: TestClient, make_key: Call
         ("POST", "/v1/memories", f'{{"content": "x", "layer": "user", "identifiers": {ids}, "metadata": {deep}}}'),
         ("POST", "/v1/memories", f'{{"content": "x", "layer": "user", "identifiers": {deep}}}'),
         ("POST", "/v1/memories", deep),
-        ("POST", "/v1/memories/bulk", f'{{"items": [{{"content": "x", "layer": "user", "identifiers": {ids}, '
-                                      f'"metadata": {deep}}}]}}'),
+        (
+            "POST",
+            "/v1/memories/bulk",
+            f'{{"items": [{{"content": "x", "layer": "user", "identifiers": {ids}, "metadata": {deep}}}]}}',
+        ),
         ("POST", "/v1/memories/search", f'{{"query": "x", "identifiers": {ids}, "filter": {{"custom": {deep}}}}}'),
         ("PATCH", "/v1/memories/nope", f'{{"metadata": {deep}}}'),
         ("POST", "/v1/keys", f'{{"role": "reader", "identifiers": {deep}}}'),
@@ -213,7 +216,10 @@ def test_deep_and_wide_json_never_gives_a_5xx(client: TestClient, make_key: Call
     r = client.get("/v1/memories", headers=headers, params={"filter": deep_filter})
     assert r.status_code < 500, r.text[:300]
     wide = {f"k{i}": i for i in range(20000)}
-    r = client.post("/v1/memories", headers={"X-API-Key": key},
-                    json={"content": "x", "layer": "user", "identifiers": {"userId": "u1"}, "metadata": wide})
+    r = client.post(
+        "/v1/memories",
+        headers={"X-API-Key": key},
+        json={"content": "x", "layer": "user", "identifiers": {"userId": "u1"}, "metadata": wide},
+    )
     assert r.status_code in (400, 413), r.text[:300]
     assert client.get("/v1/memories", headers={"X-API-Key": key}).json()["totalCount"] == 0

@@ -30,12 +30,18 @@ def test_live_server_happy_path_and_auth(live_db: Path, live_server: Callable[[]
     srv = live_server()
     with httpx.Client(base_url=srv.url, timeout=30) as http:
         assert http.get("/health").json()["status"] == "healthy"
-        r = http.post("/v1/memories", headers={"Authorization": f"Bearer {key}"},
-                      json={"content": "User prefers dark mode", "layer": "user", "identifiers": {"userId": "alice"}})
+        r = http.post(
+            "/v1/memories",
+            headers={"Authorization": f"Bearer {key}"},
+            json={"content": "User prefers dark mode", "layer": "user", "identifiers": {"userId": "alice"}},
+        )
         assert r.status_code == 201, r.text
         mid = r.json()["memory"]["id"]
-        s = http.post("/v1/memories/search", headers={"X-API-Key": key},
-                      json={"query": "User prefers dark mode", "identifiers": {"userId": "alice"}})
+        s = http.post(
+            "/v1/memories/search",
+            headers={"X-API-Key": key},
+            json={"query": "User prefers dark mode", "identifiers": {"userId": "alice"}},
+        )
         assert s.status_code == 200 and s.json()["results"][0]["memory"]["id"] == mid
         assert http.get(f"/v1/memories/{mid}", headers={"X-API-Key": key}).status_code == 200
 
@@ -47,8 +53,13 @@ def test_live_server_happy_path_and_auth(live_db: Path, live_server: Callable[[]
         assert cross.status_code == 404 and cross.json()["code"] == "MEMORY_NOT_FOUND"
 
         metrics = http.get("/metrics").text
-        for name in ("memory_operations_total", "memory_operations_errors", "memory_operations_latency",
-                     "memory_search_results", "memory_storage_size"):
+        for name in (
+            "memory_operations_total",
+            "memory_operations_errors",
+            "memory_operations_latency",
+            "memory_search_results",
+            "memory_storage_size",
+        ):
             assert name in metrics
         spec = http.get("/openapi.json").json()
         assert "/v1/memories/search" in spec["paths"]

@@ -22,8 +22,16 @@ from .conftest import LiveServer, cli_env, cli_key
 CATEGORIES = ["preference", "fact", "context", "instruction"]
 SEED_TOOLS = {"createMemory", "searchMemory", "updateMemory", "deleteMemory", "listMemory"}
 #: remember/forget (seed 003) and lifecycle; the deprecated aliases are listed too (tests/server/test_mcp_tools.py)
-EXTRA_TOOLS = {"remember", "forget", "promoteMemory", "closeSession",
-               "memory_crud", "memory_process", "memory_promote", "close_session"}
+EXTRA_TOOLS = {
+    "remember",
+    "forget",
+    "promoteMemory",
+    "closeSession",
+    "memory_crud",
+    "memory_process",
+    "memory_promote",
+    "close_session",
+}
 
 
 def _data(result: Any) -> dict[str, Any]:
@@ -49,8 +57,17 @@ def check_seed_schemas(tools: list[Any]) -> None:
     search = by_name["searchMemory"]
     # the seed's input schema, plus two optional history arguments (current facts are the default)
     assert search["required"] == ["query"]
-    assert set(search["properties"]) == {"query", "limit", "category", "includeSuperseded", "asOf", "since", "until",
-                                         "tags", "tagsMatch"}
+    assert set(search["properties"]) == {
+        "query",
+        "limit",
+        "category",
+        "includeSuperseded",
+        "asOf",
+        "since",
+        "until",
+        "tags",
+        "tagsMatch",
+    }
     assert search["properties"]["limit"]["type"] == "integer" and search["properties"]["limit"]["default"] == 5
     assert set(by_name["updateMemory"]["required"]) == {"id", "content"}
     assert by_name["deleteMemory"]["required"] == ["id"]
@@ -65,8 +82,11 @@ def check_seed_schemas(tools: list[Any]) -> None:
 async def exercise(session: ClientSession) -> str:
     await session.initialize()
     check_seed_schemas((await session.list_tools()).tools)
-    created = _data(await session.call_tool("createMemory", {"content": "User prefers dark mode in editors",
-                                                             "category": "preference", "tags": ["ui"]}))
+    created = _data(
+        await session.call_tool(
+            "createMemory", {"content": "User prefers dark mode in editors", "category": "preference", "tags": ["ui"]}
+        )
+    )
     mid = created["id"]
     assert created["layer"] == "user" and created["category"] == "preference" and created["tags"] == ["ui"]
     await session.call_tool("createMemory", {"content": "The API runs on port 8080", "category": "fact"})
@@ -115,9 +135,11 @@ def test_mcp_over_http_with_api_key(live_db: Path, live_server: Callable[[], Liv
 
     async def session_for(k: str | None, body: Callable[[ClientSession], Any]) -> Any:
         headers = {"Authorization": f"Bearer {k}"} if k else {}
-        async with create_mcp_http_client(headers=headers) as http, \
-                streamable_http_client(srv.url + "/mcp", http_client=http) as (read, write), \
-                ClientSession(read, write) as session:
+        async with (
+            create_mcp_http_client(headers=headers) as http,
+            streamable_http_client(srv.url + "/mcp", http_client=http) as (read, write),
+            ClientSession(read, write) as session,
+        ):
             return await body(session)
 
     async def reader_body(session: ClientSession) -> None:
@@ -144,9 +166,15 @@ def test_mcp_over_http_with_api_key(live_db: Path, live_server: Callable[[], Liv
     assert listed["totalCount"] == 1
     assert listed["memories"][0]["tenantId"] == "acme" and listed["memories"][0]["identifiers"]["userId"] == "alice"
     assert listed["memories"][0]["metadata"]["category"] == "fact"
-    r = httpx.post(srv.url + "/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
-                   headers={"Accept": "application/json, text/event-stream"})
+    r = httpx.post(
+        srv.url + "/mcp",
+        json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+        headers={"Accept": "application/json, text/event-stream"},
+    )
     assert r.status_code == 401 and r.json()["code"] == "MISSING_TENANT_CONTEXT"
-    r = httpx.post(srv.url + "/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
-                   headers={"Accept": "application/json, text/event-stream", "X-API-Key": key + "x"})
+    r = httpx.post(
+        srv.url + "/mcp",
+        json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+        headers={"Accept": "application/json, text/event-stream", "X-API-Key": key + "x"},
+    )
     assert r.status_code == 401 and r.json()["code"] == "INVALID_TENANT_CONTEXT"

@@ -40,30 +40,67 @@ def _seed_sessions(db: Path) -> tuple[str, str]:
 async def _exercise_new_tools(session: ClientSession, note: str, hot: str) -> None:
     await session.initialize()
     # -- memory_crud ---------------------------------------------------------------------------
-    created = _data(await session.call_tool("memory_crud", {
-        "action": "create", "layer": "long_term",
-        "items": [{"content": "Prefers concise answers", "tags": ["style"]}]}))
+    created = _data(
+        await session.call_tool(
+            "memory_crud",
+            {
+                "action": "create",
+                "layer": "long_term",
+                "items": [{"content": "Prefers concise answers", "tags": ["style"]}],
+            },
+        )
+    )
     assert created["errors"] == [] and len(created["items"]) == 1
     item = created["items"][0]
     assert (item["scope"], item["layer"], item["content"], item["version"]) == (
-        "agent", "long_term", "Prefers concise answers", 1)
+        "agent",
+        "long_term",
+        "Prefers concise answers",
+        1,
+    )
     assert item["metadata"]["tags"] == ["style"] and item["provenance"]["source"] == "memory_crud"
     listed = _data(await session.call_tool("memory_crud", {"action": "list", "layer": "long_term"}))
     assert [i["id"] for i in listed["items"]] == [item["id"]] and listed["has_more"] is False
     assert listed["next_cursor"] is None
-    updated = _data(await session.call_tool("memory_crud", {
-        "action": "update", "items": [{"id": item["id"], "content": "Prefers short answers"}],
-        "if_match": item["etag"]}))
+    updated = _data(
+        await session.call_tool(
+            "memory_crud",
+            {
+                "action": "update",
+                "items": [{"id": item["id"], "content": "Prefers short answers"}],
+                "if_match": item["etag"],
+            },
+        )
+    )
     assert updated["errors"] == [] and updated["items"][0]["version"] == 2
-    stale = _data(await session.call_tool("memory_crud", {
-        "action": "update", "items": [{"id": item["id"], "content": "Prefers long answers"}],
-        "if_match": item["etag"]}))
+    stale = _data(
+        await session.call_tool(
+            "memory_crud",
+            {
+                "action": "update",
+                "items": [{"id": item["id"], "content": "Prefers long answers"}],
+                "if_match": item["etag"],
+            },
+        )
+    )
     assert [e["code"] for e in stale["errors"]] == ["CONFLICT"]
-    moved = _data(await session.call_tool("memory_crud", {
-        "action": "update", "items": [{"id": item["id"], "content": "x", "target_scope": "global"}]}))
+    moved = _data(
+        await session.call_tool(
+            "memory_crud", {"action": "update", "items": [{"id": item["id"], "content": "x", "target_scope": "global"}]}
+        )
+    )
     assert [(e["code"], e["details"]["reason"]) for e in moved["errors"]] == [("INVALID_PARAMS", "immutable")]
-    denied = _data(await session.call_tool("memory_crud", {
-        "action": "create", "scope": "global", "namespace": "acme-corp", "items": [{"content": "Company holiday"}]}))
+    denied = _data(
+        await session.call_tool(
+            "memory_crud",
+            {
+                "action": "create",
+                "scope": "global",
+                "namespace": "acme-corp",
+                "items": [{"content": "Company holiday"}],
+            },
+        )
+    )
     assert [e["code"] for e in denied["errors"]] == ["FORBIDDEN"] and denied["items"] == []
     gone = _data(await session.call_tool("memory_crud", {"action": "delete", "items": [{"id": item["id"]}]}))
     assert gone["items"] == [{"id": item["id"], "deleted": True}]
@@ -72,18 +109,28 @@ async def _exercise_new_tools(session: ClientSession, note: str, hot: str) -> No
     # -- memory_process / remember / forget --------------------------------------------------------
     dog = _data(await session.call_tool("memory_process", {"text": "My dog is named Max"}))
     assert (dog["action"], dog["content"], dog["category"], dog["source"]) == (
-        "created", "User's dog is named Max", "fact", "inferred")
+        "created",
+        "User's dog is named Max",
+        "fact",
+        "inferred",
+    )
     noise = _data(await session.call_tool("memory_process", {"text": "I am tired today"}))
     assert (noise["action"], noise["reason"]) == ("ignored", "emotional state")
     kept = _data(await session.call_tool("remember", {"text": "Remember that my favourite editor is Helix"}))
-    assert (kept["action"], kept["content"], kept["source"]) == ("created", "User's favourite editor is Helix",
-                                                                 "explicit")
+    assert (kept["action"], kept["content"], kept["source"]) == (
+        "created",
+        "User's favourite editor is Helix",
+        "explicit",
+    )
     forgot = _data(await session.call_tool("forget", {"text": "Forget my dog's name"}))
     assert (forgot["action"], forgot["count"], forgot["memory_ids"]) == ("deleted", 1, [dog["memory_id"]])
     # -- memory_promote / close_session ---------------------------------------------------------
     promoted = _data(await session.call_tool("memory_promote", {"id": note, "target_layer": "user"}))
     assert (promoted["layer"], promoted["content"], promoted["promotedFromId"]) == (
-        "user", "Ask [REDACTED_EMAIL] about the launch", note)
+        "user",
+        "Ask [REDACTED_EMAIL] about the launch",
+        note,
+    )
     down = await session.call_tool("memory_promote", {"id": promoted["id"], "target_layer": "session"})
     assert "INVALID_SCOPE_PROMOTION: cannot promote from 'user' to 'session'" in _error_text(down)
     closed = _data(await session.call_tool("close_session", {}))
@@ -97,8 +144,21 @@ def test_new_tools_over_stdio(tmp_path: Path, open_mem: Callable[..., Memory]) -
     note, hot = _seed_sessions(db)
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "stratamem", "mcp", "--db", str(db), "--tenant", "acme", "--user-id", "alice",
-              "--session-id", "s1", "--layer", "user"],
+        args=[
+            "-m",
+            "stratamem",
+            "mcp",
+            "--db",
+            str(db),
+            "--tenant",
+            "acme",
+            "--user-id",
+            "alice",
+            "--session-id",
+            "s1",
+            "--layer",
+            "user",
+        ],
         env=cli_env(),
     )
 
@@ -110,8 +170,11 @@ def test_new_tools_over_stdio(tmp_path: Path, open_mem: Callable[..., Memory]) -
     mem = open_mem(db)
     t = TenantContext(tenant_id="acme")
     users = {e.content for e in mem.list(t, "user", {"user_id": "alice"}).memories}
-    assert users == {"Ask [REDACTED_EMAIL] about the launch", "Deploys happen on Fridays",
-                     "User's favourite editor is Helix"}
+    assert users == {
+        "Ask [REDACTED_EMAIL] about the launch",
+        "Deploys happen on Fridays",
+        "User's favourite editor is Helix",
+    }
 
 
 def test_new_tools_keep_tenants_and_users_apart(live_db: Path, live_server: Callable[[], LiveServer]) -> None:
@@ -129,9 +192,11 @@ def test_new_tools_keep_tenants_and_users_apart(live_db: Path, live_server: Call
     srv = live_server()
 
     async def session_for(key: str, body: Callable[[ClientSession], Any]) -> Any:
-        async with create_mcp_http_client(headers={"Authorization": f"Bearer {key}"}) as http, \
-                streamable_http_client(srv.url + "/mcp", http_client=http) as (read, write), \
-                ClientSession(read, write) as session:
+        async with (
+            create_mcp_http_client(headers={"Authorization": f"Bearer {key}"}) as http,
+            streamable_http_client(srv.url + "/mcp", http_client=http) as (read, write),
+            ClientSession(read, write) as session,
+        ):
             await session.initialize()
             return await body(session)
 
@@ -157,11 +222,21 @@ def test_new_tools_keep_tenants_and_users_apart(live_db: Path, live_server: Call
 
     async def as_reader(session: ClientSession) -> None:
         denied = _data(await session.call_tool("memory_crud", {"action": "create", "items": [{"content": "x"}]}))
-        assert denied == {"items": [], "next_cursor": None, "has_more": False,
-                          "errors": [{"code": "FORBIDDEN", "message": "this credential may not write memories",
-                                      "details": {"action": "create"}}]}
+        assert denied == {
+            "items": [],
+            "next_cursor": None,
+            "has_more": False,
+            "errors": [
+                {
+                    "code": "FORBIDDEN",
+                    "message": "this credential may not write memories",
+                    "details": {"action": "create"},
+                }
+            ],
+        }
         assert "FORBIDDEN: this credential may not write memories" in _error_text(
-            await session.call_tool("remember", {"text": "Remember I like tea"}))
+            await session.call_tool("remember", {"text": "Remember I like tea"})
+        )
         assert _data(await session.call_tool("memory_crud", {"action": "list"}))["errors"] == []
 
     async def main() -> None:
@@ -176,8 +251,7 @@ def test_new_tools_keep_tenants_and_users_apart(live_db: Path, live_server: Call
         acme = TenantContext(tenant_id="acme")
         assert after.get(acme, secret) is not None  # globex's forget did not reach acme
         assert after.list(TenantContext(tenant_id="globex")).total_count == 0
-        promoted = [e for e in after.list(acme, "user", {"user_id": "alice"}).memories
-                    if e.provenance.promoted_from_id]
+        promoted = [e for e in after.list(acme, "user", {"user_id": "alice"}).memories if e.provenance.promoted_from_id]
         assert [e.provenance.promoted_from_id for e in promoted] == [alices]
     finally:
         after.close()

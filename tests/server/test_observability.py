@@ -29,8 +29,9 @@ def test_metrics_after_a_few_calls(client: TestClient, make_key: Callable[..., s
     key = make_key()
     hdr = {"X-API-Key": key}
     before = client.get("/metrics").text
-    n_add = _value(before, "memory_operations_total", 'op="add"') if 'memory_operations_total{op="add"}' in before \
-        else 0.0
+    n_add = (
+        _value(before, "memory_operations_total", 'op="add"') if 'memory_operations_total{op="add"}' in before else 0.0
+    )
     for i in range(3):
         client.post("/v1/memories", headers=hdr, json={"content": f"note {i}", "layer": "user", "identifiers": ALICE})
     client.post("/v1/memories/search", headers=hdr, json={"query": "note 1", "identifiers": ALICE, "threshold": 0})
@@ -55,10 +56,16 @@ def test_spans_per_operation(server_mem: Memory, make_key: Callable[..., str]) -
     key = make_key()
     app = create_app(server_mem, ServerSettings(mcp_enabled=False), tracer_provider=provider)
     with TestClient(app) as client:
-        client.post("/v1/memories", headers={"X-API-Key": key},
-                    json={"content": "dark mode", "layer": "user", "identifiers": ALICE})
-        client.post("/v1/memories/search", headers={"X-API-Key": key},
-                    json={"query": "dark mode", "identifiers": {**ALICE, "projectId": "p"}, "threshold": 0})
+        client.post(
+            "/v1/memories",
+            headers={"X-API-Key": key},
+            json={"content": "dark mode", "layer": "user", "identifiers": ALICE},
+        )
+        client.post(
+            "/v1/memories/search",
+            headers={"X-API-Key": key},
+            json={"query": "dark mode", "identifiers": {**ALICE, "projectId": "p"}, "threshold": 0},
+        )
         client.get("/v1/memories/missing", headers={"X-API-Key": key})
         client.post("/v1/memories/search", headers={"X-API-Key": key}, json={"query": "q"})
     spans = {s.name: s for s in exporter.get_finished_spans()}
@@ -73,15 +80,16 @@ def test_spans_per_operation(server_mem: Memory, make_key: Callable[..., str]) -
     assert failed and failed[0].attributes["stratamem.error_code"] == "MISSING_IDENTIFIER"  # type: ignore[index]
 
 
-def test_audit_log_file_records_writes_denials_and_cross_tenant(server_mem: Memory, tmp_path: Path,
-                                                                make_key: Callable[..., str],
-                                                                client: TestClient) -> None:
+def test_audit_log_file_records_writes_denials_and_cross_tenant(
+    server_mem: Memory, tmp_path: Path, make_key: Callable[..., str], client: TestClient
+) -> None:
     path = tmp_path / "audit.jsonl"
     server_mem.engine.audit = AuditLog(path)
     secret_text = "the launch code is 1234"
     key = make_key()
-    r = client.post("/v1/memories", headers={"X-API-Key": key},
-                    json={"content": secret_text, "layer": "user", "identifiers": ALICE})
+    r = client.post(
+        "/v1/memories", headers={"X-API-Key": key}, json={"content": secret_text, "layer": "user", "identifiers": ALICE}
+    )
     mid = r.json()["memory"]["id"]
     client.patch(f"/v1/memories/{mid}", headers={"X-API-Key": key}, json={"content": secret_text + "!"})
     client.get("/v1/memories", headers={"X-API-Key": "smk_0000000000000000_xxxxxxxxxxxxxxxxxxxxxxxx"})

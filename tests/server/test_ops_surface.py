@@ -56,8 +56,9 @@ def test_repeated_failures_are_aggregated_in_the_audit(
     assert len(denied) == 2 and denied[1].details["repeated"] == 9
 
 
-def test_tenant_admin_reads_only_its_tenants_series(make_client: Callable[..., TestClient], server_mem: Memory,
-                                                   make_key: Callable[..., str]) -> None:
+def test_tenant_admin_reads_only_its_tenants_series(
+    make_client: Callable[..., TestClient], server_mem: Memory, make_key: Callable[..., str]
+) -> None:
     from stratamem import TenantContext
 
     server_mem.add(TenantContext(tenant_id="acme"), "a note", "user", {"user_id": "u1"})

@@ -46,16 +46,20 @@ def test_readme_rest_curl_examples(tmp_path: Path) -> None:
     keys_block, curl_block = _blocks(_section("REST API"), "bash")
     port = free_port()
     env = {k: v for k, v in _shim(tmp_path, cli_env()).items() if k != "STRATAMEM_EMBEDDER"}  # default model
-    script = "\n".join([
-        "set -e",
-        keys_block,
-        f"stratamem serve --db data/stratamem.duckdb --port {port} --log-level warning >server.log 2>&1 &",
-        "SERVER=$!",
-        "trap 'kill $SERVER' EXIT",
-        f"for i in $(seq 1 300); do curl -sf http://127.0.0.1:{port}/ready >/dev/null && break; sleep 0.2; done",
-        *[line if line.startswith("KEY=") else f'echo "$({line.split("   #")[0]})"'
-          for line in curl_block.strip().splitlines()],
-    ]).replace("127.0.0.1:8080", f"127.0.0.1:{port}")
+    script = "\n".join(
+        [
+            "set -e",
+            keys_block,
+            f"stratamem serve --db data/stratamem.duckdb --port {port} --log-level warning >server.log 2>&1 &",
+            "SERVER=$!",
+            "trap 'kill $SERVER' EXIT",
+            f"for i in $(seq 1 300); do curl -sf http://127.0.0.1:{port}/ready >/dev/null && break; sleep 0.2; done",
+            *[
+                line if line.startswith("KEY=") else f'echo "$({line.split("   #")[0]})"'
+                for line in curl_block.strip().splitlines()
+            ],
+        ]
+    ).replace("127.0.0.1:8080", f"127.0.0.1:{port}")
     out = subprocess.run(["bash", "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr + (tmp_path / "server.log").read_text()
     lines = out.stdout.strip().split("\n")
@@ -73,8 +77,9 @@ def test_readme_mcp_stdio_config(tmp_path: Path) -> None:
     command = _blocks(section, "bash")[0].strip()
     config = json.loads(_blocks(section, "json")[0])["mcpServers"]["stratamem"]
     assert command.split() == [config["command"], *config["args"]]
-    params = StdioServerParameters(command=sys.executable, args=["-m", "stratamem", *config["args"]],
-                                   env=cli_env(), cwd=str(tmp_path))
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "stratamem", *config["args"]], env=cli_env(), cwd=str(tmp_path)
+    )
 
     async def main() -> list[str]:
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
@@ -85,8 +90,17 @@ def test_readme_mcp_stdio_config(tmp_path: Path) -> None:
 
     names = asyncio.run(asyncio.wait_for(main(), 120))
     legacy = {"close_session", "memory_crud", "memory_process", "memory_promote"}  # deprecated aliases
-    current = {"closeSession", "createMemory", "deleteMemory", "forget", "listMemory", "promoteMemory", "remember",
-               "searchMemory", "updateMemory"}
+    current = {
+        "closeSession",
+        "createMemory",
+        "deleteMemory",
+        "forget",
+        "listMemory",
+        "promoteMemory",
+        "remember",
+        "searchMemory",
+        "updateMemory",
+    }
     assert set(names) == current | legacy
     assert all(f"`{name}`" in section for name in current)  # the README names every current tool
     assert (tmp_path / "data" / "stratamem.duckdb").exists()

@@ -24,10 +24,17 @@ def h(key: str) -> dict[str, str]:
 
 def test_crud_roundtrip_camel_case(client: TestClient, make_key: Callable[..., str]) -> None:
     key = make_key()
-    r = client.post("/v1/memories", headers=h(key), json={
-        "content": "User prefers dark mode", "layer": "user", "identifiers": ALICE,
-        "metadata": {"tags": ["ui"], "category": "preference"}, "expiresAt": None,
-    })
+    r = client.post(
+        "/v1/memories",
+        headers=h(key),
+        json={
+            "content": "User prefers dark mode",
+            "layer": "user",
+            "identifiers": ALICE,
+            "metadata": {"tags": ["ui"], "category": "preference"},
+            "expiresAt": None,
+        },
+    )
     assert r.status_code == 201, r.text
     body = r.json()
     assert body["embeddingGenerated"] is True
@@ -40,14 +47,20 @@ def test_crud_roundtrip_camel_case(client: TestClient, make_key: Callable[..., s
 
     stale = client.patch(f"/v1/memories/{mid}", headers={**h(key), "If-Match": "nope"}, json={"content": "x"})
     assert stale.status_code == 409 and stale.json()["code"] == "CONFLICT"
-    upd = client.patch(f"/v1/memories/{mid}", headers={**h(key), "If-Match": etag},
-                       json={"content": "User prefers light mode", "metadata": {"category": "fact"}})
+    upd = client.patch(
+        f"/v1/memories/{mid}",
+        headers={**h(key), "If-Match": etag},
+        json={"content": "User prefers light mode", "metadata": {"category": "fact"}},
+    )
     assert upd.status_code == 200, upd.text
     assert upd.json()["embeddingRegenerated"] is True
     assert upd.json()["memory"]["version"] == 2 and upd.json()["memory"]["metadata"]["tags"] == ["ui"]
 
-    found = client.post("/v1/memories/search", headers=h(key),
-                        json={"query": "User prefers light mode", "identifiers": ALICE, "limit": 5})
+    found = client.post(
+        "/v1/memories/search",
+        headers=h(key),
+        json={"query": "User prefers light mode", "identifiers": ALICE, "limit": 5},
+    )
     assert found.status_code == 200, found.text
     res = found.json()
     assert res["results"][0]["memory"]["id"] == mid and res["searchedLayers"] == ["user"]
@@ -60,8 +73,15 @@ def test_crud_roundtrip_camel_case(client: TestClient, make_key: Callable[..., s
 
 def test_list_pagination_filters_and_bulk(client: TestClient, make_key: Callable[..., str]) -> None:
     key = make_key()
-    items = [{"content": f"fact number {i}", "layer": "project", "identifiers": {"projectId": "p1"},
-              "metadata": {"tags": ["even" if i % 2 == 0 else "odd"]}} for i in range(7)]
+    items = [
+        {
+            "content": f"fact number {i}",
+            "layer": "project",
+            "identifiers": {"projectId": "p1"},
+            "metadata": {"tags": ["even" if i % 2 == 0 else "odd"]},
+        }
+        for i in range(7)
+    ]
     r = client.post("/v1/memories/bulk", headers=h(key), json={"items": items})
     assert r.status_code == 201, r.text
     ids = [x["memory"]["id"] for x in r.json()["results"]]
@@ -71,8 +91,11 @@ def test_list_pagination_filters_and_bulk(client: TestClient, make_key: Callable
     assert page1.status_code == 200, page1.text
     p1 = page1.json()
     assert p1["totalCount"] == 7 and len(p1["memories"]) == 3 and p1["nextCursor"]
-    page2 = client.get("/v1/memories", headers=h(key),
-                       params={"layer": "project", "projectId": "p1", "limit": 3, "cursor": p1["nextCursor"]})
+    page2 = client.get(
+        "/v1/memories",
+        headers=h(key),
+        params={"layer": "project", "projectId": "p1", "limit": 3, "cursor": p1["nextCursor"]},
+    )
     assert [m["id"] for m in page2.json()["memories"]] == ids[3:6]
     bad_cursor = client.get("/v1/memories", headers=h(key), params={"cursor": "garbage"})
     assert bad_cursor.status_code == 400 and bad_cursor.json()["code"] == "INVALID_PARAMS"
@@ -114,12 +137,16 @@ def test_bulk_over_limit_is_invalid_params(client: TestClient, make_key: Callabl
         ({}, [1, 2], "INVALID_PARAMS", 400),
     ],
 )
-def test_bad_input_gets_a_code_never_500(client: TestClient, make_key: Callable[..., str], kwargs: dict[str, object],
-                                         body: object, code: str, status: int) -> None:
+def test_bad_input_gets_a_code_never_500(
+    client: TestClient, make_key: Callable[..., str], kwargs: dict[str, object], body: object, code: str, status: int
+) -> None:
     key = make_key()
     headers = {**h(key), **kwargs.pop("headers", {})}  # type: ignore[dict-item]
-    r = client.post("/v1/memories", headers=headers, json=body, **kwargs) if body is not None else \
-        client.post("/v1/memories", headers=headers, **kwargs)  # type: ignore[arg-type]
+    r = (
+        client.post("/v1/memories", headers=headers, json=body, **kwargs)
+        if body is not None
+        else client.post("/v1/memories", headers=headers, **kwargs)
+    )  # type: ignore[arg-type]
     assert r.status_code == status, r.text
     err = r.json()
     assert err["code"] == code and set(err) == {"code", "message", "operation", "details", "retryable"}
@@ -127,14 +154,17 @@ def test_bad_input_gets_a_code_never_500(client: TestClient, make_key: Callable[
 
 def test_search_validation(client: TestClient, make_key: Callable[..., str]) -> None:
     key = make_key()
-    for body, code in [({"query": ""}, "INVALID_PARAMS"), ({"query": "q"}, "MISSING_IDENTIFIER"),
-                       ({"query": "q", "identifiers": ALICE, "threshold": 3}, "INVALID_PARAMS"),
-                       ({"query": "q", "identifiers": ALICE, "limit": 0}, "INVALID_PARAMS"),
-                       ({"query": "q" * 5000, "identifiers": ALICE}, "QUERY_TOO_LONG"),
-                       ({"query": "q", "identifiers": ALICE, "layers": ["nope"]}, "INVALID_LAYER"),
-                       ({"query": "q", "identifiers": ALICE, "recencyBoost": 1.5}, "INVALID_PARAMS"),
-                       ({"query": "q", "identifiers": ALICE, "importanceBoost": -1}, "INVALID_PARAMS"),
-                       ({"query": "q", "identifiers": ALICE, "hybridWeight": 2}, "INVALID_PARAMS")]:
+    for body, code in [
+        ({"query": ""}, "INVALID_PARAMS"),
+        ({"query": "q"}, "MISSING_IDENTIFIER"),
+        ({"query": "q", "identifiers": ALICE, "threshold": 3}, "INVALID_PARAMS"),
+        ({"query": "q", "identifiers": ALICE, "limit": 0}, "INVALID_PARAMS"),
+        ({"query": "q" * 5000, "identifiers": ALICE}, "QUERY_TOO_LONG"),
+        ({"query": "q", "identifiers": ALICE, "layers": ["nope"]}, "INVALID_LAYER"),
+        ({"query": "q", "identifiers": ALICE, "recencyBoost": 1.5}, "INVALID_PARAMS"),
+        ({"query": "q", "identifiers": ALICE, "importanceBoost": -1}, "INVALID_PARAMS"),
+        ({"query": "q", "identifiers": ALICE, "hybridWeight": 2}, "INVALID_PARAMS"),
+    ]:
         r = client.post("/v1/memories/search", headers=h(key), json=body)
         assert r.status_code == 400 and r.json()["code"] == code, (body, r.text)
 
@@ -173,8 +203,9 @@ def test_every_error_code_maps_to_one_status_and_extra_router_is_one_line(server
     from stratamem.server.keys import create_key
 
     key = create_key(server_mem.engine.provider, "acme", "reader").key
-    app: FastAPI = create_app(server_mem, ServerSettings(mcp_enabled=False),
-                              extra_routers=[feature_router(get_memory, get_tenant)])
+    app: FastAPI = create_app(
+        server_mem, ServerSettings(mcp_enabled=False), extra_routers=[feature_router(get_memory, get_tenant)]
+    )
     with TestClient(app) as client:
         assert client.get("/v1/feature/whoami", headers=h(key)).json() == {"tenant": "acme"}
         assert client.get("/v1/feature/whoami").json()["code"] == "MISSING_TENANT_CONTEXT"
@@ -222,13 +253,19 @@ def test_search_weights_and_boosts(client: TestClient, make_key: Callable[..., s
     """hybridWeight, recencyBoost and importanceBoost reach the engine (docs/concepts.md "Scores")."""
     key = make_key()
     for content, importance in [("Deploys happen on Tuesdays", 0.0), ("Deploys freeze in December", 1.0)]:
-        r = client.post("/v1/memories", headers=h(key), json={
-            "content": content, "layer": "user", "identifiers": ALICE, "importance": importance})
+        r = client.post(
+            "/v1/memories",
+            headers=h(key),
+            json={"content": content, "layer": "user", "identifiers": ALICE, "importance": importance},
+        )
         assert r.status_code == 201, r.text
 
     def scores(**extra: float) -> dict[str, float]:
-        r = client.post("/v1/memories/search", headers=h(key),
-                        json={"query": "when do deploys happen", "identifiers": ALICE, "threshold": 0, **extra})
+        r = client.post(
+            "/v1/memories/search",
+            headers=h(key),
+            json={"query": "when do deploys happen", "identifiers": ALICE, "threshold": 0, **extra},
+        )
         assert r.status_code == 200, r.text
         return {x["memory"]["content"]: x["score"] for x in r.json()["results"]}
 

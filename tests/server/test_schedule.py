@@ -27,8 +27,15 @@ from ..lifecycle.conftest import T0, Clock
 from ..snapshots.conftest import s3, s3_settings  # noqa: F401  (fixtures)
 from .conftest import LiveServer, free_port, run_cli
 
-S3_ENV = ("STRATAMEM_S3_URL", "STRATAMEM_S3_BUCKET", "STRATAMEM_MAINTENANCE_INTERVAL", "STRATAMEM_SNAPSHOT_INTERVAL",
-          "STRATAMEM_SNAPSHOTS_ENABLED", "STRATAMEM_REDIS_URL", "STRATAMEM_REDIS_PREFIX")
+S3_ENV = (
+    "STRATAMEM_S3_URL",
+    "STRATAMEM_S3_BUCKET",
+    "STRATAMEM_MAINTENANCE_INTERVAL",
+    "STRATAMEM_SNAPSHOT_INTERVAL",
+    "STRATAMEM_SNAPSHOTS_ENABLED",
+    "STRATAMEM_REDIS_URL",
+    "STRATAMEM_REDIS_PREFIX",
+)
 
 
 @pytest.fixture(autouse=True)
@@ -84,8 +91,9 @@ def clocked(tmp_path: Path) -> Iterator[tuple[Memory, Clock]]:
     mem.close()
 
 
-def test_settings_decide_which_jobs_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                        caplog: pytest.LogCaptureFixture) -> None:
+def test_settings_decide_which_jobs_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     mem = Memory.open(tmp_path / "jobs.duckdb", embedder="hashing")
     try:
         assert build_schedule(mem, ServerSettings()) is None  # default: maintenance off, no S3 configured
@@ -99,8 +107,9 @@ def test_settings_decide_which_jobs_run(tmp_path: Path, monkeypatch: pytest.Monk
         runner = build_schedule(mem, ServerSettings(redis_url="redis://127.0.0.1:6379/0", redis_prefix="fleet"))
         assert runner is not None and list(runner.jobs) == ["maintenance"] and runner.lock_prefix == "fleet"
         assert runner.jobs["maintenance"].interval_s == 3600.0 and runner.redis is not None
-        runner = build_schedule(mem, ServerSettings(maintenance_interval="0.2s", snapshot_interval="12h",
-                                                    snapshots_enabled=False))
+        runner = build_schedule(
+            mem, ServerSettings(maintenance_interval="0.2s", snapshot_interval="12h", snapshots_enabled=False)
+        )
         assert runner is not None and {n: j.interval_s for n, j in runner.jobs.items()} == {"maintenance": 0.2}
     finally:
         mem.close()
@@ -127,9 +136,15 @@ def test_in_server_maintenance_purges_expired_memory(clocked: tuple[Memory, Cloc
     assert runner.running is False  # started by the server's lifespan, not before
     with InProcessServer(app) as srv, httpx.Client(base_url=srv.url, headers={"X-API-Key": key}, timeout=30) as http:
         assert runner.running is True
-        r = http.post("/v1/memories", json={"content": "Temporary door code is 4711", "layer": "user",
-                                            "identifiers": {"userId": "alice"},
-                                            "expiresAt": (T0 + timedelta(hours=1)).isoformat()})
+        r = http.post(
+            "/v1/memories",
+            json={
+                "content": "Temporary door code is 4711",
+                "layer": "user",
+                "identifiers": {"userId": "alice"},
+                "expiresAt": (T0 + timedelta(hours=1)).isoformat(),
+            },
+        )
         assert r.status_code == 201, r.text
         mid = r.json()["memory"]["id"]
         assert http.get(f"/v1/memories/{mid}").status_code == 200
@@ -150,16 +165,16 @@ def test_failing_snapshot_job_does_not_take_the_server_down(clocked: tuple[Memor
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         dead = s.getsockname()[1]
-    mem.configure_snapshots(S3Settings(endpoint_url=f"http://127.0.0.1:{dead}", bucket="nowhere",
-                                       access_key_id="k", secret_access_key="s"))
+    mem.configure_snapshots(
+        S3Settings(endpoint_url=f"http://127.0.0.1:{dead}", bucket="nowhere", access_key_id="k", secret_access_key="s")
+    )
     mem.add(TenantContext(tenant_id="acme"), "User prefers dark mode", "user", {"user_id": "alice"})
     app = create_app(mem, ServerSettings(mcp_enabled=False, snapshots_enabled=True, snapshot_interval="0.2s"))
     runner = app.state.schedule
     with InProcessServer(app) as srv, httpx.Client(base_url=srv.url, timeout=30) as http:
         wait_for(lambda: runner.state["snapshot"].failures >= 2)
         assert http.get("/ready").status_code == 200
-        assert metric(http.get("/metrics").text, "stratamem_schedule_runs_total", job="snapshot",
-                      outcome="error") >= 2
+        assert metric(http.get("/metrics").text, "stratamem_schedule_runs_total", job="snapshot", outcome="error") >= 2
     assert (runner.state["snapshot"].last_error or "").startswith("JobFailed: snapshot push failed")
     assert runner.running is False
 
@@ -188,16 +203,25 @@ def test_cli_serve_runs_maintenance_and_stops_cleanly(live_db: Path) -> None:
     # written four days ago (an expiry in the past is refused), expired three days ago
     seed = Memory.open(live_db, embedder="hashing", clock=lambda: created - timedelta(days=4))
     try:
-        mid = seed.add(ctx, "Temporary door code is 4711", "user", {"user_id": "alice"},
-                       expires_at=created - timedelta(days=3)).memory.id
+        mid = seed.add(
+            ctx, "Temporary door code is 4711", "user", {"user_id": "alice"}, expires_at=created - timedelta(days=3)
+        ).memory.id
         kept = seed.add(ctx, "User prefers dark mode", "user", {"user_id": "alice"}).memory.id
     finally:
         seed.close()
     srv = LiveServer(live_db, "--maintenance-interval", "0.2s", "--no-snapshots")
     srv.start()
     try:
-        wait_for(lambda: metric(httpx.get(srv.url + "/metrics", timeout=10).text,
-                                "stratamem_lifecycle_maintenance_items_total", task="ttl_purge") >= 1)
+        wait_for(
+            lambda: (
+                metric(
+                    httpx.get(srv.url + "/metrics", timeout=10).text,
+                    "stratamem_lifecycle_maintenance_items_total",
+                    task="ttl_purge",
+                )
+                >= 1
+            )
+        )
     finally:
         assert srv.proc is not None
         srv.proc.terminate()

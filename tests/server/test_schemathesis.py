@@ -21,8 +21,7 @@ def st_key(make_key: Callable[..., str]) -> str:
 
 @pytest.fixture()
 def api_schema(server_mem: Memory, st_key: str) -> Any:
-    app = create_app(server_mem, ServerSettings(mcp_enabled=False, rate_limit_per_second=0,
-                                                max_body_bytes=64 * 1024))
+    app = create_app(server_mem, ServerSettings(mcp_enabled=False, rate_limit_per_second=0, max_body_bytes=64 * 1024))
     return schemathesis.openapi.from_asgi("/openapi.json", app)
 
 

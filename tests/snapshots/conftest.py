@@ -57,13 +57,17 @@ def all_keys(store: S3Store) -> set[str]:
 
 def fill(mem: Memory, ctx: TenantContext, n: int, start: int = 0) -> list[str]:
     items: list[dict[str, Any]] = [
-        {"content": f"{ctx.tenant_id} fact {i}: the user likes topic {i}", "layer": "user",
-         "identifiers": {"user_id": "u1"}, "metadata": {"tags": [f"t{i % 3}"]}}
+        {
+            "content": f"{ctx.tenant_id} fact {i}: the user likes topic {i}",
+            "layer": "user",
+            "identifiers": {"user_id": "u1"},
+            "metadata": {"tags": [f"t{i % 3}"]},
+        }
         for i in range(start, start + n)
     ]
     ids: list[str] = []
     for chunk in range(0, len(items), 10):
-        out = mem.bulk_add(ctx, items[chunk:chunk + 10])
+        out = mem.bulk_add(ctx, items[chunk : chunk + 10])
         ids.extend(r.memory.id for r in out.results)
     return ids
 

@@ -15,11 +15,19 @@ SRC = str(Path(__file__).resolve().parents[2] / "src")
 
 
 def run(settings: S3Settings, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": SRC, "STRATAMEM_EMBEDDER": "hashing", "COLUMNS": "200",
-           "STRATAMEM_S3_URL": str(settings.endpoint_url), "STRATAMEM_S3_BUCKET": settings.bucket,
-           "AWS_ACCESS_KEY_ID": str(settings.access_key_id), "AWS_SECRET_ACCESS_KEY": str(settings.secret_access_key)}
-    out = subprocess.run([sys.executable, "-m", "stratamem", *args], capture_output=True, text=True, env=env,
-                         timeout=120)
+    env = {
+        **os.environ,
+        "PYTHONPATH": SRC,
+        "STRATAMEM_EMBEDDER": "hashing",
+        "COLUMNS": "200",
+        "STRATAMEM_S3_URL": str(settings.endpoint_url),
+        "STRATAMEM_S3_BUCKET": settings.bucket,
+        "AWS_ACCESS_KEY_ID": str(settings.access_key_id),
+        "AWS_SECRET_ACCESS_KEY": str(settings.secret_access_key),
+    }
+    out = subprocess.run(
+        [sys.executable, "-m", "stratamem", *args], capture_output=True, text=True, env=env, timeout=120
+    )
     if check:
         assert out.returncode == 0, out.stdout + out.stderr
     return out
@@ -44,6 +52,5 @@ def test_push_list_restore_at(tmp_path: Path, s3_settings: S3Settings, s3: S3Sto
     pulled = json.loads(run(s3_settings, "snapshot", "pull", "--db", db, "--json").stdout)
     assert pulled[0]["snapshot_id"] == second[0]["snapshot_id"] and pulled[0]["before"]["memories"] == 1
 
-    bad = run(s3_settings, "snapshot", "restore", "--at", "2001-01-01T00:00:00Z", "--db", db, "-t", "acme",
-              check=False)
+    bad = run(s3_settings, "snapshot", "restore", "--at", "2001-01-01T00:00:00Z", "--db", db, "-t", "acme", check=False)
     assert bad.returncode == 2 and bad.stderr.startswith("error PROVIDER_ERROR: no snapshot of tenant acme")

@@ -20,12 +20,14 @@ U1 = {"user_id": "u1"}
 
 def _cache_rows(mem: Memory, tenant: str) -> int:
     row = mem.engine.provider.db.conn.execute(  # type: ignore[attr-defined]
-        "SELECT count(*) FROM embedding_cache WHERE tenant_id = ?", [tenant]).fetchone()
+        "SELECT count(*) FROM embedding_cache WHERE tenant_id = ?", [tenant]
+    ).fetchone()
     return int(row[0])
 
 
-def test_query_loads_an_unloaded_tenant_on_demand(mem: Memory, acme: TenantContext, globex: TenantContext,
-                                                  s3_settings: S3Settings, s3: S3Store) -> None:
+def test_query_loads_an_unloaded_tenant_on_demand(
+    mem: Memory, acme: TenantContext, globex: TenantContext, s3_settings: S3Settings, s3: S3Store
+) -> None:
     fill(mem, acme, 30)
     fill(mem, globex, 25)
     # vectors embedded but not stored (the write gate's candidates) are the embedding cache's rows
@@ -37,8 +39,9 @@ def test_query_loads_an_unloaded_tenant_on_demand(mem: Memory, acme: TenantConte
     want = mem.search(globex, query, identifiers=U1, threshold=0.0, limit=5)
 
     # no background thread and no budget: only the manifests are read before the store is returned
-    cold = Memory.open_from_snapshot(["acme", "globex"], settings=s3_settings, lazy=True, budget_s=0.0,
-                                     background=False)
+    cold = Memory.open_from_snapshot(
+        ["acme", "globex"], settings=s3_settings, lazy=True, budget_s=0.0, background=False
+    )
     try:
         status = cold.snapshots.status()
         assert status.tenants_pending == ["acme", "globex"] and status.partitions_loaded == 0
@@ -81,8 +84,9 @@ def test_query_loads_an_unloaded_tenant_on_demand(mem: Memory, acme: TenantConte
         cold.close()
 
 
-def test_background_load_completes_and_writes_wait_for_their_tenant(mem: Memory, acme: TenantContext,
-                                                                    s3_settings: S3Settings, s3: S3Store) -> None:
+def test_background_load_completes_and_writes_wait_for_their_tenant(
+    mem: Memory, acme: TenantContext, s3_settings: S3Settings, s3: S3Store
+) -> None:
     fill(mem, acme, 40)
     mem.configure_snapshots(s3_settings, partition_rows=10).push(acme)
     expected = contents(mem, acme)
@@ -101,8 +105,7 @@ def test_background_load_completes_and_writes_wait_for_their_tenant(mem: Memory,
         cold.close()
 
     # with a generous budget and wait_for="loaded" the open returns with everything loaded
-    warm = Memory.open_from_snapshot("acme", settings=s3_settings, lazy=True, budget_s=60.0,
-                                     wait_for="loaded")
+    warm = Memory.open_from_snapshot("acme", settings=s3_settings, lazy=True, budget_s=60.0, wait_for="loaded")
     try:
         report = warm.snapshots.last_reports[0]
         assert report.complete and report.state == "loaded" and report.within_budget
@@ -127,8 +130,9 @@ def test_background_load_completes_and_writes_wait_for_their_tenant(mem: Memory,
     assert err.value.code is ErrorCode.INVALID_PARAMS
 
 
-def test_corrupt_partition_found_lazily_falls_back_to_previous(mem: Memory, acme: TenantContext,
-                                                               s3_settings: S3Settings, s3: S3Store) -> None:
+def test_corrupt_partition_found_lazily_falls_back_to_previous(
+    mem: Memory, acme: TenantContext, s3_settings: S3Settings, s3: S3Store
+) -> None:
     v1, v2, v1_content = _two_snapshots(mem, acme, s3_settings)
     s3.client.put_object(Bucket=s3.bucket, Key=_v2_only_key(s3, acme, v1, v2), Body=b"PAR1 not the bytes")
 
@@ -144,10 +148,15 @@ def test_corrupt_partition_found_lazily_falls_back_to_previous(mem: Memory, acme
         cold.close()
 
 
-def test_no_loadable_snapshot_found_lazily_is_a_clear_error(mem: Memory, acme: TenantContext,
-                                                            globex: TenantContext, s3_settings: S3Settings,
-                                                            s3: S3Store, open_mem: Callable[..., Memory],
-                                                            tmp_path: Path) -> None:
+def test_no_loadable_snapshot_found_lazily_is_a_clear_error(
+    mem: Memory,
+    acme: TenantContext,
+    globex: TenantContext,
+    s3_settings: S3Settings,
+    s3: S3Store,
+    open_mem: Callable[..., Memory],
+    tmp_path: Path,
+) -> None:
     fill(mem, acme, 12)
     fill(mem, globex, 4)
     mgr = mem.configure_snapshots(s3_settings, partition_rows=4)
@@ -158,8 +167,9 @@ def test_no_loadable_snapshot_found_lazily_is_a_clear_error(mem: Memory, acme: T
     key = sorted(k for k in manifest.object_keys() if "/memories/" in k)[0]
     s3.client.put_object(Bucket=s3.bucket, Key=key, Body=b"garbage")
 
-    cold = Memory.open_from_snapshot(["acme", "globex"], settings=s3_settings, lazy=True, budget_s=0.0,
-                                     background=False)
+    cold = Memory.open_from_snapshot(
+        ["acme", "globex"], settings=s3_settings, lazy=True, budget_s=0.0, background=False
+    )
     try:
         for attempt in range(2):  # the failure is remembered: every later access raises the same way
             with pytest.raises(MemoryError) as err:
@@ -189,16 +199,16 @@ def test_no_loadable_snapshot_found_lazily_is_a_clear_error(mem: Memory, acme: T
     assert contents(target, acme) == {}
 
 
-def test_graph_expansion_waits_for_the_whole_tenant(mem: Memory, acme: TenantContext, s3_settings: S3Settings,
-                                                    s3: S3Store) -> None:
+def test_graph_expansion_waits_for_the_whole_tenant(
+    mem: Memory, acme: TenantContext, s3_settings: S3Settings, s3: S3Store
+) -> None:
     fill(mem, acme, 12)
     mem.configure_snapshots(s3_settings, partition_rows=4).push(acme)
     want = mem.search(acme, "acme fact 3: the user likes topic 3", identifiers=U1, threshold=0.0, expand_graph=True)
 
     cold = Memory.open_from_snapshot("acme", settings=s3_settings, lazy=True, budget_s=0.0, background=False)
     try:
-        got = cold.search(acme, "acme fact 3: the user likes topic 3", identifiers=U1, threshold=0.0,
-                          expand_graph=True)
+        got = cold.search(acme, "acme fact 3: the user likes topic 3", identifiers=U1, threshold=0.0, expand_graph=True)
         # the graph tables are not what a plain search reads: expanding through them waited for them
         assert cold.snapshots.status().tenants[0].state == "loaded"
         assert [r.memory.id for r in got.results] == [r.memory.id for r in want.results]
@@ -206,8 +216,9 @@ def test_graph_expansion_waits_for_the_whole_tenant(mem: Memory, acme: TenantCon
         cold.close()
 
 
-def test_restore_refreshes_graph_traversal_caches(mem: Memory, acme: TenantContext, s3_settings: S3Settings,
-                                                  s3: S3Store) -> None:
+def test_restore_refreshes_graph_traversal_caches(
+    mem: Memory, acme: TenantContext, s3_settings: S3Settings, s3: S3Store
+) -> None:
     """A restore replaces rows behind the engine's back: cached traversals must not survive it."""
     old_ids = fill(mem, acme, 8)
     mgr = mem.configure_snapshots(s3_settings)

@@ -79,22 +79,34 @@ def _assert_same_as_table(mem: Memory, part: Partition) -> None:
 
 def _seed(mem: Memory, ctx: TenantContext) -> None:
     fill(mem, ctx, 40)
-    mem.bulk_add(ctx, [{"content": f"agent note {i}: deploys run on Fridays, ticket ZX-{i}", "layer": "agent",
-                        "identifiers": AGENT, "importance": 0.3 + i / 100} for i in range(12)])
+    mem.bulk_add(
+        ctx,
+        [
+            {
+                "content": f"agent note {i}: deploys run on Fridays, ticket ZX-{i}",
+                "layer": "agent",
+                "identifiers": AGENT,
+                "importance": 0.3 + i / 100,
+            }
+            for i in range(12)
+        ],
+    )
     gone = mem.search(ctx, "acme fact 3: the user likes topic 3", identifiers=U1, threshold=0.0, limit=1)
     mem.soft_delete(ctx, [gone.results[0].memory.id])  # a row the index holds as not active
 
 
 @pytest.mark.parametrize("lazy", [False, True])
 def test_pull_hands_the_index_partitions_built_from_the_files(
-        mem: Memory, acme: TenantContext, s3_settings: S3Settings, s3: S3Store,
-        monkeypatch: pytest.MonkeyPatch, lazy: bool) -> None:
+    mem: Memory, acme: TenantContext, s3_settings: S3Settings, s3: S3Store, monkeypatch: pytest.MonkeyPatch, lazy: bool
+) -> None:
     monkeypatch.setattr(duckdb_provider, "PREBUILD_MIN_ROWS", 1)  # the test partitions are small
     _seed(mem, acme)
     mem.configure_snapshots(s3_settings, partition_rows=7).push(acme)
     queries = [("acme fact 17: the user likes topic 17", U1), ("ZX-5 deploys", AGENT), ("topic", U1)]
-    want = [[(r.memory.id, r.score) for r in mem.search(acme, q, identifiers=ids, threshold=0.0, limit=8).results]
-            for q, ids in queries]
+    want = [
+        [(r.memory.id, r.score) for r in mem.search(acme, q, identifiers=ids, threshold=0.0, limit=8).results]
+        for q, ids in queries
+    ]
     assert "acme fact 3: the user likes topic 3" not in {c for q in want for c in q}
 
     cold = Memory.open_from_snapshot("acme", settings=s3_settings, lazy=lazy, budget_s=0.0, background=False)
@@ -105,8 +117,10 @@ def test_pull_hands_the_index_partitions_built_from_the_files(
             cold.search(acme, "warm up", identifiers=U1, threshold=0.0)
         parts = _partitions(cold, "acme")
         assert {k[1] for k in parts} == {"user", "agent"}  # both partitions came with the import
-        got = [[(r.memory.id, r.score) for r in cold.search(acme, q, identifiers=ids, threshold=0.0,
-                                                             limit=8).results] for q, ids in queries]
+        got = [
+            [(r.memory.id, r.score) for r in cold.search(acme, q, identifiers=ids, threshold=0.0, limit=8).results]
+            for q, ids in queries
+        ]
         assert got == want and all(got)
         assert loads == []  # no partition was read back from the table
         for part in parts.values():
@@ -118,9 +132,9 @@ def test_pull_hands_the_index_partitions_built_from_the_files(
         cold.close()
 
 
-def test_partitions_below_the_threshold_load_on_first_use(mem: Memory, acme: TenantContext,
-                                                          s3_settings: S3Settings, s3: S3Store,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_partitions_below_the_threshold_load_on_first_use(
+    mem: Memory, acme: TenantContext, s3_settings: S3Settings, s3: S3Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(duckdb_provider, "PREBUILD_MIN_ROWS", 20)  # user: 39 rows, agent: 12
     _seed(mem, acme)
     mem.configure_snapshots(s3_settings).push(acme)
@@ -135,10 +149,15 @@ def test_partitions_below_the_threshold_load_on_first_use(mem: Memory, acme: Ten
         cold.close()
 
 
-def test_pull_replaces_partitions_the_store_had_for_the_tenant(open_mem: Callable[..., Memory], tmp_path: Any,
-                                                               acme: TenantContext, globex: TenantContext,
-                                                               s3_settings: S3Settings, s3: S3Store,
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_pull_replaces_partitions_the_store_had_for_the_tenant(
+    open_mem: Callable[..., Memory],
+    tmp_path: Any,
+    acme: TenantContext,
+    globex: TenantContext,
+    s3_settings: S3Settings,
+    s3: S3Store,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setattr(duckdb_provider, "PREBUILD_MIN_ROWS", 1)
     src = open_mem(tmp_path / "src.duckdb")
     fill(src, acme, 15)
@@ -164,9 +183,14 @@ def test_pull_replaces_partitions_the_store_had_for_the_tenant(open_mem: Callabl
     assert _partitions(dst, "globex") == globex_part  # another tenant's partitions are untouched
 
 
-def test_a_failed_index_build_does_not_fail_the_pull(mem: Memory, acme: TenantContext, s3_settings: S3Settings,
-                                                     s3: S3Store, monkeypatch: pytest.MonkeyPatch,
-                                                     caplog: pytest.LogCaptureFixture) -> None:
+def test_a_failed_index_build_does_not_fail_the_pull(
+    mem: Memory,
+    acme: TenantContext,
+    s3_settings: S3Settings,
+    s3: S3Store,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     monkeypatch.setattr(duckdb_provider, "PREBUILD_MIN_ROWS", 1)
     fill(mem, acme, 12)
     mem.configure_snapshots(s3_settings).push(acme)

@@ -17,12 +17,18 @@ def test_readme_snapshot_example_runs(tmp_path: Path, s3_settings: S3Settings, s
     readme = (ROOT / "docs" / "snapshots.md").read_text(encoding="utf-8")
     section = readme.split("## Snapshots (S3)", 1)[1].split("\n## ", 1)[0]
     (code,) = re.findall(r"```py\n(.*?)```", section, flags=re.S)
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "STRATAMEM_S3_URL": str(s3_settings.endpoint_url),
-           "STRATAMEM_S3_BUCKET": s3_settings.bucket, "AWS_ACCESS_KEY_ID": str(s3_settings.access_key_id),
-           "AWS_SECRET_ACCESS_KEY": str(s3_settings.secret_access_key)}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT / "src"),
+        "STRATAMEM_S3_URL": str(s3_settings.endpoint_url),
+        "STRATAMEM_S3_BUCKET": s3_settings.bucket,
+        "AWS_ACCESS_KEY_ID": str(s3_settings.access_key_id),
+        "AWS_SECRET_ACCESS_KEY": str(s3_settings.secret_access_key),
+    }
     env.pop("STRATAMEM_EMBEDDER", None)
-    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, env=env,
-                         timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=300
+    )
     assert out.returncode == 0, out.stderr
     counts, content, same = out.stdout.splitlines()
     rows, files = map(int, counts.split())

@@ -18,8 +18,9 @@ from stratamem.persistence.snapshots import tenant_prefix
 from .conftest import all_keys, contents, fill
 
 
-def test_round_trip_into_in_memory_duckdb(mem: Memory, acme: TenantContext, globex: TenantContext,
-                                          s3_settings: S3Settings, s3: S3Store) -> None:
+def test_round_trip_into_in_memory_duckdb(
+    mem: Memory, acme: TenantContext, globex: TenantContext, s3_settings: S3Settings, s3: S3Store
+) -> None:
     fill(mem, acme, 25)
     fill(mem, globex, 7)
     reports = mem.configure_snapshots(s3_settings).push()
@@ -42,14 +43,19 @@ def test_round_trip_into_in_memory_duckdb(mem: Memory, acme: TenantContext, glob
         restored.close()
 
 
-def test_manifest_records_schema_files_and_checksums(mem: Memory, acme: TenantContext,
-                                                      s3_settings: S3Settings, s3: S3Store) -> None:
+def test_manifest_records_schema_files_and_checksums(
+    mem: Memory, acme: TenantContext, s3_settings: S3Settings, s3: S3Store
+) -> None:
     fill(mem, acme, 5)
     report = mem.configure_snapshots(s3_settings).push(acme)[0]
     assert report.manifest_key is not None
     manifest = Manifest.model_validate_json(s3.get_bytes(report.manifest_key))
-    applied = [r[0] for r in mem.engine.provider.db.conn.execute(  # type: ignore[attr-defined]
-        "SELECT version FROM schema_version ORDER BY version").fetchall()]
+    applied = [
+        r[0]
+        for r in mem.engine.provider.db.conn.execute(  # type: ignore[attr-defined]
+            "SELECT version FROM schema_version ORDER BY version"
+        ).fetchall()
+    ]
     assert manifest.schema_versions == applied and manifest.schema_version == max(applied)
     assert manifest.embedding_model == "hashing-v1-384"
     names = {t.name for t in manifest.tables}
@@ -63,8 +69,9 @@ def test_manifest_records_schema_files_and_checksums(mem: Memory, acme: TenantCo
     assert not [k for k in all_keys(s3) if "/_tmp/" in k]
 
 
-def test_incremental_push_rewrites_only_changed_partitions(open_mem: Callable[..., Memory], acme: TenantContext,
-                                                           s3_settings: S3Settings, s3: S3Store) -> None:
+def test_incremental_push_rewrites_only_changed_partitions(
+    open_mem: Callable[..., Memory], acme: TenantContext, s3_settings: S3Settings, s3: S3Store
+) -> None:
     # graph off: this test counts the partitions of the two core tables (graph tables are covered below)
     mem = open_mem(config=MemoryConfig(graph_enabled=False))
     fill(mem, acme, 60)
@@ -110,8 +117,8 @@ def test_incremental_push_rewrites_only_changed_partitions(open_mem: Callable[..
 
 
 def test_appends_and_edits_rewrite_only_the_partitions_they_touch(
-        open_mem: Callable[..., Memory], tmp_path: Path, acme: TenantContext, s3_settings: S3Settings,
-        s3: S3Store) -> None:
+    open_mem: Callable[..., Memory], tmp_path: Path, acme: TenantContext, s3_settings: S3Settings, s3: S3Store
+) -> None:
     """Every table with rows follows time: its own time column (``created_at``, the operation log's
     ``ts``) or, for lexical postings, the time of the memory a row belongs to — so an append writes
     the newest partition of each table, and a content edit the partitions holding that memory."""
@@ -131,8 +138,11 @@ def test_appends_and_edits_rewrite_only_the_partitions_they_touch(
     def written(report_id: str) -> dict[str, int]:
         man = mgr.latest_manifest(acme)
         assert man is not None and man.snapshot_id == report_id
-        return {t.name: sum(p.written_by == report_id for p in t.partitions) for t in man.tables
-                if any(p.written_by == report_id for p in t.partitions)}
+        return {
+            t.name: sum(p.written_by == report_id for p in t.partitions)
+            for t in man.tables
+            if any(p.written_by == report_id for p in t.partitions)
+        }
 
     fill(mem, acme, 2, start=100)
     mem.engine.embeddings.embed_contents(acme.tenant_id, ["a draft the write gate embedded"], persist=True)
@@ -168,9 +178,14 @@ class FailingPutStore(S3Store):
         super().put_file(key, path, sha256=sha256)
 
 
-def test_failure_midway_keeps_previous_snapshot(mem: Memory, acme: TenantContext, s3_settings: S3Settings,
-                                                s3: S3Store, open_mem: Callable[..., Memory],
-                                                tmp_path: Path) -> None:
+def test_failure_midway_keeps_previous_snapshot(
+    mem: Memory,
+    acme: TenantContext,
+    s3_settings: S3Settings,
+    s3: S3Store,
+    open_mem: Callable[..., Memory],
+    tmp_path: Path,
+) -> None:
     fill(mem, acme, 30)
     mgr = mem.configure_snapshots(s3_settings, partition_rows=5)
     v1 = mgr.push(acme)[0]
@@ -190,8 +205,9 @@ def test_failure_midway_keeps_previous_snapshot(mem: Memory, acme: TenantContext
     assert report.snapshot_id == v1.snapshot_id and contents(other, acme) == v1_content
 
 
-def test_stopped_server_during_push_is_a_clear_error(mem: Memory, acme: TenantContext, s3_settings: S3Settings,
-                                                     s3: S3Store) -> None:
+def test_stopped_server_during_push_is_a_clear_error(
+    mem: Memory, acme: TenantContext, s3_settings: S3Settings, s3: S3Store
+) -> None:
     fill(mem, acme, 3)
     dead = S3Settings(**{**s3_settings.model_dump(), "endpoint_url": "http://127.0.0.1:9"})
     with pytest.raises(MemoryError) as err:
@@ -217,9 +233,14 @@ def _v2_only_key(s3: S3Store, ctx: TenantContext, v1: str, v2: str) -> str:
     return sorted(m2.object_keys() - m1.object_keys())[0]
 
 
-def test_corrupted_object_falls_back_to_previous_snapshot(mem: Memory, acme: TenantContext,
-                                                          s3_settings: S3Settings, s3: S3Store,
-                                                          open_mem: Callable[..., Memory], tmp_path: Path) -> None:
+def test_corrupted_object_falls_back_to_previous_snapshot(
+    mem: Memory,
+    acme: TenantContext,
+    s3_settings: S3Settings,
+    s3: S3Store,
+    open_mem: Callable[..., Memory],
+    tmp_path: Path,
+) -> None:
     v1, v2, v1_content = _two_snapshots(mem, acme, s3_settings)
     key = _v2_only_key(s3, acme, v1, v2)
     s3.client.put_object(Bucket=s3.bucket, Key=key, Body=b"PAR1 garbage, not the file the manifest names")
@@ -237,10 +258,14 @@ def test_corrupted_object_falls_back_to_previous_snapshot(mem: Memory, acme: Ten
     assert contents(target, acme) == v1_content
 
 
-def test_deleted_manifest_target_falls_back_and_next_push_heals(mem: Memory, acme: TenantContext,
-                                                                s3_settings: S3Settings, s3: S3Store,
-                                                                open_mem: Callable[..., Memory],
-                                                                tmp_path: Path) -> None:
+def test_deleted_manifest_target_falls_back_and_next_push_heals(
+    mem: Memory,
+    acme: TenantContext,
+    s3_settings: S3Settings,
+    s3: S3Store,
+    open_mem: Callable[..., Memory],
+    tmp_path: Path,
+) -> None:
     v1, v2, v1_content = _two_snapshots(mem, acme, s3_settings)
     s3.delete([_v2_only_key(s3, acme, v1, v2)])
 
@@ -256,8 +281,9 @@ def test_deleted_manifest_target_falls_back_and_next_push_heals(mem: Memory, acm
     assert again.snapshot_id == healed.snapshot_id and contents(target, acme) == contents(mem, acme)
 
 
-def test_no_loadable_snapshot_is_a_clear_error(mem: Memory, acme: TenantContext, s3_settings: S3Settings,
-                                               s3: S3Store) -> None:
+def test_no_loadable_snapshot_is_a_clear_error(
+    mem: Memory, acme: TenantContext, s3_settings: S3Settings, s3: S3Store
+) -> None:
     mgr = mem.configure_snapshots(s3_settings)
     with pytest.raises(MemoryError) as err:
         mgr.pull(acme)
@@ -271,9 +297,15 @@ def test_no_loadable_snapshot_is_a_clear_error(mem: Memory, acme: TenantContext,
     assert "no loadable snapshot" in err.value.message and err.value.details["rejected"]
 
 
-def test_tenant_files_stay_under_their_prefix(mem: Memory, acme: TenantContext, globex: TenantContext,
-                                              s3_settings: S3Settings, s3: S3Store,
-                                              open_mem: Callable[..., Memory], tmp_path: Path) -> None:
+def test_tenant_files_stay_under_their_prefix(
+    mem: Memory,
+    acme: TenantContext,
+    globex: TenantContext,
+    s3_settings: S3Settings,
+    s3: S3Store,
+    open_mem: Callable[..., Memory],
+    tmp_path: Path,
+) -> None:
     fill(mem, acme, 12)
     fill(mem, globex, 9)
     mgr = mem.configure_snapshots(s3_settings, partition_rows=4)
@@ -306,12 +338,12 @@ def test_tenant_files_stay_under_their_prefix(mem: Memory, acme: TenantContext, 
     assert err.value.code is ErrorCode.INVALID_TENANT_CONTEXT
 
 
-def test_point_in_time_restore_and_retention(mem: Memory, acme: TenantContext, s3_settings: S3Settings,
-                                             s3: S3Store, caplog: pytest.LogCaptureFixture) -> None:
+def test_point_in_time_restore_and_retention(
+    mem: Memory, acme: TenantContext, s3_settings: S3Settings, s3: S3Store, caplog: pytest.LogCaptureFixture
+) -> None:
     now = datetime.now(UTC)
     clock = {"t": now - timedelta(days=8)}
-    mgr = mem.configure_snapshots(s3_settings, clock=lambda: clock["t"], gc_grace=timedelta(0),
-                                  partition_rows=1000)
+    mgr = mem.configure_snapshots(s3_settings, clock=lambda: clock["t"], gc_grace=timedelta(0), partition_rows=1000)
     fill(mem, acme, 4)
     old = mgr.push(acme)[0]
     clock["t"] = now - timedelta(days=2)
@@ -343,26 +375,31 @@ def test_point_in_time_restore_and_retention(mem: Memory, acme: TenantContext, s
         mgr.restore(acme, at=now - timedelta(days=30))
 
 
-def test_feature_tables_with_tenant_id_are_exported_generically(mem_factory: Callable[[str], Memory],
-                                                                acme: TenantContext, s3_settings: S3Settings,
-                                                                s3: S3Store) -> None:
+def test_feature_tables_with_tenant_id_are_exported_generically(
+    mem_factory: Callable[[str], Memory], acme: TenantContext, s3_settings: S3Settings, s3: S3Store
+) -> None:
     """A table added by another feature (like the knowledge graph's) is exported and restored without
     any snapshot code change, as long as it has a tenant_id column."""
     # ``zz_links`` references ``zz_nodes`` (named so that alphabetical order is the wrong order)
-    ddl = ["CREATE TABLE zz_nodes (tenant_id VARCHAR NOT NULL, id VARCHAR NOT NULL, PRIMARY KEY (tenant_id, id))",
-           "CREATE TABLE zz_links (tenant_id VARCHAR NOT NULL, source_id VARCHAR NOT NULL, "
-           "target_id VARCHAR NOT NULL, relation VARCHAR, PRIMARY KEY (tenant_id, source_id, target_id), "
-           "FOREIGN KEY (tenant_id, source_id) REFERENCES zz_nodes (tenant_id, id))"]
+    ddl = [
+        "CREATE TABLE zz_nodes (tenant_id VARCHAR NOT NULL, id VARCHAR NOT NULL, PRIMARY KEY (tenant_id, id))",
+        "CREATE TABLE zz_links (tenant_id VARCHAR NOT NULL, source_id VARCHAR NOT NULL, "
+        "target_id VARCHAR NOT NULL, relation VARCHAR, PRIMARY KEY (tenant_id, source_id, target_id), "
+        "FOREIGN KEY (tenant_id, source_id) REFERENCES zz_nodes (tenant_id, id))",
+    ]
     src, dst = mem_factory("src"), mem_factory("dst")
     for m in (src, dst):
         for stmt in ddl:
             m.engine.provider.db.conn.execute(stmt)  # type: ignore[attr-defined]
     src.engine.provider.db.conn.execute(  # type: ignore[attr-defined]
-        "INSERT INTO zz_nodes SELECT tenant, 'm' || i FROM range(41) t(i), (VALUES ('acme'), ('globex')) v(tenant)")
+        "INSERT INTO zz_nodes SELECT tenant, 'm' || i FROM range(41) t(i), (VALUES ('acme'), ('globex')) v(tenant)"
+    )
     src.engine.provider.db.conn.execute(  # type: ignore[attr-defined]
-        "INSERT INTO zz_links SELECT ?, 'm' || i, 'm' || (i + 1), 'next' FROM range(40) t(i)", ["acme"])
+        "INSERT INTO zz_links SELECT ?, 'm' || i, 'm' || (i + 1), 'next' FROM range(40) t(i)", ["acme"]
+    )
     src.engine.provider.db.conn.execute(  # type: ignore[attr-defined]
-        "INSERT INTO zz_links VALUES ('globex', 'm1', 'y', 'secret')")
+        "INSERT INTO zz_links VALUES ('globex', 'm1', 'y', 'secret')"
+    )
     fill(src, acme, 3)
     report = src.configure_snapshots(s3_settings, partition_rows=10).push(acme)[0]
     assert report.tables["zz_links"] == 40
@@ -381,8 +418,7 @@ def test_feature_tables_with_tenant_id_are_exported_generically(mem_factory: Cal
     assert lazy.complete and conn.execute("SELECT count(*) FROM zz_links").fetchone() == (40,)
 
 
-def test_incompatible_schema_is_refused(mem: Memory, acme: TenantContext, s3_settings: S3Settings,
-                                        s3: S3Store) -> None:
+def test_incompatible_schema_is_refused(mem: Memory, acme: TenantContext, s3_settings: S3Settings, s3: S3Store) -> None:
     fill(mem, acme, 2)
     mgr = mem.configure_snapshots(s3_settings)
     report = mgr.push(acme)[0]
@@ -395,8 +431,9 @@ def test_incompatible_schema_is_refused(mem: Memory, acme: TenantContext, s3_set
     assert err.value.code is ErrorCode.CONFIGURATION_ERROR and "999" in err.value.message
 
 
-def test_scheduler_pushes_versioned_snapshots(mem: Memory, acme: TenantContext, s3_settings: S3Settings,
-                                              s3: S3Store) -> None:
+def test_scheduler_pushes_versioned_snapshots(
+    mem: Memory, acme: TenantContext, s3_settings: S3Settings, s3: S3Store
+) -> None:
     import time
 
     from stratamem.persistence.schedule import SnapshotScheduler
@@ -412,8 +449,9 @@ def test_scheduler_pushes_versioned_snapshots(mem: Memory, acme: TenantContext, 
     assert len(mem.snapshots.list(acme)) >= 2
 
 
-def test_lazy_cold_start_loads_within_budget_then_in_background(mem: Memory, acme: TenantContext,
-                                                                 s3_settings: S3Settings, s3: S3Store) -> None:
+def test_lazy_cold_start_loads_within_budget_then_in_background(
+    mem: Memory, acme: TenantContext, s3_settings: S3Settings, s3: S3Store
+) -> None:
     fill(mem, acme, 40)
     mem.configure_snapshots(s3_settings, partition_rows=10).push(acme)
     expected = contents(mem, acme)
@@ -438,9 +476,14 @@ def test_lazy_cold_start_loads_within_budget_then_in_background(mem: Memory, acm
         warm.close()
 
 
-def test_lazy_background_failure_falls_back_to_previous(mem: Memory, acme: TenantContext,
-                                                        s3_settings: S3Settings, s3: S3Store,
-                                                        open_mem: Callable[..., Memory], tmp_path: Path) -> None:
+def test_lazy_background_failure_falls_back_to_previous(
+    mem: Memory,
+    acme: TenantContext,
+    s3_settings: S3Settings,
+    s3: S3Store,
+    open_mem: Callable[..., Memory],
+    tmp_path: Path,
+) -> None:
     v1, v2, v1_content = _two_snapshots(mem, acme, s3_settings)
     key = _v2_only_key(s3, acme, v1, v2)
     s3.client.put_object(Bucket=s3.bucket, Key=key, Body=b"corrupted")
@@ -482,8 +525,9 @@ class ManifestInvisibleStore(S3Store):
         return super().head(key)
 
 
-def test_failed_manifest_verification_unpublishes(mem: Memory, acme: TenantContext, s3_settings: S3Settings,
-                                                  s3: S3Store) -> None:
+def test_failed_manifest_verification_unpublishes(
+    mem: Memory, acme: TenantContext, s3_settings: S3Settings, s3: S3Store
+) -> None:
     fill(mem, acme, 10)
     mgr = mem.configure_snapshots(s3_settings, partition_rows=5)
     v1 = mgr.push(acme)[0]
@@ -496,9 +540,15 @@ def test_failed_manifest_verification_unpublishes(mem: Memory, acme: TenantConte
     assert [s.snapshot_id for s in mgr.list(acme)] == [v1.snapshot_id]
 
 
-def test_pull_into_a_closed_store_rejects_no_snapshot(mem: Memory, acme: TenantContext, s3_settings: S3Settings,
-                                                      s3: S3Store, open_mem: Callable[..., Memory],
-                                                      tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_pull_into_a_closed_store_rejects_no_snapshot(
+    mem: Memory,
+    acme: TenantContext,
+    s3_settings: S3Settings,
+    s3: S3Store,
+    open_mem: Callable[..., Memory],
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     """A store closed during a pull is not a bad snapshot: no fallback through older ones, no rejections."""
     fill(mem, acme, 5)
     source = mem.configure_snapshots(s3_settings)

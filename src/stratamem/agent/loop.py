@@ -28,9 +28,17 @@ from ..model import MemoryEntry, SearchMemoryOutput, SearchResult, TenantContext
 class WriteGate(Protocol):
     """What :func:`process_conversation` needs of a store: ``Memory.process`` (the write gate)."""
 
-    def process(self, ctx: TenantContext | None = ..., text: str | None = ..., intent: str = ...,
-                identifiers: Any = ..., recent_messages: Sequence[str] | None = ..., *,
-                layer: Any = ...) -> ProcessResult: ...
+    def process(
+        self,
+        ctx: TenantContext | None = ...,
+        text: str | None = ...,
+        intent: str = ...,
+        identifiers: Any = ...,
+        recent_messages: Sequence[str] | None = ...,
+        *,
+        layer: Any = ...,
+    ) -> ProcessResult: ...
+
 
 #: Default token budget of :func:`format_context`.
 DEFAULT_MAX_TOKENS = 1000
@@ -93,13 +101,21 @@ def format_context(memories: SearchMemoryOutput | Iterable[MemoryLike], max_toke
     nothing fits. Accepts a :class:`SearchMemoryOutput`, search results, entries or their dicts.
     """
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
-        raise MemoryError(ErrorCode.INVALID_PARAMS, "max_tokens must be an integer of at least 1",
-                          operation="format_context", details={"field": "max_tokens"})
+        raise MemoryError(
+            ErrorCode.INVALID_PARAMS,
+            "max_tokens must be an integer of at least 1",
+            operation="format_context",
+            details={"field": "max_tokens"},
+        )
     try:
         entries = _entries(memories)
     except (TypeError, ValueError, AttributeError):  # pydantic's ValidationError is a ValueError
-        raise MemoryError(ErrorCode.INVALID_PARAMS, "memories must be search results, memories or their dicts",
-                          operation="format_context", details={"field": "memories"}) from None
+        raise MemoryError(
+            ErrorCode.INVALID_PARAMS,
+            "memories must be search results, memories or their dicts",
+            operation="format_context",
+            details={"field": "memories"},
+        ) from None
     ranked = sorted(
         entries,
         key=lambda pair: (pair[1] if pair[1] is not None else float("-inf"), pair[0].updated_at),
@@ -169,8 +185,12 @@ def process_conversation(
     turn's earlier messages as ``recent_messages``. The assistant ``response`` is context only: it is
     never stored (facts about the user come from the user)."""
     if isinstance(messages, str | bytes) or not isinstance(messages, Iterable):
-        raise MemoryError(ErrorCode.INVALID_PARAMS, "messages must be a list of messages",
-                          operation="process_conversation", details={"field": "messages"})
+        raise MemoryError(
+            ErrorCode.INVALID_PARAMS,
+            "messages must be a list of messages",
+            operation="process_conversation",
+            details={"field": "messages"},
+        )
     result = ConversationResult()
     history: list[str] = []
     for message in messages:

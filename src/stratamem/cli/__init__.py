@@ -37,7 +37,6 @@ app = typer.Typer(
 )
 
 
-
 def _show_version(value: bool) -> None:
     if value:
         typer.echo(f"stratamem {__version__}")

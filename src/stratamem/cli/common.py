@@ -27,8 +27,12 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 DbOpt = Annotated[
     str,
-    typer.Option("--db", "--store", envvar=["STRATAMEM_DB", "STRATAMEM_STORE"],
-                 help="DuckDB file, memory://, or postgresql:// URL (default data/stratamem.duckdb)."),
+    typer.Option(
+        "--db",
+        "--store",
+        envvar=["STRATAMEM_DB", "STRATAMEM_STORE"],
+        help="DuckDB file, memory://, or postgresql:// URL (default data/stratamem.duckdb).",
+    ),
 ]
 
 
@@ -41,8 +45,14 @@ def _tenant_given(value: str | None) -> str | None:
 #: The tenant: required (``-t`` or ``STRATAMEM_TENANT``); there is no silent default tenant.
 TenantOpt = Annotated[
     str | None,
-    typer.Option("--tenant", "-t", envvar="STRATAMEM_TENANT", show_default=False, callback=_tenant_given,
-                 help="Tenant id (required unless STRATAMEM_TENANT is set)."),
+    typer.Option(
+        "--tenant",
+        "-t",
+        envvar="STRATAMEM_TENANT",
+        show_default=False,
+        callback=_tenant_given,
+        help="Tenant id (required unless STRATAMEM_TENANT is set).",
+    ),
 ]
 EmbedderOpt = Annotated[
     str | None,
@@ -52,8 +62,9 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON out
 AgentOpt = Annotated[str | None, typer.Option("--agent-id", help="agentId identifier.")]
 UserOpt = Annotated[str | None, typer.Option("--user-id", help="userId identifier.")]
 SessionOpt = Annotated[str | None, typer.Option("--session-id", help="sessionId identifier.")]
-ProjectOpt = Annotated[str | None, typer.Option("--project-id", "--workspace-id",
-                                                help="projectId identifier (workspaceId is the same).")]
+ProjectOpt = Annotated[
+    str | None, typer.Option("--project-id", "--workspace-id", help="projectId identifier (workspaceId is the same).")
+]
 TeamOpt = Annotated[str | None, typer.Option("--team-id", help="teamId identifier.")]
 OrgOpt = Annotated[str | None, typer.Option("--org-id", help="orgId identifier.")]
 CompanyOpt = Annotated[str | None, typer.Option("--company-id", help="companyId identifier.")]
@@ -64,13 +75,26 @@ ObjectIdOpt = Annotated[str | None, typer.Option("--object-id", help="objectId i
 DEFAULT_DB = DEFAULT_STORE
 
 
-def identifiers(agent_id: str | None = None, user_id: str | None = None, session_id: str | None = None,
-                project_id: str | None = None, team_id: str | None = None, org_id: str | None = None,
-                company_id: str | None = None, object_type: str | None = None,
-                object_id: str | None = None) -> dict[str, str]:
+def identifiers(
+    agent_id: str | None = None,
+    user_id: str | None = None,
+    session_id: str | None = None,
+    project_id: str | None = None,
+    team_id: str | None = None,
+    org_id: str | None = None,
+    company_id: str | None = None,
+    object_type: str | None = None,
+    object_id: str | None = None,
+) -> dict[str, str]:
     values = {
-        "agent_id": agent_id, "user_id": user_id, "session_id": session_id, "project_id": project_id,
-        "team_id": team_id, "org_id": org_id, "company_id": company_id, "object_type": object_type,
+        "agent_id": agent_id,
+        "user_id": user_id,
+        "session_id": session_id,
+        "project_id": project_id,
+        "team_id": team_id,
+        "org_id": org_id,
+        "company_id": company_id,
+        "object_type": object_type,
         "object_id": object_id,
     }
     return {k: v for k, v in values.items() if v is not None}
@@ -84,8 +108,7 @@ def require_tenant(tenant_id: str | None) -> str:
 
 
 def tenant(tenant_id: str | None) -> TenantContext:
-    return TenantContext(tenant_id=require_tenant(tenant_id), principal=os.environ.get("USER") or "cli",
-                         roles=("cli",))
+    return TenantContext(tenant_id=require_tenant(tenant_id), principal=os.environ.get("USER") or "cli", roles=("cli",))
 
 
 def fail(code: str, message: str) -> typer.Exit:
@@ -116,15 +139,23 @@ def store_file(db: str) -> Path | None:
 
 
 @contextmanager
-def open_store(db: str, embedder: str | None, *, must_exist: bool = False,
-               batch_queries: bool = False, observe: bool | ObserveConfig | None = None) -> Iterator[Memory]:
+def open_store(
+    db: str,
+    embedder: str | None,
+    *,
+    must_exist: bool = False,
+    batch_queries: bool = False,
+    observe: bool | ObserveConfig | None = None,
+) -> Iterator[Memory]:
     """Open the store; ``must_exist`` (read commands): a missing DuckDB file is an error, never created;
     ``batch_queries`` shares the model between concurrent query embeddings (a server); ``observe``: as
     ``Memory.open`` (None: ``STRATAMEM_OBSERVE`` / ``STRATAMEM_METRICS_PORT``)."""
     path = store_file(db)
     if must_exist and path is not None and not path.exists():
-        raise fail(ErrorCode.CONFIGURATION_ERROR.value,
-                   f"no store at {path.resolve()} (read commands never create one; check --db or STRATAMEM_DB)")
+        raise fail(
+            ErrorCode.CONFIGURATION_ERROR.value,
+            f"no store at {path.resolve()} (read commands never create one; check --db or STRATAMEM_DB)",
+        )
     with coded_errors():
         model = make_embedder(embedder)
         if batch_queries:

@@ -16,19 +16,23 @@ RedisOpt = Annotated[str, typer.Option("--redis", envvar="STRATAMEM_REDIS_URL", 
 
 def register(app: typer.Typer) -> None:
     @app.command()
-    def writer(db: DbOpt = DEFAULT_DB, redis_url: RedisOpt = "redis://127.0.0.1:6379/0",
-               queue: Annotated[str, typer.Option("--queue", help="Key prefix of the write queue.")] = "stratamem",
-               lock_ttl: Annotated[float, typer.Option(help="Writer lock TTL, seconds.")] = 10.0,
-               lock_timeout: Annotated[float, typer.Option(help="Give up acquiring the lock after, seconds.")] = 30.0,
-               embedder: EmbedderOpt = None) -> None:
+    def writer(
+        db: DbOpt = DEFAULT_DB,
+        redis_url: RedisOpt = "redis://127.0.0.1:6379/0",
+        queue: Annotated[str, typer.Option("--queue", help="Key prefix of the write queue.")] = "stratamem",
+        lock_ttl: Annotated[float, typer.Option(help="Writer lock TTL, seconds.")] = 10.0,
+        lock_timeout: Annotated[float, typer.Option(help="Give up acquiring the lock after, seconds.")] = 30.0,
+        embedder: EmbedderOpt = None,
+    ) -> None:
         """Own the store and execute the writes other processes queue in Redis, in FIFO order."""
         import redis  # noqa: PLC0415  redis extra
 
         from ..coordination import WriteCoordinator  # noqa: PLC0415  redis extra (coordination needs redis)
 
         client = redis.Redis.from_url(redis_url)
-        coord = WriteCoordinator(lambda: Memory.open(db, embedder=embedder), client, queue, lock_ttl=lock_ttl,
-                                 lock_timeout=lock_timeout)
+        coord = WriteCoordinator(
+            lambda: Memory.open(db, embedder=embedder), client, queue, lock_ttl=lock_ttl, lock_timeout=lock_timeout
+        )
 
         def stop(signum: int, frame: FrameType | None) -> None:
             coord.stop()

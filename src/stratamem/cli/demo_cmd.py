@@ -23,8 +23,11 @@ _QUERIES = ["what color theme does the user like", "tabs or spaces for indentati
 
 def register(app: typer.Typer) -> None:
     @app.command()
-    def demo(db: DbOpt = DEFAULT_DB, tenant_id: Annotated[str, typer.Option("--tenant")] = "demo",
-             embedder: EmbedderOpt = None) -> None:
+    def demo(
+        db: DbOpt = DEFAULT_DB,
+        tenant_id: Annotated[str, typer.Option("--tenant")] = "demo",
+        embedder: EmbedderOpt = None,
+    ) -> None:
         """Seed example memories (once) and run layered searches against them."""
         ctx = tenant(tenant_id)
         with open_store(db, embedder) as mem:

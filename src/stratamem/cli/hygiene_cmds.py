@@ -52,8 +52,9 @@ def register(app: typer.Typer) -> None:
     app.add_typer(policy_app, name="policy")
 
     @policy_app.command("show")
-    def policy_show(db: DbOpt = DEFAULT_DB, tenant_id: TenantOpt = None,
-                    embedder: EmbedderOpt = None, as_json: JsonOpt = False) -> None:
+    def policy_show(
+        db: DbOpt = DEFAULT_DB, tenant_id: TenantOpt = None, embedder: EmbedderOpt = None, as_json: JsonOpt = False
+    ) -> None:
         """Show the tenant's policy."""
         with open_store(db, embedder, must_exist=True) as mem:
             policy = mem.policies.get(tenant(tenant_id))
@@ -72,14 +73,19 @@ def register(app: typer.Typer) -> None:
         db: DbOpt = DEFAULT_DB,
         tenant_id: TenantOpt = None,
         deny: Annotated[list[str] | None, typer.Option("--deny", help="Deny pattern, a regex (repeatable).")] = None,
-        category: Annotated[list[str] | None, typer.Option(
-            "--category", help="Allowed category (repeatable): preference, fact, context, instruction.")] = None,
+        category: Annotated[
+            list[str] | None,
+            typer.Option("--category", help="Allowed category (repeatable): preference, fact, context, instruction."),
+        ] = None,
         max_length: Annotated[int | None, typer.Option("--max-length", help="Longest content.")] = None,
         pii_mode: Annotated[str | None, typer.Option("--pii-mode", help="reject | redact | allow.")] = None,
-        shared_pii_mode: Annotated[str | None, typer.Option(
-            "--shared-pii-mode", help="PII in shared layers: reject | redact (default) | allow.")] = None,
+        shared_pii_mode: Annotated[
+            str | None,
+            typer.Option("--shared-pii-mode", help="PII in shared layers: reject | redact (default) | allow."),
+        ] = None,
         max_memories: Annotated[int | None, typer.Option("--max-memories", help="Quota per user.")] = None,
-        embedder: EmbedderOpt = None, as_json: JsonOpt = False,
+        embedder: EmbedderOpt = None,
+        as_json: JsonOpt = False,
     ) -> None:
         """Change the given rules of the tenant's policy (others keep their value)."""
         fields: dict[str, Any] = {}
@@ -100,20 +106,21 @@ def register(app: typer.Typer) -> None:
         if as_json:
             emit_json(policy.model_dump(mode="json"))
         else:
-            console.print(f"policy of tenant {tenant_id} updated: {policy.model_dump(mode='json')}", markup=False,
-                          highlight=False)
+            console.print(
+                f"policy of tenant {tenant_id} updated: {policy.model_dump(mode='json')}", markup=False, highlight=False
+            )
 
     @policy_app.command("reset")
-    def policy_reset(db: DbOpt = DEFAULT_DB, tenant_id: TenantOpt = None,
-                     embedder: EmbedderOpt = None) -> None:
+    def policy_reset(db: DbOpt = DEFAULT_DB, tenant_id: TenantOpt = None, embedder: EmbedderOpt = None) -> None:
         """Back to the default policy (PII allowed, no patterns, no quota)."""
         with open_store(db, embedder) as mem:
             mem.policies.reset(tenant(tenant_id))
         console.print(f"policy of tenant {tenant_id} reset")
 
     @app.command()
-    def health(db: DbOpt = DEFAULT_DB, tenant_id: TenantOpt = None,
-               embedder: EmbedderOpt = None, as_json: JsonOpt = False) -> None:
+    def health(
+        db: DbOpt = DEFAULT_DB, tenant_id: TenantOpt = None, embedder: EmbedderOpt = None, as_json: JsonOpt = False
+    ) -> None:
         """Memory health report: totals, age, duplicate / write-rejection / search-hit rates."""
         with open_store(db, embedder, must_exist=True) as mem:
             report = mem.health(tenant(tenant_id))
@@ -134,32 +141,63 @@ def register(app: typer.Typer) -> None:
         table.add_row("search-hit rate", f"{report.search_hit_rate:.1%}")
         console.print(table)
 
-    def _gate(intent: str, text: str, db: str, tenant_id: str | None, user_id: str | None, session_id: str | None,
-              agent_id: str | None, layer: str | None, embedder: str | None, as_json: bool) -> None:
+    def _gate(
+        intent: str,
+        text: str,
+        db: str,
+        tenant_id: str | None,
+        user_id: str | None,
+        session_id: str | None,
+        agent_id: str | None,
+        layer: str | None,
+        embedder: str | None,
+        as_json: bool,
+    ) -> None:
         with open_store(db, embedder) as mem:
             res = mem.process(tenant(tenant_id), text, intent, _ids(user_id, session_id, agent_id), layer=layer)
         _print_result(res, as_json)
 
     @app.command()
-    def process(text: Annotated[str, typer.Argument(help="A message from the conversation.")],
-                db: DbOpt = DEFAULT_DB, tenant_id: TenantOpt = None, user_id: UserOpt = None,
-                session_id: SessionIdOpt = None, agent_id: AgentIdOpt = None, layer: LayerOpt = None,
-                embedder: EmbedderOpt = None, as_json: JsonOpt = False) -> None:
+    def process(
+        text: Annotated[str, typer.Argument(help="A message from the conversation.")],
+        db: DbOpt = DEFAULT_DB,
+        tenant_id: TenantOpt = None,
+        user_id: UserOpt = None,
+        session_id: SessionIdOpt = None,
+        agent_id: AgentIdOpt = None,
+        layer: LayerOpt = None,
+        embedder: EmbedderOpt = None,
+        as_json: JsonOpt = False,
+    ) -> None:
         """Write gate: store, update, or ignore (with the reason)."""
         _gate("none", text, db, tenant_id, user_id, session_id, agent_id, layer, embedder, as_json)
 
     @app.command()
-    def remember(text: Annotated[str, typer.Argument(help="What to remember.")],
-                 db: DbOpt = DEFAULT_DB, tenant_id: TenantOpt = None, user_id: UserOpt = None,
-                 session_id: SessionIdOpt = None, agent_id: AgentIdOpt = None, layer: LayerOpt = None,
-                 embedder: EmbedderOpt = None, as_json: JsonOpt = False) -> None:
+    def remember(
+        text: Annotated[str, typer.Argument(help="What to remember.")],
+        db: DbOpt = DEFAULT_DB,
+        tenant_id: TenantOpt = None,
+        user_id: UserOpt = None,
+        session_id: SessionIdOpt = None,
+        agent_id: AgentIdOpt = None,
+        layer: LayerOpt = None,
+        embedder: EmbedderOpt = None,
+        as_json: JsonOpt = False,
+    ) -> None:
         """Store explicitly (unless unsafe)."""
         _gate("remember", text, db, tenant_id, user_id, session_id, agent_id, layer, embedder, as_json)
 
     @app.command()
-    def forget(text: Annotated[str, typer.Argument(help="What to forget.")],
-               db: DbOpt = DEFAULT_DB, tenant_id: TenantOpt = None, user_id: UserOpt = None,
-               session_id: SessionIdOpt = None, agent_id: AgentIdOpt = None, layer: LayerOpt = None,
-               embedder: EmbedderOpt = None, as_json: JsonOpt = False) -> None:
+    def forget(
+        text: Annotated[str, typer.Argument(help="What to forget.")],
+        db: DbOpt = DEFAULT_DB,
+        tenant_id: TenantOpt = None,
+        user_id: UserOpt = None,
+        session_id: SessionIdOpt = None,
+        agent_id: AgentIdOpt = None,
+        layer: LayerOpt = None,
+        embedder: EmbedderOpt = None,
+        as_json: JsonOpt = False,
+    ) -> None:
         """Delete every matching memory."""
         _gate("forget", text, db, tenant_id, user_id, session_id, agent_id, layer, embedder, as_json)

@@ -134,14 +134,18 @@ def register(app: typer.Typer) -> None:
             if tenant_id is not None:  # checked before anything is created
                 for row in _call(server, admin_key, "GET", "/v1/keys"):
                     _check_tenant(str(row["tenantId"]), tenant_id)
-            data = _call(server, admin_key, "POST", "/v1/keys",
-                         {"role": role, "name": name, "identifiers": camel, "grants": grant or []})
+            data = _call(
+                server,
+                admin_key,
+                "POST",
+                "/v1/keys",
+                {"role": role, "name": name, "identifiers": camel, "grants": grant or []},
+            )
             key_id, label, owner, key = data["keyId"], data["name"], data["tenantId"], data["key"]
         else:
             owner = require_tenant(tenant_id)
             with open_store(db, embedder) as mem, coded_errors():
-                created = create_key(mem.engine.provider, owner, role, name=name, identifiers=ids,
-                                     grants=grant or [])
+                created = create_key(mem.engine.provider, owner, role, name=name, identifiers=ids, grants=grant or [])
             key_id, label, key = created.record.key_id, created.record.name, created.key
         typer.echo(f"created API key {key_id} ({label}) for tenant {owner} with role {role}.")
         typer.echo("It is shown only once and stored only as a hash; keep it secret:")

@@ -17,7 +17,8 @@ def register(app: typer.Typer) -> None:
         db: DbOpt = DEFAULT_DB,
         tenant_id: TenantOpt = None,
         dry_run: Annotated[bool, typer.Option("--dry-run", help="Only list the candidates.")] = False,
-        embedder: EmbedderOpt = None, as_json: JsonOpt = False,
+        embedder: EmbedderOpt = None,
+        as_json: JsonOpt = False,
     ) -> None:
         """Soft-delete memories whose reward feedback is consistently negative (see the README rule)."""
         with open_store(db, embedder) as mem:
@@ -25,8 +26,10 @@ def register(app: typer.Typer) -> None:
         if as_json:
             emit_json(report.model_dump(mode="json"))
             return
-        table = Table(title=f"{len(report.candidates)} pruning candidates"
-                            + (" (dry run)" if dry_run else f", {len(report.pruned)} pruned"))
+        table = Table(
+            title=f"{len(report.candidates)} pruning candidates"
+            + (" (dry run)" if dry_run else f", {len(report.pruned)} pruned")
+        )
         for col in ("id", "signals", "mean reward", "status"):
             table.add_column(col)
         for c in report.candidates:
@@ -36,9 +39,11 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def maintain(
         db: DbOpt = DEFAULT_DB,
-        tenants: Annotated[list[str] | None, typer.Option("--tenant", "-t", help="Tenant (repeatable; default all).")]
-        = None,
-        embedder: EmbedderOpt = None, as_json: JsonOpt = False,
+        tenants: Annotated[
+            list[str] | None, typer.Option("--tenant", "-t", help="Tenant (repeatable; default all).")
+        ] = None,
+        embedder: EmbedderOpt = None,
+        as_json: JsonOpt = False,
     ) -> None:
         """Run every maintenance task once: TTL/soft-delete purge, decay, consolidation, pruning, integrity."""
         with open_store(db, embedder) as mem:
@@ -47,12 +52,19 @@ def register(app: typer.Typer) -> None:
             emit_json(report.model_dump(mode="json"))
             return
         table = Table(title=f"maintenance of {len(report.tenants)} tenant(s) in {report.duration_s:.3f}s")
-        for col in ("tenant", "purged", "archived", "consolidated", "prune candidates", "pruned", "repaired",
-                    "errors"):
+        for col in ("tenant", "purged", "archived", "consolidated", "prune candidates", "pruned", "repaired", "errors"):
             table.add_column(col)
         for r in report.tenants:
-            table.add_row(r.tenant_id, str(r.purged), str(r.archived), str(r.consolidated), str(r.prune_candidates),
-                          str(r.pruned), str(r.integrity_repaired), ", ".join(r.errors) or "-")
+            table.add_row(
+                r.tenant_id,
+                str(r.purged),
+                str(r.archived),
+                str(r.consolidated),
+                str(r.prune_candidates),
+                str(r.pruned),
+                str(r.integrity_repaired),
+                ", ".join(r.errors) or "-",
+            )
         console.print(table)
 
     @app.command("forget-user")
@@ -60,7 +72,8 @@ def register(app: typer.Typer) -> None:
         user_id: Annotated[str, typer.Option("--user-id", help="The user to forget.")],
         db: DbOpt = DEFAULT_DB,
         tenant_id: TenantOpt = None,
-        embedder: EmbedderOpt = None, as_json: JsonOpt = False,
+        embedder: EmbedderOpt = None,
+        as_json: JsonOpt = False,
     ) -> None:
         """Remove every memory, graph node/edge, event row and cached vector of a user; revoke their keys."""
         with open_store(db, embedder, must_exist=True) as mem:
@@ -90,8 +103,12 @@ def register(app: typer.Typer) -> None:
     def reflect(
         user_id: Annotated[str, typer.Option("--user-id", help="userId of the session.")],
         session_id: Annotated[str, typer.Option("--session-id", help="sessionId to reflect.")],
-        agent_id: Annotated[str | None, typer.Option(
-            "--agent-id", help="Agent layer to write to (default: the agent in the memories' provenance).")] = None,
+        agent_id: Annotated[
+            str | None,
+            typer.Option(
+                "--agent-id", help="Agent layer to write to (default: the agent in the memories' provenance)."
+            ),
+        ] = None,
         db: DbOpt = DEFAULT_DB,
         tenant_id: TenantOpt = None,
         embedder: EmbedderOpt = None,

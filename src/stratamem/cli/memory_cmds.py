@@ -47,22 +47,37 @@ def register(app: typer.Typer) -> None:
         layer: Annotated[str, typer.Option("--layer", "-l", help="Target layer.")] = "user",
         tags: Annotated[list[str] | None, typer.Option("--tag", help="Tag (repeatable).")] = None,
         metadata: Annotated[str | None, typer.Option("--metadata", help="Metadata as a JSON object.")] = None,
-        supersedes: Annotated[list[str] | None, typer.Option(
-            "--supersedes", help="Id of an older memory this one replaces (repeatable).")] = None,
-        agent_id: AgentOpt = None, user_id: UserOpt = None, session_id: SessionOpt = None,
-        project_id: ProjectOpt = None, team_id: TeamOpt = None, org_id: OrgOpt = None,
-        company_id: CompanyOpt = None, object_type: ObjectTypeOpt = None, object_id: ObjectIdOpt = None,
-        embedder: EmbedderOpt = None, as_json: JsonOpt = False,
+        supersedes: Annotated[
+            list[str] | None, typer.Option("--supersedes", help="Id of an older memory this one replaces (repeatable).")
+        ] = None,
+        agent_id: AgentOpt = None,
+        user_id: UserOpt = None,
+        session_id: SessionOpt = None,
+        project_id: ProjectOpt = None,
+        team_id: TeamOpt = None,
+        org_id: OrgOpt = None,
+        company_id: CompanyOpt = None,
+        object_type: ObjectTypeOpt = None,
+        object_id: ObjectIdOpt = None,
+        embedder: EmbedderOpt = None,
+        as_json: JsonOpt = False,
     ) -> None:
         """Store one memory."""
         md: dict[str, Any] = parse_json_option(metadata, "--metadata") or {}
         if tags:
             md["tags"] = list(tags)
-        ids = identifiers(agent_id, user_id, session_id, project_id, team_id, org_id, company_id, object_type,
-                          object_id)
+        ids = identifiers(
+            agent_id, user_id, session_id, project_id, team_id, org_id, company_id, object_type, object_id
+        )
         with open_store(db, embedder) as mem:
-            out = mem.add(tenant(tenant_id), content=content, layer=layer, identifiers=ids, metadata=md,
-                          supersedes=supersedes or None)
+            out = mem.add(
+                tenant(tenant_id),
+                content=content,
+                layer=layer,
+                identifiers=ids,
+                metadata=md,
+                supersedes=supersedes or None,
+            )
         if as_json:
             emit_json(out.to_json_dict())
         else:
@@ -75,55 +90,89 @@ def register(app: typer.Typer) -> None:
         query: Annotated[str, typer.Argument(help="Natural-language query.")],
         db: DbOpt = DEFAULT_DB,
         tenant_id: TenantOpt = None,
-        layers: Annotated[
-            list[str] | None, typer.Option("--layer", "-l", help="Layer to search (repeatable).")
-        ] = None,
+        layers: Annotated[list[str] | None, typer.Option("--layer", "-l", help="Layer to search (repeatable).")] = None,
         limit: Annotated[int, typer.Option("--limit", "-k")] = 10,
         threshold: Annotated[
             float | None, typer.Option("--threshold", help="Minimum score 0..1 (default 0.7).")
         ] = None,
         filter_json: Annotated[str | None, typer.Option("--filter", help="Metadata filter as JSON.")] = None,
-        recency_boost: Annotated[float | None, typer.Option(
-            "--recency-boost", help="0..1: discount older memories (README \"Scores\"); default off.")] = None,
-        importance_boost: Annotated[float | None, typer.Option(
-            "--importance-boost", help="0..1: discount less important memories; default off.")] = None,
-        include_superseded: Annotated[bool, typer.Option(
-            "--include-superseded", help="Also show memories a newer one replaced (history).")] = False,
-        as_of: Annotated[str | None, typer.Option(
-            "--as-of", help="ISO 8601 time: the memories that were current then.")] = None,
+        recency_boost: Annotated[
+            float | None,
+            typer.Option("--recency-boost", help='0..1: discount older memories (README "Scores"); default off.'),
+        ] = None,
+        importance_boost: Annotated[
+            float | None,
+            typer.Option("--importance-boost", help="0..1: discount less important memories; default off."),
+        ] = None,
+        include_superseded: Annotated[
+            bool, typer.Option("--include-superseded", help="Also show memories a newer one replaced (history).")
+        ] = False,
+        as_of: Annotated[
+            str | None, typer.Option("--as-of", help="ISO 8601 time: the memories that were current then.")
+        ] = None,
         order: Annotated[str | None, typer.Option("--order", help="relevance (default), newest or oldest.")] = None,
         since: Annotated[str | None, typer.Option("--since", help="ISO 8601: only memories at or after it.")] = None,
         until: Annotated[str | None, typer.Option("--until", help="ISO 8601: only memories before it.")] = None,
-        time_field: Annotated[str | None, typer.Option(
-            "--time-field", help="What --since/--until apply to: created (default) or updated.")] = None,
-        tags: Annotated[list[str] | None, typer.Option("--tag", help="Only memories with this tag (repeatable).")]
-        = None,
-        tags_match: Annotated[str | None, typer.Option(
-            "--tags-match", help="any (default): one of the --tag values; all: every one.")] = None,
-        include_narrower: Annotated[bool, typer.Option(
-            "--include-narrower", help="Also the narrower scopes whose ids are given (user + session, agent).")]
-        = False,
-        agent_id: AgentOpt = None, user_id: UserOpt = None, session_id: SessionOpt = None,
-        project_id: ProjectOpt = None, team_id: TeamOpt = None, org_id: OrgOpt = None,
-        company_id: CompanyOpt = None, object_type: ObjectTypeOpt = None, object_id: ObjectIdOpt = None,
-        embedder: EmbedderOpt = None, as_json: JsonOpt = False,
+        time_field: Annotated[
+            str | None,
+            typer.Option("--time-field", help="What --since/--until apply to: created (default) or updated."),
+        ] = None,
+        tags: Annotated[
+            list[str] | None, typer.Option("--tag", help="Only memories with this tag (repeatable).")
+        ] = None,
+        tags_match: Annotated[
+            str | None, typer.Option("--tags-match", help="any (default): one of the --tag values; all: every one.")
+        ] = None,
+        include_narrower: Annotated[
+            bool,
+            typer.Option(
+                "--include-narrower", help="Also the narrower scopes whose ids are given (user + session, agent)."
+            ),
+        ] = False,
+        agent_id: AgentOpt = None,
+        user_id: UserOpt = None,
+        session_id: SessionOpt = None,
+        project_id: ProjectOpt = None,
+        team_id: TeamOpt = None,
+        org_id: OrgOpt = None,
+        company_id: CompanyOpt = None,
+        object_type: ObjectTypeOpt = None,
+        object_id: ObjectIdOpt = None,
+        embedder: EmbedderOpt = None,
+        as_json: JsonOpt = False,
     ) -> None:
         """Semantic search across the layers the identifiers reach."""
-        ids = identifiers(agent_id, user_id, session_id, project_id, team_id, org_id, company_id, object_type,
-                          object_id)
+        ids = identifiers(
+            agent_id, user_id, session_id, project_id, team_id, org_id, company_id, object_type, object_id
+        )
         flt = with_tags(parse_json_option(filter_json, "--filter"), tags)
         with open_store(db, embedder, must_exist=True) as mem:
-            res = mem.search(tenant(tenant_id), query, identifiers=ids, layers=layers or None, limit=limit,
-                             threshold=threshold, filter=flt, recency_boost=recency_boost,
-                             importance_boost=importance_boost, include_superseded=include_superseded,
-                             as_of=as_of, order=order, since=since, until=until,  # type: ignore[arg-type]
-                             time_field=time_field, tags_match=tags_match,  # type: ignore[arg-type]
-                             include_narrower=include_narrower)
+            res = mem.search(
+                tenant(tenant_id),
+                query,
+                identifiers=ids,
+                layers=layers or None,
+                limit=limit,
+                threshold=threshold,
+                filter=flt,
+                recency_boost=recency_boost,
+                importance_boost=importance_boost,
+                include_superseded=include_superseded,
+                as_of=as_of,
+                order=order,  # type: ignore[arg-type]
+                since=since,
+                until=until,
+                time_field=time_field,  # type: ignore[arg-type]
+                tags_match=tags_match,  # type: ignore[arg-type]
+                include_narrower=include_narrower,
+            )
         if as_json:
             emit_json(res.to_json_dict())
             return
-        table = Table(title=f"{len(res.results)} of {res.total_count} results "
-                            f"(layers: {', '.join(layer.value for layer in res.searched_layers)})")
+        table = Table(
+            title=f"{len(res.results)} of {res.total_count} results "
+            f"(layers: {', '.join(layer.value for layer in res.searched_layers)})"
+        )
         for col in ("score", "layer", "id", "content"):
             table.add_column(col)
         for r in res.results:
@@ -135,7 +184,8 @@ def register(app: typer.Typer) -> None:
         memory_id: Annotated[str, typer.Argument(help="Memory id.")],
         db: DbOpt = DEFAULT_DB,
         tenant_id: TenantOpt = None,
-        embedder: EmbedderOpt = None, as_json: JsonOpt = False,
+        embedder: EmbedderOpt = None,
+        as_json: JsonOpt = False,
     ) -> None:
         """Show one memory (MEMORY_NOT_FOUND, exit 2, when it does not exist)."""
         with open_store(db, embedder, must_exist=True) as mem:
@@ -155,36 +205,64 @@ def register(app: typer.Typer) -> None:
         limit: Annotated[int, typer.Option("--limit", "-n")] = 50,
         cursor: Annotated[str | None, typer.Option("--cursor", help="Cursor from a previous page.")] = None,
         filter_json: Annotated[str | None, typer.Option("--filter", help="Metadata filter as JSON.")] = None,
-        include_superseded: Annotated[bool, typer.Option(
-            "--include-superseded", help="Also show memories a newer one replaced (history).")] = False,
-        as_of: Annotated[str | None, typer.Option(
-            "--as-of", help="ISO 8601 time: the memories that were current then.")] = None,
+        include_superseded: Annotated[
+            bool, typer.Option("--include-superseded", help="Also show memories a newer one replaced (history).")
+        ] = False,
+        as_of: Annotated[
+            str | None, typer.Option("--as-of", help="ISO 8601 time: the memories that were current then.")
+        ] = None,
         order: Annotated[str | None, typer.Option("--order", help="newest or oldest (default).")] = None,
         since: Annotated[str | None, typer.Option("--since", help="ISO 8601: only memories at or after it.")] = None,
         until: Annotated[str | None, typer.Option("--until", help="ISO 8601: only memories before it.")] = None,
-        time_field: Annotated[str | None, typer.Option(
-            "--time-field", help="What --since/--until apply to: created (default) or updated.")] = None,
-        tags: Annotated[list[str] | None, typer.Option("--tag", help="Only memories with this tag (repeatable).")]
-        = None,
-        tags_match: Annotated[str | None, typer.Option(
-            "--tags-match", help="any (default): one of the --tag values; all: every one.")] = None,
-        include_narrower: Annotated[bool, typer.Option(
-            "--include-narrower", help="Also the narrower scopes whose ids are given (user + session, agent).")]
-        = False,
-        agent_id: AgentOpt = None, user_id: UserOpt = None, session_id: SessionOpt = None,
-        project_id: ProjectOpt = None, team_id: TeamOpt = None, org_id: OrgOpt = None,
-        company_id: CompanyOpt = None, object_type: ObjectTypeOpt = None, object_id: ObjectIdOpt = None,
-        embedder: EmbedderOpt = None, as_json: JsonOpt = False,
+        time_field: Annotated[
+            str | None,
+            typer.Option("--time-field", help="What --since/--until apply to: created (default) or updated."),
+        ] = None,
+        tags: Annotated[
+            list[str] | None, typer.Option("--tag", help="Only memories with this tag (repeatable).")
+        ] = None,
+        tags_match: Annotated[
+            str | None, typer.Option("--tags-match", help="any (default): one of the --tag values; all: every one.")
+        ] = None,
+        include_narrower: Annotated[
+            bool,
+            typer.Option(
+                "--include-narrower", help="Also the narrower scopes whose ids are given (user + session, agent)."
+            ),
+        ] = False,
+        agent_id: AgentOpt = None,
+        user_id: UserOpt = None,
+        session_id: SessionOpt = None,
+        project_id: ProjectOpt = None,
+        team_id: TeamOpt = None,
+        org_id: OrgOpt = None,
+        company_id: CompanyOpt = None,
+        object_type: ObjectTypeOpt = None,
+        object_id: ObjectIdOpt = None,
+        embedder: EmbedderOpt = None,
+        as_json: JsonOpt = False,
     ) -> None:
         """List memories, oldest first (or --order newest), one page at a time."""
-        ids = identifiers(agent_id, user_id, session_id, project_id, team_id, org_id, company_id, object_type,
-                          object_id)
+        ids = identifiers(
+            agent_id, user_id, session_id, project_id, team_id, org_id, company_id, object_type, object_id
+        )
         with open_store(db, embedder, must_exist=True) as mem:
-            page = mem.list(tenant(tenant_id), layer=layer, identifiers=ids, cursor=cursor, limit=limit,
-                            filter=with_tags(parse_json_option(filter_json, "--filter"), tags),
-                            include_superseded=include_superseded, as_of=as_of, order=order,  # type: ignore[arg-type]
-                            since=since, until=until, time_field=time_field,  # type: ignore[arg-type]
-                            tags_match=tags_match, include_narrower=include_narrower)  # type: ignore[arg-type]
+            page = mem.list(
+                tenant(tenant_id),
+                layer=layer,
+                identifiers=ids,
+                cursor=cursor,
+                limit=limit,
+                filter=with_tags(parse_json_option(filter_json, "--filter"), tags),
+                include_superseded=include_superseded,
+                as_of=as_of,
+                order=order,  # type: ignore[arg-type]
+                since=since,
+                until=until,
+                time_field=time_field,  # type: ignore[arg-type]
+                tags_match=tags_match,  # type: ignore[arg-type]
+                include_narrower=include_narrower,
+            )
         if as_json:
             emit_json(page.to_json_dict())
             return
@@ -202,7 +280,8 @@ def register(app: typer.Typer) -> None:
         memory_ids: Annotated[list[str], typer.Argument(help="Memory id(s).")],
         db: DbOpt = DEFAULT_DB,
         tenant_id: TenantOpt = None,
-        embedder: EmbedderOpt = None, as_json: JsonOpt = False,
+        embedder: EmbedderOpt = None,
+        as_json: JsonOpt = False,
     ) -> None:
         """Delete memories (idempotent)."""
         with open_store(db, embedder) as mem:
@@ -216,7 +295,8 @@ def register(app: typer.Typer) -> None:
     def stats(
         db: DbOpt = DEFAULT_DB,
         tenant_id: TenantOpt = None,
-        embedder: EmbedderOpt = None, as_json: JsonOpt = False,
+        embedder: EmbedderOpt = None,
+        as_json: JsonOpt = False,
     ) -> None:
         """Memory counts per layer for a tenant."""
         with open_store(db, embedder, must_exist=True) as mem:
@@ -236,7 +316,8 @@ def register(app: typer.Typer) -> None:
         file: Annotated[Path, typer.Argument(help="JSONL file: one {content, layer, identifiers, metadata} per line.")],
         db: DbOpt = DEFAULT_DB,
         tenant_id: TenantOpt = None,
-        embedder: EmbedderOpt = None, as_json: JsonOpt = False,
+        embedder: EmbedderOpt = None,
+        as_json: JsonOpt = False,
     ) -> None:
         """Import memories from JSONL (as written by `export`), in batches, with a progress bar."""
         if not file.is_file():
@@ -247,8 +328,10 @@ def register(app: typer.Typer) -> None:
                 try:
                     line = raw_line.decode("utf-8")
                 except UnicodeDecodeError as exc:
-                    raise fail("INVALID_PARAMS", f"{file}:{lineno}: not UTF-8 text (byte "
-                                                 f"0x{raw_line[exc.start]:02x} at column {exc.start + 1})") from None
+                    raise fail(
+                        "INVALID_PARAMS",
+                        f"{file}:{lineno}: not UTF-8 text (byte 0x{raw_line[exc.start]:02x} at column {exc.start + 1})",
+                    ) from None
                 if not line.strip():
                     continue
                 try:
@@ -262,10 +345,17 @@ def register(app: typer.Typer) -> None:
                     item["expires_at"] = raw.get("expiresAt", raw.get("expires_at"))
                 items.append(item)
         added = 0
-        with open_store(db, embedder) as mem, Progress(
-            TextColumn("importing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-            console=console, disable=as_json,
-        ) as progress:
+        with (
+            open_store(db, embedder) as mem,
+            Progress(
+                TextColumn("importing"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=console,
+                disable=as_json,
+            ) as progress,
+        ):
             task = progress.add_task("import", total=len(items))
             for start in range(0, len(items), IMPORT_BATCH):
                 batch = items[start : start + IMPORT_BATCH]
@@ -293,8 +383,10 @@ def register(app: typer.Typer) -> None:
         """Export a tenant's memories as JSONL (re-importable with `import`)."""
         with open_store(db, embedder, must_exist=True) as mem:
             exclude = None if with_embeddings else {"embedding"}
-            lines = (json.dumps(e.to_json_dict(exclude=exclude), ensure_ascii=False) + "\n"
-                     for e in mem.export(tenant(tenant_id), include_embeddings=with_embeddings))
+            lines = (
+                json.dumps(e.to_json_dict(exclude=exclude), ensure_ascii=False) + "\n"
+                for e in mem.export(tenant(tenant_id), include_embeddings=with_embeddings)
+            )
             if output is None:
                 for line in lines:
                     typer.echo(line, nl=False)

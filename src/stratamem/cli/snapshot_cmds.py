@@ -21,11 +21,14 @@ from .common import (
     require_tenant,
 )
 
-EndpointOpt = Annotated[str | None, typer.Option("--endpoint", envvar="STRATAMEM_S3_URL",
-                                                 help="S3-compatible endpoint URL (default: AWS).")]
+EndpointOpt = Annotated[
+    str | None, typer.Option("--endpoint", envvar="STRATAMEM_S3_URL", help="S3-compatible endpoint URL (default: AWS).")
+]
 BucketOpt = Annotated[str | None, typer.Option("--bucket", envvar="STRATAMEM_S3_BUCKET", help="Bucket name.")]
-OptTenant = Annotated[str | None, typer.Option("--tenant", "-t", envvar="STRATAMEM_TENANT",
-                                               help="Tenant id (push/pull: default every tenant).")]
+OptTenant = Annotated[
+    str | None,
+    typer.Option("--tenant", "-t", envvar="STRATAMEM_TENANT", help="Tenant id (push/pull: default every tenant)."),
+]
 Tenant = TenantOpt
 
 
@@ -34,13 +37,20 @@ def _manager(mem: Any, endpoint: str | None, bucket: str | None) -> Any:
 
 
 def register(app: typer.Typer) -> None:
-    snap = typer.Typer(name="snapshot", help="Snapshots of the store to S3-compatible storage (Parquet).",
-                       no_args_is_help=True)
+    snap = typer.Typer(
+        name="snapshot", help="Snapshots of the store to S3-compatible storage (Parquet).", no_args_is_help=True
+    )
     app.add_typer(snap)
 
     @snap.command("push")
-    def push(db: DbOpt = DEFAULT_DB, tenant_id: OptTenant = None, endpoint: EndpointOpt = None,
-             bucket: BucketOpt = None, embedder: EmbedderOpt = None, as_json: JsonOpt = False) -> None:
+    def push(
+        db: DbOpt = DEFAULT_DB,
+        tenant_id: OptTenant = None,
+        endpoint: EndpointOpt = None,
+        bucket: BucketOpt = None,
+        embedder: EmbedderOpt = None,
+        as_json: JsonOpt = False,
+    ) -> None:
         """Publish a new snapshot of one tenant (or every tenant)."""
         with open_store(db, embedder, must_exist=True) as mem:
             reports = _manager(mem, endpoint, bucket).push(tenant_id)
@@ -48,13 +58,22 @@ def register(app: typer.Typer) -> None:
             emit_json([r.model_dump(mode="json") for r in reports])
             return
         for r in reports:
-            console.print(f"{r.tenant_id}: snapshot {r.snapshot_id} rows={r.rows} files_written={r.files_written} "
-                          f"reused={r.files_reused} bytes_written={r.bytes_written} in {r.duration_s:.2f}s",
-                          markup=False, highlight=False)
+            console.print(
+                f"{r.tenant_id}: snapshot {r.snapshot_id} rows={r.rows} files_written={r.files_written} "
+                f"reused={r.files_reused} bytes_written={r.bytes_written} in {r.duration_s:.2f}s",
+                markup=False,
+                highlight=False,
+            )
 
     @snap.command("list")
-    def list_(db: DbOpt = DEFAULT_DB, tenant_id: Tenant = None, endpoint: EndpointOpt = None,
-              bucket: BucketOpt = None, embedder: EmbedderOpt = None, as_json: JsonOpt = False) -> None:
+    def list_(
+        db: DbOpt = DEFAULT_DB,
+        tenant_id: Tenant = None,
+        endpoint: EndpointOpt = None,
+        bucket: BucketOpt = None,
+        embedder: EmbedderOpt = None,
+        as_json: JsonOpt = False,
+    ) -> None:
         """Published snapshots of a tenant, newest first."""
         with open_store(db, embedder, must_exist=True) as mem:
             infos = _manager(mem, endpoint, bucket).list(require_tenant(tenant_id))
@@ -63,12 +82,21 @@ def register(app: typer.Typer) -> None:
             return
         table = Table("snapshot", "created", "rows", "bytes", "files", "schema")
         for i in infos:
-            table.add_row(i.snapshot_id, i.created_at.isoformat(), str(i.rows), str(i.bytes), str(i.files),
-                          str(i.schema_version))
+            table.add_row(
+                i.snapshot_id, i.created_at.isoformat(), str(i.rows), str(i.bytes), str(i.files), str(i.schema_version)
+            )
         console.print(table)
 
-    def _restore(db: str, tenant_id: str | None, at: str | None, snapshot_id: str | None, endpoint: str | None,
-                 bucket: str | None, embedder: str | None, as_json: bool) -> None:
+    def _restore(
+        db: str,
+        tenant_id: str | None,
+        at: str | None,
+        snapshot_id: str | None,
+        endpoint: str | None,
+        bucket: str | None,
+        embedder: str | None,
+        as_json: bool,
+    ) -> None:
         with open_store(db, embedder) as mem:
             mgr = _manager(mem, endpoint, bucket)
             with coded_errors():
@@ -79,21 +107,35 @@ def register(app: typer.Typer) -> None:
             return
         for r in reports:
             rejected = ", ".join(f"{x.snapshot_id} ({x.reason})" for x in r.rejected)
-            console.print(f"{r.tenant_id}: restored snapshot {r.snapshot_id} ({r.created_at.isoformat()}); "
-                          f"before {r.before} after {r.tables}" + (f"; rejected {rejected}" if rejected else ""),
-                          markup=False, highlight=False)
+            console.print(
+                f"{r.tenant_id}: restored snapshot {r.snapshot_id} ({r.created_at.isoformat()}); "
+                f"before {r.before} after {r.tables}" + (f"; rejected {rejected}" if rejected else ""),
+                markup=False,
+                highlight=False,
+            )
 
     @snap.command("pull")
-    def pull(db: DbOpt = DEFAULT_DB, tenant_id: OptTenant = None,
-             snapshot_id: Annotated[str | None, typer.Option("--snapshot", help="A snapshot id.")] = None,
-             endpoint: EndpointOpt = None, bucket: BucketOpt = None, embedder: EmbedderOpt = None,
-             as_json: JsonOpt = False) -> None:
+    def pull(
+        db: DbOpt = DEFAULT_DB,
+        tenant_id: OptTenant = None,
+        snapshot_id: Annotated[str | None, typer.Option("--snapshot", help="A snapshot id.")] = None,
+        endpoint: EndpointOpt = None,
+        bucket: BucketOpt = None,
+        embedder: EmbedderOpt = None,
+        as_json: JsonOpt = False,
+    ) -> None:
         """Replace the tenant's data in the store with its newest valid snapshot."""
         _restore(db, tenant_id, None, snapshot_id, endpoint, bucket, embedder, as_json)
 
     @snap.command("restore")
-    def restore(at: Annotated[str, typer.Option("--at", help="ISO-8601 time; newest snapshot at or before it.")],
-                db: DbOpt = DEFAULT_DB, tenant_id: OptTenant = None, endpoint: EndpointOpt = None,
-                bucket: BucketOpt = None, embedder: EmbedderOpt = None, as_json: JsonOpt = False) -> None:
+    def restore(
+        at: Annotated[str, typer.Option("--at", help="ISO-8601 time; newest snapshot at or before it.")],
+        db: DbOpt = DEFAULT_DB,
+        tenant_id: OptTenant = None,
+        endpoint: EndpointOpt = None,
+        bucket: BucketOpt = None,
+        embedder: EmbedderOpt = None,
+        as_json: JsonOpt = False,
+    ) -> None:
         """Point-in-time recovery."""
         _restore(db, tenant_id, at, None, endpoint, bucket, embedder, as_json)

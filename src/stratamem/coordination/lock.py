@@ -35,8 +35,16 @@ class LockTimeout(MemoryError):
 
 
 class RedisLock:
-    def __init__(self, client: Redis, name: str, *, ttl: float = 10.0, timeout: float = 30.0,
-                 backoff_initial: float = 0.01, backoff_max: float = 1.0) -> None:
+    def __init__(
+        self,
+        client: Redis,
+        name: str,
+        *,
+        ttl: float = 10.0,
+        timeout: float = 30.0,
+        backoff_initial: float = 0.01,
+        backoff_max: float = 1.0,
+    ) -> None:
         self.client, self.name = client, name
         self.ttl, self.timeout = ttl, timeout
         self.backoff_initial, self.backoff_max = backoff_initial, backoff_max
@@ -93,6 +101,7 @@ class RedisLock:
         self.acquire()
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.release()

@@ -13,10 +13,8 @@ WAIT_SECONDS = Histogram(
 )
 TIMEOUTS = Counter("stratamem_coord_timeouts_total", "Writes or lock acquisitions that timed out", ["kind"])
 PROCESSED = Counter("stratamem_coord_writes_total", "Writes executed by the writer", ["queue", "operation", "outcome"])
-LOCK_WAIT_SECONDS = Histogram("stratamem_coord_lock_wait_seconds", "Time spent acquiring a coordination lock",
-                              ["lock"])
-LOCK_CONTENTION = Counter("stratamem_coord_lock_contention_total", "Lock attempts that found the lock held",
-                          ["lock"])
+LOCK_WAIT_SECONDS = Histogram("stratamem_coord_lock_wait_seconds", "Time spent acquiring a coordination lock", ["lock"])
+LOCK_CONTENTION = Counter("stratamem_coord_lock_contention_total", "Lock attempts that found the lock held", ["lock"])
 RATELIMIT_DECISIONS = Counter(
     "stratamem_ratelimit_decisions_total",
     "Rate-limit decisions by limiter (http, crud), backend (local, redis, fallback) and decision",

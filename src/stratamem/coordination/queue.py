@@ -80,8 +80,9 @@ class QueuedWriter:
 
     def _call(self, op: str, ctx: TenantContext | Mapping[str, Any] | None, args: dict[str, Any]) -> Any:
         if ctx is None:
-            raise MemoryError(ErrorCode.MISSING_TENANT_CONTEXT, "a TenantContext is required for every memory "
-                              "operation", operation=op)
+            raise MemoryError(
+                ErrorCode.MISSING_TENANT_CONTEXT, "a TenantContext is required for every memory operation", operation=op
+            )
         tctx = ctx if isinstance(ctx, TenantContext) else TenantContext.model_validate(dict(ctx))
         req_id = uuid.uuid4().hex
         start = time.time()
@@ -110,25 +111,47 @@ class QueuedWriter:
         reply = json.loads(got[1])
         if "error" in reply:
             err = reply["error"]
-            raise MemoryError(err["code"], err["message"], operation=err.get("operation") or op,
-                              details=err.get("details"), retryable=err.get("retryable"))
+            raise MemoryError(
+                err["code"],
+                err["message"],
+                operation=err.get("operation") or op,
+                details=err.get("details"),
+                retryable=err.get("retryable"),
+            )
         return _OUTPUTS[op].model_validate(reply["result"])
 
-    def add(self, ctx: TenantContext | None, content: str | None = None, layer: str | None = None,
-            identifiers: Any = None, metadata: dict[str, Any] | None = None, **kwargs: Any) -> AddMemoryOutput:
-        out: AddMemoryOutput = self._call("add", ctx, {"content": content, "layer": layer,
-                                                       "identifiers": identifiers, "metadata": metadata, **kwargs})
+    def add(
+        self,
+        ctx: TenantContext | None,
+        content: str | None = None,
+        layer: str | None = None,
+        identifiers: Any = None,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> AddMemoryOutput:
+        out: AddMemoryOutput = self._call(
+            "add", ctx, {"content": content, "layer": layer, "identifiers": identifiers, "metadata": metadata, **kwargs}
+        )
         return out
 
     def bulk_add(self, ctx: TenantContext | None, items: list[Any]) -> BulkAddOutput:
         out: BulkAddOutput = self._call("bulk_add", ctx, {"items": items})
         return out
 
-    def update(self, ctx: TenantContext | None, memory_id: str, content: str | None = None,
-               metadata: dict[str, Any] | None = None, if_match: str | None = None,
-               **kwargs: Any) -> UpdateMemoryOutput:
-        out: UpdateMemoryOutput = self._call("update", ctx, {"memory_id": memory_id, "content": content,
-                                                             "metadata": metadata, "if_match": if_match, **kwargs})
+    def update(
+        self,
+        ctx: TenantContext | None,
+        memory_id: str,
+        content: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        if_match: str | None = None,
+        **kwargs: Any,
+    ) -> UpdateMemoryOutput:
+        out: UpdateMemoryOutput = self._call(
+            "update",
+            ctx,
+            {"memory_id": memory_id, "content": content, "metadata": metadata, "if_match": if_match, **kwargs},
+        )
         return out
 
     def delete(self, ctx: TenantContext | None, memory_id: str, if_match: str | None = None) -> DeleteMemoryOutput:
@@ -146,8 +169,16 @@ class QueuedWriter:
 class WriteCoordinator:
     """Writer side: owns one ``Memory`` and executes queued writes one at a time, in FIFO order."""
 
-    def __init__(self, memory: Memory | Callable[[], Memory], client: Redis, prefix: str = "stratamem", *,
-                 lock_ttl: float = 10.0, lock_timeout: float = 30.0, poll: float = 0.5) -> None:
+    def __init__(
+        self,
+        memory: Memory | Callable[[], Memory],
+        client: Redis,
+        prefix: str = "stratamem",
+        *,
+        lock_ttl: float = 10.0,
+        lock_timeout: float = 30.0,
+        poll: float = 0.5,
+    ) -> None:
         """``memory``: an open ``Memory``, or a factory called only once the lock is held (so the
         embedded store file is opened by the lock owner alone)."""
         self._memory_source = memory
@@ -163,8 +194,13 @@ class WriteCoordinator:
 
     def _bind(self, memory: Memory) -> None:
         self.memory = memory
-        self._ops = {"add": memory.add, "bulk_add": memory.bulk_add, "update": memory.update,
-                     "delete": memory.delete, "bulk_delete": memory.bulk_delete}
+        self._ops = {
+            "add": memory.add,
+            "bulk_add": memory.bulk_add,
+            "update": memory.update,
+            "delete": memory.delete,
+            "bulk_delete": memory.bulk_delete,
+        }
 
     # ------------------------------------------------------------------------------- lifecycle
     def start(self, timeout: float | None = None) -> None:
@@ -192,10 +228,15 @@ class WriteCoordinator:
     def _answer_orphans(self) -> None:
         while (raw := self.client.rpop(self.processing_key)) is not None:
             req = json.loads(raw)  # type: ignore[arg-type]
-            self._reply(req, error=MemoryError(
-                ErrorCode.PROVIDER_ERROR,
-                "the previous writer stopped while executing this write; its outcome is unknown",
-                operation=str(req.get("op", "")), retryable=True))
+            self._reply(
+                req,
+                error=MemoryError(
+                    ErrorCode.PROVIDER_ERROR,
+                    "the previous writer stopped while executing this write; its outcome is unknown",
+                    operation=str(req.get("op", "")),
+                    retryable=True,
+                ),
+            )
 
     def stop(self) -> None:
         self._stop.set()
@@ -224,8 +265,13 @@ class WriteCoordinator:
         """Execute at most one queued write; False when the queue stayed empty for ``wait`` seconds."""
         raw: Any
         if wait > 0:  # BLMOVE takes fractional seconds (Redis >= 6); redis-py's stub says int. 0 = forever.
-            raw = self.client.blmove(self.queue_key, self.processing_key, timeout=wait,  # type: ignore[arg-type]
-                                     src="RIGHT", dest="LEFT")
+            raw = self.client.blmove(
+                self.queue_key,
+                self.processing_key,
+                timeout=wait,  # type: ignore[arg-type]
+                src="RIGHT",
+                dest="LEFT",
+            )
         else:
             raw = self.client.lmove(self.queue_key, self.processing_key, "RIGHT", "LEFT")
         depth = self.client.llen(self.queue_key)
@@ -259,8 +305,12 @@ class WriteCoordinator:
             except Exception as exc:  # malformed request: answer, never crash the writer
                 log.exception("queued %s failed", op)
                 metrics.PROCESSED.labels(self.prefix, op, "error").inc()
-                self._reply(req, error=MemoryError(ErrorCode.INVALID_PARAMS, f"invalid queued {op}: "
-                                                   f"{type(exc).__name__}", operation=op))
+                self._reply(
+                    req,
+                    error=MemoryError(
+                        ErrorCode.INVALID_PARAMS, f"invalid queued {op}: {type(exc).__name__}", operation=op
+                    ),
+                )
             else:
                 metrics.PROCESSED.labels(self.prefix, op, "ok").inc()
                 self._reply(req, result=result.model_dump(mode="json", by_alias=True))

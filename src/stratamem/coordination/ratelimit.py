@@ -104,8 +104,9 @@ class RateLimiter(ABC):
         if not active:
             return Decision(True, backend="off")
         decision = self._acquire(active, cost)
-        metrics.RATELIMIT_DECISIONS.labels(self.name, decision.backend,
-                                           "allowed" if decision.allowed else "limited").inc()
+        metrics.RATELIMIT_DECISIONS.labels(
+            self.name, decision.backend, "allowed" if decision.allowed else "limited"
+        ).inc()
         return decision
 
     @abstractmethod
@@ -118,8 +119,14 @@ class RateLimiter(ABC):
 class LocalRateLimiter(RateLimiter):
     """GCRA buckets in this process. ``clock``: seconds, monotonic (injectable for tests)."""
 
-    def __init__(self, name: str = "local", *, clock: Callable[[], float] = time.monotonic,
-                 max_keys: int = 100_000, backend: str = "local") -> None:
+    def __init__(
+        self,
+        name: str = "local",
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        max_keys: int = 100_000,
+        backend: str = "local",
+    ) -> None:
         super().__init__(name)
         self.clock = clock
         self.max_keys = max_keys
@@ -203,8 +210,15 @@ class RedisRateLimiter(RateLimiter):
     fall back to an in-process limiter (module docstring); ``cooldown``: seconds before retrying Redis.
     """
 
-    def __init__(self, client: Redis, prefix: str = "stratamem", name: str = "redis", *,
-                 clock: Callable[[], float] | None = None, cooldown: float = 5.0) -> None:
+    def __init__(
+        self,
+        client: Redis,
+        prefix: str = "stratamem",
+        name: str = "redis",
+        *,
+        clock: Callable[[], float] | None = None,
+        cooldown: float = 5.0,
+    ) -> None:
         super().__init__(name)
         self.client = client
         self.prefix = prefix
@@ -242,8 +256,9 @@ class RedisRateLimiter(RateLimiter):
         )
 
 
-def make_rate_limiter(name: str, redis_url: str | None = None, *, prefix: str = "stratamem",
-                      clock: Callable[[], float] | None = None) -> RateLimiter:
+def make_rate_limiter(
+    name: str, redis_url: str | None = None, *, prefix: str = "stratamem", clock: Callable[[], float] | None = None
+) -> RateLimiter:
     """A :class:`RedisRateLimiter` when ``redis_url`` is given, else a :class:`LocalRateLimiter`.
 
     ``clock`` (seconds) replaces Redis ``TIME`` / ``time.monotonic``.

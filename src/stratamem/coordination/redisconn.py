@@ -65,8 +65,13 @@ class Breaker:
             first = self._open_until is None
             self._open_until = self.clock() + self.cooldown
         if first:
-            log.warning("Redis unavailable for the %s (%s: %s); degrading to local behaviour, retrying every %g s",
-                        self.what, type(exc).__name__, exc, self.cooldown)
+            log.warning(
+                "Redis unavailable for the %s (%s: %s); degrading to local behaviour, retrying every %g s",
+                self.what,
+                type(exc).__name__,
+                exc,
+                self.cooldown,
+            )
 
     def succeeded(self) -> None:
         if self._open_until is None:

@@ -144,8 +144,7 @@ def entry_to_item(entry: MemoryEntry) -> dict[str, Any]:
 
 
 class _Handler:
-    def __init__(self, engine: MemoryEngine, lifecycle: Lifecycle, ctx: TenantContext,
-                 req: MemoryCrudRequest) -> None:
+    def __init__(self, engine: MemoryEngine, lifecycle: Lifecycle, ctx: TenantContext, req: MemoryCrudRequest) -> None:
         self.engine = engine
         self.lifecycle = lifecycle
         self.ctx = ctx
@@ -156,8 +155,11 @@ class _Handler:
         if scope == "agent":
             agent = namespace or self.ctx.principal
             if not agent:
-                raise _Denied("INVALID_PARAMS", "namespace (the agent id) is required when the context has no "
-                              "principal", {"field": "namespace"})
+                raise _Denied(
+                    "INVALID_PARAMS",
+                    "namespace (the agent id) is required when the context has no principal",
+                    {"field": "namespace"},
+                )
             if agent != self.ctx.principal and not self.privileged:
                 raise _Denied("FORBIDDEN", "agent scope is private to its agent", {"scope": scope})
             return LayerIdentifiers(agent_id=agent, user_id=self.req.user_id or self.ctx.principal or agent)
@@ -167,16 +169,21 @@ class _Handler:
 
     def check_write(self, scope: str) -> None:
         if scope == "global" and not self.privileged:
-            raise _Denied("FORBIDDEN", "only privileged agents may write the global scope",
-                          {"scope": scope, "required_roles": sorted(PRIVILEGED_ROLES)})
+            raise _Denied(
+                "FORBIDDEN",
+                "only privileged agents may write the global scope",
+                {"scope": scope, "required_roles": sorted(PRIVILEGED_ROLES)},
+            )
 
     def in_scope(self, mid: str | None, ids: LayerIdentifiers, index: int) -> MemoryEntry:
         if not mid:
             raise _Denied("INVALID_PARAMS", "items[].id is required", {"field": "id", "index": index})
         entry = self.engine.get_visible(self.ctx, mid, f"memory_crud.{self.req.action}")
         layer = SCOPE_LAYER[self.req.scope]
-        if entry is None or entry.layer != layer or any(
-            getattr(entry.identifiers, k) != v for k, v in ids.present().items() if k != "user_id"
+        if (
+            entry is None
+            or entry.layer != layer
+            or any(getattr(entry.identifiers, k) != v for k, v in ids.present().items() if k != "user_id")
         ):
             raise _Denied("NOT_FOUND", f"no memory with id {mid!r} in this scope", {"id": mid, "index": index})
         return entry
@@ -207,10 +214,14 @@ class _Handler:
         flt = dict(self.req.filters or {})
         if self.req.layer is not None:
             flt["tier"] = self.req.layer
-        page = self.engine.list(self.ctx, SCOPE_LAYER[self.req.scope].value, ids, self.req.cursor, self.req.limit,
-                                flt or None)
-        return MemoryCrudResponse(items=[entry_to_item(e) for e in page.memories], next_cursor=page.next_cursor,
-                                  has_more=page.next_cursor is not None)
+        page = self.engine.list(
+            self.ctx, SCOPE_LAYER[self.req.scope].value, ids, self.req.cursor, self.req.limit, flt or None
+        )
+        return MemoryCrudResponse(
+            items=[entry_to_item(e) for e in page.memories],
+            next_cursor=page.next_cursor,
+            has_more=page.next_cursor is not None,
+        )
 
     def create(self, ids: LayerIdentifiers, item: CrudItem, index: int) -> dict[str, Any]:
         if item.content is None:
@@ -220,9 +231,16 @@ class _Handler:
             metadata["tags"] = item.tags
         if self.req.layer is not None:
             metadata["tier"] = self.req.layer
-        out = self.engine.add(self.ctx, item.content, SCOPE_LAYER[self.req.scope].value, ids, metadata,
-                              tier=self.req.layer, expires_at=item.expires_at,
-                              provenance={"agent_id": self.ctx.principal, "source": "memory_crud"})
+        out = self.engine.add(
+            self.ctx,
+            item.content,
+            SCOPE_LAYER[self.req.scope].value,
+            ids,
+            metadata,
+            tier=self.req.layer,
+            expires_at=item.expires_at,
+            provenance={"agent_id": self.ctx.principal, "source": "memory_crud"},
+        )
         return entry_to_item(out.memory)
 
     def read(self, ids: LayerIdentifiers, item: CrudItem, index: int) -> dict[str, Any]:
@@ -235,8 +253,11 @@ class _Handler:
     def update(self, ids: LayerIdentifiers, item: CrudItem, index: int) -> dict[str, Any]:
         if item.target_scope is not None or item.target_namespace is not None:
             field = "target_scope" if item.target_scope is not None else "target_namespace"
-            raise _Denied("INVALID_PARAMS", "the scope of a memory is immutable after creation; use action "
-                          "'promote' to copy it to a broader scope", {"field": field, "reason": "immutable"})
+            raise _Denied(
+                "INVALID_PARAMS",
+                "the scope of a memory is immutable after creation; use action 'promote' to copy it to a broader scope",
+                {"field": field, "reason": "immutable"},
+            )
         entry = self.in_scope(item.id, ids, index)
         metadata = dict(item.metadata or {}) if item.metadata is not None or item.tags is not None else None
         if item.tags is not None and metadata is not None:
@@ -244,8 +265,9 @@ class _Handler:
         if_match = item.if_match or (self.req.if_match if len(self.req.items) == 1 else None)
         # an expires_at given as null clears the expiry; left out, it stays
         expiry: Any = item.expires_at if "expires_at" in item.model_fields_set else UNSET
-        out = self.engine.update(self.ctx, entry.id, item.content, metadata, if_match, expires_at=expiry,
-                                 tier=self.req.layer)
+        out = self.engine.update(
+            self.ctx, entry.id, item.content, metadata, if_match, expires_at=expiry, tier=self.req.layer
+        )
         return entry_to_item(out.memory)
 
     def delete(self, ids: LayerIdentifiers, item: CrudItem, index: int) -> dict[str, Any]:
@@ -268,24 +290,39 @@ class _Handler:
             raise _Denied("INVALID_PARAMS", "items[].target_scope is required for promote", {"field": "target_scope"})
         self.check_write(target)
         target_ids = self.identifiers(target, item.target_namespace) if target != "agent" else ids
-        promoted = self.lifecycle.promote(self.ctx, entry.id, SCOPE_LAYER[target].value, target_ids,
-                                          content=item.content, tags=item.tags)
+        promoted = self.lifecycle.promote(
+            self.ctx, entry.id, SCOPE_LAYER[target].value, target_ids, content=item.content, tags=item.tags
+        )
         return entry_to_item(promoted)
 
 
 def _rate_limit(engine: MemoryEngine, ctx: TenantContext) -> None:
     cfg = engine.config
     principal = ctx.principal or ""
-    decision = engine.crud_limiter.acquire([
-        Bucket("principal", f"{ctx.tenant_id}\x00{principal}",
-               RateLimit(cfg.crud_rate_limit_per_second, cfg.crud_rate_limit_burst)),
-        Bucket("tenant", ctx.tenant_id,
-               RateLimit(cfg.crud_tenant_rate_limit_per_second, cfg.crud_tenant_rate_limit_burst)),
-    ])
+    decision = engine.crud_limiter.acquire(
+        [
+            Bucket(
+                "principal",
+                f"{ctx.tenant_id}\x00{principal}",
+                RateLimit(cfg.crud_rate_limit_per_second, cfg.crud_rate_limit_burst),
+            ),
+            Bucket(
+                "tenant",
+                ctx.tenant_id,
+                RateLimit(cfg.crud_tenant_rate_limit_per_second, cfg.crud_tenant_rate_limit_burst),
+            ),
+        ]
+    )
     if not decision.allowed:
-        raise _Denied("RATE_LIMITED", f"too many memory_crud calls for this {decision.scope}; retry later",
-                      {"retry_after_ms": decision.retry_after_ms, "retry_after": round(decision.retry_after, 3),
-                       "scope": decision.scope})
+        raise _Denied(
+            "RATE_LIMITED",
+            f"too many memory_crud calls for this {decision.scope}; retry later",
+            {
+                "retry_after_ms": decision.retry_after_ms,
+                "retry_after": round(decision.retry_after, 3),
+                "scope": decision.scope,
+            },
+        )
 
 
 def handle_memory_crud(engine: MemoryEngine, lifecycle: Lifecycle, ctx: Any, request: Any) -> MemoryCrudResponse:
@@ -300,23 +337,33 @@ def handle_memory_crud(engine: MemoryEngine, lifecycle: Lifecycle, ctx: Any, req
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err.get("loc", ()))
-        response = MemoryCrudResponse(errors=[CrudError(code="INVALID_PARAMS", message=f"invalid {where or 'request'}: "
-                                                        f"{err.get('msg')}", details={"field": where})])
+        response = MemoryCrudResponse(
+            errors=[
+                CrudError(
+                    code="INVALID_PARAMS",
+                    message=f"invalid {where or 'request'}: {err.get('msg')}",
+                    details={"field": where},
+                )
+            ]
+        )
     except _Denied as exc:
         response = MemoryCrudResponse(errors=[exc.error])
     except MemoryError as exc:
         response = MemoryCrudResponse(errors=[_map_error(exc)])
     codes = [e.code for e in response.errors]
     outcome: Literal["ok", "denied", "error"] = (
-        "denied" if {"FORBIDDEN", "RATE_LIMITED"} & set(codes)
-        else "error" if codes and not response.items else "ok")
+        "denied" if {"FORBIDDEN", "RATE_LIMITED"} & set(codes) else "error" if codes and not response.items else "ok"
+    )
     engine.audit.record(
         tenant_id=tctx.tenant_id if tctx else getattr(ctx, "tenant_id", None),
-        principal=tctx.principal if tctx else None, action=f"memory_crud.{action}", outcome=outcome,
+        principal=tctx.principal if tctx else None,
+        action=f"memory_crud.{action}",
+        outcome=outcome,
         code=codes[0] if codes else None,
         memory_ids=[str(i["id"]) for i in response.items if isinstance(i.get("id"), str)],
-        layer=SCOPE_LAYER.get(str(request.get("scope", "agent")) if isinstance(request, Mapping) else "agent",
-                              Layer.AGENT).value,
+        layer=SCOPE_LAYER.get(
+            str(request.get("scope", "agent")) if isinstance(request, Mapping) else "agent", Layer.AGENT
+        ).value,
         details={"items": len(response.items), "errors": codes},
     )
     return response

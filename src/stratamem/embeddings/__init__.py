@@ -55,8 +55,7 @@ def make_embedder(spec: str | Embedder | None = None, *, settings: Settings | No
         if not base_url or not model:
             raise MemoryError(
                 ErrorCode.CONFIGURATION_ERROR,
-                "the openai embedder needs a base URL and a model (STRATAMEM_EMBEDDING_URL, "
-                "STRATAMEM_EMBEDDING_MODEL)",
+                "the openai embedder needs a base URL and a model (STRATAMEM_EMBEDDING_URL, STRATAMEM_EMBEDDING_MODEL)",
             )
         dims = options.get("dimensions") or settings.embedding_dimensions
         return OpenAIEmbedder(

@@ -102,9 +102,15 @@ class EmbeddingService:
         self.model_calls += len(texts)
         return matrix
 
-    def embed_contents(self, tenant_id: str, texts: Sequence[str], operation: str = "add", *,
-                       persist: bool = True, before_model: Callable[[], object] | None = None,
-                       ) -> tuple[Matrix, list[bool]]:
+    def embed_contents(
+        self,
+        tenant_id: str,
+        texts: Sequence[str],
+        operation: str = "add",
+        *,
+        persist: bool = True,
+        before_model: Callable[[], object] | None = None,
+    ) -> tuple[Matrix, list[bool]]:
         """Vectors for ``texts`` and, per text, whether the model had to be called.
 
         ``persist=False`` leaves writing new vectors to the persistent store to the caller (the add

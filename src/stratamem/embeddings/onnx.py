@@ -61,9 +61,16 @@ def ensure_default_model(model_dir: str | Path | None = None, *, int8: bool = Fa
 class OnnxEmbedder(Embedder):
     """all-MiniLM-L6-v2 on ONNX Runtime. Loads lazily; thread-safe; length-sorted batches."""
 
-    def __init__(self, model_dir: str | Path | None = None, *, batch_size: int = 64,
-                 threads: int | None = None, spinning: bool = False, fast_queries: bool = True,
-                 int8: bool = False) -> None:
+    def __init__(
+        self,
+        model_dir: str | Path | None = None,
+        *,
+        batch_size: int = 64,
+        threads: int | None = None,
+        spinning: bool = False,
+        fast_queries: bool = True,
+        int8: bool = False,
+    ) -> None:
         #: Only the default cache directory is built on demand; a directory given explicitly must hold a model.
         #: ``int8`` chooses the default directory of the int8-quantised build.
         self._dir = ensure_default_model(int8=int8) if model_dir is None else Path(model_dir)
@@ -96,7 +103,8 @@ class OnnxEmbedder(Embedder):
                 ErrorCode.CONFIGURATION_ERROR,
                 f"no ONNX model in {self._dir}; build one with `stratamem models build-onnx --out {self._dir}` "
                 "(or leave the directory unset to use the default cache)",
-                operation="embed", details={"path": str(self._dir)},
+                operation="embed",
+                details={"path": str(self._dir)},
             )
         data: dict[str, Any] = json.loads(path.read_text())
         return data
@@ -105,9 +113,11 @@ class OnnxEmbedder(Embedder):
         try:
             import onnxruntime as ort  # noqa: PLC0415  loaded on the first embedding (fast import of stratamem)
         except ImportError as exc:
-            raise MemoryError(ErrorCode.CONFIGURATION_ERROR,
-                              "the onnx embedder needs onnxruntime and tokenizers: pip install stratamem",
-                              operation="embed") from exc
+            raise MemoryError(
+                ErrorCode.CONFIGURATION_ERROR,
+                "the onnx embedder needs onnxruntime and tokenizers: pip install stratamem",
+                operation="embed",
+            ) from exc
         return ort
 
     def _load_tokenizer(self) -> Any:
@@ -126,8 +136,11 @@ class OnnxEmbedder(Embedder):
         with self._lock:
             if self._session is None:
                 ort = self._runtime()
-                config = {} if self._spinning else {"session.intra_op.allow_spinning": "0",
-                                                    "session.inter_op.allow_spinning": "0"}
+                config = (
+                    {}
+                    if self._spinning
+                    else {"session.intra_op.allow_spinning": "0", "session.inter_op.allow_spinning": "0"}
+                )
                 self._session = self._new_session(ort, config)
             return self._session, self._load_tokenizer()
 
@@ -139,7 +152,8 @@ class OnnxEmbedder(Embedder):
         with self._lock:
             if self._query_session is None:
                 self._query_session = self._new_session(
-                    self._runtime(), {"session.intra_op.allow_spinning": "1", "session.force_spinning_stop": "1"})
+                    self._runtime(), {"session.intra_op.allow_spinning": "1", "session.force_spinning_stop": "1"}
+                )
             return self._query_session, self._load_tokenizer()
 
     def _new_session(self, ort: Any, config: dict[str, str]) -> Any:
@@ -156,8 +170,9 @@ class OnnxEmbedder(Embedder):
         ids = np.asarray([e.ids for e in encodings], dtype=np.int64)
         mask = np.asarray([e.attention_mask for e in encodings], dtype=np.int64)
         types = np.asarray([e.type_ids for e in encodings], dtype=np.int64)
-        hidden = session.run(["last_hidden_state"],
-                             {"input_ids": ids, "attention_mask": mask, "token_type_ids": types})[0]
+        hidden = session.run(
+            ["last_hidden_state"], {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+        )[0]
         weights = mask[:, :, None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
         return normalize_rows(pooled)

@@ -220,8 +220,9 @@ def manifest_for(model_dir: Path, model_name: str) -> dict[str, Any]:
     }
 
 
-def build_onnx(out_dir: str | Path, model_dir: str | Path | None = None, *, model_name: str | None = None,
-               int8: bool = False) -> Path:
+def build_onnx(
+    out_dir: str | Path, model_dir: str | Path | None = None, *, model_name: str | None = None, int8: bool = False
+) -> Path:
     """Build ``model.onnx`` + ``tokenizer.json`` + manifest into ``out_dir`` (replaced whole); returns it.
 
     ``int8``: quantise the weights to int8 (dynamic quantisation). Its vectors differ from the float

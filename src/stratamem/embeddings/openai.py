@@ -50,9 +50,7 @@ class OpenAIEmbedder(Embedder):
 
     def _request(self, texts: list[str]) -> Matrix:
         try:
-            response = self._client.post(
-                f"{self._base_url}/embeddings", json={"model": self._model, "input": texts}
-            )
+            response = self._client.post(f"{self._base_url}/embeddings", json={"model": self._model, "input": texts})
         except httpx.HTTPError as exc:
             raise MemoryError(
                 ErrorCode.EMBEDDING_FAILED,

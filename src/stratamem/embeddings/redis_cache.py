@@ -40,8 +40,9 @@ DEFAULT_TTL_S = 86_400
 class RedisEmbeddingCache:
     """``get_many``/``put_many`` of content-hash → vector, per tenant and model."""
 
-    def __init__(self, client: Redis, prefix: str = "stratamem", *, ttl_s: int = DEFAULT_TTL_S,
-                 cooldown: float = 5.0) -> None:
+    def __init__(
+        self, client: Redis, prefix: str = "stratamem", *, ttl_s: int = DEFAULT_TTL_S, cooldown: float = 5.0
+    ) -> None:
         self.client = client
         self.prefix = prefix
         self.ttl_s = ttl_s

@@ -35,8 +35,9 @@ BoolArray = npt.NDArray[np.bool_]
 class CSRGraph:
     """Undirected view (each stored edge in both directions) of one tenant's edges."""
 
-    def __init__(self, ids: Sequence[str], src: Sequence[str], dst: Sequence[str], rel: Sequence[str],
-                 fwd: Sequence[bool]) -> None:
+    def __init__(
+        self, ids: Sequence[str], src: Sequence[str], dst: Sequence[str], rel: Sequence[str], fwd: Sequence[bool]
+    ) -> None:
         self.ids: list[str] = sorted({*ids, *src, *dst})
         self.index: dict[str, int] = {x: i for i, x in enumerate(self.ids)}
         n = len(self.ids)

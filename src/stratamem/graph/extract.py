@@ -74,8 +74,10 @@ class ExtractionResult(BaseModel):
         for rel in self.relations:
             s, t = normalize_name(rel.source), normalize_name(rel.target)
             if s in seen and t in seen and s != t:
-                rels.setdefault((s, rel.type.upper(), t), ExtractedRelation(
-                    source=seen[s].name, target=seen[t].name, type=rel.type.upper()))
+                rels.setdefault(
+                    (s, rel.type.upper(), t),
+                    ExtractedRelation(source=seen[s].name, target=seen[t].name, type=rel.type.upper()),
+                )
         # built from this result's own (validated or constructed) entities and validated relations:
         # no need to validate the lists again
         return ExtractionResult.model_construct(entities=list(seen.values()), relations=list(rels.values()))
@@ -105,16 +107,29 @@ class LLMGraphExtractor(Protocol):
     ``relation_types`` is the vocabulary to choose from (others are accepted as-is).
     """
 
-    def extract_graph(self, text: str, *, known_entities: Sequence[str],
-                      relation_types: Sequence[str]) -> BaseModel | Mapping[str, Any]: ...
+    def extract_graph(
+        self, text: str, *, known_entities: Sequence[str], relation_types: Sequence[str]
+    ) -> BaseModel | Mapping[str, Any]: ...
 
 
 # ------------------------------------------------------------------------------------ vocabulary
 
 #: Built-in relation types; any upper-case type registered through a phrase is accepted too.
 RELATION_TYPES: list[str] = [
-    "WORKS_ON", "CAUSED_BY", "RELATES_TO", "MENTIONS", "USES", "DEPENDS_ON", "PART_OF", "MEMBER_OF",
-    "MANAGES", "LOCATED_IN", "CREATED", "PREFERS", "FIXED", "BLOCKS",
+    "WORKS_ON",
+    "CAUSED_BY",
+    "RELATES_TO",
+    "MENTIONS",
+    "USES",
+    "DEPENDS_ON",
+    "PART_OF",
+    "MEMBER_OF",
+    "MANAGES",
+    "LOCATED_IN",
+    "CREATED",
+    "PREFERS",
+    "FIXED",
+    "BLOCKS",
 ]
 
 #: Verb phrase (lower-case, filler words removed) → (relation type, inverse?). ``inverse`` means the
@@ -140,44 +155,135 @@ def register_relation_phrase(phrase: str, rel_type: str, *, inverse: bool = Fals
 
 def _register_builtin() -> None:
     table: dict[str, list[str]] = {
-        "WORKS_ON": ["works on", "work on", "worked on", "working on", "works with", "worked with",
-                     "is working on", "builds", "built", "is building", "develops", "developed", "maintains",
-                     "maintained", "contributes to", "contributed to", "owns"],
-        "CAUSED_BY": ["caused by", "due to", "because of", "results from", "resulted from", "triggered by",
-                      "comes from", "came from", "stems from", "originates from"],
-        "MENTIONS": ["mentioned", "mentions", "reported", "reports", "found", "noticed", "discussed",
-                     "raised", "flagged", "investigated", "is investigating", "investigates", "debugged",
-                     "is debugging", "complained about", "talked about", "asked about"],
-        "USES": ["use", "uses", "used", "using", "runs on", "ran on", "built with", "written in", "powered by",
-                 "stores data in", "migrated to"],
+        "WORKS_ON": [
+            "works on",
+            "work on",
+            "worked on",
+            "working on",
+            "works with",
+            "worked with",
+            "is working on",
+            "builds",
+            "built",
+            "is building",
+            "develops",
+            "developed",
+            "maintains",
+            "maintained",
+            "contributes to",
+            "contributed to",
+            "owns",
+        ],
+        "CAUSED_BY": [
+            "caused by",
+            "due to",
+            "because of",
+            "results from",
+            "resulted from",
+            "triggered by",
+            "comes from",
+            "came from",
+            "stems from",
+            "originates from",
+        ],
+        "MENTIONS": [
+            "mentioned",
+            "mentions",
+            "reported",
+            "reports",
+            "found",
+            "noticed",
+            "discussed",
+            "raised",
+            "flagged",
+            "investigated",
+            "is investigating",
+            "investigates",
+            "debugged",
+            "is debugging",
+            "complained about",
+            "talked about",
+            "asked about",
+        ],
+        "USES": [
+            "use",
+            "uses",
+            "used",
+            "using",
+            "runs on",
+            "ran on",
+            "built with",
+            "written in",
+            "powered by",
+            "stores data in",
+            "migrated to",
+        ],
         "DEPENDS_ON": ["depends on", "depended on", "requires", "relies on", "needs"],
         "PART_OF": ["part of", "is part of", "belongs to", "component of", "module of"],
-        "MEMBER_OF": ["works at", "worked at", "works for", "worked for", "joined", "member of", "is member of",
-                      "employed by", "is on"],
+        "MEMBER_OF": [
+            "works at",
+            "worked at",
+            "works for",
+            "worked for",
+            "joined",
+            "member of",
+            "is member of",
+            "employed by",
+            "is on",
+        ],
         "MANAGES": ["manages", "managed", "leads", "led", "heads", "is lead of", "is manager of"],
         "LOCATED_IN": ["based in", "is based in", "located in", "lives in", "lived in", "moved to", "is in"],
         "CREATED": ["created", "wrote", "founded", "designed", "invented", "authored"],
         "PREFERS": ["prefers", "preferred", "likes", "loves", "wants"],
         "FIXED": ["fixed", "fixes", "resolved", "patched", "solved"],
         "BLOCKS": ["blocks", "blocked", "is blocking"],
-        "RELATES_TO": ["relates to", "related to", "is related to", "linked to", "is linked to", "affects",
-                       "affected", "impacts", "impacted", "associated with", "connected to"],
+        "RELATES_TO": [
+            "relates to",
+            "related to",
+            "is related to",
+            "linked to",
+            "is linked to",
+            "affects",
+            "affected",
+            "impacts",
+            "impacted",
+            "associated with",
+            "connected to",
+        ],
     }
     for rel, phrases in table.items():
         for phrase in phrases:
             register_relation_phrase(phrase, rel)
-    for phrase in ("causes", "caused", "led to", "leads to", "triggered", "triggers", "resulted in",
-                   "results in"):
+    for phrase in ("causes", "caused", "led to", "leads to", "triggered", "triggers", "resulted in", "results in"):
         register_relation_phrase(phrase, "CAUSED_BY", inverse=True)
     for phrase in ("is managed by", "managed by", "led by", "is led by"):
         register_relation_phrase(phrase, "MANAGES", inverse=True)
     for phrase in ("is used by", "used by"):
         register_relation_phrase(phrase, "USES", inverse=True)
-    for phrase in ("created by", "written by", "founded by", "designed by", "fixed by", "reported by",
-                   "found by", "maintained by", "built by", "owned by"):
-        rel = {"created by": "CREATED", "written by": "CREATED", "founded by": "CREATED",
-               "designed by": "CREATED", "fixed by": "FIXED", "reported by": "MENTIONS", "found by": "MENTIONS",
-               "maintained by": "WORKS_ON", "built by": "WORKS_ON", "owned by": "WORKS_ON"}[phrase]
+    for phrase in (
+        "created by",
+        "written by",
+        "founded by",
+        "designed by",
+        "fixed by",
+        "reported by",
+        "found by",
+        "maintained by",
+        "built by",
+        "owned by",
+    ):
+        rel = {
+            "created by": "CREATED",
+            "written by": "CREATED",
+            "founded by": "CREATED",
+            "designed by": "CREATED",
+            "fixed by": "FIXED",
+            "reported by": "MENTIONS",
+            "found by": "MENTIONS",
+            "maintained by": "WORKS_ON",
+            "built by": "WORKS_ON",
+            "owned by": "WORKS_ON",
+        }[phrase]
         register_relation_phrase(phrase, rel, inverse=True)
 
 
@@ -206,14 +312,37 @@ _STOP_CAPS = _words(
     last next first new our one two three several many most more less in on at for to from by with of
     as about over under during until since via per"""
 )
-_NP_STOP = _STOP_CAPS | _FILLER | _words(
-    "and or but with without into onto upon which who whom whose that than very much some any no not "
-    "there is are was were will would should could can may might must do does did done"
+_NP_STOP = (
+    _STOP_CAPS
+    | _FILLER
+    | _words(
+        "and or but with without into onto upon which who whom whose that than very much some any no not "
+        "there is are was were will would should could can may might must do does did done"
+    )
 )
 _CONNECTORS = frozenset({"of", "de", "&"})
 _ORG_SUFFIX = frozenset(
-    {"inc", "corp", "corporation", "ltd", "llc", "gmbh", "labs", "lab", "team", "group", "university",
-     "foundation", "company", "co", "bank", "agency", "institute", "department", "dept"}
+    {
+        "inc",
+        "corp",
+        "corporation",
+        "ltd",
+        "llc",
+        "gmbh",
+        "labs",
+        "lab",
+        "team",
+        "group",
+        "university",
+        "foundation",
+        "company",
+        "co",
+        "bank",
+        "agency",
+        "institute",
+        "department",
+        "dept",
+    }
 )
 _TECH = _words(
     """python rust java javascript typescript go golang postgresql postgres mysql sqlite duckdb redis kafka
@@ -268,7 +397,7 @@ def _ngrams(lows: Sequence[str], ascii_text: bool, max_words: int) -> list[list[
     for n in range(2, max_words + 1):
         if len(grams[-1]) < 2:
             break
-        grams.append([f"{a} {b}" for a, b in zip(grams[-1], lows[n - 1:], strict=False)])
+        grams.append([f"{a} {b}" for a, b in zip(grams[-1], lows[n - 1 :], strict=False)])
     if not ascii_text or any(w.endswith("'s") for w in lows):
         return [[_norm_tokens(k) for k in g] for g in grams]
     if "the" in lows:
@@ -297,7 +426,7 @@ class _Tok(NamedTuple):  # a tuple: the cheapest immutable record to create, one
 @dataclass
 class _Span:
     start: int  # token index
-    end: int    # exclusive token index
+    end: int  # exclusive token index
     name: str
     type: str
     strong: bool  # capitalised/quoted/known (vs. a noun phrase around a verb)
@@ -420,13 +549,18 @@ class RuleBasedExtractor:
             j = i + 1
             while j < len(toks) and not taken[j]:
                 t = toks[j].text
-                gap = sentence[toks[j - 1].end:toks[j].start]
+                gap = sentence[toks[j - 1].end : toks[j].start]
                 if gap.strip(" -") or "," in gap:
                     break
                 if _is_name_token(t) or (t.isdigit() and len(t) <= 4) or (len(t) == 1 and t.isupper()):
                     j += 1
-                elif (t.lower() in _CONNECTORS and j + 1 < len(toks) and not taken[j + 1]
-                      and _is_name_token(toks[j + 1].text) and toks[j + 1].text.lower() not in _STOP_CAPS):
+                elif (
+                    t.lower() in _CONNECTORS
+                    and j + 1 < len(toks)
+                    and not taken[j + 1]
+                    and _is_name_token(toks[j + 1].text)
+                    and toks[j + 1].text.lower() not in _STOP_CAPS
+                ):
                     j += 2
                 else:
                     break
@@ -436,7 +570,7 @@ class RuleBasedExtractor:
                 start += 1
             if start < j:
                 words = [t.text for t in toks[start:j]]
-                name = sentence[toks[start].start:toks[j - 1].end]
+                name = sentence[toks[start].start : toks[j - 1].end]
                 norm = normalize_name(name)
                 kn = known.get(norm)
                 nxt = toks[j].low if j < len(toks) else None
@@ -467,10 +601,11 @@ class RuleBasedExtractor:
             for width in (4, 3, 2, 1):
                 if i + width > n or first >= i + width:
                     continue
-                window = lows[i:i + width]
-                phrase = " ".join([w for w in window if w not in _FILLER] if first > i or any(filler[i:i + width])
-                                  else window)
-                if phrase not in _PHRASES or any(taken[i:i + width]):
+                window = lows[i : i + width]
+                phrase = " ".join(
+                    [w for w in window if w not in _FILLER] if first > i or any(filler[i : i + width]) else window
+                )
+                if phrase not in _PHRASES or any(taken[i : i + width]):
                     continue
                 # right side
                 j = i + width
@@ -506,7 +641,7 @@ class RuleBasedExtractor:
         for a, b in itertools.pairwise(spans):
             if a.end > len(toks) or b.start > len(toks):
                 continue
-            between = sentence[toks[a.end - 1].end:toks[b.start].start]
+            between = sentence[toks[a.end - 1].end : toks[b.start].start]
             match = _match_phrase(between)
             if match is None:
                 continue
@@ -515,9 +650,9 @@ class RuleBasedExtractor:
             out.append(ExtractedRelation.model_construct(source=src.name, target=tgt.name, type=rel))
         # "A and B work on C": both subjects
         for x, a, b in zip(spans, spans[1:], spans[2:], strict=False):
-            gap = sentence[toks[x.end - 1].end:toks[a.start].start].strip().lower()
+            gap = sentence[toks[x.end - 1].end : toks[a.start].start].strip().lower()
             if gap in ("and", ",", "&"):
-                between = sentence[toks[a.end - 1].end:toks[b.start].start]
+                between = sentence[toks[a.end - 1].end : toks[b.start].start]
                 match = _match_phrase(between)
                 if match is not None and not match[1]:
                     out.append(ExtractedRelation.model_construct(source=x.name, target=b.name, type=match[0]))
@@ -619,8 +754,9 @@ def candidate_keys(text: str, max_words: int = DICTIONARY_WORDS) -> list[str]:
     out: set[str] = set()
     for sentence in _SENTENCE_RE.split(text):
         lows = [t.low for t in _tokens(sentence)]
-        grams: Sequence[Sequence[str]] = (_sentence_keys(sentence) if max_words == DICTIONARY_WORDS
-                                          else _ngrams(lows, sentence.isascii(), max_words))
+        grams: Sequence[Sequence[str]] = (
+            _sentence_keys(sentence) if max_words == DICTIONARY_WORDS else _ngrams(lows, sentence.isascii(), max_words)
+        )
         out.update(key for word, key in zip(lows, grams[0], strict=True) if not (word in _NP_STOP or len(word) < 2))
         for longer in grams[1:]:
             out.update(longer)

@@ -44,11 +44,14 @@ _CHECKS: dict[str, str] = {
 
 _REPAIRS: dict[str, tuple[str, ...]] = {
     "memory_edges_missing_source": (
-        "DELETE FROM memory_edges WHERE tenant_id = $tenant AND list_contains($ids::JSON::VARCHAR[], edge_id)",),
+        "DELETE FROM memory_edges WHERE tenant_id = $tenant AND list_contains($ids::JSON::VARCHAR[], edge_id)",
+    ),
     "memory_edges_missing_target": (
-        "DELETE FROM memory_edges WHERE tenant_id = $tenant AND list_contains($ids::JSON::VARCHAR[], edge_id)",),
+        "DELETE FROM memory_edges WHERE tenant_id = $tenant AND list_contains($ids::JSON::VARCHAR[], edge_id)",
+    ),
     "entity_edges_missing_entity": (
-        "DELETE FROM entity_edges WHERE tenant_id = $tenant AND list_contains($ids::JSON::VARCHAR[], edge_id)",),
+        "DELETE FROM entity_edges WHERE tenant_id = $tenant AND list_contains($ids::JSON::VARCHAR[], edge_id)",
+    ),
     "nodes_missing_memory": (
         "DELETE FROM memory_edges WHERE tenant_id = $tenant AND (list_contains($ids::JSON::VARCHAR[], source_id) "
         "OR list_contains($ids::JSON::VARCHAR[], target_id) OR list_contains($ids::JSON::VARCHAR[], memory_id))",
@@ -63,8 +66,13 @@ _REPAIRS: dict[str, tuple[str, ...]] = {
 }
 
 #: Order matters: dropping dangling nodes/entities first creates dangling edges, removed after.
-_ORDER = ("nodes_missing_memory", "entities_unreferenced", "memory_edges_missing_source",
-          "memory_edges_missing_target", "entity_edges_missing_entity")
+_ORDER = (
+    "nodes_missing_memory",
+    "entities_unreferenced",
+    "memory_edges_missing_source",
+    "memory_edges_missing_target",
+    "entity_edges_missing_entity",
+)
 
 
 class TenantIntegrity(BaseModel):
@@ -126,28 +134,42 @@ def graph_tenants(cur: Any) -> list[str]:
     return [r[0] for r in rows]
 
 
-def validate_memory_edge(cur: Any, tenant_id: str, source_id: str, target_id: str,
-                         target_kind: Literal["memory", "entity"]) -> None:
-    src = cur.execute("SELECT 1 FROM memory_nodes WHERE tenant_id = ? AND node_id = ? AND deleted_at IS NULL",
-                      [tenant_id, source_id]).fetchone()
+def validate_memory_edge(
+    cur: Any, tenant_id: str, source_id: str, target_id: str, target_kind: Literal["memory", "entity"]
+) -> None:
+    src = cur.execute(
+        "SELECT 1 FROM memory_nodes WHERE tenant_id = ? AND node_id = ? AND deleted_at IS NULL", [tenant_id, source_id]
+    ).fetchone()
     if src is None:
-        raise MemoryError(ErrorCode.INVALID_PARAMS, f"edge source memory node {source_id!r} does not exist",
-                          details={"missing": "source", "id": source_id}, retryable=False)
+        raise MemoryError(
+            ErrorCode.INVALID_PARAMS,
+            f"edge source memory node {source_id!r} does not exist",
+            details={"missing": "source", "id": source_id},
+            retryable=False,
+        )
     if target_kind == "memory":
         sql = "SELECT 1 FROM memory_nodes WHERE tenant_id = ? AND node_id = ? AND deleted_at IS NULL"
     else:
         sql = "SELECT 1 FROM entities WHERE tenant_id = ? AND entity_id = ? AND deleted_at IS NULL"
     if cur.execute(sql, [tenant_id, target_id]).fetchone() is None:
-        raise MemoryError(ErrorCode.INVALID_PARAMS, f"edge target {target_kind} {target_id!r} does not exist",
-                          details={"missing": "target", "id": target_id}, retryable=False)
+        raise MemoryError(
+            ErrorCode.INVALID_PARAMS,
+            f"edge target {target_kind} {target_id!r} does not exist",
+            details={"missing": "target", "id": target_id},
+            retryable=False,
+        )
 
 
 def validate_entity_edge(cur: Any, tenant_id: str, source_id: str, target_id: str) -> None:
     sql = "SELECT 1 FROM entities WHERE tenant_id = ? AND entity_id = ? AND deleted_at IS NULL"
     for end, ref in (("source", source_id), ("target", target_id)):
         if cur.execute(sql, [tenant_id, ref]).fetchone() is None:
-            raise MemoryError(ErrorCode.INVALID_PARAMS, f"entity edge {end} entity {ref!r} does not exist",
-                              details={"missing": end, "id": ref}, retryable=False)
+            raise MemoryError(
+                ErrorCode.INVALID_PARAMS,
+                f"entity edge {end} entity {ref!r} does not exist",
+                details={"missing": end, "id": ref},
+                retryable=False,
+            )
 
 
 def purge(cur: Any, tenant_id: str, older_than: datetime) -> int:

@@ -17,15 +17,21 @@ from opentelemetry import trace
 from prometheus_client import Gauge, Histogram
 
 QUERY_DURATION = Histogram(
-    "graph_query_duration_seconds", "Duration of knowledge-graph queries", ["query_type"],
+    "graph_query_duration_seconds",
+    "Duration of knowledge-graph queries",
+    ["query_type"],
     buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
 )
 RESULT_COUNT = Histogram(
-    "graph_query_result_count", "Rows returned by knowledge-graph queries", ["query_type"],
+    "graph_query_result_count",
+    "Rows returned by knowledge-graph queries",
+    ["query_type"],
     buckets=(0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000),
 )
 TRAVERSAL_DEPTH = Histogram(
-    "graph_traversal_depth", "Requested hop depth of graph traversals", ["query_type"],
+    "graph_traversal_depth",
+    "Requested hop depth of graph traversals",
+    ["query_type"],
     buckets=(1, 2, 3, 4, 5, 6, 8, 10),
 )
 CACHE_HIT_RATIO = Gauge("graph_cache_hit_ratio", "Share of graph traversals answered from the cache")

@@ -95,7 +95,10 @@ _DDL = (
 
 GRAPH_TABLES: tuple[str, ...] = ("memory_nodes", "memory_edges", "entities", "entity_edges")
 GRAPH_INDEXES: tuple[str, ...] = (
-    "idx_edges_tenant_source", "idx_edges_tenant_target", "idx_nodes_tenant", "idx_entities_tenant",
+    "idx_edges_tenant_source",
+    "idx_edges_tenant_target",
+    "idx_nodes_tenant",
+    "idx_entities_tenant",
 )
 
 

@@ -81,19 +81,29 @@ class GraphUnavailable:
         self.provider_name = provider_name
 
     def _fail(self, *_: Any, **__: Any) -> Any:
-        raise MemoryError(ErrorCode.CONFIGURATION_ERROR,
-                          f"the knowledge graph is not supported by provider {self.provider_name}; "
-                          "use the DuckDB or PostgreSQL store", operation="graph")
+        raise MemoryError(
+            ErrorCode.CONFIGURATION_ERROR,
+            f"the knowledge graph is not supported by provider {self.provider_name}; "
+            "use the DuckDB or PostgreSQL store",
+            operation="graph",
+        )
 
     related = path = neighbors = stats = set_enabled = is_enabled = link = relate = check = _fail
     purge = set_extractor = reindex = entity_id = expand_search = _fail
 
     def health(self) -> HealthCheckResult:
-        return HealthCheckResult.model_validate({
-            "status": "degraded", "latency_ms": 0.0,
-            "components": {"graph": {"status": "degraded",
-                                     "message": f"graph disabled: not supported by provider {self.provider_name}"}},
-        })
+        return HealthCheckResult.model_validate(
+            {
+                "status": "degraded",
+                "latency_ms": 0.0,
+                "components": {
+                    "graph": {
+                        "status": "degraded",
+                        "message": f"graph disabled: not supported by provider {self.provider_name}",
+                    }
+                },
+            }
+        )
 
     def ready(self) -> bool:
         return False
@@ -110,11 +120,16 @@ class GraphService:
         self.provider: GraphBackend = provider
         gens = generations_for(provider.database_key())
         self.dialect: Dialect = "postgres" if provider.graph_dialect == "postgres" else "duckdb"
-        self.store = GraphStore(enabled_by_default=engine.config.graph_enabled, generations=gens,
-                                cursor=provider.graph_cursor, dialect=self.dialect)
+        self.store = GraphStore(
+            enabled_by_default=engine.config.graph_enabled,
+            generations=gens,
+            cursor=provider.graph_cursor,
+            dialect=self.dialect,
+        )
         self.queries = GraphQueries(self.provider, gens)
-        self.pgq_available = isinstance(provider, SqlStore) and self.dialect == "duckdb" and detect_pgq(
-            provider.new_cursor)
+        self.pgq_available = (
+            isinstance(provider, SqlStore) and self.dialect == "duckdb" and detect_pgq(provider.new_cursor)
+        )
         engine.hooks.write_hooks.append(self.store)
         # status / expiry / access-count writes that bypass the hooks: cached rows forget them
         engine.hooks.row_listeners.append(gens.rows_changed)
@@ -131,13 +146,20 @@ class GraphService:
             yield t, extra
 
     # -- traversal -----------------------------------------------------------------------------
-    def related(self, ctx: Any, node: str, hops: int = 2, *, limit: int = 50,
-                include_entities: bool = False) -> RelatedResult:
+    def related(
+        self, ctx: Any, node: str, hops: int = 2, *, limit: int = 50, include_entities: bool = False
+    ) -> RelatedResult:
         """Memories (and optionally entities) within ``hops`` of a memory id or entity name,
         nearest first, each with its path and reasoning text."""
         with self._tenant_op("related", ctx) as (t, extra):
-            out = self.queries.related(t.tenant_id, node, hops, limit=check_limit(limit, 50, 500, "graph"),
-                                       include_entities=include_entities, now=self.engine.now())
+            out = self.queries.related(
+                t.tenant_id,
+                node,
+                hops,
+                limit=check_limit(limit, 50, 500, "graph"),
+                include_entities=include_entities,
+                now=self.engine.now(),
+            )
             extra["result_count"] = len(out.items)
             return out
 
@@ -146,14 +168,23 @@ class GraphService:
         with self._tenant_op("path", ctx) as (t, _):
             return self.queries.path(t.tenant_id, a, b, max_hops=max_hops)
 
-    def neighbors(self, ctx: Any, node: str, *, rel_type: str | None = None,
-                  direction: Literal["out", "in", "both"] = "both", limit: int = 100) -> list[Neighbor]:
+    def neighbors(
+        self,
+        ctx: Any,
+        node: str,
+        *,
+        rel_type: str | None = None,
+        direction: Literal["out", "in", "both"] = "both",
+        limit: int = 100,
+    ) -> list[Neighbor]:
         with self._tenant_op("neighbors", ctx) as (t, _):
             if direction not in ("out", "in", "both"):
-                raise MemoryError(ErrorCode.INVALID_PARAMS, "direction must be out, in or both",
-                                  details={"field": "direction"})
-            return self.queries.neighbors(t.tenant_id, node, rel_type=rel_type, direction=direction,
-                                          limit=check_limit(limit, 100, 1000, "graph"))
+                raise MemoryError(
+                    ErrorCode.INVALID_PARAMS, "direction must be out, in or both", details={"field": "direction"}
+                )
+            return self.queries.neighbors(
+                t.tenant_id, node, rel_type=rel_type, direction=direction, limit=check_limit(limit, 100, 1000, "graph")
+            )
 
     # -- configuration -------------------------------------------------------------------------
     def set_enabled(self, ctx: Any, enabled: bool) -> None:
@@ -181,44 +212,60 @@ class GraphService:
             with self.provider.graph_transaction() as tx:
                 self.store.hard_delete(tx, t.tenant_id, [e.id for e in entries])
                 for i in range(0, len(entries), 500):
-                    self.store.index_entries(tx, entries[i:i + 500])
+                    self.store.index_entries(tx, entries[i : i + 500])
             extra["count"] = len(entries)
             return len(entries)
 
     # -- manual edges (validated) ----------------------------------------------------------------
-    def link(self, ctx: Any, source_memory_id: str, target: str, rel_type: str = "RELATES_TO", *,
-             target_kind: Literal["memory", "entity"] = "memory") -> str:
+    def link(
+        self,
+        ctx: Any,
+        source_memory_id: str,
+        target: str,
+        rel_type: str = "RELATES_TO",
+        *,
+        target_kind: Literal["memory", "entity"] = "memory",
+    ) -> str:
         """Add a typed edge from a memory to another memory or an entity id; both ends must exist."""
         with self._op("link", ctx) as (t, _):
             rel = _rel(rel_type)
             with self.provider.graph_transaction() as tx:
                 validate_memory_edge(tx, t.tenant_id, source_memory_id, target, target_kind)
                 eid = edge_id(source_memory_id, target, rel)
-                tx.execute("INSERT INTO memory_edges VALUES (?, ?, ?, ?, ?, ?, ?, 1.0, ?, NULL) "
-                           # the id hashes both ends and the type: only the time and the deletion mark change
-                           "ON CONFLICT (tenant_id, edge_id) DO UPDATE SET created_at = excluded.created_at, "
-                           "deleted_at = NULL",
-                           [t.tenant_id, eid, source_memory_id, target, target_kind, rel, source_memory_id,
-                            now_naive()])
+                tx.execute(
+                    "INSERT INTO memory_edges VALUES (?, ?, ?, ?, ?, ?, ?, 1.0, ?, NULL) "
+                    # the id hashes both ends and the type: only the time and the deletion mark change
+                    "ON CONFLICT (tenant_id, edge_id) DO UPDATE SET created_at = excluded.created_at, "
+                    "deleted_at = NULL",
+                    [t.tenant_id, eid, source_memory_id, target, target_kind, rel, source_memory_id, now_naive()],
+                )
             self.store.generations.bump(t.tenant_id)
             return eid
 
-    def relate(self, ctx: Any, source_entity: str, target_entity: str, rel_type: str, *,
-               memory_id: str) -> str:
+    def relate(self, ctx: Any, source_entity: str, target_entity: str, rel_type: str, *, memory_id: str) -> str:
         """Add a typed edge between two existing entity ids, attributed to ``memory_id``."""
         with self._op("relate", ctx) as (t, _):
             rel = _rel(rel_type)
             with self.provider.graph_transaction() as tx:
                 validate_entity_edge(tx, t.tenant_id, source_entity, target_entity)
-                if tx.execute("SELECT 1 FROM memory_nodes WHERE tenant_id = ? AND node_id = ?",
-                              [t.tenant_id, memory_id]).fetchone() is None:
-                    raise MemoryError(ErrorCode.INVALID_PARAMS, f"memory node {memory_id!r} does not exist",
-                                      details={"missing": "memory", "id": memory_id})
+                if (
+                    tx.execute(
+                        "SELECT 1 FROM memory_nodes WHERE tenant_id = ? AND node_id = ?", [t.tenant_id, memory_id]
+                    ).fetchone()
+                    is None
+                ):
+                    raise MemoryError(
+                        ErrorCode.INVALID_PARAMS,
+                        f"memory node {memory_id!r} does not exist",
+                        details={"missing": "memory", "id": memory_id},
+                    )
                 eid = edge_id(memory_id, source_entity, target_entity, rel)
-                tx.execute("INSERT INTO entity_edges VALUES (?, ?, ?, ?, ?, ?, ?, NULL) "
-                           "ON CONFLICT (tenant_id, edge_id) DO UPDATE SET created_at = excluded.created_at, "
-                           "deleted_at = NULL",
-                           [t.tenant_id, eid, source_entity, target_entity, rel, memory_id, now_naive()])
+                tx.execute(
+                    "INSERT INTO entity_edges VALUES (?, ?, ?, ?, ?, ?, ?, NULL) "
+                    "ON CONFLICT (tenant_id, edge_id) DO UPDATE SET created_at = excluded.created_at, "
+                    "deleted_at = NULL",
+                    [t.tenant_id, eid, source_entity, target_entity, rel, memory_id, now_naive()],
+                )
             self.store.generations.bump(t.tenant_id)
             return eid
 
@@ -227,8 +274,9 @@ class GraphService:
         return entity_id(t.tenant_id, normalize_name(name), type_.upper())
 
     # -- integrity -----------------------------------------------------------------------------
-    def check(self, *, repair: bool = False, tenant_id: str | None = None,
-              principal: str | None = None) -> IntegrityReport:
+    def check(
+        self, *, repair: bool = False, tenant_id: str | None = None, principal: str | None = None
+    ) -> IntegrityReport:
         """Integrity scan of every tenant (or one); orphans are reported to ``engine.audit``."""
         report = IntegrityReport(repaired=repair)
         with self.provider.graph_transaction() as tx:
@@ -238,8 +286,11 @@ class GraphService:
                 report.tenants.append(found)
                 if found.total:
                     self.engine.audit.record(
-                        tenant_id=tid, principal=principal, action="graph.integrity_scan",
-                        outcome="ok" if repair else "error", code=None,
+                        tenant_id=tid,
+                        principal=principal,
+                        action="graph.integrity_scan",
+                        outcome="ok" if repair else "error",
+                        code=None,
                         details={"orphans": found.orphans, "repaired": found.repaired, "sample_ids": found.sample_ids},
                     )
         for t in report.tenants:
@@ -247,13 +298,14 @@ class GraphService:
                 self.store.generations.bump(t.tenant_id)
         return report
 
-    def purge(self, *, retention: timedelta = timedelta(days=7), tenant_id: str | None = None,
-              now: datetime | None = None) -> int:
+    def purge(
+        self, *, retention: timedelta = timedelta(days=7), tenant_id: str | None = None, now: datetime | None = None
+    ) -> int:
         """Permanently remove graph rows soft-deleted longer than ``retention`` ago."""
         cutoff = ((now or datetime.now(UTC)) - retention).astimezone(UTC).replace(tzinfo=None)
         removed = 0
         with self.provider.graph_transaction() as tx:
-            for tid in ([tenant_id] if tenant_id is not None else graph_tenants(tx)):
+            for tid in [tenant_id] if tenant_id is not None else graph_tenants(tx):
                 n = purge(tx, tid, cutoff)
                 removed += n
                 if n:
@@ -286,12 +338,16 @@ class GraphService:
                 cur.execute("SELECT 1").fetchone()
         except Exception as exc:
             status, message = "unhealthy", f"{type(exc).__name__}"
-        return HealthCheckResult.model_validate({
-            "status": status, "latency_ms": round((time.perf_counter() - start) * 1000, 3),
-            "components": {"graph": {"status": status, "message": message},
-                           "graph_cache": {"status": "healthy",
-                                           "message": f"hit ratio {CACHE_STATS.ratio:.3f}"}},
-        })
+        return HealthCheckResult.model_validate(
+            {
+                "status": status,
+                "latency_ms": round((time.perf_counter() - start) * 1000, 3),
+                "components": {
+                    "graph": {"status": status, "message": message},
+                    "graph_cache": {"status": "healthy", "message": f"hit ratio {CACHE_STATS.ratio:.3f}"},
+                },
+            }
+        )
 
     def ready(self) -> bool:
         """True when every graph table exists and a traversal query runs."""
@@ -307,9 +363,16 @@ class GraphService:
             return False
 
     # -- search expansion ------------------------------------------------------------------------
-    def expand_search(self, tctx: TenantContext, results: Sequence[SearchResult], identifiers: LayerIdentifiers,
-                      layers: Sequence[Layer], predicate: Callable[[dict[str, Any]], bool] | None,
-                      limit: int, seeds: int = 3) -> list[SearchResult]:
+    def expand_search(
+        self,
+        tctx: TenantContext,
+        results: Sequence[SearchResult],
+        identifiers: LayerIdentifiers,
+        layers: Sequence[Layer],
+        predicate: Callable[[dict[str, Any]], bool] | None,
+        limit: int,
+        seeds: int = 3,
+    ) -> list[SearchResult]:
         """Results linked through a shared entity to the top ``seeds`` hits, scored lower."""
         top = list(results[:seeds])
         if not top:
@@ -333,20 +396,33 @@ class GraphService:
                 continue
             hit = by_id[seed]
             path = render(
-                [_mem_node(hit.memory.id, hit.memory.content, hit.layer.value),
-                 _ent_node(name), _mem_node(entry.id, entry.content, entry.layer.value)],
+                [
+                    _mem_node(hit.memory.id, hit.memory.content, hit.layer.value),
+                    _ent_node(name),
+                    _mem_node(entry.id, entry.content, entry.layer.value),
+                ],
                 [_edge(seed, name, True), _edge(other, name, False)],
             )
-            out.append(SearchResult(memory=entry, score=round(hit.score * EXPANSION_FACTOR, 6), layer=entry.layer,
-                                    expanded_from=seed, graph_path=path))
+            out.append(
+                SearchResult(
+                    memory=entry,
+                    score=round(hit.score * EXPANSION_FACTOR, 6),
+                    layer=entry.layer,
+                    expanded_from=seed,
+                    graph_path=path,
+                )
+            )
         return out
 
 
 def _rel(rel_type: str) -> str:
     rel = str(rel_type).strip().upper()
     if not re.fullmatch(r"[A-Z][A-Z0-9_]{0,39}", rel):
-        raise MemoryError(ErrorCode.INVALID_PARAMS, "rel_type must be UPPER_SNAKE_CASE (max 40 characters)",
-                          details={"field": "rel_type"})
+        raise MemoryError(
+            ErrorCode.INVALID_PARAMS,
+            "rel_type must be UPPER_SNAKE_CASE (max 40 characters)",
+            details={"field": "rel_type"},
+        )
     return rel
 
 

@@ -117,13 +117,13 @@ INSERT_MENTIONS = (
     "FROM {rows}"
 )
 INSERT_RELATIONS = (
-    "INSERT INTO entity_edges SELECT r.t, r.id, r.src, r.tgt, r.rel, r.m, r.ts::TIMESTAMP, NULL "
-    "FROM {rows}"
+    "INSERT INTO entity_edges SELECT r.t, r.id, r.src, r.tgt, r.rel, r.m, r.ts::TIMESTAMP, NULL FROM {rows}"
 )
 
 
-def _insert(tx: Any, sql: str, keys: tuple[str, ...], rows: Sequence[dict[str, str]],
-            dialect: Dialect = "duckdb") -> None:
+def _insert(
+    tx: Any, sql: str, keys: tuple[str, ...], rows: Sequence[dict[str, str]], dialect: Dialect = "duckdb"
+) -> None:
     """Insert plan rows (dicts of strings under ``keys``) with ``sql`` (a constant template)."""
     if not rows:
         return
@@ -132,8 +132,7 @@ def _insert(tx: Any, sql: str, keys: tuple[str, ...], rows: Sequence[dict[str, s
         tx.execute(sql.format(rows=f"json_to_recordset(?::json) AS r({columns})"), [json.dumps(rows)])
         return
     if len(rows) < ARROW_MIN_ROWS:
-        tx.execute(sql.format(rows=_JSON_ROWS + " r"),
-                   [json.dumps(rows), json.dumps([dict.fromkeys(keys, "VARCHAR")])])
+        tx.execute(sql.format(rows=_JSON_ROWS + " r"), [json.dumps(rows), json.dumps([dict.fromkeys(keys, "VARCHAR")])])
         return
     table = pa.table({key: [row[key] for row in rows] for key in keys})
     tx.register(_ARROW_ROWS, table)
@@ -208,9 +207,15 @@ def generations_for(store_key: Any) -> Generations:
 class GraphStore:
     """The write hook plus the graph's low-level writers (all take an open cursor)."""
 
-    def __init__(self, *, extractor: GraphExtractor | None = None, enabled_by_default: bool = True,
-                 generations: Generations | None = None, cursor: Callable[[Any], Any] | None = None,
-                 dialect: Dialect = "duckdb") -> None:
+    def __init__(
+        self,
+        *,
+        extractor: GraphExtractor | None = None,
+        enabled_by_default: bool = True,
+        generations: Generations | None = None,
+        cursor: Callable[[Any], Any] | None = None,
+        dialect: Dialect = "duckdb",
+    ) -> None:
         #: The write hooks' ``tx`` as a cursor of the graph's SQL (``GraphBackend.graph_cursor``).
         self.cursor: Callable[[Any], Any] = cursor or (lambda tx: tx)
         self.dialect: Dialect = dialect
@@ -349,8 +354,9 @@ class GraphStore:
         known = self._known(reader, tenant, keys)
         return _Prepared(keys=keys, known=known, plan=self._plan(tenant, entries, dict(known)))
 
-    def after_add_prepared(self, tx: Any, entries: Sequence[MemoryEntry], prepared: _Prepared, *,
-                           unchanged: bool = False) -> None:
+    def after_add_prepared(
+        self, tx: Any, entries: Sequence[MemoryEntry], prepared: _Prepared, *, unchanged: bool = False
+    ) -> None:
         """``after_add`` with the extraction done ahead; it is redone here if the dictionary changed
         since (another writer added or removed one of the batch's names). ``unchanged`` (nothing was
         committed since the dictionary was read) spares reading it again."""
@@ -373,8 +379,16 @@ class GraphStore:
         rel_rows: dict[str, dict[str, str]] = {}
         for entry in entries:
             result = self.extractor.extract(entry.content, known)
-            plan.nodes.append({"t": tenant, "id": entry.id, "m": entry.id, "layer": entry.layer.value,
-                               "label": label_of(entry.content), "ts": now})
+            plan.nodes.append(
+                {
+                    "t": tenant,
+                    "id": entry.id,
+                    "m": entry.id,
+                    "layer": entry.layer.value,
+                    "label": label_of(entry.content),
+                    "ts": now,
+                }
+            )
             ids: dict[str, str] = {}
             for ent in result.entities:
                 norm = ent.norm
@@ -385,8 +399,9 @@ class GraphStore:
                 eid = entity_id(tenant, norm, type_)
                 ids[norm] = eid
                 name = kn.name if kn is not None else ent.name
-                entity_rows.setdefault(eid, {"t": tenant, "id": eid, "name": name, "norm": norm, "type": type_,
-                                             "ts": now})
+                entity_rows.setdefault(
+                    eid, {"t": tenant, "id": eid, "name": name, "norm": norm, "type": type_, "ts": now}
+                )
                 if kn is None:  # later memories of the batch see it in the dictionary
                     known[norm] = KnownEntity(name=name, type=type_)
             for eid in ids.values():
@@ -396,8 +411,15 @@ class GraphStore:
                 src, tgt = ids.get(normalize_name(rel.source)), ids.get(normalize_name(rel.target))
                 if src and tgt and src != tgt:
                     rid = edge_id(entry.id, src, tgt, rel.type)
-                    rel_rows[rid] = {"t": tenant, "id": rid, "src": src, "tgt": tgt, "rel": rel.type, "m": entry.id,
-                                     "ts": now}
+                    rel_rows[rid] = {
+                        "t": tenant,
+                        "id": rid,
+                        "src": src,
+                        "tgt": tgt,
+                        "rel": rel.type,
+                        "m": entry.id,
+                        "ts": now,
+                    }
         plan.entities = list(entity_rows.values())
         plan.mentions = list(mention_rows.values())
         plan.relations = list(rel_rows.values())
@@ -429,22 +451,30 @@ class GraphStore:
             return
         ids_json = json_list(ids)
         entities = self._mentioned(tx, tenant_id, ids_json)
-        tx.execute("DELETE FROM entity_edges WHERE tenant_id = ? AND list_contains(?::JSON::VARCHAR[], memory_id)",
-                   [tenant_id, ids_json])
+        tx.execute(
+            "DELETE FROM entity_edges WHERE tenant_id = ? AND list_contains(?::JSON::VARCHAR[], memory_id)",
+            [tenant_id, ids_json],
+        )
         tx.execute(
             "DELETE FROM memory_edges WHERE tenant_id = ? AND (list_contains(?::JSON::VARCHAR[], memory_id) "
             "OR list_contains(?::JSON::VARCHAR[], source_id) OR list_contains(?::JSON::VARCHAR[], target_id))",
             [tenant_id, ids_json, ids_json, ids_json],
         )
-        tx.execute("DELETE FROM memory_nodes WHERE tenant_id = ? AND list_contains(?::JSON::VARCHAR[], node_id)",
-                   [tenant_id, ids_json])
+        tx.execute(
+            "DELETE FROM memory_nodes WHERE tenant_id = ? AND list_contains(?::JSON::VARCHAR[], node_id)",
+            [tenant_id, ids_json],
+        )
         if entities:
-            orphans = [r[0] for r in tx.execute(
-                "SELECT entity_id FROM entities WHERE tenant_id = ? AND list_contains(?::JSON::VARCHAR[], entity_id) "
-                "AND entity_id NOT IN (SELECT target_id FROM memory_edges WHERE tenant_id = ? "
-                "AND target_kind = 'entity')",
-                [tenant_id, json_list(entities), tenant_id],
-            ).fetchall()]
+            orphans = [
+                r[0]
+                for r in tx.execute(
+                    "SELECT entity_id FROM entities WHERE tenant_id = ? "
+                    "AND list_contains(?::JSON::VARCHAR[], entity_id) "
+                    "AND entity_id NOT IN (SELECT target_id FROM memory_edges WHERE tenant_id = ? "
+                    "AND target_kind = 'entity')",
+                    [tenant_id, json_list(entities), tenant_id],
+                ).fetchall()
+            ]
             if orphans:
                 orphans_json = json_list(orphans)
                 tx.execute(
@@ -452,8 +482,10 @@ class GraphStore:
                     "OR list_contains(?::JSON::VARCHAR[], target_id))",
                     [tenant_id, orphans_json, orphans_json],
                 )
-                tx.execute("DELETE FROM entities WHERE tenant_id = ? AND list_contains(?::JSON::VARCHAR[], entity_id)",
-                           [tenant_id, orphans_json])
+                tx.execute(
+                    "DELETE FROM entities WHERE tenant_id = ? AND list_contains(?::JSON::VARCHAR[], entity_id)",
+                    [tenant_id, orphans_json],
+                )
         self.generations.bump(tenant_id)
 
     def soft_delete(self, tx: Any, tenant_id: str, ids: Sequence[str], at: datetime) -> None:
@@ -462,16 +494,22 @@ class GraphStore:
             return
         ids_json = json_list(ids)
         entities = self._mentioned(tx, tenant_id, ids_json)
-        tx.execute("UPDATE entity_edges SET deleted_at = ? WHERE tenant_id = ? AND deleted_at IS NULL "
-                   "AND list_contains(?::JSON::VARCHAR[], memory_id)", [at, tenant_id, ids_json])
+        tx.execute(
+            "UPDATE entity_edges SET deleted_at = ? WHERE tenant_id = ? AND deleted_at IS NULL "
+            "AND list_contains(?::JSON::VARCHAR[], memory_id)",
+            [at, tenant_id, ids_json],
+        )
         tx.execute(
             "UPDATE memory_edges SET deleted_at = ? WHERE tenant_id = ? AND deleted_at IS NULL AND "
             "(list_contains(?::JSON::VARCHAR[], memory_id) OR list_contains(?::JSON::VARCHAR[], source_id) "
             "OR list_contains(?::JSON::VARCHAR[], target_id))",
             [at, tenant_id, ids_json, ids_json, ids_json],
         )
-        tx.execute("UPDATE memory_nodes SET deleted_at = ? WHERE tenant_id = ? AND deleted_at IS NULL "
-                   "AND list_contains(?::JSON::VARCHAR[], node_id)", [at, tenant_id, ids_json])
+        tx.execute(
+            "UPDATE memory_nodes SET deleted_at = ? WHERE tenant_id = ? AND deleted_at IS NULL "
+            "AND list_contains(?::JSON::VARCHAR[], node_id)",
+            [at, tenant_id, ids_json],
+        )
         if entities:
             ents_json = json_list(entities)
             tx.execute(

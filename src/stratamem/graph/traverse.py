@@ -57,7 +57,6 @@ class _GraphModel(BaseModel):
 
 
 class GraphNode(_GraphModel):
-
     id: str
     kind: NodeKind
     label: str
@@ -66,7 +65,6 @@ class GraphNode(_GraphModel):
 
 
 class PathEdge(_GraphModel):
-
     source: str
     target: str
     rel_type: str
@@ -75,7 +73,6 @@ class PathEdge(_GraphModel):
 
 
 class RelatedItem(_GraphModel):
-
     node: GraphNode
     hops: int
     nodes: list[GraphNode]
@@ -85,7 +82,6 @@ class RelatedItem(_GraphModel):
 
 
 class RelatedResult(_GraphModel):
-
     start: list[GraphNode]
     hops: int
     items: list[RelatedItem]
@@ -93,7 +89,6 @@ class RelatedResult(_GraphModel):
 
 
 class PathResult(_GraphModel):
-
     found: bool
     hops: int | None = None
     nodes: list[GraphNode] = Field(default_factory=list)
@@ -103,15 +98,13 @@ class PathResult(_GraphModel):
 
 
 class Neighbor(_GraphModel):
-
     node: GraphNode
     rel_type: str
     direction: Literal["out", "in"]
 
 
 #: Breadth-first search from ``$starts`` up to ``$hops``; stops early once ``$target`` is reached.
-BFS_SQL = (
-    """WITH RECURSIVE
+BFS_SQL = """WITH RECURSIVE
 adj AS MATERIALIZED (
     SELECT source_id AS s, target_id AS d, rel_type AS rel, true AS fwd
       FROM memory_edges WHERE tenant_id = $tenant AND deleted_at IS NULL
@@ -137,7 +130,6 @@ bfs(node, dist, parent, rel, fwd) USING KEY (node) AS (
      GROUP BY adj.d
 )
 SELECT node, dist, parent, rel, fwd FROM bfs ORDER BY dist, node"""
-)
 
 #: The same breadth-first search on PostgreSQL, whose recursive CTEs allow neither aggregates nor a
 #: second reference to the recursive table: (node, distance) pairs reachable by a walk (UNION keeps
@@ -256,12 +248,14 @@ class _Rows:
         self.lock = threading.Lock()
 
 
-def bfs_in_memory(adj: dict[str, list[tuple[str, str, bool]]], starts: Sequence[str], hops: int,
-                  target: str | None) -> dict[str, tuple[int, str | None, str | None, bool | None]]:
+def bfs_in_memory(
+    adj: dict[str, list[tuple[str, str, bool]]], starts: Sequence[str], hops: int, target: str | None
+) -> dict[str, tuple[int, str | None, str | None, bool | None]]:
     """The recursive CTE's semantics over an adjacency dict: first reach = hop distance; among
     parents at the same level the smallest id wins (rel/direction of the edge from that parent)."""
     tree: dict[str, tuple[int, str | None, str | None, bool | None]] = {
-        s: (0, None, None, None) for s in dict.fromkeys(starts)}
+        s: (0, None, None, None) for s in dict.fromkeys(starts)
+    }
     frontier = sorted(tree)
     dist = 0
     while frontier and dist < hops and (not target or target not in tree):
@@ -328,8 +322,9 @@ def render(nodes: Sequence[GraphNode], edges: Sequence[PathEdge]) -> str:
 
 def _edge(parent: str, child: str, rel: str, forward: bool) -> PathEdge:
     """The edge walked from ``parent`` to ``child``, in its stored direction."""
-    return PathEdge(source=parent if forward else child, target=child if forward else parent,
-                    rel_type=rel, forward=forward)
+    return PathEdge(
+        source=parent if forward else child, target=child if forward else parent, rel_type=rel, forward=forward
+    )
 
 
 def _short(node: GraphNode) -> str:
@@ -342,9 +337,16 @@ def _short(node: GraphNode) -> str:
 class GraphQueries:
     """Read side of the graph for one provider (DuckDB or PostgreSQL)."""
 
-    def __init__(self, provider: GraphBackend, generations: Generations, *, cache_size: int = 2048,
-                 adjacency_cache: bool = True, adjacency_tenants: int = 64,
-                 row_cache_limit: int = ROW_CACHE_LIMIT) -> None:
+    def __init__(
+        self,
+        provider: GraphBackend,
+        generations: Generations,
+        *,
+        cache_size: int = 2048,
+        adjacency_cache: bool = True,
+        adjacency_tenants: int = 64,
+        row_cache_limit: int = ROW_CACHE_LIMIT,
+    ) -> None:
         self.provider = provider
         self.generations = generations
         self._cache = _LRU(cache_size)
@@ -388,8 +390,7 @@ class GraphQueries:
         if stable is not None and stable == (key[1], key[2]) == self._versions(str(key[0])):
             self._cache.put(key, value)
 
-    def _cached(self, tenant_id: str,
-                key: tuple[Any, ...]) -> tuple[tuple[Any, ...], tuple[Any, Any] | None, Any]:
+    def _cached(self, tenant_id: str, key: tuple[Any, ...]) -> tuple[tuple[Any, ...], tuple[Any, Any] | None, Any]:
         stable = self._stable_versions(tenant_id)
         full = (tenant_id, *(stable if stable is not None else self._versions(tenant_id)), *key)
         value = self._cache.get(full)
@@ -408,8 +409,9 @@ class GraphQueries:
     def resolve(self, cur: Any, tenant_id: str, ref: str) -> list[str]:
         """A memory id, an entity id, or an entity name (every type of that name) → node ids."""
         if not isinstance(ref, str) or not ref.strip() or len(ref) > 512:
-            raise MemoryError(ErrorCode.INVALID_PARAMS, "a memory id or entity name is required",
-                              details={"field": "node"})
+            raise MemoryError(
+                ErrorCode.INVALID_PARAMS, "a memory id or entity name is required", details={"field": "node"}
+            )
         if self.adjacency_cache:
             snap = self._snapshot(cur, tenant_id)
             if ref in snap.nodes:
@@ -417,8 +419,12 @@ class GraphQueries:
             named = snap.names.get(normalize_name(ref))
             if named:
                 return [nid for _, nid in named]
-            raise MemoryError(ErrorCode.MEMORY_NOT_FOUND, f"no memory or entity {ref!r} in the knowledge graph",
-                              details={"node": ref}, retryable=False)
+            raise MemoryError(
+                ErrorCode.MEMORY_NOT_FOUND,
+                f"no memory or entity {ref!r} in the knowledge graph",
+                details={"node": ref},
+                retryable=False,
+            )
         row = cur.execute(
             "SELECT node_id FROM memory_nodes WHERE tenant_id = ? AND node_id = ? AND deleted_at IS NULL "
             "UNION ALL SELECT entity_id FROM entities WHERE tenant_id = ? AND entity_id = ? AND deleted_at IS NULL",
@@ -432,12 +438,17 @@ class GraphQueries:
             [tenant_id, normalize_name(ref)],
         ).fetchall()
         if not rows:
-            raise MemoryError(ErrorCode.MEMORY_NOT_FOUND, f"no memory or entity {ref!r} in the knowledge graph",
-                              details={"node": ref}, retryable=False)
+            raise MemoryError(
+                ErrorCode.MEMORY_NOT_FOUND,
+                f"no memory or entity {ref!r} in the knowledge graph",
+                details={"node": ref},
+                retryable=False,
+            )
         return [r[0] for r in rows]
 
-    def _bfs(self, cur: Any, tenant_id: str, starts: Sequence[str], hops: int,
-             target: str | None) -> dict[str, tuple[int, str | None, str | None, bool | None]]:
+    def _bfs(
+        self, cur: Any, tenant_id: str, starts: Sequence[str], hops: int, target: str | None
+    ) -> dict[str, tuple[int, str | None, str | None, bool | None]]:
         if not self.adjacency_cache:
             return self._bfs_sql(cur, tenant_id, starts, hops, target)
         graph = self._snapshot(cur, tenant_id).graph
@@ -449,8 +460,11 @@ class GraphQueries:
         tree = state.tree(graph)
         missing = [s for s in dict.fromkeys(starts) if s not in graph.index]
         if missing:  # starts without any edge or node row still count as reached at distance 0
-            tree = dict(sorted({**tree, **{s: (0, None, None, None) for s in missing}}.items(),
-                               key=lambda kv: (kv[1][0], kv[0])))
+            tree = dict(
+                sorted(
+                    {**tree, **{s: (0, None, None, None) for s in missing}}.items(), key=lambda kv: (kv[1][0], kv[0])
+                )
+            )
         return tree
 
     def _snapshot(self, cur: Any, tenant_id: str) -> _Snapshot:
@@ -462,8 +476,13 @@ class GraphQueries:
             return snap
         edges = cur.execute(ADJACENCY_SQL, {"tenant": tenant_id}).fetchall()
         node_rows = cur.execute(ALL_NODES_SQL, {"tenant": tenant_id}).fetchall()
-        graph = CSRGraph([r[0] for r in node_rows], [e[0] for e in edges], [e[1] for e in edges],
-                         [e[2] for e in edges], [bool(e[3]) for e in edges])
+        graph = CSRGraph(
+            [r[0] for r in node_rows],
+            [e[0] for e in edges],
+            [e[1] for e in edges],
+            [e[2] for e in edges],
+            [bool(e[3]) for e in edges],
+        )
         nodes: dict[str, GraphNode] = {}
         names: dict[str, list[tuple[Any, str]]] = {}
         for nid, kind, label, type_, norm, created in node_rows:
@@ -489,8 +508,9 @@ class GraphQueries:
         rows = _Rows(None, stable[1] if stable else -1)
         # Loaded only with no write in flight (its row-change notice could predate the load).
         if stable is not None and int(snap.memory.sum()) <= self.row_cache_limit:
-            found = cur.execute(f"{self.provider.select_sql(False)} WHERE tenant_id = ? AND status = 'active'",
-                                [tenant_id]).fetchall()
+            found = cur.execute(
+                f"{self.provider.select_sql(False)} WHERE tenant_id = ? AND status = 'active'", [tenant_id]
+            ).fetchall()
             rows.live = {r[1]: r for r in found}
             if self._sync_rows(rows, tenant_id):
                 self._rows.put(tenant_id, rows)
@@ -513,8 +533,9 @@ class GraphQueries:
                 rows.row_gen = self.generations.row_generation(tenant_id)
             return rows.live is None or len(rows.stale) <= max(1024, len(rows.live) // 4)
 
-    def _live_entries(self, cur: Any, tenant_id: str, rows: _Rows, ids: Sequence[str],
-                      now: Any, need: int) -> dict[str, MemoryEntry]:
+    def _live_entries(
+        self, cur: Any, tenant_id: str, rows: _Rows, ids: Sequence[str], now: Any, need: int
+    ) -> dict[str, MemoryEntry]:
         """Active, unexpired memories among ``ids`` (in order) until ``need`` are found."""
         out: dict[str, MemoryEntry] = {}
         unknown = [i for i in ids if rows.live is None or i in rows.stale]
@@ -531,12 +552,15 @@ class GraphQueries:
                 entry: MemoryEntry | None = value
             else:
                 while i not in fetched and fetched_upto < len(unknown):
-                    page = unknown[fetched_upto:fetched_upto + max(2 * need, 16)]
+                    page = unknown[fetched_upto : fetched_upto + max(2 * need, 16)]
                     fetched_upto += len(page)
                     fetched.update(self._fetch_rows(cur, tenant_id, rows, page))
                 entry = fetched.get(i)
-            if entry is None or entry.status != "active" or (
-                    now is not None and entry.expires_at is not None and entry.expires_at <= now):
+            if (
+                entry is None
+                or entry.status != "active"
+                or (now is not None and entry.expires_at is not None and entry.expires_at <= now)
+            ):
                 continue
             out[i] = entry
             if len(out) >= need:
@@ -556,16 +580,19 @@ class GraphQueries:
                             rows.live[i] = entry
         return found
 
-    def _bfs_sql(self, cur: Any, tenant_id: str, starts: Sequence[str], hops: int,
-                 target: str | None) -> dict[str, tuple[int, str | None, str | None, bool | None]]:
+    def _bfs_sql(
+        self, cur: Any, tenant_id: str, starts: Sequence[str], hops: int, target: str | None
+    ) -> dict[str, tuple[int, str | None, str | None, bool | None]]:
         sql = BFS_SQL_POSTGRES if self.provider.graph_dialect == "postgres" else BFS_SQL
-        rows = cur.execute(sql, {"tenant": tenant_id, "starts": json_list(starts), "hops": hops,
-                                     "target": target or ""}).fetchall()
+        rows = cur.execute(
+            sql, {"tenant": tenant_id, "starts": json_list(starts), "hops": hops, "target": target or ""}
+        ).fetchall()
         return {r[0]: (int(r[1]), r[2], r[3], r[4]) for r in rows}
 
     @staticmethod
-    def _chain(tree: dict[str, tuple[int, str | None, str | None, bool | None]],
-               node: str) -> tuple[list[str], list[PathEdge]]:
+    def _chain(
+        tree: dict[str, tuple[int, str | None, str | None, bool | None]], node: str
+    ) -> tuple[list[str], list[PathEdge]]:
         ids = [node]
         edges: list[PathEdge] = []
         cur = node
@@ -583,13 +610,24 @@ class GraphQueries:
     @staticmethod
     def _check_hops(hops: Any) -> int:
         if isinstance(hops, bool) or not isinstance(hops, int) or not 1 <= hops <= MAX_HOPS:
-            raise MemoryError(ErrorCode.INVALID_PARAMS, f"hops must be an integer from 1 to {MAX_HOPS}",
-                              details={"field": "hops", "max": MAX_HOPS})
+            raise MemoryError(
+                ErrorCode.INVALID_PARAMS,
+                f"hops must be an integer from 1 to {MAX_HOPS}",
+                details={"field": "hops", "max": MAX_HOPS},
+            )
         return hops
 
     # -- queries -------------------------------------------------------------------------------
-    def related(self, tenant_id: str, ref: str, hops: int = 2, *, limit: int = 50,
-                include_entities: bool = False, now: Any = None) -> RelatedResult:
+    def related(
+        self,
+        tenant_id: str,
+        ref: str,
+        hops: int = 2,
+        *,
+        limit: int = 50,
+        include_entities: bool = False,
+        now: Any = None,
+    ) -> RelatedResult:
         hops = self._check_hops(hops)
         with observe("find_related", tenant_id, hops) as timer:
             key, stable, hit = self._cached(tenant_id, ("related", ref, hops, limit, include_entities))
@@ -607,8 +645,9 @@ class GraphQueries:
             self._put(key, stable, result)
             return result
 
-    def _related_snapshot(self, cur: Any, tenant_id: str, starts: Sequence[str], hops: int, limit: int,
-                          include_entities: bool, now: Any) -> RelatedResult:
+    def _related_snapshot(
+        self, cur: Any, tenant_id: str, starts: Sequence[str], hops: int, limit: int, include_entities: bool, now: Any
+    ) -> RelatedResult:
         """Level by level over the CSR snapshot; stops after the level that completes ``limit``
         results (nearer levels always come first, ids order each level), and builds result objects
         only for the returned nodes."""
@@ -647,12 +686,21 @@ class GraphQueries:
                 rel, fwd = graph.edge(int(state.edge[child]))
                 edges.append(_edge(graph.ids[parent], graph.ids[child], rel, fwd))
             node_id = graph.ids[i]
-            items.append(RelatedItem(node=snap.nodes[node_id], hops=len(edges), nodes=path_nodes, edges=edges,
-                                     reasoning=render(path_nodes, edges), memory=entries.get(node_id)))
+            items.append(
+                RelatedItem(
+                    node=snap.nodes[node_id],
+                    hops=len(edges),
+                    nodes=path_nodes,
+                    edges=edges,
+                    reasoning=render(path_nodes, edges),
+                    memory=entries.get(node_id),
+                )
+            )
         return RelatedResult(start=[snap.nodes[s] for s in starts if s in snap.nodes], hops=hops, items=items)
 
-    def _related_sql(self, cur: Any, tenant_id: str, starts: Sequence[str], hops: int, limit: int,
-                     include_entities: bool, now: Any) -> RelatedResult:
+    def _related_sql(
+        self, cur: Any, tenant_id: str, starts: Sequence[str], hops: int, limit: int, include_entities: bool, now: Any
+    ) -> RelatedResult:
         tree = self._bfs_sql(cur, tenant_id, starts, hops, None)
         reached = [n for n, v in tree.items() if v[0] > 0]
         nodes = self._nodes(cur, tenant_id, list(tree))
@@ -660,10 +708,14 @@ class GraphQueries:
         # Nearest first: fetch rows in pages until ``limit`` live memories are found.
         entries: dict[str, MemoryEntry] = {}
         for i in range(0, len(memory_ids), 2 * limit):
-            page = memory_ids[i:i + 2 * limit]
-            entries.update({e.id: e for e in self.provider.fetch_entries(cur, tenant_id, page, False)
-                            if e.status == "active"
-                            and (now is None or e.expires_at is None or e.expires_at > now)})
+            page = memory_ids[i : i + 2 * limit]
+            entries.update(
+                {
+                    e.id: e
+                    for e in self.provider.fetch_entries(cur, tenant_id, page, False)
+                    if e.status == "active" and (now is None or e.expires_at is None or e.expires_at > now)
+                }
+            )
             if len(entries) >= limit:
                 break
         items: list[RelatedItem] = []
@@ -677,8 +729,16 @@ class GraphQueries:
             if any(i not in nodes for i in ids):
                 continue
             path_nodes = [nodes[i] for i in ids]
-            items.append(RelatedItem(node=node, hops=tree[node_id][0], nodes=path_nodes, edges=edges,
-                                     reasoning=render(path_nodes, edges), memory=entries.get(node_id)))
+            items.append(
+                RelatedItem(
+                    node=node,
+                    hops=tree[node_id][0],
+                    nodes=path_nodes,
+                    edges=edges,
+                    reasoning=render(path_nodes, edges),
+                    memory=entries.get(node_id),
+                )
+            )
             if len(items) >= limit:
                 break
         return RelatedResult(start=[nodes[s] for s in starts if s in nodes], hops=hops, items=items)
@@ -703,14 +763,16 @@ class GraphQueries:
                 else:
                     nodes = self._nodes(cur, tenant_id, ids)
                     path_nodes = [nodes[i] for i in ids if i in nodes]
-                    result = PathResult(found=True, hops=len(edges), nodes=path_nodes, edges=edges,
-                                        reasoning=render(path_nodes, edges))
+                    result = PathResult(
+                        found=True, hops=len(edges), nodes=path_nodes, edges=edges, reasoning=render(path_nodes, edges)
+                    )
             timer.result_count = len(result.nodes)
             self._put(key, stable, result)
             return result
 
-    def _path_sql(self, cur: Any, tenant_id: str, starts: Sequence[str], targets: Sequence[str],
-                  max_hops: int) -> tuple[list[str], list[PathEdge]]:
+    def _path_sql(
+        self, cur: Any, tenant_id: str, starts: Sequence[str], targets: Sequence[str], max_hops: int
+    ) -> tuple[list[str], list[PathEdge]]:
         if set(starts) & set(targets):
             return [next(s for s in starts if s in targets)], []
         # One BFS per target entity of that name, keeping the shortest (the first on a tie).
@@ -722,8 +784,9 @@ class GraphQueries:
                 tree, reached = candidate, target
         return self._chain(tree, reached) if reached else ([], [])
 
-    def _path_snapshot(self, cur: Any, tenant_id: str, starts: Sequence[str], targets: Sequence[str],
-                       max_hops: int) -> tuple[list[str], list[PathEdge]]:
+    def _path_snapshot(
+        self, cur: Any, tenant_id: str, starts: Sequence[str], targets: Sequence[str], max_hops: int
+    ) -> tuple[list[str], list[PathEdge]]:
         if set(starts) & set(targets):
             return [next(s for s in starts if s in targets)], []
         graph = self._snapshot(cur, tenant_id).graph
@@ -743,8 +806,15 @@ class GraphQueries:
             edges.append(_edge(graph.ids[parent], graph.ids[child], rel, fwd))
         return [graph.ids[i] for i in chain], edges
 
-    def neighbors(self, tenant_id: str, ref: str, *, rel_type: str | None = None,
-                  direction: Literal["out", "in", "both"] = "both", limit: int = 100) -> list[Neighbor]:
+    def neighbors(
+        self,
+        tenant_id: str,
+        ref: str,
+        *,
+        rel_type: str | None = None,
+        direction: Literal["out", "in", "both"] = "both",
+        limit: int = 100,
+    ) -> list[Neighbor]:
         with observe("neighbors", tenant_id, 1) as timer, self.provider.graph_read() as cur:
             starts = self.resolve(cur, tenant_id, ref)
             seen: dict[tuple[str, str, str], None] = {}
@@ -753,13 +823,13 @@ class GraphQueries:
                     if (rel_type is None or rel == rel_type.upper()) and direction in ("both", dirn):
                         seen.setdefault((node, rel, dirn), None)
             nodes = self._nodes(cur, tenant_id, sorted({k[0] for k in seen}))
-            out = [Neighbor(node=nodes[n], rel_type=r, direction=d)
-                   for (n, r, d) in seen if n in nodes][:limit]
+            out = [Neighbor(node=nodes[n], rel_type=r, direction=d) for (n, r, d) in seen if n in nodes][:limit]
             timer.result_count = len(out)
             return out
 
-    def shared_entity_links(self, tenant_id: str, seeds: Sequence[str], scopes: Sequence[str],
-                            limit: int) -> list[tuple[str, str, str, str]]:
+    def shared_entity_links(
+        self, tenant_id: str, seeds: Sequence[str], scopes: Sequence[str], limit: int
+    ) -> list[tuple[str, str, str, str]]:
         """Memories (in ``scopes``: "layer:scope") sharing an entity with a seed memory:
         (seed id, other id, entity id, entity name), closest seeds first."""
         if not seeds:

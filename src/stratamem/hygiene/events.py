@@ -22,8 +22,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("stratamem.hygiene")
 
 #: Error codes that count as a write refused by a gate (write-rejection rate).
-REJECTION_CODES = frozenset({ErrorCode.UNSAFE_CONTENT.value, ErrorCode.POLICY_VIOLATION.value,
-                             ErrorCode.QUOTA_EXCEEDED.value})
+REJECTION_CODES = frozenset(
+    {ErrorCode.UNSAFE_CONTENT.value, ErrorCode.POLICY_VIOLATION.value, ErrorCode.QUOTA_EXCEEDED.value}
+)
 
 
 class EventLog:
@@ -42,15 +43,35 @@ class EventLog:
         self._busy = False
         self._closed = False
 
-    def record(self, tenant_id: str | None, event: str, *, memory_id: str | None = None, layer: str | None = None,
-               principal: str | None = None, code: str | None = None, outcome: str = "ok",
-               details: dict[str, Any] | None = None, count: int = 1) -> None:
+    def record(
+        self,
+        tenant_id: str | None,
+        event: str,
+        *,
+        memory_id: str | None = None,
+        layer: str | None = None,
+        principal: str | None = None,
+        code: str | None = None,
+        outcome: str = "ok",
+        details: dict[str, Any] | None = None,
+        count: int = 1,
+    ) -> None:
         if not self.enabled or tenant_id is None or count < 1:
             return
         now = self.engine.now()
         rows = [
-            {"tenant_id": tenant_id, "id": str(uuid.uuid4()), "ts": now, "event": event, "memory_id": memory_id,
-             "layer": layer, "principal": principal, "code": code, "outcome": outcome, "details": details or {}}
+            {
+                "tenant_id": tenant_id,
+                "id": str(uuid.uuid4()),
+                "ts": now,
+                "event": event,
+                "memory_id": memory_id,
+                "layer": layer,
+                "principal": principal,
+                "code": code,
+                "outcome": outcome,
+                "details": details or {},
+            }
             for _ in range(count)
         ]
         if self.background:
@@ -111,20 +132,27 @@ class EventLog:
         x = ev.extra
         if ev.error_code is not None:
             if ev.operation in ("add", "bulk_add", "update") and ev.error_code in REJECTION_CODES:
-                self.record(ev.tenant_id, "reject", code=ev.error_code, outcome="denied",
-                            details={"operation": ev.operation})
+                self.record(
+                    ev.tenant_id, "reject", code=ev.error_code, outcome="denied", details={"operation": ev.operation}
+                )
             return
         if ev.operation == "add":
-            self.record(ev.tenant_id, "create", memory_id=x.get("memory_id"), layer=x.get("layer"),
-                        principal=ev.principal)
+            self.record(
+                ev.tenant_id, "create", memory_id=x.get("memory_id"), layer=x.get("layer"), principal=ev.principal
+            )
         elif ev.operation == "bulk_add":
             self.record(ev.tenant_id, "create", count=int(x.get("count", 0)))
         elif ev.operation == "update":
             self.record(ev.tenant_id, "update", memory_id=x.get("memory_id"), principal=ev.principal)
         elif ev.operation in ("delete", "bulk_delete"):
             n = int(x.get("deleted", 0))
-            self.record(ev.tenant_id, "delete", memory_id=x.get("memory_id") if n == 1 else None, count=n,
-                        principal=ev.principal)
+            self.record(
+                ev.tenant_id,
+                "delete",
+                memory_id=x.get("memory_id") if n == 1 else None,
+                count=n,
+                principal=ev.principal,
+            )
         elif ev.operation == "search":
             hits = int(x.get("result_count", 0))
             self.record(ev.tenant_id, "search", outcome="hit" if hits else "miss", details={"results": hits})

@@ -132,20 +132,30 @@ class WriteGate:
             record_fallback("write_gate", exc)
             return call(self._rules)
 
-    def _search(self, tctx: TenantContext, layer: Layer, ids: LayerIdentifiers, text: str, limit: int,
-                min_score: float) -> list[ScoredEntry]:
+    def _search(
+        self, tctx: TenantContext, layer: Layer, ids: LayerIdentifiers, text: str, limit: int, min_score: float
+    ) -> list[ScoredEntry]:
         vector = self.engine.embeddings.embed_query(text, "process")
-        query = SearchQuery(tenant_id=tctx.tenant_id, scope=Scope(layer, scope_key(layer, ids)), vector=vector,
-                            text=text, limit=limit, min_score=min_score, now=self.engine.now())
+        query = SearchQuery(
+            tenant_id=tctx.tenant_id,
+            scope=Scope(layer, scope_key(layer, ids)),
+            vector=vector,
+            text=text,
+            limit=limit,
+            min_score=min_score,
+            now=self.engine.now(),
+        )
         return list(self.engine.provider.search(query).hits)
 
-    def find_duplicates(self, tctx: TenantContext, layer: Layer, ids: LayerIdentifiers,
-                        content: str) -> list[ScoredEntry]:
+    def find_duplicates(
+        self, tctx: TenantContext, layer: Layer, ids: LayerIdentifiers, content: str
+    ) -> list[ScoredEntry]:
         """Duplicate candidates: semantic matches (score ≥ threshold) that also share key terms."""
         return [h for h, _ in self._matches(tctx, layer, ids, content)]
 
-    def _matches(self, tctx: TenantContext, layer: Layer, ids: LayerIdentifiers,
-                 content: str) -> list[tuple[ScoredEntry, Literal["same", "changed"]]]:
+    def _matches(
+        self, tctx: TenantContext, layer: Layer, ids: LayerIdentifiers, content: str
+    ) -> list[tuple[ScoredEntry, Literal["same", "changed"]]]:
         """Stored memories about the same fact: ``same`` (the same statement in other words: the new
         wording updates it) or ``changed`` (the same single-valued attribute with another value: the
         new memory supersedes it, and the old one is kept as history)."""
@@ -156,50 +166,84 @@ class WriteGate:
         out: list[tuple[ScoredEntry, Literal["same", "changed"]]] = []
         for h in self._search(tctx, layer, ids, content, 10, floor):
             overlap = jaccard(terms, key_terms(h.entry.content))
-            if ((h.score >= cfg.duplicate_threshold and (overlap >= cfg.term_overlap or h.score >= cfg.near_identical))
-                    or (h.score >= cfg.same_terms_threshold and overlap >= 0.999 and len(terms) >= 2)):
+            if (
+                h.score >= cfg.duplicate_threshold and (overlap >= cfg.term_overlap or h.score >= cfg.near_identical)
+            ) or (h.score >= cfg.same_terms_threshold and overlap >= 0.999 and len(terms) >= 2):
                 out.append((h, "same"))
             elif slot is not None and h.score >= cfg.slot_threshold and fact_slot(h.entry.content) == slot:
                 out.append((h, "changed"))
         return out
 
     # ------------------------------------------------------------------ process
-    def process(self, ctx: Any, text: Any, intent: Any = "none", identifiers: Any = None,
-                recent_messages: Sequence[str] | None = None, *, layer: Any = None) -> ProcessResult:
+    def process(
+        self,
+        ctx: Any,
+        text: Any,
+        intent: Any = "none",
+        identifiers: Any = None,
+        recent_messages: Sequence[str] | None = None,
+        *,
+        layer: Any = None,
+    ) -> ProcessResult:
         with self.engine.operation("process", ctx) as (tctx, extra):
             op = "process"
             if not isinstance(text, str) or not text.strip():
-                raise MemoryError(ErrorCode.INVALID_PARAMS, "text must be a non-empty string", operation=op,
-                                  details={"field": "text"})
+                raise MemoryError(
+                    ErrorCode.INVALID_PARAMS, "text must be a non-empty string", operation=op, details={"field": "text"}
+                )
             if intent not in ("none", "remember", "forget"):
-                raise MemoryError(ErrorCode.INVALID_PARAMS, "intent must be none, remember or forget", operation=op,
-                                  details={"field": "intent"})
+                raise MemoryError(
+                    ErrorCode.INVALID_PARAMS,
+                    "intent must be none, remember or forget",
+                    operation=op,
+                    details={"field": "intent"},
+                )
             ids = parse_identifiers(identifiers, op)
             target = parse_layer(layer, op) if layer is not None else self.hygiene.config.layer
             require_identifiers(target, ids, op)
             clean = sanitize(text)
-            result = (self._forget(tctx, clean, target, ids) if intent == "forget"
-                      else self._write(tctx, clean, intent, target, ids, list(recent_messages or [])))
+            result = (
+                self._forget(tctx, clean, target, ids)
+                if intent == "forget"
+                else self._write(tctx, clean, intent, target, ids, list(recent_messages or []))
+            )
             extra.update(action=result.action, memory_id=result.memory_id, intent=intent)
             return result
 
     def _ignore(self, tctx: TenantContext, reason: str, layer: Layer, code: str | None = None) -> ProcessResult:
-        self.hygiene.events.record(tctx.tenant_id, "ignore", layer=layer.value, principal=tctx.principal, code=code,
-                                   outcome="ignored", details={"reason": reason})
+        self.hygiene.events.record(
+            tctx.tenant_id,
+            "ignore",
+            layer=layer.value,
+            principal=tctx.principal,
+            code=code,
+            outcome="ignored",
+            details={"reason": reason},
+        )
         return ProcessResult(action="ignored", reason=reason)
 
-    def _write(self, tctx: TenantContext, clean: str, intent: Intent, layer: Layer, ids: LayerIdentifiers,
-               recent: list[str]) -> ProcessResult:
+    def _write(
+        self, tctx: TenantContext, clean: str, intent: Intent, layer: Layer, ids: LayerIdentifiers, recent: list[str]
+    ) -> ProcessResult:
         prompts = self.hygiene.config.prompts
         secrets = sorted({s.kind for s in find_secrets(clean)})
         if secrets:
             if intent == "remember":
-                self.engine.audit.record(tenant_id=tctx.tenant_id, principal=tctx.principal, action="process.remember",
-                                         outcome="denied", code=ErrorCode.UNSAFE_CONTENT.value,
-                                         details={"kinds": secrets})
-                raise MemoryError(ErrorCode.UNSAFE_CONTENT,
-                                  f"will not remember secrets ({', '.join(secrets)})", operation="process",
-                                  details={"kinds": secrets}, retryable=False)
+                self.engine.audit.record(
+                    tenant_id=tctx.tenant_id,
+                    principal=tctx.principal,
+                    action="process.remember",
+                    outcome="denied",
+                    code=ErrorCode.UNSAFE_CONTENT.value,
+                    details={"kinds": secrets},
+                )
+                raise MemoryError(
+                    ErrorCode.UNSAFE_CONTENT,
+                    f"will not remember secrets ({', '.join(secrets)})",
+                    operation="process",
+                    details={"kinds": secrets},
+                    retryable=False,
+                )
             return self._ignore(tctx, f"unsafe content: {', '.join(secrets)}", layer, ErrorCode.UNSAFE_CONTENT.value)
         if not clean:
             return self._ignore(tctx, "empty after sanitising", layer)
@@ -219,27 +263,55 @@ class WriteGate:
         if duplicates and duplicates[0][1] == "changed":
             replaced = [duplicates[0][0].entry.id]
         if replaced:  # a changed fact: the new memory supersedes the old one, which stays as history
-            added = self.engine.add(tctx, content, layer.value, ids.model_dump(exclude_none=True), metadata,
-                                    supersedes=replaced)
-            return ProcessResult(action="created", memory_id=added.memory.id,
-                                 reason="replaces an older memory about the same fact", content=added.memory.content,
-                                 category=formatted.category, source=source, superseded=added.superseded)
+            added = self.engine.add(
+                tctx, content, layer.value, ids.model_dump(exclude_none=True), metadata, supersedes=replaced
+            )
+            return ProcessResult(
+                action="created",
+                memory_id=added.memory.id,
+                reason="replaces an older memory about the same fact",
+                content=added.memory.content,
+                category=formatted.category,
+                source=source,
+                superseded=added.superseded,
+            )
         if duplicates:
             existing = duplicates[0][0].entry
             old_src = existing.metadata.get("source")
             if source == "inferred" and isinstance(old_src, dict) and old_src.get("type") == "explicit":
                 source = "explicit"
-            out = self.engine.update(tctx, existing.id, content=content,
-                                     metadata={"category": formatted.category,
-                                               "source": {"type": source, "reference": "process"}})
-            self.hygiene.events.record(tctx.tenant_id, "dedupe", memory_id=existing.id, layer=layer.value,
-                                       principal=tctx.principal, details={"score": round(duplicates[0][0].score, 4)})
-            return ProcessResult(action="updated", memory_id=out.memory.id, reason="updated an existing memory "
-                                 "about the same fact", content=out.memory.content, category=formatted.category,
-                                 source=source)
+            out = self.engine.update(
+                tctx,
+                existing.id,
+                content=content,
+                metadata={"category": formatted.category, "source": {"type": source, "reference": "process"}},
+            )
+            self.hygiene.events.record(
+                tctx.tenant_id,
+                "dedupe",
+                memory_id=existing.id,
+                layer=layer.value,
+                principal=tctx.principal,
+                details={"score": round(duplicates[0][0].score, 4)},
+            )
+            return ProcessResult(
+                action="updated",
+                memory_id=out.memory.id,
+                reason="updated an existing memory about the same fact",
+                content=out.memory.content,
+                category=formatted.category,
+                source=source,
+            )
         added = self.engine.add(tctx, content, layer.value, ids.model_dump(exclude_none=True), metadata)
-        return ProcessResult(action="created", memory_id=added.memory.id, reason=reason, content=added.memory.content,
-                             category=formatted.category, source=source, superseded=added.superseded)
+        return ProcessResult(
+            action="created",
+            memory_id=added.memory.id,
+            reason=reason,
+            content=added.memory.content,
+            category=formatted.category,
+            source=source,
+            superseded=added.superseded,
+        )
 
     def _replaced_by_llm(self, tctx: TenantContext, decision: WriteDecision) -> list[str]:
         """The memory an LLM's ``update`` decision names, when it exists in this tenant (else none)."""
@@ -252,8 +324,9 @@ class WriteGate:
         cfg = self.hygiene.config
         subject = strip_forget(clean)
         if not subject:
-            raise MemoryError(ErrorCode.INVALID_PARAMS, "say what to forget", operation="process",
-                              details={"field": "text"})
+            raise MemoryError(
+                ErrorCode.INVALID_PARAMS, "say what to forget", operation="process", details={"field": "text"}
+            )
         query = to_third_person(subject) or subject
         terms = key_terms(subject)
         layers = [layer] + [lyr for lyr in get_accessible_layers(ids) if lyr in PERSONAL_LAYERS and lyr != layer]
@@ -266,8 +339,17 @@ class WriteGate:
                     matches.append(hit.entry.id)
         deleted = 0
         for start in range(0, len(matches), 100):
-            deleted += self.engine.bulk_delete(tctx, matches[start:start + 100]).deleted
-        self.engine.audit.record(tenant_id=tctx.tenant_id, principal=tctx.principal, action="process.forget",
-                                 memory_ids=matches, details={"deleted": deleted})
-        return ProcessResult(action="deleted", count=deleted, memory_ids=matches,
-                             reason="deleted every matching memory" if deleted else "no matching memory")
+            deleted += self.engine.bulk_delete(tctx, matches[start : start + 100]).deleted
+        self.engine.audit.record(
+            tenant_id=tctx.tenant_id,
+            principal=tctx.principal,
+            action="process.forget",
+            memory_ids=matches,
+            details={"deleted": deleted},
+        )
+        return ProcessResult(
+            action="deleted",
+            count=deleted,
+            memory_ids=matches,
+            reason="deleted every matching memory" if deleted else "no matching memory",
+        )

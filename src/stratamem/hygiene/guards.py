@@ -22,10 +22,23 @@ if TYPE_CHECKING:
     from .policies import PolicyManager
 
 
-def _deny(engine: MemoryEngine, ctx: TenantContext, operation: str, code: ErrorCode, layer: Layer | None,
-          details: dict[str, Any]) -> None:
-    engine.audit.record(tenant_id=ctx.tenant_id, principal=ctx.principal, action=f"{operation}.guard",
-                        outcome="denied", code=code.value, layer=layer.value if layer else None, details=details)
+def _deny(
+    engine: MemoryEngine,
+    ctx: TenantContext,
+    operation: str,
+    code: ErrorCode,
+    layer: Layer | None,
+    details: dict[str, Any],
+) -> None:
+    engine.audit.record(
+        tenant_id=ctx.tenant_id,
+        principal=ctx.principal,
+        action=f"{operation}.guard",
+        outcome="denied",
+        code=code.value,
+        layer=layer.value if layer else None,
+        details=details,
+    )
 
 
 class SanitizeGuard:
@@ -34,14 +47,19 @@ class SanitizeGuard:
     def __init__(self, engine: MemoryEngine) -> None:
         self.engine = engine
 
-    def check_write(self, ctx: TenantContext, operation: str, content: str, layer: Layer,
-                    metadata: Mapping[str, Any]) -> str:
+    def check_write(
+        self, ctx: TenantContext, operation: str, content: str, layer: Layer, metadata: Mapping[str, Any]
+    ) -> str:
         cleaned = sanitize(content)
         if not cleaned:
             _deny(self.engine, ctx, operation, ErrorCode.UNSAFE_CONTENT, layer, {"reason": "empty_after_sanitising"})
-            raise MemoryError(ErrorCode.UNSAFE_CONTENT,
-                              "content consists only of control characters or prompt-injection markers",
-                              operation=operation, details={"reason": "empty_after_sanitising"}, retryable=False)
+            raise MemoryError(
+                ErrorCode.UNSAFE_CONTENT,
+                "content consists only of control characters or prompt-injection markers",
+                operation=operation,
+                details={"reason": "empty_after_sanitising"},
+                retryable=False,
+            )
         return cleaned
 
 
@@ -56,12 +74,17 @@ class SecretGuard:
         kinds = sorted({k for ks in found.values() for k in ks})
         fields = sorted(found)
         _deny(self.engine, ctx, operation, ErrorCode.UNSAFE_CONTENT, layer, {"kinds": kinds, "fields": fields})
-        raise MemoryError(ErrorCode.UNSAFE_CONTENT,
-                          f"{fields[0]} looks like it contains a secret ({', '.join(kinds)}); secrets are never stored",
-                          operation=operation, details={"kinds": kinds, "fields": fields}, retryable=False)
+        raise MemoryError(
+            ErrorCode.UNSAFE_CONTENT,
+            f"{fields[0]} looks like it contains a secret ({', '.join(kinds)}); secrets are never stored",
+            operation=operation,
+            details={"kinds": kinds, "fields": fields},
+            retryable=False,
+        )
 
-    def check_write(self, ctx: TenantContext, operation: str, content: str, layer: Layer,
-                    metadata: Mapping[str, Any]) -> str:
+    def check_write(
+        self, ctx: TenantContext, operation: str, content: str, layer: Layer, metadata: Mapping[str, Any]
+    ) -> str:
         found: dict[str, list[str]] = {}
         kinds = secret_kinds(content)
         if kinds:
@@ -72,8 +95,7 @@ class SecretGuard:
             self._refuse(ctx, operation, layer, found)
         return content
 
-    def check_fields(self, ctx: TenantContext, operation: str, layer: Layer | None,
-                     fields: Mapping[str, Any]) -> None:
+    def check_fields(self, ctx: TenantContext, operation: str, layer: Layer | None, fields: Mapping[str, Any]) -> None:
         """The other stored strings of a write (``tier``, ``identifiers``)."""
         found = scan_fields(fields)
         if found:
@@ -87,16 +109,22 @@ class PolicyGuard:
         self.engine = engine
         self.policies = policies
 
-    def check_write(self, ctx: TenantContext, operation: str, content: str, layer: Layer,
-                    metadata: Mapping[str, Any]) -> str:
+    def check_write(
+        self, ctx: TenantContext, operation: str, content: str, layer: Layer, metadata: Mapping[str, Any]
+    ) -> str:
         policy = self.policies.effective(ctx.tenant_id)
         broken = policy.violation(content, metadata, layer)
         if broken is not None:
             rule, info = broken
             details = {"policy": rule, **{k: v for k, v in info.items() if k != "pattern"}}
             _deny(self.engine, ctx, operation, ErrorCode.POLICY_VIOLATION, layer, details)
-            raise MemoryError(ErrorCode.POLICY_VIOLATION, f"content violates the tenant policy {rule!r}",
-                              operation=operation, details=details, retryable=False)
+            raise MemoryError(
+                ErrorCode.POLICY_VIOLATION,
+                f"content violates the tenant policy {rule!r}",
+                operation=operation,
+                details=details,
+                retryable=False,
+            )
         if policy.pii_mode_for(layer) == "redact":
             return redact_pii(content)
         return content
@@ -119,14 +147,24 @@ class QuotaHook:
             if limit is None:
                 continue
             existing = self.engine.provider.count_user_memories(
-                tenant_id, user_id, self.engine.now(), exclude_ids=[e.id for e in new], tx=tx)
+                tenant_id, user_id, self.engine.now(), exclude_ids=[e.id for e in new], tx=tx
+            )
             if existing + len(new) > limit:
                 details = {"max_memories": limit, "current": existing, "user_id": user_id}
-                self.engine.audit.record(tenant_id=tenant_id, action="add.quota", outcome="denied",
-                                         code=ErrorCode.QUOTA_EXCEEDED.value, details=details)
-                raise MemoryError(ErrorCode.QUOTA_EXCEEDED,
-                                  f"user {user_id!r} already has {existing} memories; the quota is {limit}",
-                                  operation="add", details=details, retryable=False)
+                self.engine.audit.record(
+                    tenant_id=tenant_id,
+                    action="add.quota",
+                    outcome="denied",
+                    code=ErrorCode.QUOTA_EXCEEDED.value,
+                    details=details,
+                )
+                raise MemoryError(
+                    ErrorCode.QUOTA_EXCEEDED,
+                    f"user {user_id!r} already has {existing} memories; the quota is {limit}",
+                    operation="add",
+                    details=details,
+                    retryable=False,
+                )
 
     def after_update(self, tx: Any, entry: MemoryEntry, previous: MemoryEntry) -> None:
         return None
@@ -157,7 +195,12 @@ class PolicySearchFilter:
                 dropped.append(hit.entry.id)
                 rules.add(rule)
         if dropped:
-            self.engine.audit.record(tenant_id=ctx.tenant_id, principal=ctx.principal, action="search.policy_filter",
-                                     outcome="ok", memory_ids=dropped,
-                                     details={"filtered": len(dropped), "policies": sorted(rules)})
+            self.engine.audit.record(
+                tenant_id=ctx.tenant_id,
+                principal=ctx.principal,
+                action="search.policy_filter",
+                outcome="ok",
+                memory_ids=dropped,
+                details={"filtered": len(dropped), "policies": sorted(rules)},
+            )
         return kept

@@ -66,11 +66,15 @@ def duplicate_count(entries: list[MemoryEntry], duplicate_score: float) -> int:
     return dups
 
 
-def compute_health(engine: MemoryEngine, tenant_id: str, *, since: datetime | None = None,
-                   duplicate_score: float = 0.95) -> MemoryHealth:
+def compute_health(
+    engine: MemoryEngine, tenant_id: str, *, since: datetime | None = None, duplicate_score: float = 0.95
+) -> MemoryHealth:
     now = engine.now()
-    live = [e for e in engine.provider.iter_entries(tenant_id)
-            if e.status == "active" and (e.expires_at is None or e.expires_at > now)]
+    live = [
+        e
+        for e in engine.provider.iter_entries(tenant_id)
+        if e.status == "active" and (e.expires_at is None or e.expires_at > now)
+    ]
     by_category: dict[str, int] = defaultdict(int)
     by_source: dict[str, int] = {"inferred": 0, "explicit": 0}
     for e in live:

@@ -67,9 +67,7 @@ _PATTERNS: list[tuple[str, str, re.Pattern[str], object]] = [
     (
         "phone",
         "[REDACTED_PHONE]",
-        re.compile(
-            r"(?<![\w+])(?:\+\d{1,3}[\s.-]?)?(?:\(\d{2,4}\)[\s.-]?|\d{2,4}[\s.-])\d{3,4}[\s.-]?\d{3,4}(?![\w])"
-        ),
+        re.compile(r"(?<![\w+])(?:\+\d{1,3}[\s.-]?)?(?:\(\d{2,4}\)[\s.-]?|\d{2,4}[\s.-])\d{3,4}[\s.-]?\d{3,4}(?![\w])"),
         None,
     ),
 ]

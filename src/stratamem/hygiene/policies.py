@@ -73,8 +73,9 @@ class TenantPolicy(BaseModel):
             return self.pii_mode
         return max(self.pii_mode, self.shared_pii_mode, key=_STRICTNESS.index)
 
-    def violation(self, content: str, metadata: Mapping[str, Any],
-                  layer: Layer | None = None) -> tuple[str, dict[str, Any]] | None:
+    def violation(
+        self, content: str, metadata: Mapping[str, Any], layer: Layer | None = None
+    ) -> tuple[str, dict[str, Any]] | None:
         """The first rule ``content``/``metadata`` break, with details, or None (PII redact/allow pass)."""
         if self.max_length is not None and len(content) > self.max_length:
             return "max_length", {"max_length": self.max_length, "length": len(content)}
@@ -133,8 +134,7 @@ class PolicyManager:
         with self.engine.operation("policy_get", ctx) as (tctx, _):
             return self.effective(tctx.tenant_id)
 
-    def set(self, ctx: Any, policy: TenantPolicy | Mapping[str, Any] | None = None, /,
-            **fields: Any) -> TenantPolicy:
+    def set(self, ctx: Any, policy: TenantPolicy | Mapping[str, Any] | None = None, /, **fields: Any) -> TenantPolicy:
         """Replace the policy (``policy``) or change some of its fields (keyword arguments)."""
         with self.engine.operation("policy_set", ctx) as (tctx, extra):
             base = self.effective(tctx.tenant_id) if policy is None else None
@@ -148,8 +148,12 @@ class PolicyManager:
             except ValidationError as exc:
                 err = exc.errors()[0]
                 where = ".".join(str(p) for p in err.get("loc", ()))
-                raise MemoryError(ErrorCode.INVALID_PARAMS, f"invalid policy {where}: {err.get('msg')}",
-                                  operation="policy_set", details={"field": where}) from None
+                raise MemoryError(
+                    ErrorCode.INVALID_PARAMS,
+                    f"invalid policy {where}: {err.get('msg')}",
+                    operation="policy_set",
+                    details={"field": where},
+                ) from None
             self._store(tctx, new)
             extra["policy"] = new.model_dump()
             return new
@@ -163,5 +167,9 @@ class PolicyManager:
         self.engine.provider.put_tenant_policy(tctx.tenant_id, policy.model_dump(), datetime.now(UTC))
         with self._lock:
             self._cache.pop(tctx.tenant_id, None)
-        self.engine.audit.record(tenant_id=tctx.tenant_id, principal=tctx.principal, action="policy.set",
-                                 details={"fields": sorted(policy.model_dump(exclude_defaults=True))})
+        self.engine.audit.record(
+            tenant_id=tctx.tenant_id,
+            principal=tctx.principal,
+            action="policy.set",
+            details={"fields": sorted(policy.model_dump(exclude_defaults=True))},
+        )

@@ -79,14 +79,18 @@ def _patterns_for(text: str) -> list[tuple[str, re.Pattern[str]]]:
     low = text.lower()
     if _SOME_NEEDLE.search(text) is None and _SOME_NEEDLE_ANY_CASE.search(low) is None:
         return []  # one scan each instead of a test per needle (9 of 10 memories end here)
-    return [(kind, pattern) for kind, pattern in _PATTERNS
-            if any(needle in (low if kind in _ANY_CASE else text) for needle in _NEEDS[kind])]
+    return [
+        (kind, pattern)
+        for kind, pattern in _PATTERNS
+        if any(needle in (low if kind in _ANY_CASE else text) for needle in _NEEDS[kind])
+    ]
 
 
 def find_secrets(text: str) -> list[SecretMatch]:
     """Every secret-looking span in ``text``, in text order."""
-    found = [SecretMatch(kind, m.start(), m.end()) for kind, pattern in _patterns_for(text)
-             for m in pattern.finditer(text)]
+    found = [
+        SecretMatch(kind, m.start(), m.end()) for kind, pattern in _patterns_for(text) for m in pattern.finditer(text)
+    ]
     found += [SecretMatch("credit_card", p.start, p.end) for p in find_pii(text, ["credit_card"])]
     return sorted(found, key=lambda s: s.start)
 

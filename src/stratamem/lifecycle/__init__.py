@@ -23,6 +23,12 @@ from .config import (
 )
 
 __all__ = [
-    "ConsolidationConfig", "DecayConfig", "ImportanceConfig", "LifecycleConfig", "PruningConfig",
-    "ReflectionConfig", "SessionCleanupConfig", "TtlConfig",
+    "ConsolidationConfig",
+    "DecayConfig",
+    "ImportanceConfig",
+    "LifecycleConfig",
+    "PruningConfig",
+    "ReflectionConfig",
+    "SessionCleanupConfig",
+    "TtlConfig",
 ]

@@ -44,6 +44,7 @@ def _run_callback(callback: CompactionCallback, entries: list[MemoryEntry], oper
     try:
         result: Any = callback(entries)
         if inspect.isawaitable(result):
+
             async def wait() -> Any:
                 return await result
 
@@ -51,11 +52,21 @@ def _run_callback(callback: CompactionCallback, entries: list[MemoryEntry], oper
     except MemoryError:
         raise
     except Exception as exc:
-        raise MemoryError(ErrorCode.COMPACTION_FAILED, f"the compaction callback failed: {type(exc).__name__}: {exc}",
-                          operation=operation, details={"error": type(exc).__name__}, retryable=False) from exc
+        raise MemoryError(
+            ErrorCode.COMPACTION_FAILED,
+            f"the compaction callback failed: {type(exc).__name__}: {exc}",
+            operation=operation,
+            details={"error": type(exc).__name__},
+            retryable=False,
+        ) from exc
     if not isinstance(result, str) or not result.strip():
-        raise MemoryError(ErrorCode.COMPACTION_FAILED, "the compaction callback must return non-empty text",
-                          operation=operation, details={"returned": type(result).__name__}, retryable=False)
+        raise MemoryError(
+            ErrorCode.COMPACTION_FAILED,
+            "the compaction callback must return non-empty text",
+            operation=operation,
+            details={"returned": type(result).__name__},
+            retryable=False,
+        )
     return result
 
 
@@ -65,44 +76,80 @@ def _provenance_of(sources: Sequence[MemoryEntry], ids: list[str]) -> dict[str, 
 
     confidences = [s.provenance.confidence for s in sources if s.provenance.confidence is not None]
     return {
-        "agent_id": first("agent_id"), "source": first("source"),
+        "agent_id": first("agent_id"),
+        "source": first("source"),
         "confidence": min(confidences) if confidences else None,
-        "created_in_session_id": first("created_in_session_id"), "compacted_from_ids": ids,
+        "created_in_session_id": first("created_in_session_id"),
+        "compacted_from_ids": ids,
     }
 
 
-def compact(engine: MemoryEngine, ctx: TenantContext, source_ids: Any, callback: CompactionCallback, *,
-            delete_sources: bool = False, target_layer: Any = None, tags: list[str] | None = None,
-            metadata: Mapping[str, Any] | None = None, operation: str = "compact",
-            soft_delete_sources: bool = False) -> MemoryEntry:
-    if (not isinstance(source_ids, Sequence) or isinstance(source_ids, str) or not source_ids
-            or not all(isinstance(i, str) and i for i in source_ids)):
-        raise MemoryError(ErrorCode.INVALID_PARAMS, "source_ids must be a non-empty list of ids",
-                          operation=operation, details={"field": "source_ids"})
+def compact(
+    engine: MemoryEngine,
+    ctx: TenantContext,
+    source_ids: Any,
+    callback: CompactionCallback,
+    *,
+    delete_sources: bool = False,
+    target_layer: Any = None,
+    tags: list[str] | None = None,
+    metadata: Mapping[str, Any] | None = None,
+    operation: str = "compact",
+    soft_delete_sources: bool = False,
+) -> MemoryEntry:
+    if (
+        not isinstance(source_ids, Sequence)
+        or isinstance(source_ids, str)
+        or not source_ids
+        or not all(isinstance(i, str) and i for i in source_ids)
+    ):
+        raise MemoryError(
+            ErrorCode.INVALID_PARAMS,
+            "source_ids must be a non-empty list of ids",
+            operation=operation,
+            details={"field": "source_ids"},
+        )
     if len(source_ids) > MAX_COMPACT_SOURCES:
-        raise MemoryError(ErrorCode.INVALID_PARAMS, f"at most {MAX_COMPACT_SOURCES} source ids",
-                          operation=operation, details={"field": "source_ids", "max_items": MAX_COMPACT_SOURCES})
+        raise MemoryError(
+            ErrorCode.INVALID_PARAMS,
+            f"at most {MAX_COMPACT_SOURCES} source ids",
+            operation=operation,
+            details={"field": "source_ids", "max_items": MAX_COMPACT_SOURCES},
+        )
     if not callable(callback):
-        raise MemoryError(ErrorCode.INVALID_PARAMS, "callback must be callable", operation=operation,
-                          details={"field": "callback"})
+        raise MemoryError(
+            ErrorCode.INVALID_PARAMS, "callback must be callable", operation=operation, details={"field": "callback"}
+        )
     ids = list(dict.fromkeys(source_ids))
     now = engine.now()
     sources: list[MemoryEntry] = []
     for mid in ids:
         entry = engine.get_visible(ctx, mid, operation)
         if entry is None:
-            raise MemoryError(ErrorCode.MEMORY_NOT_FOUND, f"no memory with id {mid!r}", operation=operation,
-                              details={"id": mid}, retryable=False)
+            raise MemoryError(
+                ErrorCode.MEMORY_NOT_FOUND,
+                f"no memory with id {mid!r}",
+                operation=operation,
+                details={"id": mid},
+                retryable=False,
+            )
         sources.append(entry)
     scopes = {(s.layer, scope_key(s.layer, s.identifiers)) for s in sources}
     if len(scopes) != 1:
-        raise MemoryError(ErrorCode.INVALID_PARAMS, "all source entries must share one scope (layer and "
-                          "identifiers); cross-scope compaction is not allowed", operation=operation,
-                          details={"scopes": sorted(f"{layer.value}:{key}" for layer, key in scopes)})
+        raise MemoryError(
+            ErrorCode.INVALID_PARAMS,
+            "all source entries must share one scope (layer and identifiers); cross-scope compaction is not allowed",
+            operation=operation,
+            details={"scopes": sorted(f"{layer.value}:{key}" for layer, key in scopes)},
+        )
     layer = sources[0].layer
     if target_layer is not None and parse_layer(target_layer, operation) != layer:
-        raise MemoryError(ErrorCode.INVALID_PARAMS, f"the target scope must be the sources' scope ({layer.value})",
-                          operation=operation, details={"field": "target_layer", "layer": layer.value})
+        raise MemoryError(
+            ErrorCode.INVALID_PARAMS,
+            f"the target scope must be the sources' scope ({layer.value})",
+            operation=operation,
+            details={"field": "target_layer", "layer": layer.value},
+        )
     content = _run_callback(callback, [s.model_copy(deep=True) for s in sources], operation)
     md: dict[str, Any] = {}
     if tags is None:
@@ -111,17 +158,29 @@ def compact(engine: MemoryEngine, ctx: TenantContext, source_ids: Any, callback:
         md["tags"] = list(tags)
     md.update(dict(metadata or {}))
     md["compactedFromIds"] = ids
-    item = AddMemoryInput(content=content, layer=layer.value, identifiers=sources[0].identifiers, metadata=md,
-                          tier=sources[0].tier, provenance=_provenance_of(sources, ids))
+    item = AddMemoryInput(
+        content=content,
+        layer=layer.value,
+        identifiers=sources[0].identifiers,
+        metadata=md,
+        tier=sources[0].tier,
+        provenance=_provenance_of(sources, ids),
+    )
     result = write_entries(engine, ctx, [item], operation)[0]
     if delete_sources:
         engine.provider.delete(ctx.tenant_id, ids)
         engine.provider.clear_feedback(ctx.tenant_id, ids)
     elif soft_delete_sources:
         engine.provider.set_status(ctx.tenant_id, ids, "deleted", now)
-    engine.audit.record(tenant_id=ctx.tenant_id, principal=ctx.principal, action=operation, outcome="ok",
-                        memory_ids=[result.id, *ids], layer=layer.value,
-                        details={"sources": len(ids), "delete_sources": delete_sources})
+    engine.audit.record(
+        tenant_id=ctx.tenant_id,
+        principal=ctx.principal,
+        action=operation,
+        outcome="ok",
+        memory_ids=[result.id, *ids],
+        layer=layer.value,
+        details={"sources": len(ids), "delete_sources": delete_sources},
+    )
     return result
 
 
@@ -154,8 +213,13 @@ def merge_cluster(llm: LLMClient | None, cluster: list[MemoryEntry]) -> tuple[st
     return summary.content, {"category": category}
 
 
-def consolidate(engine: MemoryEngine, cfg: LifecycleConfig, ctx: TenantContext,
-                now: datetime | None = None, llm: LLMClient | None = None) -> list[MemoryEntry]:
+def consolidate(
+    engine: MemoryEngine,
+    cfg: LifecycleConfig,
+    ctx: TenantContext,
+    now: datetime | None = None,
+    llm: LLMClient | None = None,
+) -> list[MemoryEntry]:
     """Merge near-duplicates of every scope (of the target layers) that holds more than
     ``max_memories_before_trigger`` live entries. Each cluster becomes one compacted entry (the LLM's
     summary and category when one is configured, else the longest content; provenance kept, see
@@ -198,6 +262,15 @@ def consolidate(engine: MemoryEngine, cfg: LifecycleConfig, ctx: TenantContext,
             taken.update(members)
             cluster = [entries[j] for j in members]
             content, metadata = merge_cluster(llm, cluster)
-            created.append(compact(engine, ctx, [e.id for e in cluster], _fixed(content),
-                                   operation="consolidate", soft_delete_sources=True, metadata=metadata))
+            created.append(
+                compact(
+                    engine,
+                    ctx,
+                    [e.id for e in cluster],
+                    _fixed(content),
+                    operation="consolidate",
+                    soft_delete_sources=True,
+                    metadata=metadata,
+                )
+            )
     return created

@@ -28,8 +28,9 @@ class ConflictRecorder:
     def __init__(self, engine: MemoryEngine) -> None:
         self.engine = engine
 
-    def __call__(self, ctx: TenantContext, current: MemoryEntry, content: str | None,
-                 patch: Mapping[str, Any] | None) -> str | None:
+    def __call__(
+        self, ctx: TenantContext, current: MemoryEntry, content: str | None, patch: Mapping[str, Any] | None
+    ) -> str | None:
         try:
             metadata = dict(current.metadata)
             for key, value in (patch or {}).items():
@@ -40,14 +41,25 @@ class ConflictRecorder:
             metadata["conflict"] = True
             metadata["conflict_of"] = current.id
             provenance = current.provenance.model_copy(update={"conflict": True, "conflict_of": current.id})
-            item = AddMemoryInput(content=content if content is not None else current.content,
-                                  layer=current.layer.value, identifiers=current.identifiers, metadata=metadata,
-                                  tier=current.tier, provenance=provenance)
+            item = AddMemoryInput(
+                content=content if content is not None else current.content,
+                layer=current.layer.value,
+                identifiers=current.identifiers,
+                metadata=metadata,
+                tier=current.tier,
+                provenance=provenance,
+            )
             stored = write_entries(self.engine, ctx, [item], "update")[0]
             metrics.CONFLICTS.inc()
-            self.engine.audit.record(tenant_id=ctx.tenant_id, principal=ctx.principal, action="conflict",
-                                     outcome="denied", code="CONFLICT", memory_ids=[current.id, stored.id],
-                                     layer=current.layer.value)
+            self.engine.audit.record(
+                tenant_id=ctx.tenant_id,
+                principal=ctx.principal,
+                action="conflict",
+                outcome="denied",
+                code="CONFLICT",
+                memory_ids=[current.id, stored.id],
+                layer=current.layer.value,
+            )
             return stored.id
         except Exception:
             log.warning("could not store the conflict entry of %s", current.id, exc_info=True)
@@ -59,8 +71,16 @@ def hide_conflicts(ctx: TenantContext, hits: list[tuple[Layer, Any]]) -> list[tu
     return [(layer, hit) for layer, hit in hits if not hit.entry.provenance.conflict]
 
 
-def list_conflicts(engine: MemoryEngine, ctx: Any, memory_id: str | None = None, *, layer: Any = None,
-                   identifiers: Any = None, cursor: str | None = None, limit: int | None = None) -> ListMemoriesOutput:
+def list_conflicts(
+    engine: MemoryEngine,
+    ctx: Any,
+    memory_id: str | None = None,
+    *,
+    layer: Any = None,
+    identifiers: Any = None,
+    cursor: str | None = None,
+    limit: int | None = None,
+) -> ListMemoriesOutput:
     flt: dict[str, Any] = {"conflict": True}
     if memory_id is not None:
         flt["conflict_of"] = memory_id

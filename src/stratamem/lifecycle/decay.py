@@ -37,7 +37,8 @@ def decay(engine: MemoryEngine, tenant_id: str, cfg: DecayConfig, now: datetime 
         return []
     now = now or engine.now()
     doomed = [
-        e.id for e in iter_scope(engine.provider, tenant_id, now)
+        e.id
+        for e in iter_scope(engine.provider, tenant_id, now)
         if e.layer not in cfg.exempt_layers and relevance(e, now, cfg) < cfg.archive_threshold
     ]
     if doomed:

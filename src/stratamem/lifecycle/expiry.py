@@ -25,10 +25,13 @@ PURGE_BATCH = 500
 
 
 def _check_ids(ids: object, operation: str) -> list[str]:
-    if (not isinstance(ids, Sequence) or isinstance(ids, str)
-            or not all(isinstance(i, str) and i.strip() for i in ids)):
-        raise MemoryError(ErrorCode.INVALID_PARAMS, "ids must be a list of non-empty strings",
-                          operation=operation, details={"field": "ids"})
+    if not isinstance(ids, Sequence) or isinstance(ids, str) or not all(isinstance(i, str) and i.strip() for i in ids):
+        raise MemoryError(
+            ErrorCode.INVALID_PARAMS,
+            "ids must be a list of non-empty strings",
+            operation=operation,
+            details={"field": "ids"},
+        )
     return list(dict.fromkeys(ids))
 
 
@@ -54,8 +57,12 @@ def purge(engine: MemoryEngine, tenant_id: str, cfg: TtlConfig, now: datetime | 
     now = now or engine.now()
     purged: list[str] = []
     while True:
-        ids = engine.provider.purge_candidates(tenant_id, expired_before=now - cfg.purge_after,
-                                               deleted_before=now - cfg.soft_delete_retention, limit=PURGE_BATCH)
+        ids = engine.provider.purge_candidates(
+            tenant_id,
+            expired_before=now - cfg.purge_after,
+            deleted_before=now - cfg.soft_delete_retention,
+            limit=PURGE_BATCH,
+        )
         if not ids:
             return purged
         done = engine.provider.delete(tenant_id, ids)
@@ -73,13 +80,18 @@ def delete_by_scope(engine: MemoryEngine, ctx: TenantContext, layer: object, ide
     require_identifiers(lyr, ids, op)
     scope = Scope(lyr, scope_key(lyr, ids))
     now = engine.now()
-    targets = [e.id for e in iter_scope(engine.provider, ctx.tenant_id, now, scope=scope, statuses=ALL_STATUSES,
-                                        include_expired=True)]
+    targets = [
+        e.id
+        for e in iter_scope(
+            engine.provider, ctx.tenant_id, now, scope=scope, statuses=ALL_STATUSES, include_expired=True
+        )
+    ]
     deleted = 0
     for start in range(0, len(targets), PURGE_BATCH):
         chunk = targets[start : start + PURGE_BATCH]
         deleted += len(engine.provider.delete(ctx.tenant_id, chunk))
         engine.provider.clear_feedback(ctx.tenant_id, chunk)
-    engine.audit.record(tenant_id=ctx.tenant_id, principal=ctx.principal, action=op, layer=lyr.value,
-                        details={"deleted": deleted})
+    engine.audit.record(
+        tenant_id=ctx.tenant_id, principal=ctx.principal, action=op, layer=lyr.value, details={"deleted": deleted}
+    )
     return deleted

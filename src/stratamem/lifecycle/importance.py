@@ -30,8 +30,9 @@ def explicit_importance(entry: MemoryEntry) -> float | None:
     return None
 
 
-def compute_importance(cfg: ImportanceConfig, *, access_count: int, last_access: datetime, now: datetime,
-                       explicit: float | None = None) -> float:
+def compute_importance(
+    cfg: ImportanceConfig, *, access_count: int, last_access: datetime, now: datetime, explicit: float | None = None
+) -> float:
     frequency = min(1.0, access_count / cfg.saturation_accesses)
     days = max(0.0, (now - last_access).total_seconds() / 86400.0)
     recency = math.pow(0.5, days / cfg.recency_half_life_days)
@@ -43,9 +44,13 @@ def compute_importance(cfg: ImportanceConfig, *, access_count: int, last_access:
 
 def importance_at(cfg: ImportanceConfig, entry: MemoryEntry, now: datetime) -> float:
     """Current importance of a stored entry (recency measured at ``now``)."""
-    return compute_importance(cfg, access_count=entry.access_count,
-                              last_access=entry.last_accessed_at or entry.created_at, now=now,
-                              explicit=explicit_importance(entry))
+    return compute_importance(
+        cfg,
+        access_count=entry.access_count,
+        last_access=entry.last_accessed_at or entry.created_at,
+        now=now,
+        explicit=explicit_importance(entry),
+    )
 
 
 class AccessTracker:
@@ -74,8 +79,9 @@ class AccessTracker:
         now = self.engine.now()
         try:
             updates = {
-                e.id: compute_importance(self.cfg, access_count=e.access_count + 1, last_access=now, now=now,
-                                         explicit=explicit_importance(e))
+                e.id: compute_importance(
+                    self.cfg, access_count=e.access_count + 1, last_access=now, now=now, explicit=explicit_importance(e)
+                )
                 for e in entries
             }
         except Exception:
@@ -107,8 +113,12 @@ class AccessTracker:
                 for tenant_id, queued in batch.items():
                     now = max(when for _, _, when in queued.values())
                     counts = {m: n for m, (n, _, _) in queued.items()}
-                    self._write(tenant_id, {m: v for m, (_, v, _) in queued.items()}, now,
-                                counts if any(n != 1 for n in counts.values()) else None)
+                    self._write(
+                        tenant_id,
+                        {m: v for m, (_, v, _) in queued.items()},
+                        now,
+                        counts if any(n != 1 for n in counts.values()) else None,
+                    )
             finally:
                 with self._cond:
                     self._busy = False

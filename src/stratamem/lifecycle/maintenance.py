@@ -47,6 +47,7 @@ class Lifecycle(Protocol):
     @property
     def prompts(self) -> PromptTemplates: ...
 
+
 log = logging.getLogger("stratamem.lifecycle")
 
 TASKS: tuple[str, ...] = ("ttl_purge", "decay", "reflection", "consolidation", "pruning", "integrity")
@@ -74,8 +75,11 @@ def _integrity(lc: Lifecycle, tenant_id: str) -> int:
     """Feedback rows of memories that no longer exist are removed; returns how many."""
     now = lc.engine.now()
     provider = lc.engine.provider
-    orphans = [mid for mid in provider.feedback_stats(tenant_id)
-               if provider.get(tenant_id, mid, now, statuses=("active", "archived", "deleted")) is None]
+    orphans = [
+        mid
+        for mid in provider.feedback_stats(tenant_id)
+        if provider.get(tenant_id, mid, now, statuses=("active", "archived", "deleted")) is None
+    ]
     provider.clear_feedback(tenant_id, orphans)
     return len(orphans)
 
@@ -84,8 +88,15 @@ def _record_run(engine: MemoryEngine, rep: TenantReport, duration_s: float) -> N
     """Keep the run's report in the tenant's memory_events log (kind ``maintenance``), so the
     console and ``Memory.maintenance_runs`` can list recent runs. A store without the log keeps none."""
     details = {**rep.model_dump(exclude={"tenant_id"}), "duration_s": round(duration_s, 6)}
-    row = {"tenant_id": rep.tenant_id, "id": str(uuid.uuid4()), "ts": engine.now(), "event": "maintenance",
-           "principal": "maintenance", "outcome": "error" if rep.errors else "ok", "details": details}
+    row = {
+        "tenant_id": rep.tenant_id,
+        "id": str(uuid.uuid4()),
+        "ts": engine.now(),
+        "event": "maintenance",
+        "principal": "maintenance",
+        "outcome": "error" if rep.errors else "ok",
+        "details": details,
+    }
     try:
         engine.provider.append_memory_events([row])
     except MemoryError as exc:
@@ -114,8 +125,9 @@ def run_maintenance(lc: Lifecycle, tenants: Sequence[str] | None = None) -> Main
             if not rcfg.in_maintenance:
                 return 0
             sessions = idle_sessions(engine, c.tenant_id, rcfg.idle_after, engine.now())
-            return sum(reflect(engine, c, uid, sid, None, lc.llm, lc.prompts, "maintain").created
-                       for uid, sid in sessions)
+            return sum(
+                reflect(engine, c, uid, sid, None, lc.llm, lc.prompts, "maintain").created for uid, sid in sessions
+            )
 
         def do_consolidate(c: TenantContext = ctx) -> int:
             return len(consolidate(engine, cfg, c, llm=lc.llm))
@@ -132,8 +144,11 @@ def run_maintenance(lc: Lifecycle, tenants: Sequence[str] | None = None) -> Main
             return _integrity(lc, t)
 
         steps: list[tuple[str, Callable[[], int], str]] = [
-            ("ttl_purge", do_purge, "purged"), ("decay", do_decay, "archived"), ("reflection", do_reflect, "reflected"),
-            ("consolidation", do_consolidate, "consolidated"), ("pruning", do_prune, "pruned"),
+            ("ttl_purge", do_purge, "purged"),
+            ("decay", do_decay, "archived"),
+            ("reflection", do_reflect, "reflected"),
+            ("consolidation", do_consolidate, "consolidated"),
+            ("pruning", do_prune, "pruned"),
             ("integrity", do_integrity, "integrity_repaired"),
         ]
         for task, fn, field in steps:
@@ -148,9 +163,13 @@ def run_maintenance(lc: Lifecycle, tenants: Sequence[str] | None = None) -> Main
                 metrics.MAINTENANCE_ERRORS.labels(task=task).inc()
             finally:
                 metrics.MAINTENANCE_DURATION.labels(task=task).observe(time.perf_counter() - t0)
-        engine.audit.record(tenant_id=tenant_id, principal="maintenance", action="maintain",
-                            outcome="error" if rep.errors else "ok",
-                            details=rep.model_dump(exclude={"tenant_id"}))
+        engine.audit.record(
+            tenant_id=tenant_id,
+            principal="maintenance",
+            action="maintain",
+            outcome="error" if rep.errors else "ok",
+            details=rep.model_dump(exclude={"tenant_id"}),
+        )
         _record_run(engine, rep, time.perf_counter() - tenant_start)
         reports.append(rep)
     return MaintenanceReport(tenants=reports, duration_s=round(time.perf_counter() - start, 6))

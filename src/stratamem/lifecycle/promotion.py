@@ -18,9 +18,16 @@ from ..model import AddMemoryInput, Layer, LayerIdentifiers, MemoryEntry
 
 #: How broad a layer is; promotion must strictly increase it (object handled separately).
 BREADTH: dict[Layer, int] = {
-    Layer.AGENT: 0, Layer.SESSION: 0, Layer.USER: 1, Layer.PROJECT: 2, Layer.TEAM: 3, Layer.ORG: 4,
+    Layer.AGENT: 0,
+    Layer.SESSION: 0,
+    Layer.USER: 1,
+    Layer.PROJECT: 2,
+    Layer.TEAM: 3,
+    Layer.ORG: 4,
     Layer.COMPANY: 5,
 }
+
+
 def parse_target(value: Any, operation: str = "promote") -> Layer:
     """The target layer; other APIs' scope names (``workspace``, ``global``) are understood by the
     layer parser itself (``stratamem.scopes``)."""
@@ -48,8 +55,7 @@ def check_promotion(source: Layer, target: Layer, operation: str = "promote") ->
             f"cannot promote from '{source.value}' to '{target.value}': promotion is only valid upward "
             f"(allowed from '{source.value}': {', '.join(allowed_targets(source)) or 'none'})",
             operation=operation,
-            details={"source_layer": source.value, "target_layer": target.value,
-                     "allowed": allowed_targets(source)},
+            details={"source_layer": source.value, "target_layer": target.value, "allowed": allowed_targets(source)},
             retryable=False,
         )
 
@@ -62,9 +68,16 @@ def sensitivity(metadata: Mapping[str, Any]) -> str | None:
     return None
 
 
-def build_promotion(source: MemoryEntry, target: Layer, identifiers: LayerIdentifiers, *,
-                    content: str | None = None, tags: list[str] | None = None, redact: bool = True,
-                    operation: str = "promote") -> AddMemoryInput:
+def build_promotion(
+    source: MemoryEntry,
+    target: Layer,
+    identifiers: LayerIdentifiers,
+    *,
+    content: str | None = None,
+    tags: list[str] | None = None,
+    redact: bool = True,
+    operation: str = "promote",
+) -> AddMemoryInput:
     """The new entry at ``target``: source content (redacted), metadata and provenance, linked by
     ``promotedFromId``. Target identifiers default to the source's (e.g. its userId)."""
     check_promotion(source.layer, target, operation)
@@ -77,7 +90,9 @@ def build_promotion(source: MemoryEntry, target: Layer, identifiers: LayerIdenti
     if tags is not None:
         metadata["tags"] = list(tags)
     metadata["promotedFromId"] = source.id
-    provenance = source.provenance.model_copy(update={"promoted_from_id": source.id, "conflict": False,
-                                                      "conflict_of": None})
-    return AddMemoryInput(content=text, layer=target.value, identifiers=merged, metadata=metadata,
-                          tier=source.tier, provenance=provenance)
+    provenance = source.provenance.model_copy(
+        update={"promoted_from_id": source.id, "conflict": False, "conflict_of": None}
+    )
+    return AddMemoryInput(
+        content=text, layer=target.value, identifiers=merged, metadata=metadata, tier=source.tier, provenance=provenance
+    )

@@ -44,8 +44,9 @@ def candidates(engine: MemoryEngine, tenant_id: str, cfg: PruningConfig) -> list
             continue
         entry = engine.provider.get(tenant_id, mid, now, statuses=("active", "archived"))
         if entry is not None:
-            out.append(PruneCandidate(id=mid, signals=signals, mean_reward=round(total / signals, 6),
-                                      status=entry.status))
+            out.append(
+                PruneCandidate(id=mid, signals=signals, mean_reward=round(total / signals, 6), status=entry.status)
+            )
     return out
 
 

@@ -82,8 +82,15 @@ class JobFailed(Exception):
 
 
 class ScheduleRunner:
-    def __init__(self, jobs: Sequence[Job], *, redis: Redis | None = None, lock_prefix: str = "stratamem",
-                 lock_ttl: float = 60.0, monotonic: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        jobs: Sequence[Job],
+        *,
+        redis: Redis | None = None,
+        lock_prefix: str = "stratamem",
+        lock_ttl: float = 60.0,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
         names = [j.name for j in jobs]
         if len(set(names)) != len(names):
             raise ValueError(f"job names must be unique: {names}")
@@ -209,8 +216,9 @@ class ScheduleRunner:
             self._stop.clear()
             self._thread = threading.Thread(target=self._loop, name="stratamem-schedule", daemon=True)
             self._thread.start()
-            log.info("schedule started: %s",
-                     ", ".join(f"{j.name} every {j.interval_s:g} s" for j in self.jobs.values()))
+            log.info(
+                "schedule started: %s", ", ".join(f"{j.name} every {j.interval_s:g} s" for j in self.jobs.values())
+            )
         return self
 
     def _loop(self) -> None:
@@ -245,8 +253,9 @@ class _Heartbeat:
     def __init__(self, lock: Any, every: float) -> None:
         self._lock = lock
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._beat, args=(max(every, 0.05),), daemon=True,
-                                        name="stratamem-schedule-heartbeat")
+        self._thread = threading.Thread(
+            target=self._beat, args=(max(every, 0.05),), daemon=True, name="stratamem-schedule-heartbeat"
+        )
         self._thread.start()
 
     def _beat(self, every: float) -> None:

@@ -46,11 +46,20 @@ def _extract_json(text: str) -> Any:
 class OpenAIChatLLM:
     name = "openai"
 
-    def __init__(self, base_url: str, model: str, *, api_key: str | None = None, timeout: float = 60.0,
-                 max_tokens: int = 300, json_mode: bool = True) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key: str | None = None,
+        timeout: float = 60.0,
+        max_tokens: int = 300,
+        json_mode: bool = True,
+    ) -> None:
         if not base_url or not model:
-            raise MemoryError(ErrorCode.CONFIGURATION_ERROR, "an LLM needs a base URL and a model name",
-                              operation="llm")
+            raise MemoryError(
+                ErrorCode.CONFIGURATION_ERROR, "an LLM needs a base URL and a model name", operation="llm"
+            )
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.max_tokens = max_tokens
@@ -64,39 +73,63 @@ class OpenAIChatLLM:
         url = settings.llm_url or ""
         model = settings.llm_model or ""
         if not url or not model:
-            raise MemoryError(ErrorCode.CONFIGURATION_ERROR,
-                              "set STRATAMEM_LLM_URL and STRATAMEM_LLM_MODEL to use an HTTP LLM", operation="llm")
+            raise MemoryError(
+                ErrorCode.CONFIGURATION_ERROR,
+                "set STRATAMEM_LLM_URL and STRATAMEM_LLM_MODEL to use an HTTP LLM",
+                operation="llm",
+            )
         return cls(url, model, api_key=settings.llm_api_key or None)
 
     # ------------------------------------------------------------------ transport
     def chat(self, messages: list[dict[str, str]]) -> str:
-        body: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": 0,
-                                "max_tokens": self.max_tokens}
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "temperature": 0,
+            "max_tokens": self.max_tokens,
+        }
         if self.json_mode:
             body["response_format"] = {"type": "json_object"}
         try:
             response = self._client.post(f"{self.base_url}/chat/completions", json=body)
         except httpx.HTTPError as exc:
-            raise MemoryError(ErrorCode.PROVIDER_ERROR, f"LLM endpoint unreachable: {type(exc).__name__}",
-                              operation="llm", retryable=True) from exc
+            raise MemoryError(
+                ErrorCode.PROVIDER_ERROR,
+                f"LLM endpoint unreachable: {type(exc).__name__}",
+                operation="llm",
+                retryable=True,
+            ) from exc
         status = response.status_code
         if status == 429:
             retry_after = _retry_after(response)
-            raise MemoryError(ErrorCode.RATE_LIMITED, "LLM endpoint rate limited the request", operation="llm",
-                              details={"retry_after": retry_after} if retry_after is not None else {})
+            raise MemoryError(
+                ErrorCode.RATE_LIMITED,
+                "LLM endpoint rate limited the request",
+                operation="llm",
+                details={"retry_after": retry_after} if retry_after is not None else {},
+            )
         if status in (401, 403, 404):
-            raise MemoryError(ErrorCode.CONFIGURATION_ERROR,
-                              f"LLM endpoint refused the request (HTTP {status}); check URL, model and key",
-                              operation="llm", details={"status": status})
+            raise MemoryError(
+                ErrorCode.CONFIGURATION_ERROR,
+                f"LLM endpoint refused the request (HTTP {status}); check URL, model and key",
+                operation="llm",
+                details={"status": status},
+            )
         if status >= 400:
-            raise MemoryError(ErrorCode.PROVIDER_ERROR, f"LLM endpoint answered HTTP {status}", operation="llm",
-                              details={"status": status}, retryable=status >= 500)
+            raise MemoryError(
+                ErrorCode.PROVIDER_ERROR,
+                f"LLM endpoint answered HTTP {status}",
+                operation="llm",
+                details={"status": status},
+                retryable=status >= 500,
+            )
         try:
             payload = response.json()
             content = payload["choices"][0]["message"]["content"]
         except (ValueError, KeyError, IndexError, TypeError) as exc:
-            raise MemoryError(ErrorCode.PROVIDER_ERROR, "LLM endpoint returned a malformed body",
-                              operation="llm") from exc
+            raise MemoryError(
+                ErrorCode.PROVIDER_ERROR, "LLM endpoint returned a malformed body", operation="llm"
+            ) from exc
         if not isinstance(content, str):
             raise MemoryError(ErrorCode.PROVIDER_ERROR, "LLM reply has no text content", operation="llm")
         return content
@@ -106,9 +139,12 @@ class OpenAIChatLLM:
         try:
             return schema.model_validate(_extract_json(reply))
         except (ValueError, ValidationError) as exc:
-            raise MemoryError(ErrorCode.PROVIDER_ERROR,
-                              f"LLM reply does not match the expected {schema.__name__} schema",
-                              operation="llm", details={"schema": schema.__name__}) from exc
+            raise MemoryError(
+                ErrorCode.PROVIDER_ERROR,
+                f"LLM reply does not match the expected {schema.__name__} schema",
+                operation="llm",
+                details={"schema": schema.__name__},
+            ) from exc
 
     # ------------------------------------------------------------------ protocol
     def decide(self, text: str, context: DecisionContext, *, system: str | None = None) -> WriteDecision:
@@ -118,24 +154,28 @@ class OpenAIChatLLM:
         if context.existing_memories:
             parts.append("Known memories:\n" + "\n".join(f"- {m}" for m in context.existing_memories[:5]))
         parts.append(f"Intent: {context.user_intent}\nMessage:\n{text}")
-        return self.complete_json(system or DEFAULT_PROMPTS.system("write_decision"), "\n\n".join(parts),
-                                  WriteDecision)
+        return self.complete_json(system or DEFAULT_PROMPTS.system("write_decision"), "\n\n".join(parts), WriteDecision)
 
     def format(self, text: str, *, system: str | None = None) -> FormattedMemory:
-        return self.complete_json(system or DEFAULT_PROMPTS.system("format_memory"),
-                                  f"Format this as a memory:\n\n{text}", FormattedMemory)
+        return self.complete_json(
+            system or DEFAULT_PROMPTS.system("format_memory"), f"Format this as a memory:\n\n{text}", FormattedMemory
+        )
 
     def classify(self, text: str) -> Classification:
         return self.complete_json(
             "Classify the memory as preference, fact, context or instruction. "
-            'Answer with a JSON object {"category": "<category>"}.', text, Classification)
+            'Answer with a JSON object {"category": "<category>"}.',
+            text,
+            Classification,
+        )
 
     def summarize(self, texts: Sequence[str], *, system: str | None = None) -> Summary:
         listing = "\n".join(f"- {t}" for t in texts)
         return self.complete_json(system or DEFAULT_PROMPTS.system("summarize"), listing, Summary)
 
-    def extract_graph(self, text: str, *, known_entities: Sequence[str],
-                      relation_types: Sequence[str]) -> GraphExtraction:
+    def extract_graph(
+        self, text: str, *, known_entities: Sequence[str], relation_types: Sequence[str]
+    ) -> GraphExtraction:
         """Entities and typed relations of ``text`` (the knowledge graph's ``LLMGraphExtractor`` hook)."""
         parts = [f"Relation types: {', '.join(relation_types)}"]
         if known_entities:

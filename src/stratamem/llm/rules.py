@@ -23,17 +23,24 @@ _I = re.I
 
 _FILLER_START = re.compile(
     r"^(?:(?:hey|hi|hello|ok|okay|so|well|um+|uh+|oh|btw|by the way|fyi|just so you know|for the record|"
-    r"actually|also|and|anyway|honestly|note|quick note|heads up|just fyi|just a heads up)\b[,:!.\-\u2013]*\s*)+", _I)
+    r"actually|also|and|anyway|honestly|note|quick note|heads up|just fyi|just a heads up)\b[,:!.\-\u2013]*\s*)+",
+    _I,
+)
 _REMEMBER = re.compile(
     r"^(?:please\s+)?(?:(?:can|could|would|will) you(?: please)?\s+)?(?:(?:always\s+)?remember|note down|note|"
     r"keep in mind|don't forget|do not forget|make a note(?: of)?|save|store|memori[sz]e|bear in mind)"
-    r"(?:\s+(?:this|that|the fact))?(?:\s*[:,\-\u2013]\s*|\s+)(?:that\s+)?", _I)
+    r"(?:\s+(?:this|that|the fact))?(?:\s*[:,\-\u2013]\s*|\s+)(?:that\s+)?",
+    _I,
+)
 _FORGET = re.compile(
     r"^(?:please\s+)?(?:(?:can|could|would|will) you(?: please)?\s+)?(?:forget|delete|remove|erase|drop|"
     r"stop remembering|no longer remember|don't remember)(?:\s+(?:about|all about|everything about|that|"
-    r"the fact that|what i (?:said|told you) about|(?:all\s+)?(?:the\s+)?memor(?:y|ies) (?:of|about)))*[\s:,]*", _I)
-_FILLER_END = re.compile(r"[\s,]*(?:lol|haha+|hehe|:\)|:-\)|;\)|thanks|thank you|thx|please|pls|ok\??|okay\??)[.!]*$",
-                         _I)
+    r"the fact that|what i (?:said|told you) about|(?:all\s+)?(?:the\s+)?memor(?:y|ies) (?:of|about)))*[\s:,]*",
+    _I,
+)
+_FILLER_END = re.compile(
+    r"[\s,]*(?:lol|haha+|hehe|:\)|:-\)|;\)|thanks|thank you|thx|please|pls|ok\??|okay\??)[.!]*$", _I
+)
 
 _SMALL_TALK = re.compile(
     r"^(?:hi|hello|hey|yo|thanks|thank you|thx|ok|okay|cool|nice|great|awesome|sure|yes|yeah|yep|no|nope|bye|"
@@ -41,16 +48,22 @@ _SMALL_TALK = re.compile(
     r"sounds good|got it|perfect|alright|hmm+|wow|interesting|makes sense|no problem|you too|cheers|"
     r"that's (?:great|cool|nice|fine|ok|okay|interesting|funny)|i see|fine|good|welcome|never mind|nevermind)"
     r"[\s!.?,]*(?:(?:thanks|thank you|lol|again|so much|a lot|then|man|mate|buddy|there|everyone|all|friend)"
-    r"[\s!.?,]*)*$", _I)
+    r"[\s!.?,]*)*$",
+    _I,
+)
 _QUESTION_START = re.compile(
     r"^(?:what|who|whom|where|when|why|how|which|whose|can you|could you|would you|will you|do you|did you|"
     r"does|is it|is there|are there|are you|should i|should we|shall we|may i|tell me|explain|show me|help me|"
     r"give me|write|draft|generate|find|search|look up|translate|summari[sz]e|list|compare|calculate|convert|"
-    r"recommend|suggest|fix|debug|check|create|make|build|send|book|schedule|open|run|set a|remind me)\b", _I)
+    r"recommend|suggest|fix|debug|check|create|make|build|send|book|schedule|open|run|set a|remind me)\b",
+    _I,
+)
 _GUESS = re.compile(
     r"\b(?:i think|i guess|i suppose|i assume|i believe (?:they|he|she|it)|maybe|probably|perhaps|might be|"
     r"might have|may be|not sure|i'm not sure|i am not sure|possibly|seems like|it seems|i doubt|i wonder|"
-    r"could be|apparently|presumably|i suspect|rumou?r)\b", _I)
+    r"could be|apparently|presumably|i suspect|rumou?r)\b",
+    _I,
+)
 _EMOTION = re.compile(
     r"\b(?:i feel|i'm feeling|i am feeling|feeling (?:so |really |very |a bit |kind of )?\w+|i'm (?:so |really |very |"
     r"a bit |kind of |super |pretty )?(?:tired|happy|sad|angry|upset|frustrated|bored|excited|stressed|annoyed|"
@@ -59,27 +72,36 @@ _EMOTION = re.compile(
     r"i am (?:so |really |very )?(?:tired|happy|sad|angry|upset|frustrated|bored|excited|stressed|annoyed|"
     r"worried|anxious|exhausted|hungry|sleepy|confused|nervous|furious|overwhelmed)|ugh+|argh+|yay+|"
     r"this (?:sucks|is (?:so )?(?:annoying|frustrating|awesome|great))|i'm having a (?:bad|rough|great|good) day)\b",
-    _I)
+    _I,
+)
 _TRANSIENT = re.compile(
     r"\b(?:today|tonight|right now|this morning|this afternoon|this evening|this week(?:end)?|tomorrow|"
     r"yesterday|at the moment|for now|in a (?:minute|moment|bit|sec)|later today|just now|this time|"
-    r"for this (?:session|chat|conversation|task)|currently (?:\w+ing)|next (?:hour|few minutes))\b", _I)
+    r"for this (?:session|chat|conversation|task)|currently (?:\w+ing)|next (?:hour|few minutes))\b",
+    _I,
+)
 _GOAL = re.compile(
     r"^(?:(?:i'm|i am) (?:going to|about to|trying to|planning to|looking for|looking at|thinking about|"
     r"wondering|in the middle of|on my way)|i (?:need|have|want|would like|'d like|wanna|gotta|plan|hope) to|"
-    r"i need (?:a|an|some|help)|i want (?:a|an|some)|let's|let me|gonna|i'll|i will|we need to|we should)\b", _I)
+    r"i need (?:a|an|some|help)|i want (?:a|an|some)|let's|let me|gonna|i'll|i will|we need to|we should)\b",
+    _I,
+)
 
 _INSTRUCTION = re.compile(
     r"^(?:please\s+)?(?:always|never|from now on|going forward|in (?:the )?future|by default|whenever|"
     r"every time|each time|don't ever|do not ever|call me|address me|refer to me)\b"
     r"|\b(?:from now on|going forward|by default|in all (?:future )?(?:answers|responses|replies))\b"
-    r"|^(?:i want|i'd like|i would like|i prefer) (?:you|answers|responses|replies|code|explanations)\b", _I)
+    r"|^(?:i want|i'd like|i would like|i prefer) (?:you|answers|responses|replies|code|explanations)\b",
+    _I,
+)
 _PREFERENCE = re.compile(
     r"\b(?:i (?:really |much |strongly |generally |usually |mostly |definitely |absolutely |also |do |still |now )*"
     r"(?:prefer|like|love|enjoy|hate|dislike|adore|loathe|can't stand|cannot stand|don't like|do not like|"
     r"don't eat|do not eat|never eat|don't drink|never drink|avoid|use|drink|eat|listen to|play|watch|read)|"
     r"my (?:favou?rite|preferred|go-to)|i'm (?:a (?:big |huge )?fan of|into|vegetarian|vegan|pescatarian)|"
-    r"i am (?:a (?:big |huge )?fan of|vegetarian|vegan)|(?:is|are) my (?:favou?rite|preferred))\b", _I)
+    r"i am (?:a (?:big |huge )?fan of|vegetarian|vegan)|(?:is|are) my (?:favou?rite|preferred))\b",
+    _I,
+)
 _FACT = re.compile(
     r"(?:^|\b)(?:my (?:[\w'\u2019-]+ ){0,3}(?:is|are|was|were|has|have|lives|works|studies)\b|"
     r"i (?:work|worked|live|lived|grew up|was born|moved|studied|study|graduated|speak|own|have|drive|ride|"
@@ -88,7 +110,9 @@ _FACT = re.compile(
     r"engaged|left-handed|right-handed|colou?r ?blind|deaf|diabetic|lactose|gluten|employed|\d+)\b|"
     r"i am (?:a|an|from|based|allergic|married|single|divorced|engaged|\d+)\b|i've (?:been|got|had|lived|worked)\b|"
     r"i have (?:been|had|lived|worked)\b|"
-    r"^[A-Z][\w'\u2019-]* (?:is|are) (?:my|the user's)\b)", _I)
+    r"^[A-Z][\w'\u2019-]* (?:is|are) (?:my|the user's)\b)",
+    _I,
+)
 _CONTEXT = re.compile(
     r"\b(?:we|our team|our company|the team|my team|our (?:project|repo|app|service|stack|codebase|product|"
     r"backend|frontend|api|infra(?:structure)?|database|org|organi[sz]ation|department)|the (?:project|repo|"
@@ -96,7 +120,9 @@ _CONTEXT = re.compile(
     r"targets?|depends|relies|requires?|ships?|builds?|follows?|has|have|needs?)\b"
     r"|\bi'm (?:working|building|developing|maintaining) (?:on )?(?:a |an |the |our |my )?(?:project|app|"
     r"service|library|product|startup|game|website|tool)\b|\bi (?:work|am working) on (?:a |an |the |our )?"
-    r"(?:project|app|service|library|product|team)\b", _I)
+    r"(?:project|app|service|library|product|team)\b",
+    _I,
+)
 
 #: Standing instructions about the assistant's answers ("Please keep your answers short, bullet points").
 _STYLE = re.compile(
@@ -106,34 +132,84 @@ _STYLE = re.compile(
     r"detailed|casual|in (?:english|german|french|spanish|portuguese|markdown))\b"
     r"|^(?:please\s+)?(?:use|answer (?:in|with)|reply (?:in|with)|respond (?:in|with)|write in|format (?:as|with|in)) "
     r"(?:bullet points|bullets|markdown|plain text|british english|american english|metric units|imperial units|"
-    r"the metric system)\b", _I)
+    r"the metric system)\b",
+    _I,
+)
 #: People and pets of the user: facts about them are kept ("My daughter Emma starts school in September").
 _RELATION = re.compile(
     r"\bmy (?:wife|husband|partner|spouse|son|daughter|sons|daughters|kids?|children|child|baby|mother|mom|mum|"
     r"father|dad|brother|sister|siblings?|parents?|grandma|grandmother|grandpa|grandfather|aunt|uncle|cousin|"
     r"niece|nephew|boss|manager|colleague|coworker|co-worker|team ?lead|mentor|friend|best friend|roommate|"
-    r"neighbou?r|dog|cat|pet|puppy|kitten|girlfriend|boyfriend|fianc[ée]e?)\b", _I)
+    r"neighbou?r|dog|cat|pet|puppy|kitten|girlfriend|boyfriend|fianc[ée]e?)\b",
+    _I,
+)
 #: A plan or event with a date ("in September", "on 14 March", "next month"): kept, unlike "today".
 _DATED = re.compile(
     r"\b(?:in|on|by|from|until|since|before|after|next|this coming|every) (?:the )?(?:\d{1,2}(?:st|nd|rd|th)? )?"
     r"(?:january|february|march|april|may|june|july|august|september|october|november|december|monday|tuesday|"
-    r"wednesday|thursday|friday|saturday|sunday|spring|summer|autumn|fall|winter|year|month|\d{4})\b", _I)
+    r"wednesday|thursday|friday|saturday|sunday|spring|summer|autumn|fall|winter|year|month|\d{4})\b",
+    _I,
+)
 #: A change of a stored fact ("not vegetarian anymore", "switched to", "no longer"): kept, and the
 #: store marks the older fact superseded.
-_CHANGE = re.compile(r"\b(?:any ?more|no longer|switched (?:to|from)|moved to|not \w+ any ?more|now (?:live|work|"
-                     r"use|eat|prefer|drive|own|have)s?)\b", _I)
+_CHANGE = re.compile(
+    r"\b(?:any ?more|no longer|switched (?:to|from)|moved to|not \w+ any ?more|now (?:live|work|"
+    r"use|eat|prefer|drive|own|have)s?)\b",
+    _I,
+)
 
 _REPORTED = re.compile(
     r"^(?:the )?user (?:said|says|told me|tells me|mentioned|mentions|stated|noted|explained|shared)"
-    r"(?: that)?(?: (?:they|he|she)(?P<be>'re| are| is|'s)?)? ", _I)
+    r"(?: that)?(?: (?:they|he|she)(?P<be>'re| are| is|'s)?)? ",
+    _I,
+)
 
-_ADVERBS = ("now", "really", "usually", "often", "also", "always", "never", "generally", "mostly", "sometimes", "only",
-            "still", "just", "absolutely", "definitely", "strongly", "typically", "normally", "rarely",
-            "occasionally", "much", "currently", "now", "actually")
+_ADVERBS = (
+    "now",
+    "really",
+    "usually",
+    "often",
+    "also",
+    "always",
+    "never",
+    "generally",
+    "mostly",
+    "sometimes",
+    "only",
+    "still",
+    "just",
+    "absolutely",
+    "definitely",
+    "strongly",
+    "typically",
+    "normally",
+    "rarely",
+    "occasionally",
+    "much",
+    "currently",
+    "now",
+    "actually",
+)
 _MODALS = {"can", "could", "will", "would", "should", "must", "might", "may", "shall", "did", "used"}
-_IRREGULAR = {"have": "has", "do": "does", "go": "goes", "be": "is", "am": "is", "was": "was", "were": "was",
-              "'m": "is", "'ve": "has", "can't": "cannot", "don't": "does not", "didn't": "did not",
-              "won't": "will not", "wasn't": "was not", "haven't": "has not", "'d": "would", "'ll": "will"}
+_IRREGULAR = {
+    "have": "has",
+    "do": "does",
+    "go": "goes",
+    "be": "is",
+    "am": "is",
+    "was": "was",
+    "were": "was",
+    "'m": "is",
+    "'ve": "has",
+    "can't": "cannot",
+    "don't": "does not",
+    "didn't": "did not",
+    "won't": "will not",
+    "wasn't": "was not",
+    "haven't": "has not",
+    "'d": "would",
+    "'ll": "will",
+}
 
 
 def _third_person(verb: str) -> str:
@@ -150,7 +226,7 @@ def _third_person(verb: str) -> str:
 
 
 def first_person(text: str) -> str:
-    """"The user told me they like X" → "I like X" (reported speech about the user)."""
+    """ "The user told me they like X" → "I like X" (reported speech about the user)."""
     out = _REPORTED.sub(lambda m: "I am " if m.group("be") else "I ", text.strip(), count=1)
     if out != text.strip():
         out = re.sub(r"^I (?:their|his|her) ", "my ", out)
@@ -192,19 +268,22 @@ def to_third_person(text: str) -> str:
         m = re.match(r"^we\s+(?:(" + "|".join(_ADVERBS) + r")\s+)?([\w'-]+)", s, _I)
         if m:
             adv = f"{m.group(1)} " if m.group(1) else ""
-            s = f"User's team {adv}{_third_person(m.group(2))}" + s[m.end():]
+            s = f"User's team {adv}{_third_person(m.group(2))}" + s[m.end() :]
     elif re.match(r"^i(?:'m|'ve|'d|'ll)\b", s, _I):
         s = re.sub(r"^i('m|'ve|'d|'ll)", lambda m: "User " + _IRREGULAR[m.group(1).lower()], s, flags=_I)
         s = re.sub(r"^User has got\b", "User has", s)
     elif re.match(r"^i\s", s, _I):
         m = re.match(r"^i\s+((?:(?:" + "|".join(_ADVERBS) + r")\s+)*)([\w'-]+)", s, _I)
         if m:
-            s = f"User {m.group(1)}{_third_person(m.group(2))}" + s[m.end():]
+            s = f"User {m.group(1)}{_third_person(m.group(2))}" + s[m.end() :]
     # the rest of the sentence
     s = re.sub(r"\bI'm\b", "the user is", s)
     s = re.sub(r"\bI've\b", "the user has", s)
-    s = re.sub(r"\bI\s+((?:(?:" + "|".join(_ADVERBS) + r")\s+)*)([a-z][\w'-]*)",
-               lambda m: f"the user {m.group(1)}{_third_person(m.group(2))}", s)
+    s = re.sub(
+        r"\bI\s+((?:(?:" + "|".join(_ADVERBS) + r")\s+)*)([a-z][\w'-]*)",
+        lambda m: f"the user {m.group(1)}{_third_person(m.group(2))}",
+        s,
+    )
     s = re.sub(r"\bI\b", "the user", s)
     s = re.sub(r"\bmy\b", "the user's", s, flags=_I)
     s = re.sub(r"\bmine\b", "theirs", s, flags=_I)
@@ -221,7 +300,9 @@ def to_third_person(text: str) -> str:
 _STATEMENT = re.compile(
     r"^(?:[\w'\u2019-]+ ){1,4}(?:is|are|was|were|has|have|had|will|lives|works|prefers|likes|loves|hates|uses|"
     r"owns|drives|plans|is planning|starts|started|moved|switched|wants|needs|speaks|studies|runs|leads|manages|"
-    r"reports|eats|drinks|goes|visits|joined|left|became|celebrates|teaches|writes|builds|chose|decided)\b", _I)
+    r"reports|eats|drinks|goes|visits|joined|left|became|celebrates|teaches|writes|builds|chose|decided)\b",
+    _I,
+)
 
 
 def worth_keeping(text: str) -> bool:
@@ -237,22 +318,31 @@ def worth_keeping(text: str) -> bool:
         return False
     if RuleBasedLLM().decide(text, DecisionContext(recent_messages=[], user_intent="none")).action == "store":
         return True
-    return bool(_STATEMENT.match(low)) or bool(_RELATION.search(low)) or bool(_DATED.search(low) and
-                                                                             _STATEMENT.match(low))
+    return (
+        bool(_STATEMENT.match(low)) or bool(_RELATION.search(low)) or bool(_DATED.search(low) and _STATEMENT.match(low))
+    )
 
 
 def categorize(text: str) -> Category:
     """preference | fact | context | instruction, by keyword (no LLM needed)."""
     low = text.lower().replace("\u2019", "'")
-    if (_INSTRUCTION.search(low) or _STYLE.search(low)
-            or re.search(r"\buser wants (?:the assistant|to be called|answers|responses)\b", low)):
+    if (
+        _INSTRUCTION.search(low)
+        or _STYLE.search(low)
+        or re.search(r"\buser wants (?:the assistant|to be called|answers|responses)\b", low)
+    ):
         return "instruction"
     if _PREFERENCE.search(low) or re.search(
-            r"\buser (?:\w+ )?(?:prefers|likes|loves|enjoys|hates|dislikes|adores|avoids|uses|drinks|eats)\b|"
-            r"\bfavou?rite\b|\bfan of\b|\bvegetarian\b|\bvegan\b", low):
+        r"\buser (?:\w+ )?(?:prefers|likes|loves|enjoys|hates|dislikes|adores|avoids|uses|drinks|eats)\b|"
+        r"\bfavou?rite\b|\bfan of\b|\bvegetarian\b|\bvegan\b",
+        low,
+    ):
         return "preference"
-    if _CONTEXT.search(low) or re.search(r"\buser's (?:team|project|repo|codebase|stack|company|app)\b|"
-                                         r"\buser is (?:working|building) on\b", low):
+    if _CONTEXT.search(low) or re.search(
+        r"\buser's (?:team|project|repo|codebase|stack|company|app)\b|"
+        r"\buser is (?:working|building) on\b",
+        low,
+    ):
         return "context"
     return "fact"
 
@@ -319,9 +409,11 @@ class RuleBasedLLM:
         return Summary(content="; ".join(kept))
 
     def complete_json(self, system: str, user: str, schema: type[M]) -> M:
-        raise MemoryError(ErrorCode.CONFIGURATION_ERROR,
-                          "free-form LLM calls need an LLM: set STRATAMEM_LLM_URL and STRATAMEM_LLM_MODEL",
-                          operation="llm")
+        raise MemoryError(
+            ErrorCode.CONFIGURATION_ERROR,
+            "free-form LLM calls need an LLM: set STRATAMEM_LLM_URL and STRATAMEM_LLM_MODEL",
+            operation="llm",
+        )
 
     def close(self) -> None:
         return None

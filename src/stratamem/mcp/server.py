@@ -70,9 +70,12 @@ def make_binding(ctx: TenantContext, identifiers: Any, layer: str | None = None,
     else:
         accessible = get_accessible_layers(ids)
         if not accessible:
-            raise MemoryError(ErrorCode.MISSING_IDENTIFIER,
-                              "the MCP server needs identifiers (e.g. a userId) to know whose memories to use",
-                              operation="mcp", details={"identifier": "userId"})
+            raise MemoryError(
+                ErrorCode.MISSING_IDENTIFIER,
+                "the MCP server needs identifiers (e.g. a userId) to know whose memories to use",
+                operation="mcp",
+                details={"identifier": "userId"},
+            )
         target = accessible[0]
     return Binding(ctx=ctx, identifiers=ids, layer=target, can_write=can_write)
 
@@ -103,8 +106,13 @@ def _coded(exc: BaseException, tool: str) -> MemoryError | None:
         if isinstance(cause, ValidationError):
             err = cause.errors()[0]
             name = ".".join(str(p) for p in err.get("loc", ()))
-            return MemoryError(ErrorCode.INVALID_PARAMS, f"{name}: {err.get('msg')}", operation=tool,
-                               details={"field": name}, retryable=False)
+            return MemoryError(
+                ErrorCode.INVALID_PARAMS,
+                f"{name}: {err.get('msg')}",
+                operation=tool,
+                details={"field": name},
+                retryable=False,
+            )
         cause = cause.__cause__
     return None
 
@@ -113,22 +121,28 @@ class _CodedMCPServer(MCPServer[Any]):
     """``MCPServer`` whose failed tool calls answer with the stratamem code first, not the SDK's
     ``Error executing tool <name>:`` prefix, and the error object as structured content."""
 
-    async def call_tool(self, name: str, arguments: dict[str, Any],
-                        context: Context[Any, Any] | None = None) -> Any:
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None) -> Any:
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
             error = _coded(exc, name)
             if error is None:
                 raise
-            return CallToolResult(content=[TextContent(type="text", text=f"{error.code.value}: {error.message}")],
-                                  structured_content=error.to_dict(), is_error=True)
+            return CallToolResult(
+                content=[TextContent(type="text", text=f"{error.code.value}: {error.message}")],
+                structured_content=error.to_dict(),
+                is_error=True,
+            )
 
 
 def _limit(value: int, operation: str) -> int:
     if not 1 <= value <= 100:
-        raise MemoryError(ErrorCode.INVALID_PARAMS, "limit must be a whole number from 1 to 100", operation=operation,
-                          details={"field": "limit"})
+        raise MemoryError(
+            ErrorCode.INVALID_PARAMS,
+            "limit must be a whole number from 1 to 100",
+            operation=operation,
+            details={"field": "limit"},
+        )
     return value
 
 
@@ -171,9 +185,13 @@ def _mcp_filter(category: str | None, tags: list[str] | None) -> dict[str, Any] 
 
 def _view(entry: MemoryEntry, score: float | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {
-        "id": entry.id, "content": entry.content, "layer": entry.layer.value,
-        "category": entry.metadata.get("category"), "tags": entry.tags,
-        "createdAt": entry.created_at.isoformat(), "updatedAt": entry.updated_at.isoformat(),
+        "id": entry.id,
+        "content": entry.content,
+        "layer": entry.layer.value,
+        "category": entry.metadata.get("category"),
+        "tags": entry.tags,
+        "createdAt": entry.created_at.isoformat(),
+        "updatedAt": entry.updated_at.isoformat(),
         "version": entry.version,
     }
     if score is not None:
@@ -197,8 +215,12 @@ def build_mcp_server(memory: Memory, resolve: Resolver, *, legacy_tools: bool | 
 
     def deprecated(name: str, fn: Callable[..., Any], annotations: ToolAnnotations, description: str) -> None:
         if legacy:
-            server.add_tool(fn, name=name, annotations=annotations,
-                            description=f"Deprecated: use {DEPRECATED_TOOLS[name]}. {description}")
+            server.add_tool(
+                fn,
+                name=name,
+                annotations=annotations,
+                description=f"Deprecated: use {DEPRECATED_TOOLS[name]}. {description}",
+            )
 
     def binding(context: Context[Any, Any], write: bool = False) -> Binding:
         try:
@@ -209,38 +231,48 @@ def build_mcp_server(memory: Memory, resolve: Resolver, *, legacy_tools: bool | 
         except MemoryError as exc:
             raise _tool_error(exc) from None
 
-    @server.tool(name="createMemory", annotations=CREATE,
-                 description="Save one lasting fact, preference or instruction about the user, written as a short "
-                             "sentence (e.g. 'Prefers dark mode in editors'). Use it for things worth knowing in "
-                             "later conversations, not for small talk. Search first to avoid saving a duplicate; "
-                             "to change a saved memory use updateMemory.")
+    @server.tool(
+        name="createMemory",
+        annotations=CREATE,
+        description="Save one lasting fact, preference or instruction about the user, written as a short "
+        "sentence (e.g. 'Prefers dark mode in editors'). Use it for things worth knowing in "
+        "later conversations, not for small talk. Search first to avoid saving a duplicate; "
+        "to change a saved memory use updateMemory.",
+    )
     def create_memory(
         content: Annotated[str, Field(description="The memory as one short, self-contained sentence")],
         category: Annotated[Category, Field(description="preference, fact, context or instruction")],
         context: Context[Any, Any],
-        tags: Annotated[list[str] | None, Field(description="Optional short labels for filtering, e.g. ['ui']")]
-        = None,
+        tags: Annotated[list[str] | None, Field(description="Optional short labels for filtering, e.g. ['ui']")] = None,
     ) -> dict[str, Any]:
         b = binding(context, write=True)
         try:
-            out = memory.add(b.ctx, content, b.layer, b.identifiers,
-                             {"category": category, "tags": list(tags or []), "source": {"type": "mcp"}})
+            out = memory.add(
+                b.ctx,
+                content,
+                b.layer,
+                b.identifiers,
+                {"category": category, "tags": list(tags or []), "source": {"type": "mcp"}},
+            )
         except MemoryError as exc:
             raise _tool_error(exc) from None
         return _view(out.memory)
 
-    @server.tool(name="searchMemory", annotations=READ,
-                 description="Find saved memories related to a topic, best match first. Call it before answering "
-                             "anything that may depend on what you know about the user.")
+    @server.tool(
+        name="searchMemory",
+        annotations=READ,
+        description="Find saved memories related to a topic, best match first. Call it before answering "
+        "anything that may depend on what you know about the user.",
+    )
     def search_memory(
         query: Annotated[str, Field(description="What to look for, in plain words")],
         context: Context[Any, Any],
         limit: Annotated[int, Field(description="Maximum number of results (1-100)", ge=1, le=100)] = 5,
         category: Annotated[Category | None, Field(description="Only this kind of memory")] = None,
-        includeSuperseded: Annotated[bool, Field(
-            description="Also return facts that a newer memory replaced (history)")] = False,
-        asOf: Annotated[str | None, Field(
-            description="ISO 8601 time: return the facts that were current then")] = None,
+        includeSuperseded: Annotated[
+            bool, Field(description="Also return facts that a newer memory replaced (history)")
+        ] = False,
+        asOf: Annotated[str | None, Field(description="ISO 8601 time: return the facts that were current then")] = None,
         since: Since = None,
         until: Until = None,
         tags: Tags = None,
@@ -248,16 +280,28 @@ def build_mcp_server(memory: Memory, resolve: Resolver, *, legacy_tools: bool | 
     ) -> dict[str, Any]:
         b = binding(context)
         try:
-            res = memory.search(b.ctx, query, b.identifiers, limit=_limit(limit, "search"),
-                                filter=_mcp_filter(category, tags), include_superseded=includeSuperseded,
-                                as_of=asOf, since=since, until=until, tags_match=tagsMatch)
+            res = memory.search(
+                b.ctx,
+                query,
+                b.identifiers,
+                limit=_limit(limit, "search"),
+                filter=_mcp_filter(category, tags),
+                include_superseded=includeSuperseded,
+                as_of=asOf,
+                since=since,
+                until=until,
+                tags_match=tagsMatch,
+            )
         except MemoryError as exc:
             raise _tool_error(exc) from None
         return {"results": [_view(r.memory, r.score) for r in res.results], "totalCount": res.total_count}
 
-    @server.tool(name="updateMemory", annotations=CHANGE,
-                 description="Replace the text of a saved memory when the fact changed (e.g. the user moved). "
-                             "Take the id from searchMemory or listMemory.")
+    @server.tool(
+        name="updateMemory",
+        annotations=CHANGE,
+        description="Replace the text of a saved memory when the fact changed (e.g. the user moved). "
+        "Take the id from searchMemory or listMemory.",
+    )
     def update_memory(
         id: Annotated[str, Field(description="Id of the memory to change")],
         content: Annotated[str, Field(description="The new text, one short sentence")],
@@ -270,9 +314,12 @@ def build_mcp_server(memory: Memory, resolve: Resolver, *, legacy_tools: bool | 
             raise _tool_error(exc) from None
         return _view(out.memory)
 
-    @server.tool(name="deleteMemory", annotations=REMOVE,
-                 description="Delete one saved memory by id (wrong or outdated facts). Deleting a memory that is "
-                             "already gone does nothing.")
+    @server.tool(
+        name="deleteMemory",
+        annotations=REMOVE,
+        description="Delete one saved memory by id (wrong or outdated facts). Deleting a memory that is "
+        "already gone does nothing.",
+    )
     def delete_memory(
         id: Annotated[str, Field(description="Id of the memory to delete")],
         context: Context[Any, Any],
@@ -285,15 +332,17 @@ def build_mcp_server(memory: Memory, resolve: Resolver, *, legacy_tools: bool | 
             raise _tool_error(exc) from None
         return {"success": True, "deleted": existed}
 
-    @server.tool(name="listMemory", annotations=READ,
-                 description="List the saved memories of this user, newest first, without a search query (e.g. "
-                             "when the user asks what you remember).")
+    @server.tool(
+        name="listMemory",
+        annotations=READ,
+        description="List the saved memories of this user, newest first, without a search query (e.g. "
+        "when the user asks what you remember).",
+    )
     def list_memory(
         context: Context[Any, Any],
         limit: Annotated[int, Field(description="Maximum number of memories (1-100)", ge=1, le=100)] = 20,
         category: Annotated[Category | None, Field(description="Only this kind of memory")] = None,
-        order: Annotated[Literal["newest", "oldest"], Field(description="newest (default) or oldest first")]
-        = "newest",
+        order: Annotated[Literal["newest", "oldest"], Field(description="newest (default) or oldest first")] = "newest",
         since: Since = None,
         until: Until = None,
         tags: Tags = None,
@@ -301,9 +350,17 @@ def build_mcp_server(memory: Memory, resolve: Resolver, *, legacy_tools: bool | 
     ) -> dict[str, Any]:
         b = binding(context)
         try:
-            res = memory.list(b.ctx, b.layer, b.identifiers, limit=_limit(limit, "list"),
-                              filter=_mcp_filter(category, tags), order=order, since=since, until=until,
-                              tags_match=tagsMatch)
+            res = memory.list(
+                b.ctx,
+                b.layer,
+                b.identifiers,
+                limit=_limit(limit, "list"),
+                filter=_mcp_filter(category, tags),
+                order=order,
+                since=since,
+                until=until,
+                tags_match=tagsMatch,
+            )
         except MemoryError as exc:
             raise _tool_error(exc) from None
         return {"memories": [_view(e) for e in res.memories], "totalCount": res.total_count}
@@ -313,12 +370,19 @@ def build_mcp_server(memory: Memory, resolve: Resolver, *, legacy_tools: bool | 
         action: Annotated[CrudAction, Field(description="What to do")],
         context: Context[Any, Any],
         scope: Annotated[CrudScope, Field(description="agent (default), team or global")] = "agent",
-        namespace: Annotated[str | None, Field(description="Identifier of the scope (agent id, team id, "
-                                                           "company id); agent defaults to the caller")] = None,
+        namespace: Annotated[
+            str | None,
+            Field(description="Identifier of the scope (agent id, team id, company id); agent defaults to the caller"),
+        ] = None,
         layer: Annotated[CrudLayer | None, Field(description="working|session|long_term|meta")] = None,
-        items: Annotated[list[CrudItem] | None, Field(description="Up to 10 items (id, content, metadata, tags, "
-                                                                  "expires_at, if_match, target_scope, "
-                                                                  "target_namespace)")] = None,
+        items: Annotated[
+            list[CrudItem] | None,
+            Field(
+                description="Up to 10 items (id, content, metadata, tags, "
+                "expires_at, if_match, target_scope, "
+                "target_namespace)"
+            ),
+        ] = None,
         filters: Annotated[dict[str, Any] | None, Field(description="Metadata filter for list")] = None,
         cursor: Annotated[str | None, Field(description="Opaque cursor from a previous list")] = None,
         limit: Annotated[int, Field(description="Page size for list (1-100)")] = 25,
@@ -326,27 +390,46 @@ def build_mcp_server(memory: Memory, resolve: Resolver, *, legacy_tools: bool | 
     ) -> dict[str, Any]:
         b = binding(context)
         if action in CRUD_WRITES and not b.can_write:
-            memory.engine.audit.record(tenant_id=b.ctx.tenant_id, principal=b.ctx.principal,
-                                       action=f"memory_crud.{action}", outcome="denied",
-                                       code=ErrorCode.FORBIDDEN.value, details={"reason": "read-only credential"})
-            denied = CrudError(code="FORBIDDEN", message="this credential may not write memories",
-                               details={"action": action})
+            memory.engine.audit.record(
+                tenant_id=b.ctx.tenant_id,
+                principal=b.ctx.principal,
+                action=f"memory_crud.{action}",
+                outcome="denied",
+                code=ErrorCode.FORBIDDEN.value,
+                details={"reason": "read-only credential"},
+            )
+            denied = CrudError(
+                code="FORBIDDEN", message="this credential may not write memories", details={"action": action}
+            )
             return MemoryCrudResponse(errors=[denied]).model_dump(mode="json")
-        request: dict[str, Any] = {"action": action, "scope": scope, "namespace": namespace, "layer": layer,
-                                   "items": [i.model_dump(exclude_none=True) for i in items or []],
-                                   "filters": filters, "cursor": cursor, "limit": limit, "if_match": if_match}
+        request: dict[str, Any] = {
+            "action": action,
+            "scope": scope,
+            "namespace": namespace,
+            "layer": layer,
+            "items": [i.model_dump(exclude_none=True) for i in items or []],
+            "filters": filters,
+            "cursor": cursor,
+            "limit": limit,
+            "if_match": if_match,
+        }
         if b.identifiers.user_id:  # the owner of agent-scope entries comes from the binding, not the model
             request["user_id"] = b.identifiers.user_id
         res = memory.crud(b.ctx, {k: v for k, v in request.items() if v is not None})
         return dict(res.model_dump(mode="json"))
 
-    deprecated("memory_crud", memory_crud, MIXED,
-               "One request format for create, read, update, delete, list and promote on the agent, team or "
-               "global scope; errors are returned in 'errors'.")
+    deprecated(
+        "memory_crud",
+        memory_crud,
+        MIXED,
+        "One request format for create, read, update, delete, list and promote on the agent, team or "
+        "global scope; errors are returned in 'errors'.",
+    )
 
     # -- write gate, remember / forget -------------------------------------------------------------
-    def process(context: Context[Any, Any], text: str, intent: Intent,
-                recent_messages: list[str] | None = None) -> dict[str, Any]:
+    def process(
+        context: Context[Any, Any], text: str, intent: Intent, recent_messages: list[str] | None = None
+    ) -> dict[str, Any]:
         b = binding(context, write=True)
         try:
             out = memory.process(b.ctx, text, intent, b.identifiers, recent_messages, layer=b.layer)
@@ -362,22 +445,36 @@ def build_mcp_server(memory: Memory, resolve: Resolver, *, legacy_tools: bool | 
     ) -> dict[str, Any]:
         return process(context, text, intent, recent_messages)
 
-    deprecated("memory_process", memory_process, MIXED,
-               "Let the memory decide: store a lasting fact (deduplicated, reformatted), update a duplicate, "
-               "ignore small talk, or with intent 'forget' delete every matching memory.")
+    deprecated(
+        "memory_process",
+        memory_process,
+        MIXED,
+        "Let the memory decide: store a lasting fact (deduplicated, reformatted), update a duplicate, "
+        "ignore small talk, or with intent 'forget' delete every matching memory.",
+    )
 
-    @server.tool(name="remember", annotations=CREATE,
-                 description="The user explicitly asked you to remember something: save it (a near-duplicate is "
-                             "updated instead, unsafe content such as passwords is refused).")
-    def remember(text: Annotated[str, Field(description="What the user asked you to remember, in their words")],
-                 context: Context[Any, Any]) -> dict[str, Any]:
+    @server.tool(
+        name="remember",
+        annotations=CREATE,
+        description="The user explicitly asked you to remember something: save it (a near-duplicate is "
+        "updated instead, unsafe content such as passwords is refused).",
+    )
+    def remember(
+        text: Annotated[str, Field(description="What the user asked you to remember, in their words")],
+        context: Context[Any, Any],
+    ) -> dict[str, Any]:
         return process(context, text, "remember")
 
-    @server.tool(name="forget", annotations=REMOVE,
-                 description="The user explicitly asked you to forget something: delete every saved memory that "
-                             "matches it. Use deleteMemory instead to remove one memory you know the id of.")
-    def forget(text: Annotated[str, Field(description="What the user asked you to forget, in their words")],
-               context: Context[Any, Any]) -> dict[str, Any]:
+    @server.tool(
+        name="forget",
+        annotations=REMOVE,
+        description="The user explicitly asked you to forget something: delete every saved memory that "
+        "matches it. Use deleteMemory instead to remove one memory you know the id of.",
+    )
+    def forget(
+        text: Annotated[str, Field(description="What the user asked you to forget, in their words")],
+        context: Context[Any, Any],
+    ) -> dict[str, Any]:
         return process(context, text, "forget")
 
     # -- lifecycle --------------------------------------------------------------------------------
@@ -386,8 +483,9 @@ def build_mcp_server(memory: Memory, resolve: Resolver, *, legacy_tools: bool | 
         try:
             source = memory.engine.provider.get(b.ctx.tenant_id, id, memory.engine.now()) if id else None
             if source is None or not _owned(source, b.identifiers):  # another user's memory looks missing
-                raise MemoryError(ErrorCode.MEMORY_NOT_FOUND, f"no memory with id {id!r}", operation="promote",
-                                  details={"id": id})
+                raise MemoryError(
+                    ErrorCode.MEMORY_NOT_FOUND, f"no memory with id {id!r}", operation="promote", details={"id": id}
+                )
             out = memory.promote(b.ctx, id, target_layer, b.identifiers, delete_original=delete_original)
         except MemoryError as exc:
             raise _tool_error(exc) from None
@@ -395,8 +493,10 @@ def build_mcp_server(memory: Memory, resolve: Resolver, *, legacy_tools: bool | 
         view["promotedFromId"] = out.provenance.promoted_from_id
         return view
 
-    promote_text = ("Share a memory more widely: copy it from this conversation or user to a broader scope "
-                    "(user, then project, team, org, company). Personal data is removed from the copy.")
+    promote_text = (
+        "Share a memory more widely: copy it from this conversation or user to a broader scope "
+        "(user, then project, team, org, company). Personal data is removed from the copy."
+    )
 
     @server.tool(name="promoteMemory", annotations=MIXED, description=promote_text)
     def promote_memory(
@@ -422,16 +522,21 @@ def build_mcp_server(memory: Memory, resolve: Resolver, *, legacy_tools: bool | 
         try:
             sid = session_id or b.identifiers.session_id
             if not b.identifiers.user_id or not sid:
-                raise MemoryError(ErrorCode.MISSING_IDENTIFIER, "close_session needs a userId (from the credential) "
-                                  "and a session_id", operation="close_session",
-                                  details={"identifier": "userId" if not b.identifiers.user_id else "sessionId"})
+                raise MemoryError(
+                    ErrorCode.MISSING_IDENTIFIER,
+                    "close_session needs a userId (from the credential) and a session_id",
+                    operation="close_session",
+                    details={"identifier": "userId" if not b.identifiers.user_id else "sessionId"},
+                )
             out = memory.close_session(b.ctx, b.identifiers.user_id, sid, b.identifiers.project_id)
         except MemoryError as exc:
             raise _tool_error(exc) from None
         return dict(out.model_dump(mode="json"))
 
-    close_text = ("The conversation is over: keep its important memories (copied to the user or project) and "
-                  "let the rest of the conversation's memories expire.")
+    close_text = (
+        "The conversation is over: keep its important memories (copied to the user or project) and "
+        "let the rest of the conversation's memories expire."
+    )
 
     @server.tool(name="closeSession", annotations=REMOVE, description=close_text)
     def close_session_tool(
@@ -469,9 +574,12 @@ def _http_binding(context: Context[Any, Any]) -> Binding:
     if auth is None:
         raise MemoryError(ErrorCode.MISSING_TENANT_CONTEXT, "no credentials on this MCP request", operation="mcp")
     if not auth.identifiers:
-        raise MemoryError(ErrorCode.MISSING_IDENTIFIER,
-                          "this credential carries no identifiers; create the key with e.g. --user-id",
-                          operation="mcp", details={"identifier": "userId"})
+        raise MemoryError(
+            ErrorCode.MISSING_IDENTIFIER,
+            "this credential carries no identifiers; create the key with e.g. --user-id",
+            operation="mcp",
+            details={"identifier": "userId"},
+        )
 
     return make_binding(auth.ctx, auth.identifiers, can_write=any(auth.ctx.has_role(r) for r in WRITE_ROLES))
 
@@ -485,8 +593,9 @@ class _Authenticated:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
         try:
-            result = authenticate_request(request, request.headers.get("authorization"),
-                                          request.headers.get("x-api-key"))
+            result = authenticate_request(
+                request, request.headers.get("authorization"), request.headers.get("x-api-key")
+            )
         except MemoryError as exc:
             await error_response(exc)(scope, receive, send)
             return

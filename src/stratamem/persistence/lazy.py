@@ -62,6 +62,7 @@ class SnapshotLoader(Protocol):
         self, tenant_id: str, manifest: Manifest, deferred: dict[str, builtins.list[Path]]
     ) -> None: ...
 
+
 #: What search/get/list/stats read: a lazy load commits these first, then serves those operations.
 QUERY_TABLES = frozenset({"memories", "lexical_postings", "tenant_policies", "memory_feedback"})
 #: Engine operations that read only the ``QUERY_TABLES`` (memories, lexical index, policies, feedback):
@@ -122,14 +123,23 @@ class LazyLoader:
         """Queue a tenant; from now on its first access loads it (replacing its current rows)."""
         parts, files, nbytes = _files(plan.manifest)
         status = TenantLoadStatus(
-            tenant_id=plan.tenant_id, state="pending",
+            tenant_id=plan.tenant_id,
+            state="pending",
             snapshot_id=plan.manifest.snapshot_id if plan.manifest else None,
-            partitions_total=parts, files_total=files, bytes_total=nbytes, rejected=list(plan.rejected))
+            partitions_total=parts,
+            files_total=files,
+            bytes_total=nbytes,
+            rejected=list(plan.rejected),
+        )
         with self._wake:
             old = self._states.get(plan.tenant_id)
             if old is not None and old.status.state in ("loading", "queryable"):
-                raise MemoryError(ErrorCode.CONFLICT, f"tenant {plan.tenant_id} is being loaded from a snapshot",
-                                  operation="snapshot", retryable=True)
+                raise MemoryError(
+                    ErrorCode.CONFLICT,
+                    f"tenant {plan.tenant_id} is being loaded from a snapshot",
+                    operation="snapshot",
+                    retryable=True,
+                )
             self._states[plan.tenant_id] = _TenantState(plan, status)
             if plan.tenant_id in self._order:
                 self._order.remove(plan.tenant_id)
@@ -175,8 +185,9 @@ class LazyLoader:
             state.status.state = "loading"
             state.status.on_demand = on_demand
         if spawn:
-            threading.Thread(target=self._load, args=(state,), name=f"stratamem-snapshot-{state.plan.tenant_id}",
-                             daemon=True).start()
+            threading.Thread(
+                target=self._load, args=(state,), name=f"stratamem-snapshot-{state.plan.tenant_id}", daemon=True
+            ).start()
         return True
 
     def _queryable(self, state: _TenantState, manifest: Manifest) -> None:
@@ -185,8 +196,12 @@ class LazyLoader:
         st.loaded_snapshot_id = manifest.snapshot_id
         st.partitions_loaded = sum(len(t.partitions) for t in manifest.tables if t.name in QUERY_TABLES)
         state.queryable.set()
-        log.info("lazy load of tenant %s: query tables of snapshot %s loaded in %.2fs; the rest follows",
-                 st.tenant_id, manifest.snapshot_id, time.perf_counter() - self.started)
+        log.info(
+            "lazy load of tenant %s: query tables of snapshot %s loaded in %.2fs; the rest follows",
+            st.tenant_id,
+            manifest.snapshot_id,
+            time.perf_counter() - self.started,
+        )
 
     def _load(self, state: _TenantState) -> None:
         tenant_id, st = state.plan.tenant_id, state.status
@@ -195,17 +210,26 @@ class LazyLoader:
                 return
             t0 = time.perf_counter()
             try:
-                report = self.manager._load_tenant(tenant_id, state.plan.candidates, first=state.plan.manifest,
-                                                   rejected=list(state.plan.rejected), deferred=self._defer,
-                                                   on_readable=lambda m: self._queryable(state, m))
+                report = self.manager._load_tenant(
+                    tenant_id,
+                    state.plan.candidates,
+                    first=state.plan.manifest,
+                    rejected=list(state.plan.rejected),
+                    deferred=self._defer,
+                    on_readable=lambda m: self._queryable(state, m),
+                )
             except MemoryError as exc:
                 st.state, st.error = "failed", exc.message
                 st.duration_s = round(time.perf_counter() - t0, 4)
-                st.rejected = [RejectedSnapshot.model_validate(r) for r in (exc.details or {}).get("rejected", [])] \
-                    or st.rejected
+                st.rejected = [
+                    RejectedSnapshot.model_validate(r) for r in (exc.details or {}).get("rejected", [])
+                ] or st.rejected
                 if not self.manager.engine.closed:
-                    log.error("lazy load of tenant %s failed: %s; its operations raise until a pull succeeds",
-                              tenant_id, exc.message)
+                    log.error(
+                        "lazy load of tenant %s failed: %s; its operations raise until a pull succeeds",
+                        tenant_id,
+                        exc.message,
+                    )
                 return
             except BaseException as exc:  # never leave waiters hanging
                 st.state, st.error = "failed", f"{type(exc).__name__}: {exc}"
@@ -224,19 +248,25 @@ class LazyLoader:
             st.duration_s = round(time.perf_counter() - t0, 4)
             st.state = "loaded"
             state.done.set()
-            log.info("lazy load of tenant %s: snapshot %s, %d partitions, %d bytes in %.2fs (%s)", tenant_id,
-                     report.snapshot_id, parts, report.bytes_downloaded, st.duration_s,
-                     "on demand" if st.on_demand else "background")
+            log.info(
+                "lazy load of tenant %s: snapshot %s, %d partitions, %d bytes in %.2fs (%s)",
+                tenant_id,
+                report.snapshot_id,
+                parts,
+                report.bytes_downloaded,
+                st.duration_s,
+                "on demand" if st.on_demand else "background",
+            )
 
     def _defer(self, manifest: Manifest, files: dict[str, builtins.list[Path]], workdir: Path) -> None:
         """Cache tables (``CACHE_TABLES``) are imported after the tenant is served, in the background."""
+
         def run() -> None:
             try:
                 if not self.manager.engine.closed:
                     self.manager._insert_deferred(manifest.tenant_id, manifest, files)
             except MemoryError as exc:  # a cache: a missing row is only recomputed
-                log.warning("deferred import of cache tables for tenant %s failed: %s", manifest.tenant_id,
-                            exc.message)
+                log.warning("deferred import of cache tables for tenant %s failed: %s", manifest.tenant_id, exc.message)
             finally:
                 shutil.rmtree(workdir, ignore_errors=True)
 
@@ -250,8 +280,11 @@ class LazyLoader:
             f"tenant {st.tenant_id} could not be loaded from its snapshots ({st.error}); it is not served from "
             "partial data — fix the snapshot or pull again",
             operation="snapshot",
-            details={"tenant_id": st.tenant_id, "reason": "snapshot_load_failed",
-                     "rejected": [r.model_dump() for r in st.rejected]},
+            details={
+                "tenant_id": st.tenant_id,
+                "reason": "snapshot_load_failed",
+                "rejected": [r.model_dump() for r in st.rejected],
+            },
         )
 
     def _next(self) -> str | None:
@@ -316,14 +349,21 @@ class LazyLoader:
             by_state["pending" if t.state in ("loading", "queryable") else t.state].append(t.tenant_id)
         loaded = [t for t in tenants if t.state == "loaded"]
         return LoadStatus(
-            budget_s=self.budget_s, elapsed_s=round(time.perf_counter() - self.started, 4),
+            budget_s=self.budget_s,
+            elapsed_s=round(time.perf_counter() - self.started, 4),
             complete=not by_state["pending"],
             partitions_loaded=sum(t.partitions_loaded for t in tenants if t.state != "failed"),
-            partitions_pending=sum(t.partitions_total - t.partitions_loaded for t in tenants
-                                   if t.state in ("pending", "loading", "queryable")),
+            partitions_pending=sum(
+                t.partitions_total - t.partitions_loaded
+                for t in tenants
+                if t.state in ("pending", "loading", "queryable")
+            ),
             tenants_queryable=[t.tenant_id for t in tenants if t.state == "queryable"],
-            bytes_loaded=sum(t.bytes_loaded for t in loaded), bytes_total=sum(t.bytes_total for t in tenants),
-            tenants_loaded=by_state["loaded"], tenants_pending=by_state["pending"],
-            tenants_failed=by_state["failed"], tenants=tenants,
+            bytes_loaded=sum(t.bytes_loaded for t in loaded),
+            bytes_total=sum(t.bytes_total for t in tenants),
+            tenants_loaded=by_state["loaded"],
+            tenants_pending=by_state["pending"],
+            tenants_failed=by_state["failed"],
+            tenants=tenants,
             cache_imports_pending=sum(not f.done() for f in builtins.list(self._deferred)),
         )

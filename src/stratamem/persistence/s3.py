@@ -22,8 +22,16 @@ from ..settings import Settings
 
 T = TypeVar("T")
 
-_TRANSIENT_CODES = {"SlowDown", "RequestTimeout", "InternalError", "ServiceUnavailable", "503", "500",
-                    "RequestTimeTooSkewed", "Throttling"}
+_TRANSIENT_CODES = {
+    "SlowDown",
+    "RequestTimeout",
+    "InternalError",
+    "ServiceUnavailable",
+    "503",
+    "500",
+    "RequestTimeTooSkewed",
+    "Throttling",
+}
 
 
 class S3Settings(BaseModel):
@@ -106,11 +114,15 @@ class S3Store:
                 region_name=settings.region,
                 aws_access_key_id=settings.access_key_id,
                 aws_secret_access_key=settings.secret_access_key,
-                config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1, "mode": "standard"},
-                              connect_timeout=5, read_timeout=60,
-                              max_pool_connections=max(10, settings.max_workers * 2),
-                              request_checksum_calculation="when_required",
-                              response_checksum_validation="when_required"),
+                config=Config(
+                    s3={"addressing_style": "path"},
+                    retries={"max_attempts": 1, "mode": "standard"},
+                    connect_timeout=5,
+                    read_timeout=60,
+                    max_pool_connections=max(10, settings.max_workers * 2),
+                    request_checksum_calculation="when_required",
+                    response_checksum_validation="when_required",
+                ),
             )
         self.client = client
         self._bucket_checked = False
@@ -151,15 +163,25 @@ class S3Store:
     def put_file(self, key: str, path: Path, *, sha256: str) -> None:
         def put() -> None:
             with path.open("rb") as fh:
-                self.client.put_object(Bucket=self.bucket, Key=key, Body=fh, Metadata={"sha256": sha256},
-                                       ContentType="application/vnd.apache.parquet")
+                self.client.put_object(
+                    Bucket=self.bucket,
+                    Key=key,
+                    Body=fh,
+                    Metadata={"sha256": sha256},
+                    ContentType="application/vnd.apache.parquet",
+                )
 
         self._call("put_object", key, put)
 
     def put_bytes(self, key: str, data: bytes, *, content_type: str = "application/json") -> None:
         sha = hashlib.sha256(data).hexdigest()
-        self._call("put_object", key, lambda: self.client.put_object(
-            Bucket=self.bucket, Key=key, Body=data, ContentType=content_type, Metadata={"sha256": sha}))
+        self._call(
+            "put_object",
+            key,
+            lambda: self.client.put_object(
+                Bucket=self.bucket, Key=key, Body=data, ContentType=content_type, Metadata={"sha256": sha}
+            ),
+        )
 
     def get_bytes(self, key: str) -> bytes:
         def get() -> bytes:
@@ -174,6 +196,7 @@ class S3Store:
     def download_file(self, key: str, path: Path) -> tuple[int, str]:
         """Stream an object to ``path``; returns its size and sha256 (hashed while it streams, so
         verification needs no second read of the file)."""
+
         def get() -> tuple[int, str]:
             body = self.client.get_object(Bucket=self.bucket, Key=key)["Body"]
             h, size = hashlib.sha256(), 0
@@ -206,15 +229,27 @@ class S3Store:
         return self._call("head_object", key, head)
 
     def copy(self, source: str, dest: str) -> None:
-        self._call("copy_object", dest, lambda: self.client.copy_object(
-            Bucket=self.bucket, Key=dest, CopySource={"Bucket": self.bucket, "Key": source},
-            MetadataDirective="COPY"))
+        self._call(
+            "copy_object",
+            dest,
+            lambda: self.client.copy_object(
+                Bucket=self.bucket,
+                Key=dest,
+                CopySource={"Bucket": self.bucket, "Key": source},
+                MetadataDirective="COPY",
+            ),
+        )
 
     def delete(self, keys: list[str]) -> None:
         for start in range(0, len(keys), 1000):
-            chunk = keys[start:start + 1000]
-            self._call("delete_objects", chunk[0], lambda chunk=chunk: self.client.delete_objects(  # type: ignore[misc]
-                Bucket=self.bucket, Delete={"Objects": [{"Key": k} for k in chunk], "Quiet": True}))
+            chunk = keys[start : start + 1000]
+            self._call(
+                "delete_objects",
+                chunk[0],
+                lambda chunk=chunk: self.client.delete_objects(  # type: ignore[misc]
+                    Bucket=self.bucket, Delete={"Objects": [{"Key": k} for k in chunk], "Quiet": True}
+                ),
+            )
 
     def list(self, prefix: str) -> Iterator[dict[str, Any]]:
         """Every object under ``prefix`` (``Key``, ``Size``, ``LastModified``)."""
@@ -223,8 +258,11 @@ class S3Store:
             kwargs: dict[str, Any] = {"Bucket": self.bucket, "Prefix": prefix}
             if token:
                 kwargs["ContinuationToken"] = token
-            page: dict[str, Any] = self._call("list_objects_v2", prefix,
-                                              lambda kwargs=kwargs: self.client.list_objects_v2(**kwargs))  # type: ignore[misc]
+            page: dict[str, Any] = self._call(
+                "list_objects_v2",
+                prefix,
+                lambda kwargs=kwargs: self.client.list_objects_v2(**kwargs),  # type: ignore[misc]
+            )
             yield from page.get("Contents", [])
             if not page.get("IsTruncated"):
                 return

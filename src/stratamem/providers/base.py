@@ -180,8 +180,9 @@ class PreparingWriteHook(WriteHook, Protocol):
 
     def prepare_add(self, reader: Any, entries: Sequence[MemoryEntry]) -> Any: ...
 
-    def after_add_prepared(self, tx: Any, entries: Sequence[MemoryEntry], prepared: Any, *,
-                           unchanged: bool = False) -> None: ...
+    def after_add_prepared(
+        self, tx: Any, entries: Sequence[MemoryEntry], prepared: Any, *, unchanged: bool = False
+    ) -> None: ...
 
 
 def _add_key(entries: Sequence[MemoryEntry]) -> tuple[tuple[str, str, str], ...]:
@@ -219,8 +220,9 @@ class MemoryProvider(ABC):
         #: knowledge-graph snapshot) forget exactly those rows.
         self.row_listeners: list[Callable[[str, Sequence[str]], None]] = []
 
-    def configure_search_index(self, *, enabled: bool = True, ann_threshold: int | None = None,
-                               max_rows: int | None = None) -> None:
+    def configure_search_index(
+        self, *, enabled: bool = True, ann_threshold: int | None = None, max_rows: int | None = None
+    ) -> None:
         """Tune an in-process search index, where the provider keeps one (the embedded DuckDB store)."""
         return None
 
@@ -277,8 +279,9 @@ class MemoryProvider(ABC):
 
     # -- memory rows -----------------------------------------------------------------------------
     @abstractmethod
-    def add(self, entries: Sequence[MemoryEntry], *, cache_model: str | None = None,
-            prepared: PreparedAdd | None = None) -> None:
+    def add(
+        self, entries: Sequence[MemoryEntry], *, cache_model: str | None = None, prepared: PreparedAdd | None = None
+    ) -> None:
         """Insert entries (with embeddings) atomically, running write hooks in the same transaction.
 
         With ``cache_model``, each entry's vector becomes findable by :meth:`cache_get` under that
@@ -335,8 +338,9 @@ class MemoryProvider(ABC):
     def _run_add_hooks(self, tx: Any, entries: Sequence[MemoryEntry], prepared: PreparedAdd | None) -> None:
         """Every write hook's add work, in the open transaction, using what was prepared for it."""
         ready = prepared.hooks if prepared is not None and prepared.matches(entries) else {}
-        unchanged = (prepared is not None and prepared.generation is not None
-                     and prepared.generation == self._write_generation())
+        unchanged = (
+            prepared is not None and prepared.generation is not None and prepared.generation == self._write_generation()
+        )
         for hook in self.write_hooks:
             data = ready.get(id(hook))
             if data is not None:
@@ -345,8 +349,15 @@ class MemoryProvider(ABC):
                 hook.after_add(tx, entries)
 
     @abstractmethod
-    def get(self, tenant_id: str, memory_id: str, now: datetime, *, include_embedding: bool = False,
-            statuses: tuple[str, ...] = ACTIVE) -> MemoryEntry | None:
+    def get(
+        self,
+        tenant_id: str,
+        memory_id: str,
+        now: datetime,
+        *,
+        include_embedding: bool = False,
+        statuses: tuple[str, ...] = ACTIVE,
+    ) -> MemoryEntry | None:
         """One live entry of this tenant, or None (missing, other tenant, expired, wrong status)."""
 
     @abstractmethod
@@ -395,13 +406,17 @@ class MemoryProvider(ABC):
     def _unsupported(self, feature: str, operation: str = "", *, plural: bool = False) -> MemoryError:
         """CONFIGURATION_ERROR for an optional concern this provider does not implement."""
         verb = "are" if plural else "is"
-        return MemoryError(ErrorCode.CONFIGURATION_ERROR, f"{feature} {verb} not supported by provider {self.name}",
-                           operation=operation)
+        return MemoryError(
+            ErrorCode.CONFIGURATION_ERROR,
+            f"{feature} {verb} not supported by provider {self.name}",
+            operation=operation,
+        )
 
     # -- lifecycle (importance, status, TTL, feedback) --------------------------------------------
     @_unsupported_default
-    def record_access(self, tenant_id: str, importance: Mapping[str, float], now: datetime, *,
-                      counts: Mapping[str, int] | None = None) -> int:
+    def record_access(
+        self, tenant_id: str, importance: Mapping[str, float], now: datetime, *, counts: Mapping[str, int] | None = None
+    ) -> int:
         """One batched write: ``access_count += counts[id]`` (1 when ``counts`` is None),
         ``last_accessed_at = now``, ``importance = value`` for each id of ``importance``. Does not bump
         version/etag (an access is not an edit)."""
@@ -419,14 +434,16 @@ class MemoryProvider(ABC):
         raise self._unsupported("lifecycle")
 
     @_unsupported_default
-    def purge_candidates(self, tenant_id: str, *, expired_before: datetime, deleted_before: datetime,
-                         limit: int = 10_000) -> builtins.list[str]:
+    def purge_candidates(
+        self, tenant_id: str, *, expired_before: datetime, deleted_before: datetime, limit: int = 10_000
+    ) -> builtins.list[str]:
         """Ids expired before ``expired_before`` or soft-deleted before ``deleted_before``."""
         raise self._unsupported("lifecycle")
 
     @_unsupported_default
-    def add_feedback(self, tenant_id: str, ids: Sequence[str], reward: float,
-                     now: datetime) -> dict[str, tuple[int, float]]:
+    def add_feedback(
+        self, tenant_id: str, ids: Sequence[str], reward: float, now: datetime
+    ) -> dict[str, tuple[int, float]]:
         """Record one reward signal per id; returns ``{id: (signals, reward_sum)}`` after the write."""
         raise self._unsupported("lifecycle")
 
@@ -487,8 +504,9 @@ class MemoryProvider(ABC):
         raise self._unsupported("hygiene", "hygiene")
 
     @_unsupported_default
-    def list_memory_events(self, tenant_id: str, *, memory_id: str | None = None,
-                           events: Sequence[str] | None = None, limit: int = 50) -> builtins.list[dict[str, Any]]:
+    def list_memory_events(
+        self, tenant_id: str, *, memory_id: str | None = None, events: Sequence[str] | None = None, limit: int = 50
+    ) -> builtins.list[dict[str, Any]]:
         """The tenant's newest memory_events rows (same keys as appended; ``details`` a dict), newest
         first; only rows of ``memory_id`` and/or of these ``events`` kinds when given."""
         raise self._unsupported("hygiene", "hygiene")
@@ -499,8 +517,9 @@ class MemoryProvider(ABC):
         raise self._unsupported("hygiene", "hygiene")
 
     @_unsupported_default
-    def count_user_memories(self, tenant_id: str, user_id: str, now: datetime, *,
-                            exclude_ids: Sequence[str] = (), tx: Any = None) -> int:
+    def count_user_memories(
+        self, tenant_id: str, user_id: str, now: datetime, *, exclude_ids: Sequence[str] = (), tx: Any = None
+    ) -> int:
         """Live memories whose identifiers carry this user_id (any layer); ``tx`` = open write transaction."""
         raise self._unsupported("hygiene", "hygiene")
 

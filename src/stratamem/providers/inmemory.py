@@ -85,8 +85,9 @@ class InMemoryProvider(MemoryProvider):
         )
 
     @staticmethod
-    def _live(entry: MemoryEntry, now: datetime, statuses: tuple[str, ...] = ACTIVE,
-              include_expired: bool = False) -> bool:
+    def _live(
+        entry: MemoryEntry, now: datetime, statuses: tuple[str, ...] = ACTIVE, include_expired: bool = False
+    ) -> bool:
         if entry.status not in statuses:
             return False
         return include_expired or entry.expires_at is None or entry.expires_at > now
@@ -95,8 +96,9 @@ class InMemoryProvider(MemoryProvider):
         vec = self._vectors[(entry.tenant_id, entry.id)]
         return entry.model_copy(update={"embedding": [float(x) for x in vec] if with_embedding else None}, deep=True)
 
-    def add(self, entries: Sequence[MemoryEntry], *, cache_model: str | None = None,
-            prepared: PreparedAdd | None = None) -> None:
+    def add(
+        self, entries: Sequence[MemoryEntry], *, cache_model: str | None = None, prepared: PreparedAdd | None = None
+    ) -> None:
         with self._lock:
             staged = {(e.tenant_id, e.id): e for e in entries}
             self._run_add_hooks(None, entries, prepared)
@@ -107,8 +109,15 @@ class InMemoryProvider(MemoryProvider):
                 if cache_model is not None:
                     self._cache.setdefault((e.tenant_id, cache_model, e.content_hash), self._vectors[key])
 
-    def get(self, tenant_id: str, memory_id: str, now: datetime, *, include_embedding: bool = False,
-            statuses: tuple[str, ...] = ACTIVE) -> MemoryEntry | None:
+    def get(
+        self,
+        tenant_id: str,
+        memory_id: str,
+        now: datetime,
+        *,
+        include_embedding: bool = False,
+        statuses: tuple[str, ...] = ACTIVE,
+    ) -> MemoryEntry | None:
         with self._lock:
             entry = self._rows.get((tenant_id, memory_id))
             if entry is None or not self._live(entry, now, statuses):
@@ -161,7 +170,8 @@ class InMemoryProvider(MemoryProvider):
             layer = query.scope.layer.value if query.scope else None
             key = query.scope.key if query.scope else None
             rows = [
-                e for e in self._scoped(query.tenant_id, layer, key)
+                e
+                for e in self._scoped(query.tenant_id, layer, key)
                 if self._live(e, query.now, query.statuses, query.include_expired)
                 and query.in_window(e)
                 and (query.predicate is None or query.predicate(e.metadata))
@@ -173,14 +183,18 @@ class InMemoryProvider(MemoryProvider):
 
     def scope_centroid(self, tenant_id: str, scope: Scope, now: datetime) -> Centroid | None:
         with self._lock:
-            rows = [self._vectors[(e.tenant_id, e.id)] for e in self._scoped(tenant_id, scope.layer.value, scope.key)
-                    if self._live(e, now, ACTIVE) and (e.tenant_id, e.id) in self._vectors]
+            rows = [
+                self._vectors[(e.tenant_id, e.id)]
+                for e in self._scoped(tenant_id, scope.layer.value, scope.key)
+                if self._live(e, now, ACTIVE) and (e.tenant_id, e.id) in self._vectors
+            ]
         return mean_of_unit_rows(np.vstack(rows)) if rows else None
 
     def search(self, query: SearchQuery) -> SearchPage:
         with self._lock:
             rows = [
-                e for e in self._scoped(query.tenant_id, query.scope.layer.value, query.scope.key)
+                e
+                for e in self._scoped(query.tenant_id, query.scope.layer.value, query.scope.key)
                 if self._live(e, query.now, query.statuses)
             ]
             if not rows:
@@ -196,8 +210,13 @@ class InMemoryProvider(MemoryProvider):
                     if counts:
                         docs[e.id] = (counts, sum(counts.values()))
                 lex = bm25_normalized(terms, docs)
-                scores = np.asarray([fuse_scores(float(scores[i]), lex.get(e.id, 0.0), query.lexical_weight)
-                                     for i, e in enumerate(rows)], dtype=np.float64)
+                scores = np.asarray(
+                    [
+                        fuse_scores(float(scores[i]), lex.get(e.id, 0.0), query.lexical_weight)
+                        for i, e in enumerate(rows)
+                    ],
+                    dtype=np.float64,
+                )
             order = sorted(range(len(rows)), key=lambda i: (-float(scores[i]), rows[i].id))
             hits: list[ScoredEntry] = []
             total = 0
@@ -239,16 +258,22 @@ class InMemoryProvider(MemoryProvider):
                 self._cache.setdefault((tenant_id, model_id, h), np.asarray(v, dtype=np.float32))
 
     # ---------------------------------------------------------------------------- lifecycle
-    def record_access(self, tenant_id: str, importance: Mapping[str, float], now: datetime, *,
-                      counts: Mapping[str, int] | None = None) -> int:
+    def record_access(
+        self, tenant_id: str, importance: Mapping[str, float], now: datetime, *, counts: Mapping[str, int] | None = None
+    ) -> int:
         with self._lock:
             n = 0
             for mid, value in importance.items():
                 e = self._rows.get((tenant_id, mid))
                 if e is not None:
                     step = 1 if counts is None else int(counts.get(mid, 1))
-                    self._rows[(tenant_id, mid)] = e.model_copy(update={
-                        "access_count": e.access_count + step, "last_accessed_at": now, "importance": float(value)})
+                    self._rows[(tenant_id, mid)] = e.model_copy(
+                        update={
+                            "access_count": e.access_count + step,
+                            "last_accessed_at": now,
+                            "importance": float(value),
+                        }
+                    )
                     n += 1
             return n
 
@@ -258,7 +283,8 @@ class InMemoryProvider(MemoryProvider):
             for i in found:
                 e = self._rows[(tenant_id, i)]
                 self._rows[(tenant_id, i)] = e.model_copy(
-                    update={"status": status, "deleted_at": now if status == "deleted" else None})
+                    update={"status": status, "deleted_at": now if status == "deleted" else None}
+                )
             return found
 
     def set_expiry(self, tenant_id: str, ids: Sequence[str], expires_at: datetime | None) -> int:
@@ -268,18 +294,21 @@ class InMemoryProvider(MemoryProvider):
                 self._rows[(tenant_id, i)] = self._rows[(tenant_id, i)].model_copy(update={"expires_at": expires_at})
             return len(found)
 
-    def purge_candidates(self, tenant_id: str, *, expired_before: datetime, deleted_before: datetime,
-                         limit: int = 10_000) -> builtins.list[str]:
+    def purge_candidates(
+        self, tenant_id: str, *, expired_before: datetime, deleted_before: datetime, limit: int = 10_000
+    ) -> builtins.list[str]:
         with self._lock:
             out = sorted(
-                e.id for e in self._scoped(tenant_id, None, None)
+                e.id
+                for e in self._scoped(tenant_id, None, None)
                 if (e.expires_at is not None and e.expires_at <= expired_before)
                 or (e.status == "deleted" and e.deleted_at is not None and e.deleted_at <= deleted_before)
             )
             return out[:limit]
 
-    def add_feedback(self, tenant_id: str, ids: Sequence[str], reward: float,
-                     now: datetime) -> dict[str, tuple[int, float]]:
+    def add_feedback(
+        self, tenant_id: str, ids: Sequence[str], reward: float, now: datetime
+    ) -> dict[str, tuple[int, float]]:
         with self._lock:
             out: dict[str, tuple[int, float]] = {}
             for i in dict.fromkeys(ids):
@@ -360,14 +389,19 @@ class InMemoryProvider(MemoryProvider):
                         counts[key] = counts.get(key, 0) + 1
             return counts
 
-    def list_memory_events(self, tenant_id: str, *, memory_id: str | None = None,
-                           events: Sequence[str] | None = None, limit: int = 50) -> builtins.list[dict[str, Any]]:
+    def list_memory_events(
+        self, tenant_id: str, *, memory_id: str | None = None, events: Sequence[str] | None = None, limit: int = 50
+    ) -> builtins.list[dict[str, Any]]:
         with self._lock:
             self._hygiene_state()
             kinds = set(events) if events is not None else None
-            rows = [e for e in self._events if e["tenant_id"] == tenant_id
-                    and (memory_id is None or e.get("memory_id") == memory_id)
-                    and (kinds is None or e["event"] in kinds)]
+            rows = [
+                e
+                for e in self._events
+                if e["tenant_id"] == tenant_id
+                and (memory_id is None or e.get("memory_id") == memory_id)
+                and (kinds is None or e["event"] in kinds)
+            ]
             rows.sort(key=lambda e: (e["ts"], e["id"]), reverse=True)
             return [copy.deepcopy(e) for e in rows[:limit]]
 
@@ -381,9 +415,13 @@ class InMemoryProvider(MemoryProvider):
                     counts[key] = counts.get(key, 0) + 1
             return sorted((day, event, n) for (day, event), n in counts.items())
 
-    def count_user_memories(self, tenant_id: str, user_id: str, now: datetime, *,
-                            exclude_ids: Sequence[str] = (), tx: Any = None) -> int:
+    def count_user_memories(
+        self, tenant_id: str, user_id: str, now: datetime, *, exclude_ids: Sequence[str] = (), tx: Any = None
+    ) -> int:
         with self._lock:
             skip = set(exclude_ids)
-            return sum(1 for e in self._scoped(tenant_id, None, None)
-                       if e.identifiers.user_id == user_id and e.id not in skip and self._live(e, now))
+            return sum(
+                1
+                for e in self._scoped(tenant_id, None, None)
+                if e.identifiers.user_id == user_id and e.id not in skip and self._live(e, now)
+            )

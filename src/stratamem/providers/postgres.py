@@ -83,8 +83,26 @@ _INSERT_COLUMNS = (
     "deleted_at, embedding"
 )
 _COPY_TYPES = [
-    "text", "text", "text", "text", "text", "text", "json", "json", "json", "text", "text",
-    "int4", "text", "float8", "int8", "timestamptz", "timestamptz", "timestamptz", "timestamptz", "timestamptz",
+    "text",
+    "text",
+    "text",
+    "text",
+    "text",
+    "text",
+    "json",
+    "json",
+    "json",
+    "text",
+    "text",
+    "int4",
+    "text",
+    "float8",
+    "int8",
+    "timestamptz",
+    "timestamptz",
+    "timestamptz",
+    "timestamptz",
+    "timestamptz",
     "vector",
 ]
 #: Seed of the advisory-lock key hashed from (tenant, user) while the per-user quota is counted.
@@ -136,11 +154,21 @@ class PostgresProvider(PostgresRowCopyMixin, MemoryProvider):
     name = "postgres"
     version = psycopg.__version__
 
-    def __init__(self, url: str, *, schema: str | None = None, min_size: int = 1, max_size: int = 10,
-                 max_content_length: int = MAX_CONTENT_LENGTH, search_mode: str = "exact",
-                 pool_timeout: float = 30.0, read_batch: int = 1000, application_name: str = "stratamem",
-                 encryption_key: EncryptionKey | str | None = None,
-                 previous_keys: Sequence[EncryptionKey] = ()) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        schema: str | None = None,
+        min_size: int = 1,
+        max_size: int = 10,
+        max_content_length: int = MAX_CONTENT_LENGTH,
+        search_mode: str = "exact",
+        pool_timeout: float = 30.0,
+        read_batch: int = 1000,
+        application_name: str = "stratamem",
+        encryption_key: EncryptionKey | str | None = None,
+        previous_keys: Sequence[EncryptionKey] = (),
+    ) -> None:
         super().__init__()
         key = EncryptionKey(encryption_key) if isinstance(encryption_key, str) else encryption_key
         #: With a key, ``memories.metadata`` is stored encrypted per tenant (``encryption.FieldSealer``);
@@ -150,11 +178,11 @@ class PostgresProvider(PostgresRowCopyMixin, MemoryProvider):
         self.conninfo = conninfo
         self.schema = schema or url_schema
         if self.schema is not None and not _SCHEMA_RE.match(self.schema):
-            raise MemoryError(ErrorCode.CONFIGURATION_ERROR, f"invalid PostgreSQL schema name {self.schema!r}",
-                              operation="open")
+            raise MemoryError(
+                ErrorCode.CONFIGURATION_ERROR, f"invalid PostgreSQL schema name {self.schema!r}", operation="open"
+            )
         if search_mode not in ("exact", "ann"):
-            raise MemoryError(ErrorCode.CONFIGURATION_ERROR, "search_mode must be 'exact' or 'ann'",
-                              operation="open")
+            raise MemoryError(ErrorCode.CONFIGURATION_ERROR, "search_mode must be 'exact' or 'ann'", operation="open")
         self.search_mode = search_mode
         self.application_name = application_name
         self.max_content_length = max_content_length
@@ -181,8 +209,7 @@ class PostgresProvider(PostgresRowCopyMixin, MemoryProvider):
     @property
     def pool(self) -> ConnectionPool[psycopg.Connection[Any]]:
         if self._pool is None:
-            raise MemoryError(ErrorCode.PROVIDER_ERROR, "the store is closed", operation="provider",
-                              retryable=False)
+            raise MemoryError(ErrorCode.PROVIDER_ERROR, "the store is closed", operation="provider", retryable=False)
         return self._pool
 
     @staticmethod
@@ -190,8 +217,12 @@ class PostgresProvider(PostgresRowCopyMixin, MemoryProvider):
         if isinstance(exc, _TRANSIENT):
             return TransientProviderError(f"{type(exc).__name__}: {exc}")
         if isinstance(exc, psycopg.DataError):
-            return MemoryError(ErrorCode.INVALID_PARAMS, f"PostgreSQL cannot store this value: {exc}",
-                               operation=operation, retryable=False)
+            return MemoryError(
+                ErrorCode.INVALID_PARAMS,
+                f"PostgreSQL cannot store this value: {exc}",
+                operation=operation,
+                retryable=False,
+            )
         return MemoryError(
             ErrorCode.PROVIDER_ERROR,
             f"storage error: {type(exc).__name__}",
@@ -271,8 +302,9 @@ class PostgresProvider(PostgresRowCopyMixin, MemoryProvider):
     def entry_from_row(self, row: Sequence[Any], with_embedding: bool) -> MemoryEntry:
         return self._entry(row, with_embedding)
 
-    def fetch_entries(self, cur: Any, tenant_id: str, ids: Sequence[str],
-                      with_embedding: bool) -> builtins.list[MemoryEntry]:
+    def fetch_entries(
+        self, cur: Any, tenant_id: str, ids: Sequence[str], with_embedding: bool
+    ) -> builtins.list[MemoryEntry]:
         conn = cur.conn if isinstance(cur, PgSqlCursor) else cur
         return self._fetch_ids(conn, tenant_id, ids, with_embedding)
 
@@ -294,14 +326,24 @@ class PostgresProvider(PostgresRowCopyMixin, MemoryProvider):
             ) from exc
         if self._pool is None:
             self._pool = ConnectionPool(
-                self.conninfo, min_size=self._min_size, max_size=self._max_size, kwargs=self._session_options(),
-                configure=self._configure, check=ConnectionPool.check_connection, timeout=self._pool_timeout,
-                open=False, name="stratamem",
+                self.conninfo,
+                min_size=self._min_size,
+                max_size=self._max_size,
+                kwargs=self._session_options(),
+                configure=self._configure,
+                check=ConnectionPool.check_connection,
+                timeout=self._pool_timeout,
+                open=False,
+                name="stratamem",
             )
             self._pool.open(wait=True, timeout=self._pool_timeout)
         self._dims = dimensions
-        return StoreInfo(embedding_model=embedding_model, dimensions=dimensions, schema_version=version,
-                         extras={"url": self.display_url, "schema": self.schema or "public"})
+        return StoreInfo(
+            embedding_model=embedding_model,
+            dimensions=dimensions,
+            schema_version=version,
+            extras={"url": self.display_url, "schema": self.schema or "public"},
+        )
 
     def _setup(self, conn: psycopg.Connection[Any], embedding_model: str, dimensions: int) -> int:
         conn.execute("SELECT pg_advisory_lock(%s)", [postgres_schema.MIGRATION_LOCK_KEY])
@@ -320,8 +362,12 @@ class PostgresProvider(PostgresRowCopyMixin, MemoryProvider):
                         f"{stored_model!r}, but the configured embedder {embedding_model!r} produces "
                         f"{dimensions} dimensions",
                         operation="open",
-                        details={"store_dimensions": stored_dims, "embedder_dimensions": dimensions,
-                                 "store_model": stored_model, "embedder_model": embedding_model},
+                        details={
+                            "store_dimensions": stored_dims,
+                            "embedder_dimensions": dimensions,
+                            "store_model": stored_model,
+                            "embedder_model": embedding_model,
+                        },
                     )
                 if stored_model != embedding_model:
                     raise MemoryError(
@@ -330,8 +376,12 @@ class PostgresProvider(PostgresRowCopyMixin, MemoryProvider):
                         f"configured embedder is {embedding_model!r} (vectors are not comparable). "
                         "Re-embed with `stratamem export` / `import` into a new store.",
                         operation="open",
-                        details={"store_model": stored_model, "embedder_model": embedding_model,
-                                 "store_dimensions": stored_dims, "embedder_dimensions": dimensions},
+                        details={
+                            "store_model": stored_model,
+                            "embedder_model": embedding_model,
+                            "store_dimensions": stored_dims,
+                            "embedder_dimensions": dimensions,
+                        },
                     )
             done = postgres_schema.applied_versions(conn)
             for migration in postgres_schema.all_migrations():
@@ -365,15 +415,19 @@ class PostgresProvider(PostgresRowCopyMixin, MemoryProvider):
         it, or with a key it does not know, is refused before anything is read or written."""
         if stored is None:
             if self.sealer is not None:
-                conn.execute("INSERT INTO store_meta VALUES (%s, %s) ON CONFLICT (key) DO NOTHING",
-                             [_KEY_META, self.sealer.key.key_id])
+                conn.execute(
+                    "INSERT INTO store_meta VALUES (%s, %s) ON CONFLICT (key) DO NOTHING",
+                    [_KEY_META, self.sealer.key.key_id],
+                )
             return
         if self.sealer is None:
             raise MemoryError(
                 ErrorCode.CONFIGURATION_ERROR,
                 f"PostgreSQL store {self.display_url} holds metadata encrypted with key id {stored} and no "
                 "encryption key is configured (set STRATAMEM_ENCRYPTION_KEY or STRATAMEM_ENCRYPTION_KEY_FILE)",
-                operation="open", details={"reason": "encryption_key_missing", "key_id": stored}, retryable=False,
+                operation="open",
+                details={"reason": "encryption_key_missing", "key_id": stored},
+                retryable=False,
             )
         if stored not in self.sealer.key_ids:
             raise MemoryError(
@@ -381,7 +435,9 @@ class PostgresProvider(PostgresRowCopyMixin, MemoryProvider):
                 f"PostgreSQL store {self.display_url} holds metadata encrypted with key id {stored}, not with "
                 f"the configured key ({self.sealer.key.key_id}); give that key (STRATAMEM_ENCRYPTION_PREVIOUS_"
                 "KEY_FILE holds old keys)",
-                operation="open", details={"reason": "encryption_key_wrong", "key_id": stored}, retryable=False,
+                operation="open",
+                details={"reason": "encryption_key_wrong", "key_id": stored},
+                retryable=False,
             )
         if stored != self.sealer.key.key_id:  # rotated: new writes use the new key, old rows still open
             conn.execute("UPDATE store_meta SET value = %s WHERE key = %s", [self.sealer.key.key_id, _KEY_META])
@@ -417,24 +473,71 @@ class PostgresProvider(PostgresRowCopyMixin, MemoryProvider):
     # ------------------------------------------------------------------------------------ rows
     def _row_values(self, e: MemoryEntry) -> list[Any]:
         return [
-            e.tenant_id, e.id, e.layer.value, scope_key(e.layer, e.identifiers), e.content, e.content_hash,
-            e.identifiers.model_dump(exclude_none=True), self._seal(e.tenant_id, e.id, e.metadata),
+            e.tenant_id,
+            e.id,
+            e.layer.value,
+            scope_key(e.layer, e.identifiers),
+            e.content,
+            e.content_hash,
+            e.identifiers.model_dump(exclude_none=True),
+            self._seal(e.tenant_id, e.id, e.metadata),
             e.provenance.model_dump(mode="json", exclude_none=True),  # valid_to: a datetime, as JSON text
-            e.tier, e.status, e.version, e.etag, float(e.importance), int(e.access_count), e.created_at,
-            e.updated_at, e.expires_at, e.last_accessed_at, e.deleted_at,
+            e.tier,
+            e.status,
+            e.version,
+            e.etag,
+            float(e.importance),
+            int(e.access_count),
+            e.created_at,
+            e.updated_at,
+            e.expires_at,
+            e.last_accessed_at,
+            e.deleted_at,
             np.asarray(e.embedding, dtype=np.float32) if e.embedding is not None else None,
         ]
 
     def _entry(self, row: Sequence[Any], with_embedding: bool) -> MemoryEntry:
-        (tenant_id, id_, layer, content, chash, idents, metadata, prov, tier, status, version, etag,
-         importance, access_count, created_at, updated_at, expires_at, last_accessed_at, deleted_at) = row[:_N_COLS]
+        (
+            tenant_id,
+            id_,
+            layer,
+            content,
+            chash,
+            idents,
+            metadata,
+            prov,
+            tier,
+            status,
+            version,
+            etag,
+            importance,
+            access_count,
+            created_at,
+            updated_at,
+            expires_at,
+            last_accessed_at,
+            deleted_at,
+        ) = row[:_N_COLS]
         return entry_from_parts(
-            id=id_, tenant_id=tenant_id, layer=layer, content=content, content_hash=chash,
-            identifiers=idents, metadata=self._unseal(tenant_id, id_, metadata), provenance=prov, tier=tier,
+            id=id_,
+            tenant_id=tenant_id,
+            layer=layer,
+            content=content,
+            content_hash=chash,
+            identifiers=idents,
+            metadata=self._unseal(tenant_id, id_, metadata),
+            provenance=prov,
+            tier=tier,
             status=status,
-            version=version, etag=etag, importance=importance, access_count=access_count,
-            created_at=created_at, updated_at=updated_at, expires_at=expires_at,
-            last_accessed_at=last_accessed_at, deleted_at=deleted_at,
+            version=version,
+            etag=etag,
+            importance=importance,
+            access_count=access_count,
+            created_at=created_at,
+            updated_at=updated_at,
+            expires_at=expires_at,
+            last_accessed_at=last_accessed_at,
+            deleted_at=deleted_at,
             embedding=_array(row[_N_COLS]).tolist() if with_embedding else None,
         )
 
@@ -442,8 +545,9 @@ class PostgresProvider(PostgresRowCopyMixin, MemoryProvider):
     def _select(with_embedding: bool) -> str:
         return f"SELECT {_COLUMNS}{', embedding' if with_embedding else ''} FROM memories"
 
-    def add(self, entries: Sequence[MemoryEntry], *, cache_model: str | None = None,
-            prepared: PreparedAdd | None = None) -> None:
+    def add(
+        self, entries: Sequence[MemoryEntry], *, cache_model: str | None = None, prepared: PreparedAdd | None = None
+    ) -> None:
         if not entries:
             return
         rows = [self._row_values(e) for e in entries]
@@ -466,8 +570,15 @@ class PostgresProvider(PostgresRowCopyMixin, MemoryProvider):
                     )
             self._run_add_hooks(conn, entries, prepared)
 
-    def get(self, tenant_id: str, memory_id: str, now: datetime, *, include_embedding: bool = False,
-            statuses: tuple[str, ...] = ACTIVE) -> MemoryEntry | None:
+    def get(
+        self,
+        tenant_id: str,
+        memory_id: str,
+        now: datetime,
+        *,
+        include_embedding: bool = False,
+        statuses: tuple[str, ...] = ACTIVE,
+    ) -> MemoryEntry | None:
         with self._conn("get") as conn:
             row = conn.execute(
                 f"{self._select(include_embedding)} WHERE tenant_id = %s AND id = %s AND status = ANY(%s) "
@@ -487,9 +598,17 @@ class PostgresProvider(PostgresRowCopyMixin, MemoryProvider):
                 "deleted_at = %s"
                 + (", embedding = %s" if set_embedding else "")
                 + " WHERE tenant_id = %s AND id = %s AND version = %s",
-                [*values[2:6], Json(values[6], dumps=dump_json), Json(values[7], dumps=dump_json),
-                 Json(values[8], dumps=dump_json), *values[9:20], *([values[20]] if set_embedding else []),
-                 entry.tenant_id, entry.id, previous.version],
+                [
+                    *values[2:6],
+                    Json(values[6], dumps=dump_json),
+                    Json(values[7], dumps=dump_json),
+                    Json(values[8], dumps=dump_json),
+                    *values[9:20],
+                    *([values[20]] if set_embedding else []),
+                    entry.tenant_id,
+                    entry.id,
+                    previous.version,
+                ],
             )
             if cur.rowcount != 1:
                 return False
@@ -567,28 +686,34 @@ class PostgresProvider(PostgresRowCopyMixin, MemoryProvider):
             start = 0
             if query.after is not None:
                 pos = (query.after[0], query.after[1])
-                start = next((i for i, m in enumerate(matching) if (m < pos if query.descending else m > pos)),
-                             len(matching))
+                start = next(
+                    (i for i, m in enumerate(matching) if (m < pos if query.descending else m > pos)), len(matching)
+                )
             page_ids = [m[1] for m in matching[start : start + query.limit]]
             entries = self._fetch_ids(conn, query.tenant_id, page_ids, False)
             return ListPage(entries=entries, total=len(matching), has_more=start + query.limit < len(matching))
 
-    def _fetch_ids(self, conn: psycopg.Connection[Any], tenant_id: str, ids: Sequence[str],
-                   with_embedding: bool) -> builtins.list[MemoryEntry]:
+    def _fetch_ids(
+        self, conn: psycopg.Connection[Any], tenant_id: str, ids: Sequence[str], with_embedding: bool
+    ) -> builtins.list[MemoryEntry]:
         if not ids:
             return []
-        rows = conn.execute(f"{self._select(with_embedding)} WHERE tenant_id = %s AND id = ANY(%s)",
-                            [tenant_id, list(ids)]).fetchall()
+        rows = conn.execute(
+            f"{self._select(with_embedding)} WHERE tenant_id = %s AND id = ANY(%s)", [tenant_id, list(ids)]
+        ).fetchall()
         by_id = {r[1]: self._entry(r, with_embedding) for r in rows}
         return [by_id[i] for i in ids if i in by_id]
 
-    _SCOPE_WHERE = ("tenant_id = %s AND layer = %s AND scope = %s AND status = ANY(%s) "
-                    "AND (expires_at IS NULL OR expires_at > %s)")
+    _SCOPE_WHERE = (
+        "tenant_id = %s AND layer = %s AND scope = %s AND status = ANY(%s) AND (expires_at IS NULL OR expires_at > %s)"
+    )
 
     def scope_centroid(self, tenant_id: str, scope: Scope, now: datetime) -> Centroid | None:
         key = (tenant_id, scope.layer.value, scope.key)
-        where = ("tenant_id = %s AND layer = %s AND scope = %s AND status = 'active' "
-                 "AND (expires_at IS NULL OR expires_at > %s)")
+        where = (
+            "tenant_id = %s AND layer = %s AND scope = %s AND status = 'active' "
+            "AND (expires_at IS NULL OR expires_at > %s)"
+        )
         params = [*key, now]
         with self._conn("search") as conn:
             counted = conn.execute(f"SELECT count(*) FROM memories WHERE {where}", params).fetchone()
@@ -621,19 +746,26 @@ class PostgresProvider(PostgresRowCopyMixin, MemoryProvider):
                 # One pass: rank the scope, cut, and return the full rows of the top ``limit``.
                 rows = conn.execute(
                     f"SELECT {_COLUMNS}{emb}, score, count(*) OVER () FROM ({scored}) s "
-                    "WHERE score >= %s ORDER BY score DESC, id COLLATE \"C\" LIMIT %s",
+                    'WHERE score >= %s ORDER BY score DESC, id COLLATE "C" LIMIT %s',
                     [*scored_params, query.min_score, query.limit],
                 ).fetchall()
-                hits = [ScoredEntry(entry=self._entry(r, query.include_embedding),
-                                    score=min(1.0, max(0.0, float(r[width])))) for r in rows]
+                hits = [
+                    ScoredEntry(
+                        entry=self._entry(r, query.include_embedding), score=min(1.0, max(0.0, float(r[width])))
+                    )
+                    for r in rows
+                ]
                 return SearchPage(hits=hits, total=int(rows[0][width + 1]) if rows else 0)
             # Filtered: rank with metadata only, apply the predicate before the cut, then fetch the rows.
             ranked: builtins.list[tuple[str, float]] = []
             total = 0
             with conn.transaction(), conn.cursor(name="stratamem_search") as cur:
                 cur.itersize = self._read_batch
-                cur.execute(f"SELECT id, score, metadata FROM ({scored}) s WHERE score >= %s "
-                            'ORDER BY score DESC, id COLLATE "C"', [*scored_params, query.min_score])
+                cur.execute(
+                    f"SELECT id, score, metadata FROM ({scored}) s WHERE score >= %s "
+                    'ORDER BY score DESC, id COLLATE "C"',
+                    [*scored_params, query.min_score],
+                )
                 for r in cur:
                     if query.predicate(self._unseal(query.tenant_id, r[0], r[2])):
                         total += 1
@@ -641,11 +773,11 @@ class PostgresProvider(PostgresRowCopyMixin, MemoryProvider):
                             ranked.append((r[0], float(r[1])))
             entries = self._fetch_ids(conn, query.tenant_id, [r[0] for r in ranked], query.include_embedding)
         scores = dict(ranked)
-        return SearchPage(hits=[ScoredEntry(entry=e, score=min(1.0, max(0.0, scores[e.id]))) for e in entries],
-                          total=total)
+        return SearchPage(
+            hits=[ScoredEntry(entry=e, score=min(1.0, max(0.0, scores[e.id]))) for e in entries], total=total
+        )
 
-    def _scored_sql(self, query: SearchQuery, vector: Any,
-                    scope: builtins.list[Any]) -> tuple[str, builtins.list[Any]]:
+    def _scored_sql(self, query: SearchQuery, vector: Any, scope: builtins.list[Any]) -> tuple[str, builtins.list[Any]]:
         """Every live row of the scope with its ``score``: dense, or fused with BM25 (see base.py).
 
         A hybrid query is always exact (the fused score cannot be ordered by the HNSW index).
@@ -654,13 +786,22 @@ class PostgresProvider(PostgresRowCopyMixin, MemoryProvider):
         terms = query_terms(query.text) if query.lexical_weight > 0 else []
         if not terms:
             return f"SELECT *, {dense} AS score FROM memories WHERE {self._SCOPE_WHERE}", [vector, *scope]
-        dense_sql = (f"SELECT *, least(1::float8, greatest(0::float8, {dense})) AS dense FROM memories "
-                     f"WHERE {self._SCOPE_WHERE}")
-        return fused_scope_sql(dense_sql), [float(query.lexical_weight), vector, *scope, terms, query.tenant_id,
-                                            query.scope.layer.value, query.scope.key]
+        dense_sql = (
+            f"SELECT *, least(1::float8, greatest(0::float8, {dense})) AS dense FROM memories WHERE {self._SCOPE_WHERE}"
+        )
+        return fused_scope_sql(dense_sql), [
+            float(query.lexical_weight),
+            vector,
+            *scope,
+            terms,
+            query.tenant_id,
+            query.scope.layer.value,
+            query.scope.key,
+        ]
 
-    def _ann_search(self, conn: psycopg.Connection[Any], query: SearchQuery, vector: Any,
-                    scope: builtins.list[Any]) -> SearchPage:
+    def _ann_search(
+        self, conn: psycopg.Connection[Any], query: SearchQuery, vector: Any, scope: builtins.list[Any]
+    ) -> SearchPage:
         """Approximate: walk the HNSW index (iterative scan keeps going past filtered-out rows)."""
         emb = ", embedding" if query.include_embedding else ""
         with conn.transaction():
@@ -672,8 +813,11 @@ class PostgresProvider(PostgresRowCopyMixin, MemoryProvider):
                 [vector, *scope, vector, query.limit],
             ).fetchall()
         width = _N_COLS + (1 if query.include_embedding else 0)
-        hits = [ScoredEntry(entry=self._entry(r, query.include_embedding), score=min(1.0, max(0.0, float(r[width]))))
-                for r in rows if float(r[width]) >= query.min_score]
+        hits = [
+            ScoredEntry(entry=self._entry(r, query.include_embedding), score=min(1.0, max(0.0, float(r[width]))))
+            for r in rows
+            if float(r[width]) >= query.min_score
+        ]
         hits.sort(key=lambda h: (-h.score, h.entry.id))
         return SearchPage(hits=hits, total=len(hits))
 
@@ -689,9 +833,15 @@ class PostgresProvider(PostgresRowCopyMixin, MemoryProvider):
                 f"SELECT {_COLUMNS}{emb}, score FROM (SELECT *, ts_rank_cd(content_tsv, q) AS r, "
                 "ts_rank_cd(content_tsv, q) / (ts_rank_cd(content_tsv, q) + 1) AS score "
                 "FROM memories, websearch_to_tsquery('simple', %s) q "
-                f"WHERE content_tsv @@ q AND {self._SCOPE_WHERE}) s ORDER BY score DESC, id COLLATE \"C\"",
-                [query.text, query.tenant_id, query.scope.layer.value, query.scope.key, list(query.statuses),
-                 query.now],
+                f'WHERE content_tsv @@ q AND {self._SCOPE_WHERE}) s ORDER BY score DESC, id COLLATE "C"',
+                [
+                    query.text,
+                    query.tenant_id,
+                    query.scope.layer.value,
+                    query.scope.key,
+                    list(query.statuses),
+                    query.now,
+                ],
             ).fetchall()
         hits: builtins.list[ScoredEntry] = []
         total = 0
@@ -719,8 +869,10 @@ class PostgresProvider(PostgresRowCopyMixin, MemoryProvider):
         while True:
             with self._conn("export") as conn:
                 if after is None:
-                    rows = conn.execute(f"{self._select(True)} WHERE tenant_id = %s ORDER BY created_at, id LIMIT %s",
-                                        [tenant_id, batch_size]).fetchall()
+                    rows = conn.execute(
+                        f"{self._select(True)} WHERE tenant_id = %s ORDER BY created_at, id LIMIT %s",
+                        [tenant_id, batch_size],
+                    ).fetchall()
                 else:
                     rows = conn.execute(
                         f"{self._select(True)} WHERE tenant_id = %s AND (created_at, id) > (%s, %s) "
@@ -763,15 +915,18 @@ class PostgresProvider(PostgresRowCopyMixin, MemoryProvider):
     # Same semantics as DuckDBProvider: no version/etag bump, one transaction per call, ids ordered
     # byte-wise (COLLATE "C", like DuckDB and Python) wherever order or a limit is observable. Rows are
     # locked in id order before multi-row updates, so concurrent calls cannot deadlock each other.
-    def record_access(self, tenant_id: str, importance: Mapping[str, float], now: datetime, *,
-                      counts: Mapping[str, int] | None = None) -> int:
+    def record_access(
+        self, tenant_id: str, importance: Mapping[str, float], now: datetime, *, counts: Mapping[str, int] | None = None
+    ) -> int:
         if not importance:
             return 0
         ids = list(importance)
         steps = [1 if counts is None else int(counts.get(i, 1)) for i in ids]
         with self.transaction("record_access") as conn:
-            conn.execute('SELECT 1 FROM memories WHERE tenant_id = %s AND id = ANY(%s) ORDER BY id COLLATE "C" '
-                         "FOR UPDATE", [tenant_id, ids])
+            conn.execute(
+                'SELECT 1 FROM memories WHERE tenant_id = %s AND id = ANY(%s) ORDER BY id COLLATE "C" FOR UPDATE',
+                [tenant_id, ids],
+            )
             conn.execute(
                 "UPDATE memories AS m SET access_count = m.access_count + u.n, last_accessed_at = %s, "
                 "importance = u.imp FROM unnest(%s::text[], %s::float8[], %s::int[]) AS u(uid, imp, n) "
@@ -785,8 +940,10 @@ class PostgresProvider(PostgresRowCopyMixin, MemoryProvider):
             return []
         wanted = list(dict.fromkeys(ids))
         with self.transaction("set_status") as conn:
-            conn.execute('SELECT 1 FROM memories WHERE tenant_id = %s AND id = ANY(%s) ORDER BY id COLLATE "C" '
-                         "FOR UPDATE", [tenant_id, wanted])
+            conn.execute(
+                'SELECT 1 FROM memories WHERE tenant_id = %s AND id = ANY(%s) ORDER BY id COLLATE "C" FOR UPDATE',
+                [tenant_id, wanted],
+            )
             rows = conn.execute(
                 "UPDATE memories SET status = %s, deleted_at = %s WHERE tenant_id = %s AND id = ANY(%s) RETURNING id",
                 [status, now if status == "deleted" else None, tenant_id, wanted],
@@ -799,14 +956,19 @@ class PostgresProvider(PostgresRowCopyMixin, MemoryProvider):
             return 0
         wanted = list(dict.fromkeys(ids))
         with self.transaction("set_expiry") as conn:
-            conn.execute('SELECT 1 FROM memories WHERE tenant_id = %s AND id = ANY(%s) ORDER BY id COLLATE "C" '
-                         "FOR UPDATE", [tenant_id, wanted])
-            cur = conn.execute("UPDATE memories SET expires_at = %s WHERE tenant_id = %s AND id = ANY(%s)",
-                               [expires_at, tenant_id, wanted])
+            conn.execute(
+                'SELECT 1 FROM memories WHERE tenant_id = %s AND id = ANY(%s) ORDER BY id COLLATE "C" FOR UPDATE',
+                [tenant_id, wanted],
+            )
+            cur = conn.execute(
+                "UPDATE memories SET expires_at = %s WHERE tenant_id = %s AND id = ANY(%s)",
+                [expires_at, tenant_id, wanted],
+            )
             return max(0, cur.rowcount)
 
-    def purge_candidates(self, tenant_id: str, *, expired_before: datetime, deleted_before: datetime,
-                         limit: int = 10_000) -> builtins.list[str]:
+    def purge_candidates(
+        self, tenant_id: str, *, expired_before: datetime, deleted_before: datetime, limit: int = 10_000
+    ) -> builtins.list[str]:
         with self._conn("purge_candidates") as conn:
             rows = conn.execute(
                 "SELECT id FROM memories WHERE tenant_id = %s AND ((expires_at IS NOT NULL AND expires_at <= %s) "
@@ -816,8 +978,9 @@ class PostgresProvider(PostgresRowCopyMixin, MemoryProvider):
             ).fetchall()
         return [r[0] for r in rows]
 
-    def add_feedback(self, tenant_id: str, ids: Sequence[str], reward: float,
-                     now: datetime) -> dict[str, tuple[int, float]]:
+    def add_feedback(
+        self, tenant_id: str, ids: Sequence[str], reward: float, now: datetime
+    ) -> dict[str, tuple[int, float]]:
         unique = list(dict.fromkeys(ids))
         if not unique:
             return {}
@@ -834,16 +997,21 @@ class PostgresProvider(PostgresRowCopyMixin, MemoryProvider):
 
     def feedback_stats(self, tenant_id: str) -> dict[str, tuple[int, float]]:
         with self._conn("feedback") as conn:
-            rows = conn.execute("SELECT memory_id, signals, reward_sum FROM memory_feedback WHERE tenant_id = %s "
-                                'ORDER BY memory_id COLLATE "C"', [tenant_id]).fetchall()
+            rows = conn.execute(
+                "SELECT memory_id, signals, reward_sum FROM memory_feedback WHERE tenant_id = %s "
+                'ORDER BY memory_id COLLATE "C"',
+                [tenant_id],
+            ).fetchall()
         return {r[0]: (int(r[1]), float(r[2])) for r in rows}
 
     def clear_feedback(self, tenant_id: str, ids: Sequence[str]) -> None:
         if not ids:
             return
         with self.transaction("feedback") as conn:
-            conn.execute("DELETE FROM memory_feedback WHERE tenant_id = %s AND memory_id = ANY(%s)",
-                         [tenant_id, list(dict.fromkeys(ids))])
+            conn.execute(
+                "DELETE FROM memory_feedback WHERE tenant_id = %s AND memory_id = ANY(%s)",
+                [tenant_id, list(dict.fromkeys(ids))],
+            )
 
     # ------------------------------------------------------------------ server feature: API keys
     _KEY_COLUMNS = "key_id, tenant_id, name, roles, salt, key_hash, identifiers, created_at, revoked_at"
@@ -852,14 +1020,32 @@ class PostgresProvider(PostgresRowCopyMixin, MemoryProvider):
         with self.transaction("auth") as conn:
             conn.execute(
                 f"INSERT INTO api_keys ({self._KEY_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                [record.key_id, record.tenant_id, record.name, Json(list(record.roles)), record.salt,
-                 record.key_hash, Json(dict(record.identifiers)), record.created_at, record.revoked_at],
+                [
+                    record.key_id,
+                    record.tenant_id,
+                    record.name,
+                    Json(list(record.roles)),
+                    record.salt,
+                    record.key_hash,
+                    Json(dict(record.identifiers)),
+                    record.created_at,
+                    record.revoked_at,
+                ],
             )
 
     @staticmethod
     def _api_key(row: Sequence[Any]) -> ApiKeyRecord:
-        return ApiKeyRecord(key_id=row[0], tenant_id=row[1], name=row[2], roles=tuple(row[3]), salt=row[4],
-                            key_hash=row[5], identifiers=dict(row[6]), created_at=row[7], revoked_at=row[8])
+        return ApiKeyRecord(
+            key_id=row[0],
+            tenant_id=row[1],
+            name=row[2],
+            roles=tuple(row[3]),
+            salt=row[4],
+            key_hash=row[5],
+            identifiers=dict(row[6]),
+            created_at=row[7],
+            revoked_at=row[8],
+        )
 
     def api_key_get(self, key_id: str) -> Any:
         with self._conn("auth") as conn:
@@ -868,20 +1054,25 @@ class PostgresProvider(PostgresRowCopyMixin, MemoryProvider):
 
     def api_key_list(self, tenant_id: str) -> builtins.list[Any]:
         with self._conn("auth") as conn:
-            rows = conn.execute(f"SELECT {self._KEY_COLUMNS} FROM api_keys WHERE tenant_id = %s "
-                                "ORDER BY created_at, key_id", [tenant_id]).fetchall()
+            rows = conn.execute(
+                f"SELECT {self._KEY_COLUMNS} FROM api_keys WHERE tenant_id = %s ORDER BY created_at, key_id",
+                [tenant_id],
+            ).fetchall()
         return [self._api_key(r) for r in rows]
 
     def api_key_revoke(self, tenant_id: str, key_id: str, at: datetime) -> bool:
         with self.transaction("auth") as conn:
-            cur = conn.execute("UPDATE api_keys SET revoked_at = %s WHERE tenant_id = %s AND key_id = %s "
-                               "AND revoked_at IS NULL", [at, tenant_id, key_id])
+            cur = conn.execute(
+                "UPDATE api_keys SET revoked_at = %s WHERE tenant_id = %s AND key_id = %s AND revoked_at IS NULL",
+                [at, tenant_id, key_id],
+            )
             return cur.rowcount == 1
 
     def id_exists_in_other_tenant(self, tenant_id: str, memory_id: str) -> bool:
         with self._conn("audit") as conn:
-            row = conn.execute("SELECT 1 FROM memories WHERE id = %s AND tenant_id <> %s LIMIT 1",
-                               [memory_id, tenant_id]).fetchone()
+            row = conn.execute(
+                "SELECT 1 FROM memories WHERE id = %s AND tenant_id <> %s LIMIT 1", [memory_id, tenant_id]
+            ).fetchone()
         return row is not None
 
     # -------------------------------------------------------------------- hygiene and governance
@@ -904,9 +1095,18 @@ class PostgresProvider(PostgresRowCopyMixin, MemoryProvider):
         if not events:
             return
         rows = [
-            [e["tenant_id"], e["id"], to_utc(e["ts"]), e["event"], e.get("memory_id"), e.get("layer"),
-             e.get("principal"), e.get("code"), e.get("outcome") or "ok",
-             Json(dict(e.get("details") or {}), dumps=dump_json)]
+            [
+                e["tenant_id"],
+                e["id"],
+                to_utc(e["ts"]),
+                e["event"],
+                e.get("memory_id"),
+                e.get("layer"),
+                e.get("principal"),
+                e.get("code"),
+                e.get("outcome") or "ok",
+                Json(dict(e.get("details") or {}), dumps=dump_json),
+            ]
             for e in events
         ]
         with self.transaction("memory_events") as conn, conn.cursor() as cur:
@@ -923,16 +1123,18 @@ class PostgresProvider(PostgresRowCopyMixin, MemoryProvider):
             where += " AND ts >= %s"
             params.append(to_utc(since))
         with self._conn("memory_events") as conn:
-            rows = conn.execute(f"SELECT event, outcome, count(*) FROM memory_events WHERE {where} "
-                                "GROUP BY event, outcome", params).fetchall()
+            rows = conn.execute(
+                f"SELECT event, outcome, count(*) FROM memory_events WHERE {where} GROUP BY event, outcome", params
+            ).fetchall()
         counts: dict[str, int] = {}
         for event, outcome, n in rows:
             counts[str(event)] = counts.get(str(event), 0) + int(n)
             counts[f"{event}.{outcome}"] = counts.get(f"{event}.{outcome}", 0) + int(n)
         return counts
 
-    def list_memory_events(self, tenant_id: str, *, memory_id: str | None = None,
-                           events: Sequence[str] | None = None, limit: int = 50) -> builtins.list[dict[str, Any]]:
+    def list_memory_events(
+        self, tenant_id: str, *, memory_id: str | None = None, events: Sequence[str] | None = None, limit: int = 50
+    ) -> builtins.list[dict[str, Any]]:
         where = "tenant_id = %s"
         params: builtins.list[Any] = [tenant_id]
         if memory_id is not None:
@@ -945,29 +1147,50 @@ class PostgresProvider(PostgresRowCopyMixin, MemoryProvider):
         with self._conn("memory_events") as conn:
             rows = conn.execute(
                 "SELECT id, ts, event, memory_id, layer, principal, code, outcome, details FROM memory_events "
-                f"WHERE {where} ORDER BY ts DESC, id DESC LIMIT %s", params).fetchall()
-        return [{"tenant_id": tenant_id, "id": r[0], "ts": r[1], "event": r[2], "memory_id": r[3], "layer": r[4],
-                 "principal": r[5], "code": r[6], "outcome": r[7], "details": r[8] or {}} for r in rows]
+                f"WHERE {where} ORDER BY ts DESC, id DESC LIMIT %s",
+                params,
+            ).fetchall()
+        return [
+            {
+                "tenant_id": tenant_id,
+                "id": r[0],
+                "ts": r[1],
+                "event": r[2],
+                "memory_id": r[3],
+                "layer": r[4],
+                "principal": r[5],
+                "code": r[6],
+                "outcome": r[7],
+                "details": r[8] or {},
+            }
+            for r in rows
+        ]
 
     def daily_memory_events(self, tenant_id: str, since: datetime) -> builtins.list[tuple[date, str, int]]:
         with self._conn("memory_events") as conn:
             rows = conn.execute(
                 "SELECT (ts AT TIME ZONE 'UTC')::date AS day, event, count(*) FROM memory_events "
                 "WHERE tenant_id = %s AND ts >= %s GROUP BY day, event ORDER BY day, event",
-                [tenant_id, to_utc(since)]).fetchall()
+                [tenant_id, to_utc(since)],
+            ).fetchall()
         return [(r[0], str(r[1]), int(r[2])) for r in rows]
 
-    def count_user_memories(self, tenant_id: str, user_id: str, now: datetime, *,
-                            exclude_ids: Sequence[str] = (), tx: Any = None) -> int:
+    def count_user_memories(
+        self, tenant_id: str, user_id: str, now: datetime, *, exclude_ids: Sequence[str] = (), tx: Any = None
+    ) -> int:
         """Inside a write transaction (``tx``, the quota hook) the count first takes a transaction-level
         advisory lock on (tenant, user), so concurrent adds for one user are counted one after the
         other (READ COMMITTED: the count's snapshot is taken after the lock) and the quota holds."""
-        count_sql = ("SELECT count(*) FROM memories WHERE tenant_id = %s AND (identifiers ->> 'user_id') = %s "
-                     "AND status = 'active' AND (expires_at IS NULL OR expires_at > %s) AND NOT (id = ANY(%s))")
+        count_sql = (
+            "SELECT count(*) FROM memories WHERE tenant_id = %s AND (identifiers ->> 'user_id') = %s "
+            "AND status = 'active' AND (expires_at IS NULL OR expires_at > %s) AND NOT (id = ANY(%s))"
+        )
         params = [tenant_id, user_id, to_utc(now), list(exclude_ids)]
         if tx is not None:
-            tx.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, %s))",
-                       [f"{tenant_id}\x1f{user_id}", _QUOTA_LOCK_SEED])
+            tx.execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended(%s, %s))",
+                [f"{tenant_id}\x1f{user_id}", _QUOTA_LOCK_SEED],
+            )
             row = tx.execute(count_sql, params).fetchone()
         else:
             with self._conn("quota") as conn:

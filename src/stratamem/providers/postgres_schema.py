@@ -257,21 +257,32 @@ def _v5_graph(conn: Any, dims: int) -> None:
         conn.execute(statement)
     for table in _GRAPH_TABLES:
         ident = sql.Identifier(table)
-        for op, old, new in (("INSERT", "", "NEW TABLE AS changed_new"),
-                             ("UPDATE", "OLD TABLE AS changed_old", "NEW TABLE AS changed_new"),
-                             ("DELETE", "OLD TABLE AS changed_old", "")):
-            conn.execute(sql.SQL(
-                "CREATE TRIGGER {} AFTER " + op + " ON {} REFERENCING " + old + " " + new
-                + " FOR EACH STATEMENT EXECUTE FUNCTION stratamem_graph_bump()"
-            ).format(sql.Identifier(f"stratamem_{table}_{op.lower()}"), ident))
+        for op, old, new in (
+            ("INSERT", "", "NEW TABLE AS changed_new"),
+            ("UPDATE", "OLD TABLE AS changed_old", "NEW TABLE AS changed_new"),
+            ("DELETE", "OLD TABLE AS changed_old", ""),
+        ):
+            conn.execute(
+                sql.SQL(
+                    "CREATE TRIGGER {} AFTER "
+                    + op
+                    + " ON {} REFERENCING "
+                    + old
+                    + " "
+                    + new
+                    + " FOR EACH STATEMENT EXECUTE FUNCTION stratamem_graph_bump()"
+                ).format(sql.Identifier(f"stratamem_{table}_{op.lower()}"), ident)
+            )
 
 
 def _v9_memory_event_index(conn: Any, dims: int) -> None:
     """One memory's events (``list_memory_events(memory_id=…)``, the console's detail pane) read
     through this index instead of scanning the tenant's whole log by time. PostgreSQL only: DuckDB
     reads the columnar table with its zone maps and keeps its appends index-free."""
-    conn.execute("CREATE INDEX IF NOT EXISTS memory_events_memory_idx ON memory_events (tenant_id, memory_id, ts) "
-                 "WHERE memory_id IS NOT NULL")
+    conn.execute(
+        "CREATE INDEX IF NOT EXISTS memory_events_memory_idx ON memory_events (tenant_id, memory_id, ts) "
+        "WHERE memory_id IS NOT NULL"
+    )
 
 
 #: Versions are reserved per feature exactly as in ``duckdb_schema`` (1 core, 2 server, …); features
@@ -313,5 +324,6 @@ def current_version(conn: Any) -> int:
 
 
 def record(conn: Any, migration: Migration) -> None:
-    conn.execute("INSERT INTO schema_version (version, description) VALUES (%s, %s)",
-                 [migration.version, migration.description])
+    conn.execute(
+        "INSERT INTO schema_version (version, description) VALUES (%s, %s)", [migration.version, migration.description]
+    )

@@ -104,16 +104,23 @@ class AnnStore:
             data.close()
         return None
 
-    def save(self, key: PartitionKey, ids: list[str | None], hashes: np.ndarray, graph: bytes,
-             params: dict[str, int]) -> None:
+    def save(
+        self, key: PartitionKey, ids: list[str | None], hashes: np.ndarray, graph: bytes, params: dict[str, int]
+    ) -> None:
         """Write the graph file atomically (temporary file, fsync, rename)."""
         path = self.path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
         buf = io.BytesIO()
-        np.savez(buf, version=np.int64(FORMAT_VERSION), key=np.array(key),
-                 ids=np.array([i or "" for i in ids]), hashes=np.asarray(hashes, dtype=np.uint64),
-                 graph=np.frombuffer(graph, dtype=np.uint8),
-                 param_names=np.array(list(params)), param_values=np.array(list(params.values()), dtype=np.int64))
+        np.savez(
+            buf,
+            version=np.int64(FORMAT_VERSION),
+            key=np.array(key),
+            ids=np.array([i or "" for i in ids]),
+            hashes=np.asarray(hashes, dtype=np.uint64),
+            graph=np.frombuffer(graph, dtype=np.uint8),
+            param_names=np.array(list(params)),
+            param_values=np.array(list(params.values()), dtype=np.int64),
+        )
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".npz")
         try:
             with os.fdopen(fd, "wb") as fh:

@@ -68,8 +68,9 @@ class Boosts:
         return boosted
 
 
-def boosted_page(search: Callable[[int], SearchPage], limit: int, boosts: Boosts, now: datetime,
-                 max_candidates: int = MAX_CANDIDATES) -> SearchPage:
+def boosted_page(
+    search: Callable[[int], SearchPage], limit: int, boosts: Boosts, now: datetime, max_candidates: int = MAX_CANDIDATES
+) -> SearchPage:
     """The top ``limit`` hits by boosted score; ``search(n)`` returns the top ``n`` by relevance."""
     n = min(max_candidates, max(4 * limit, 40))
     while True:

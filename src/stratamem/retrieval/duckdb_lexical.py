@@ -61,8 +61,9 @@ def _insert(cur: Any, docs: Sequence[tuple[str, str, str, str, str]]) -> None:
 
 def _postings(docs: Sequence[tuple[str, str, str, str, str]]) -> pa.Table | None:
     """The ``lexical_postings`` rows of these documents as an Arrow table (None: no terms)."""
-    cols: dict[str, builtins.list[Any]] = {k: [] for k in
-                                           ("tenant_id", "layer", "scope", "term", "memory_id", "tf", "length")}
+    cols: dict[str, builtins.list[Any]] = {
+        k: [] for k in ("tenant_id", "layer", "scope", "term", "memory_id", "tf", "length")
+    }
     for tenant_id, memory_id, layer, scope, content in docs:
         counts = term_counts(content)
         length = sum(counts.values())
@@ -76,8 +77,9 @@ def _postings(docs: Sequence[tuple[str, str, str, str, str]]) -> pa.Table | None
             cols["length"].append(length)
     if not cols["term"]:
         return None
-    return pa.table({k: pa.array(v, type=pa.int32() if k in ("tf", "length") else pa.string())
-                     for k, v in cols.items()})
+    return pa.table(
+        {k: pa.array(v, type=pa.int32() if k in ("tf", "length") else pa.string()) for k, v in cols.items()}
+    )
 
 
 def _write(cur: Any, table: pa.Table | None) -> None:
@@ -85,15 +87,19 @@ def _write(cur: Any, table: pa.Table | None) -> None:
         return
     cur.register("stratamem_postings", table)
     try:
-        cur.execute("INSERT INTO lexical_postings SELECT tenant_id, layer, scope, term, memory_id, tf, length "
-                    "FROM stratamem_postings")
+        cur.execute(
+            "INSERT INTO lexical_postings SELECT tenant_id, layer, scope, term, memory_id, tf, length "
+            "FROM stratamem_postings"
+        )
     finally:
         cur.unregister("stratamem_postings")
 
 
 def _remove(cur: Any, tenant_id: str, ids: Sequence[str]) -> None:
-    cur.execute("DELETE FROM lexical_postings WHERE tenant_id = ? AND list_contains(?::JSON::VARCHAR[], memory_id)",
-                [tenant_id, json.dumps(list(ids))])
+    cur.execute(
+        "DELETE FROM lexical_postings WHERE tenant_id = ? AND list_contains(?::JSON::VARCHAR[], memory_id)",
+        [tenant_id, json.dumps(list(ids))],
+    )
 
 
 @dataclass(frozen=True)
@@ -111,13 +117,15 @@ class DuckDBLexicalIndex:
         """Tokenise ahead of the transaction (``PreparingWriteHook``): the postings need no vectors."""
         return _Prepared(_postings(posting_docs(entries)))
 
-    def after_add_prepared(self, tx: Any, entries: Sequence[MemoryEntry], prepared: _Prepared, *,
-                           unchanged: bool = False) -> None:
+    def after_add_prepared(
+        self, tx: Any, entries: Sequence[MemoryEntry], prepared: _Prepared, *, unchanged: bool = False
+    ) -> None:
         _write(tx, prepared.table)  # the postings depend on the entries alone
 
     def after_update(self, tx: Any, entry: MemoryEntry, previous: MemoryEntry) -> None:
-        same_scope = (entry.layer == previous.layer
-                      and scope_key(entry.layer, entry.identifiers) == scope_key(previous.layer, previous.identifiers))
+        same_scope = entry.layer == previous.layer and scope_key(entry.layer, entry.identifiers) == scope_key(
+            previous.layer, previous.identifiers
+        )
         if entry.content == previous.content and same_scope:
             return
         _remove(tx, entry.tenant_id, [entry.id])

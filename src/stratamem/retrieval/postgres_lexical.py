@@ -80,9 +80,12 @@ def _rows(docs: Sequence[tuple[str, str, str, str, str]]) -> list[tuple[str, str
 def _copy(conn: Any, rows: Sequence[tuple[str, str, str, str, str, int, int]]) -> None:
     if not rows:
         return
-    with conn.cursor() as cur, cur.copy(
-        "COPY lexical_postings (tenant_id, layer, scope, term, memory_id, tf, length) FROM STDIN (FORMAT BINARY)"
-    ) as cp:
+    with (
+        conn.cursor() as cur,
+        cur.copy(
+            "COPY lexical_postings (tenant_id, layer, scope, term, memory_id, tf, length) FROM STDIN (FORMAT BINARY)"
+        ) as cp,
+    ):
         cp.set_types(["text", "text", "text", "text", "text", "int4", "int4"])
         for row in rows:
             cp.write_row(row)
@@ -94,8 +97,7 @@ class _Prepared:
 
 
 def _remove(conn: Any, tenant_id: str, ids: Sequence[str]) -> None:
-    conn.execute("DELETE FROM lexical_postings WHERE tenant_id = %s AND memory_id = ANY(%s)",
-                 [tenant_id, list(ids)])
+    conn.execute("DELETE FROM lexical_postings WHERE tenant_id = %s AND memory_id = ANY(%s)", [tenant_id, list(ids)])
 
 
 class PostgresLexicalIndex:
@@ -108,13 +110,15 @@ class PostgresLexicalIndex:
         """Tokenise ahead of the transaction (``PreparingWriteHook``): the postings need no vectors."""
         return _Prepared(_rows(posting_docs(entries)))
 
-    def after_add_prepared(self, tx: Any, entries: Sequence[MemoryEntry], prepared: _Prepared, *,
-                           unchanged: bool = False) -> None:
+    def after_add_prepared(
+        self, tx: Any, entries: Sequence[MemoryEntry], prepared: _Prepared, *, unchanged: bool = False
+    ) -> None:
         _copy(tx, prepared.rows)  # the postings depend on the entries alone
 
     def after_update(self, tx: Any, entry: MemoryEntry, previous: MemoryEntry) -> None:
-        same_scope = (entry.layer == previous.layer
-                      and scope_key(entry.layer, entry.identifiers) == scope_key(previous.layer, previous.identifiers))
+        same_scope = entry.layer == previous.layer and scope_key(entry.layer, entry.identifiers) == scope_key(
+            previous.layer, previous.identifiers
+        )
         if entry.content == previous.content and same_scope:
             return
         _remove(tx, entry.tenant_id, [entry.id])
@@ -158,5 +162,7 @@ def fused_scope_sql(dense_sql: str) -> str:
     Parameters, in order: the lexical weight, then ``dense_sql``'s, then :func:`lexical_scores_sql`'s.
     """
     gate = gate_sql("m.dense")
-    return (f"SELECT m.*, m.dense + %s * coalesce(l.lex, 0::float8) * (1::float8 - m.dense) * {gate} AS score "
-            f"FROM ({dense_sql}) m LEFT JOIN {lexical_scores_sql()} l ON m.id = l.id")
+    return (
+        f"SELECT m.*, m.dense + %s * coalesce(l.lex, 0::float8) * (1::float8 - m.dense) * {gate} AS score "
+        f"FROM ({dense_sql}) m LEFT JOIN {lexical_scores_sql()} l ON m.id = l.id"
+    )

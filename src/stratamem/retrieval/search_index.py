@@ -71,6 +71,7 @@ log = logging.getLogger(__name__)
 #: A partition with more dead slots than this (and than live rows) is dropped and reloaded.
 COMPACT_MIN_DEAD = 1024
 
+
 @dataclass
 class Change:
     """The effect of one committed write on the mirror."""
@@ -110,9 +111,19 @@ class SearchIndex:
     wider (:func:`search_expansion`): at 1M, expansion 192 found only 0.878 of the exact top 10.
     """
 
-    def __init__(self, dims: int, write_lock: Any, *, ann_threshold: int = DEFAULT_ANN_THRESHOLD,
-                 max_rows: int = DEFAULT_MAX_ROWS, connectivity: int = 32, expansion_add: int = 128,
-                 expansion_search: int = 192, ann_dtype: str = "i8", store: AnnStore | None = None) -> None:
+    def __init__(
+        self,
+        dims: int,
+        write_lock: Any,
+        *,
+        ann_threshold: int = DEFAULT_ANN_THRESHOLD,
+        max_rows: int = DEFAULT_MAX_ROWS,
+        connectivity: int = 32,
+        expansion_add: int = 128,
+        expansion_search: int = 192,
+        ann_dtype: str = "i8",
+        store: AnnStore | None = None,
+    ) -> None:
         self.dims = dims
         self.ann_dtype = ann_dtype
         #: Where built graphs are saved and read back (None: process memory only).
@@ -291,8 +302,9 @@ class SearchIndex:
                 if part.ann is not None or part.ann_building or part.n_live <= self.ann_threshold:
                     continue
                 part.ann_building = True
-            thread = threading.Thread(target=self._build, args=(part,), name=f"stratamem-hnsw-{part.key[1]}",
-                                      daemon=True)
+            thread = threading.Thread(
+                target=self._build, args=(part,), name=f"stratamem-hnsw-{part.key[1]}", daemon=True
+            )
             with self._lock:
                 self._builders = [t for t in self._builders if t.is_alive()]
                 self._builders.append(thread)
@@ -302,10 +314,22 @@ class SearchIndex:
         started = time.perf_counter()
         saved, part.saved = part.saved, None
         try:
-            part.restored = part.build_ann(self.connectivity, self.expansion_add, self.expansion_search, saved,
-                                           self.ann_dtype, self._stop, self.expansion_reference_rows)
-            log.info("search index: HNSW for %s (%d rows) %s in %.1fs", part.key[1:], part.n_live,
-                     "restored" if part.restored else "built", time.perf_counter() - started)
+            part.restored = part.build_ann(
+                self.connectivity,
+                self.expansion_add,
+                self.expansion_search,
+                saved,
+                self.ann_dtype,
+                self._stop,
+                self.expansion_reference_rows,
+            )
+            log.info(
+                "search index: HNSW for %s (%d rows) %s in %.1fs",
+                part.key[1:],
+                part.n_live,
+                "restored" if part.restored else "built",
+                time.perf_counter() - started,
+            )
         except Exception:
             if self._stop.is_set():
                 log.debug("search index: HNSW build of %s stopped (store closing)", part.key[1:])
@@ -389,10 +413,19 @@ class SearchIndex:
             "rows": sum(p.n_live for p in parts),
             "ann_threshold": self.ann_threshold,
             "saved_graphs": self.store is not None,
-            "ann_partitions": [{"tenant_id": p.key[0], "layer": p.key[1], "rows": p.n_live,
-                                "ready": p.ann is not None and not p.ann_building, "restored": p.restored,
-                                "saved": p.on_disk, "expansion_search": p.ann_expansion}
-                               for p in parts if p.ann is not None or p.ann_building],
+            "ann_partitions": [
+                {
+                    "tenant_id": p.key[0],
+                    "layer": p.key[1],
+                    "rows": p.n_live,
+                    "ready": p.ann is not None and not p.ann_building,
+                    "restored": p.restored,
+                    "saved": p.on_disk,
+                    "expansion_search": p.ann_expansion,
+                }
+                for p in parts
+                if p.ann is not None or p.ann_building
+            ],
         }
 
 

@@ -15,8 +15,9 @@ from .keys_routes import AdminDep
 def build_admin_router() -> APIRouter:
     r = APIRouter(prefix="/v1/admin", tags=["admin"])
 
-    @r.delete("/users/{user_id}", response_model=ForgetUserReport, responses=responses(*COMMON),
-              operation_id="forgetUser")
+    @r.delete(
+        "/users/{user_id}", response_model=ForgetUserReport, responses=responses(*COMMON), operation_id="forgetUser"
+    )
     def forget_user(
         user_id: Annotated[str, Path(min_length=1, max_length=256)], memory: MemoryDep, ctx: AdminDep
     ) -> ForgetUserReport:

@@ -59,8 +59,9 @@ def build_schedule(memory: Memory, settings: ServerSettings) -> ScheduleRunner |
     jobs: list[Job] = []
     at_start = settings.schedule_run_at_start
     if settings.maintenance_interval is not None:
-        jobs.append(maintenance_job(memory.lifecycle, settings.maintenance_interval.total_seconds(),
-                                    run_at_start=at_start))
+        jobs.append(
+            maintenance_job(memory.lifecycle, settings.maintenance_interval.total_seconds(), run_at_start=at_start)
+        )
     if _snapshots_wanted(settings):
         assert settings.snapshot_interval is not None
         manager: Any = getattr(memory, "_snapshots", None)  # one configured by the caller wins
@@ -82,8 +83,9 @@ def build_schedule(memory: Memory, settings: ServerSettings) -> ScheduleRunner |
         import redis  # noqa: PLC0415  redis extra
 
         client = redis.Redis.from_url(redis_url, socket_timeout=10, socket_connect_timeout=5)
-    return ScheduleRunner(jobs, redis=client, lock_prefix=settings.redis_prefix or cfg.redis_prefix,
-                          lock_ttl=settings.schedule_lock_ttl)
+    return ScheduleRunner(
+        jobs, redis=client, lock_prefix=settings.redis_prefix or cfg.redis_prefix, lock_ttl=settings.schedule_lock_ttl
+    )
 
 
 class BodySizeLimit:
@@ -94,8 +96,13 @@ class BodySizeLimit:
         self.limit = limit
 
     def _error(self) -> MemoryError:
-        return MemoryError(ErrorCode.CONTENT_TOO_LONG, f"request body is larger than {self.limit} bytes",
-                           operation="request", details={"max_length": self.limit}, retryable=False)
+        return MemoryError(
+            ErrorCode.CONTENT_TOO_LONG,
+            f"request body is larger than {self.limit} bytes",
+            operation="request",
+            details={"max_length": self.limit},
+            retryable=False,
+        )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -131,8 +138,13 @@ class BodySizeLimit:
         await self.app(scope, replay, send)
 
 
-def create_app(memory: Memory, settings: ServerSettings | None = None, *,
-               extra_routers: Sequence[APIRouter] = (), tracer_provider: Any = None) -> FastAPI:
+def create_app(
+    memory: Memory,
+    settings: ServerSettings | None = None,
+    *,
+    extra_routers: Sequence[APIRouter] = (),
+    tracer_provider: Any = None,
+) -> FastAPI:
     settings = settings or ServerSettings()
     engine = memory.engine
     # the same observers an embedded ``Memory.open(observe=True)`` attaches; /metrics below serves them
@@ -168,7 +180,7 @@ def create_app(memory: Memory, settings: ServerSettings | None = None, *,
         title="stratamem",
         version=__version__,
         description="Layered, multi-tenant semantic memory for AI agents. Every error is "
-                    "`{code, message, operation, details, retryable}`.",
+        "`{code, message, operation, details, retryable}`.",
         lifespan=lifespan,
         docs_url=None,  # served from local assets below: /docs works offline
         redoc_url=None,
@@ -182,8 +194,14 @@ def create_app(memory: Memory, settings: ServerSettings | None = None, *,
     http_errors.install(app)
     app.add_middleware(BodySizeLimit, limit=settings.max_body_bytes)
 
-    @app.get("/health", response_model=HealthCheckResult, tags=["ops"], operation_id="getHealth", name="health_check",
-             responses={503: {"model": HealthCheckResult, "description": "unhealthy"}})
+    @app.get(
+        "/health",
+        response_model=HealthCheckResult,
+        tags=["ops"],
+        operation_id="getHealth",
+        name="health_check",
+        responses={503: {"model": HealthCheckResult, "description": "unhealthy"}},
+    )
     def health() -> Response:
         """Liveness with the health of each component; 503 when unhealthy. No key needed."""
         result = memory.health_check()
@@ -199,23 +217,36 @@ def create_app(memory: Memory, settings: ServerSettings | None = None, *,
         except Exception:
             log.warning("readiness: storage is not reachable", exc_info=True)
             raise MemoryError(ErrorCode.PROVIDER_ERROR, "storage is not reachable", operation="ready") from None
-        return {"status": "ready", "provider": engine.provider.name, "schemaVersion": engine.store_info.schema_version,
-                "embedder": engine.embeddings.embedder.model_id}
+        return {
+            "status": "ready",
+            "provider": engine.provider.name,
+            "schemaVersion": engine.store_info.schema_version,
+            "embedder": engine.embeddings.embedder.model_id,
+        }
 
     def tenant_metrics(request: Request) -> Response:
         """The caller's tenant's series (live memories per layer), for that tenant's admin."""
         auth = authenticate_request(request, request.headers.get("authorization"), request.headers.get("x-api-key"))
         require_role(auth.ctx, frozenset({"admin"}), "read the tenant's metrics")
         by_layer = engine.provider.count_by_layer(auth.ctx.tenant_id, engine.now())
-        lines = ["# HELP stratamem_tenant_memories Live memories of the caller's tenant, per layer.",
-                 "# TYPE stratamem_tenant_memories gauge"]
+        lines = [
+            "# HELP stratamem_tenant_memories Live memories of the caller's tenant, per layer.",
+            "# TYPE stratamem_tenant_memories gauge",
+        ]
         tenant = auth.ctx.tenant_id.replace("\\", "\\\\").replace('"', '\\"')
-        lines += [f'stratamem_tenant_memories{{tenant="{tenant}",layer="{layer}"}} {n}'
-                  for layer, n in sorted(by_layer.items())]
+        lines += [
+            f'stratamem_tenant_memories{{tenant="{tenant}",layer="{layer}"}} {n}'
+            for layer, n in sorted(by_layer.items())
+        ]
         return Response("\n".join(lines) + "\n", media_type=CONTENT_TYPE_LATEST)
 
-    @app.get("/metrics", tags=["ops"], response_class=Response, operation_id="getMetrics",
-             responses={200: {"content": {CONTENT_TYPE_LATEST: {}}, "description": "Prometheus text format"}})
+    @app.get(
+        "/metrics",
+        tags=["ops"],
+        response_class=Response,
+        operation_id="getMetrics",
+        responses={200: {"content": {CONTENT_TYPE_LATEST: {}}, "description": "Prometheus text format"}},
+    )
     def prometheus_metrics(request: Request) -> Response:
         """Prometheus metrics in the text exposition format: public, or behind `STRATAMEM_METRICS_TOKEN`
         when set (a tenant admin's credential then gets only its tenant's series)."""
@@ -224,8 +255,12 @@ def create_app(memory: Memory, settings: ServerSettings | None = None, *,
             if not hmac.compare_digest(given.encode(), f"Bearer {settings.metrics_token}".encode()):
                 if given.strip() or request.headers.get("x-api-key"):  # a tenant admin: its own series only
                     return tenant_metrics(request)
-                raise MemoryError(ErrorCode.UNAUTHORIZED, "/metrics needs 'Authorization: Bearer <metrics token>' "
-                                  "(or a tenant admin's credential for that tenant's series)", operation="metrics")
+                raise MemoryError(
+                    ErrorCode.UNAUTHORIZED,
+                    "/metrics needs 'Authorization: Bearer <metrics token>' "
+                    "(or a tenant admin's credential for that tenant's series)",
+                    operation="metrics",
+                )
         try:
             metrics.refresh_storage_size(engine)
         except Exception:  # a scrape must not fail because a count did
@@ -234,13 +269,16 @@ def create_app(memory: Memory, settings: ServerSettings | None = None, *,
 
     docs.install(app)
     console_routes.install(app)
-    openapi.install(app, lambda: {
-        "max_content_length": engine.max_content_length,
-        "max_query_chars": engine.embeddings.embedder.max_query_chars,
-        "max_search_limit": engine.config.max_search_limit,
-        "max_list_limit": engine.config.max_list_limit,
-        "max_bulk_items": settings.max_bulk_items,
-    })
+    openapi.install(
+        app,
+        lambda: {
+            "max_content_length": engine.max_content_length,
+            "max_query_chars": engine.embeddings.embedder.max_query_chars,
+            "max_search_limit": engine.config.max_search_limit,
+            "max_list_limit": engine.config.max_list_limit,
+            "max_bulk_items": settings.max_bulk_items,
+        },
+    )
     app.include_router(build_router())
     app.include_router(build_keys_router())
     app.include_router(build_operations_router())
@@ -255,4 +293,3 @@ def create_app(memory: Memory, settings: ServerSettings | None = None, *,
         app.router.routes.append(mcp_app.route)
 
     return app
-

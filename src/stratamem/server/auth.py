@@ -48,8 +48,11 @@ def credential_from_headers(authorization: str | None, api_key: str | None) -> s
         if scheme.lower() != "bearer" or not value.strip():
             raise _invalid("the Authorization header must be 'Bearer <API key or token>'")
         return value.strip()
-    raise MemoryError(ErrorCode.MISSING_TENANT_CONTEXT,
-                      "no credentials: send 'Authorization: Bearer <key>' or 'X-API-Key: <key>'", operation="auth")
+    raise MemoryError(
+        ErrorCode.MISSING_TENANT_CONTEXT,
+        "no credentials: send 'Authorization: Bearer <key>' or 'X-API-Key: <key>'",
+        operation="auth",
+    )
 
 
 #: JWT failures → the message the caller sees (never the library's exception class name).
@@ -94,7 +97,11 @@ def _decode_jwt(token: str, settings: ServerSettings) -> dict[str, Any]:
             # exp/iat/nbf are checked here, not by PyJWT: it accepts numeric strings and overflows on
             # huge numbers (an unhandled OverflowError would turn a bad token into a 5xx).
             claims: dict[str, Any] = jwt.decode(
-                token, key, algorithms=[algorithm], audience=settings.jwt_audience, issuer=settings.jwt_issuer,
+                token,
+                key,
+                algorithms=[algorithm],
+                audience=settings.jwt_audience,
+                issuer=settings.jwt_issuer,
                 options={"verify_exp": False, "verify_iat": False, "verify_nbf": False},
             )
         except jwt.PyJWTError as exc:
@@ -130,8 +137,13 @@ def authenticate(credential: str, provider: MemoryProvider, settings: ServerSett
     if credential.startswith(PREFIX + "_"):
         rec = verify_key(provider, credential)
         ids = key_identifiers(rec)
-        ctx = TenantContext(tenant_id=rec.tenant_id, principal=f"key:{rec.name}", roles=rec.roles,
-                            credential=rec.key_id, grant=credential_grant(rec.roles, ids, key_grants(rec)))
+        ctx = TenantContext(
+            tenant_id=rec.tenant_id,
+            principal=f"key:{rec.name}",
+            roles=rec.roles,
+            credential=rec.key_id,
+            grant=credential_grant(rec.roles, ids, key_grants(rec)),
+        )
         return AuthResult(ctx=ctx, subject=f"key:{rec.key_id}", identifiers=ids)
     if credential.count(".") != 2:
         raise _invalid("invalid API key")
@@ -148,8 +160,13 @@ def authenticate(credential: str, provider: MemoryProvider, settings: ServerSett
     ids = {str(k): str(v) for k, v in raw_ids.items()}
     try:
         grant = credential_grant(roles, ids, scopes)
-        ctx = TenantContext(tenant_id=tenant, principal=str(sub) if sub is not None else None, roles=tuple(roles),
-                            expires_at=exp, grant=grant)
+        ctx = TenantContext(
+            tenant_id=tenant,
+            principal=str(sub) if sub is not None else None,
+            roles=tuple(roles),
+            expires_at=exp,
+            grant=grant,
+        )
     except (ValueError, TypeError, MemoryError):
         raise _invalid("malformed bearer token claims") from None
     ctx.validate_at(now, "auth")
@@ -158,5 +175,9 @@ def authenticate(credential: str, provider: MemoryProvider, settings: ServerSett
 
 def require_role(ctx: TenantContext, allowed: frozenset[str], operation: str) -> None:
     if not any(ctx.has_role(r) for r in allowed):
-        raise MemoryError(ErrorCode.FORBIDDEN, f"this credential's roles {list(ctx.roles)} may not {operation}",
-                          operation=operation, details={"required_roles": sorted(allowed)})
+        raise MemoryError(
+            ErrorCode.FORBIDDEN,
+            f"this credential's roles {list(ctx.roles)} may not {operation}",
+            operation=operation,
+            details={"required_roles": sorted(allowed)},
+        )

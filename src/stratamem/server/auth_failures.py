@@ -36,10 +36,16 @@ class AuthFailures:
         self._lock = threading.Lock()
 
     def _refused(self, retry_after: float) -> MemoryError:
-        return MemoryError(ErrorCode.RATE_LIMITED, "too many failed authentication attempts from this address",
-                           operation="auth", details={"retry_after": round(retry_after, 3),
-                                                      "retry_after_ms": int(retry_after * 1000),
-                                                      "scope": "auth_failure"})
+        return MemoryError(
+            ErrorCode.RATE_LIMITED,
+            "too many failed authentication attempts from this address",
+            operation="auth",
+            details={
+                "retry_after": round(retry_after, 3),
+                "retry_after_ms": int(retry_after * 1000),
+                "scope": "auth_failure",
+            },
+        )
 
     def check(self, address: str) -> None:
         """RATE_LIMITED while ``address`` is blocked (before its credential is looked at)."""

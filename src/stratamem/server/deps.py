@@ -41,15 +41,20 @@ def _client(request: Request) -> str:
     return request.client.host if request.client else "unknown"
 
 
-def _audit_denial(memory: Memory, request: Request, exc: MemoryError, ctx: TenantContext | None,
-                  repeated: int = 0) -> None:
+def _audit_denial(
+    memory: Memory, request: Request, exc: MemoryError, ctx: TenantContext | None, repeated: int = 0
+) -> None:
     ERRORS.labels(code=exc.code.value).inc()  # refused before reaching the engine: still a failed operation
     details: dict[str, object] = {"reason": exc.message, "client": _client(request)}
     if repeated:
         details["repeated"] = repeated
     memory.engine.audit.record(
-        tenant_id=ctx.tenant_id if ctx else None, principal=ctx.principal if ctx else None,
-        action=f"{request.method} {request.url.path}", outcome="denied", code=exc.code.value, details=details,
+        tenant_id=ctx.tenant_id if ctx else None,
+        principal=ctx.principal if ctx else None,
+        action=f"{request.method} {request.url.path}",
+        outcome="denied",
+        code=exc.code.value,
+        details=details,
     )
 
 

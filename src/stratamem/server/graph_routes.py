@@ -60,7 +60,8 @@ def graph_router(get_memory: Callable[..., Any], get_tenant: Callable[..., Any])
     def related(mem: MemoryDep, t: TenantDep, q: Annotated[RelatedParams, Query()]) -> Any:
         """Memories (and optionally entities) within ``hops`` of a memory id or entity name."""
         return mem.graph.related(t, q.node, q.hops, limit=q.limit, include_entities=q.include_entities).model_dump(
-            mode="json", by_alias=True)
+            mode="json", by_alias=True
+        )
 
     @router.get("/v1/graph/path", operation_id="graphPath")
     def path(mem: MemoryDep, t: TenantDep, q: Annotated[PathParams, Query()]) -> Any:

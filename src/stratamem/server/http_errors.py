@@ -76,8 +76,10 @@ COMMON = (400, 401, 403, 413, 422, 429, 500, 502, 503)
 
 
 def _safe_errors(exc: RequestValidationError) -> list[dict[str, Any]]:
-    return [{"loc": [str(p) for p in e.get("loc", ())], "msg": str(e.get("msg", "")), "type": str(e.get("type", ""))}
-            for e in exc.errors()[:20]]
+    return [
+        {"loc": [str(p) for p in e.get("loc", ())], "msg": str(e.get("msg", "")), "type": str(e.get("type", ""))}
+        for e in exc.errors()[:20]
+    ]
 
 
 def install(app: FastAPI) -> None:
@@ -93,8 +95,9 @@ def install(app: FastAPI) -> None:
         else:
             first = errors[0] if errors else {"loc": [], "msg": "invalid request"}
             message = f"invalid {'.'.join(first['loc'][1:]) or 'request'}: {first['msg']}"
-        return error_response(MemoryError(ErrorCode.INVALID_PARAMS, message, operation=_op(request),
-                                          details={"errors": errors}))
+        return error_response(
+            MemoryError(ErrorCode.INVALID_PARAMS, message, operation=_op(request), details={"errors": errors})
+        )
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
@@ -104,8 +107,14 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unexpected error on %s %s", request.method, request.url.path)
-        return error_response(MemoryError(ErrorCode.PROVIDER_ERROR, "internal error (logged on the server)",
-                                          operation=_op(request), retryable=False))
+        return error_response(
+            MemoryError(
+                ErrorCode.PROVIDER_ERROR,
+                "internal error (logged on the server)",
+                operation=_op(request),
+                retryable=False,
+            )
+        )
 
 
 def _op(request: Request) -> str:

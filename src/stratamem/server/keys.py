@@ -64,13 +64,24 @@ def credential_grant(roles: Sequence[str], identifiers: Mapping[str, str], scope
     return Grant.parse(scopes, identifiers)
 
 
-def create_key(provider: MemoryProvider, tenant_id: str, role: str = "writer", *, name: str | None = None,
-               identifiers: Mapping[str, str] | None = None, grants: Sequence[str] = ()) -> CreatedKey:
+def create_key(
+    provider: MemoryProvider,
+    tenant_id: str,
+    role: str = "writer",
+    *,
+    name: str | None = None,
+    identifiers: Mapping[str, str] | None = None,
+    grants: Sequence[str] = (),
+) -> CreatedKey:
     """Create and store a key; the plaintext is only in the returned object. A key bound to
     identifiers acts only for them plus ``grants`` (``["team:t1", "project:p1"]``, or ``["all"]``)."""
     if role not in ROLES:
-        raise MemoryError(ErrorCode.INVALID_PARAMS, f"role must be one of {', '.join(ROLES)}", operation="keys",
-                          details={"field": "role"})
+        raise MemoryError(
+            ErrorCode.INVALID_PARAMS,
+            f"role must be one of {', '.join(ROLES)}",
+            operation="keys",
+            details={"field": "role"},
+        )
     TenantContext(tenant_id=tenant_id).validate_at(datetime.now(UTC), "keys")
     ids = parse_identifiers(dict(identifiers or {}), "keys").model_dump(by_alias=True, exclude_none=True)
     scopes = Grant.parse(grants).scopes()  # validated, canonical
@@ -80,8 +91,14 @@ def create_key(provider: MemoryProvider, tenant_id: str, role: str = "writer", *
     secret = secrets.token_urlsafe(32)
     salt = secrets.token_hex(16)
     record = ApiKeyRecord(
-        key_id=key_id, tenant_id=tenant_id, name=name or f"key-{key_id[:6]}", roles=(role,), salt=salt,
-        key_hash=hash_secret(secret, salt), created_at=datetime.now(UTC), identifiers=ids,
+        key_id=key_id,
+        tenant_id=tenant_id,
+        name=name or f"key-{key_id[:6]}",
+        roles=(role,),
+        salt=salt,
+        key_hash=hash_secret(secret, salt),
+        created_at=datetime.now(UTC),
+        identifiers=ids,
     )
     provider.api_key_put(record)
     return CreatedKey(key=f"{PREFIX}_{key_id}_{secret}", record=record)

@@ -22,8 +22,12 @@ class _M(BaseModel):
 
 
 class CreateKeyRequest(_M):
-    role: str = Field("writer", max_length=16, description="reader, writer or admin",
-                      json_schema_extra={"enum": ["reader", "writer", "admin"]})
+    role: str = Field(
+        "writer",
+        max_length=16,
+        description="reader, writer or admin",
+        json_schema_extra={"enum": ["reader", "writer", "admin"]},
+    )
     name: str | None = Field(None, max_length=128)
     identifiers: LayerIdentifiers = Field(default_factory=LayerIdentifiers)
     #: Scopes granted beyond the identifiers: ``team:t1``, ``project:p1``, ``object:ticket/*``, ``all``.
@@ -51,7 +55,8 @@ def _admin(request: Request, ctx: Annotated[TenantContext, Depends(get_tenant)])
         require_role(ctx, frozenset({"admin"}), "manage API keys")
     except MemoryError as exc:
         request.app.state.memory.engine.audit.record(
-            tenant_id=ctx.tenant_id, principal=ctx.principal, action="keys", outcome="denied", code=exc.code.value)
+            tenant_id=ctx.tenant_id, principal=ctx.principal, action="keys", outcome="denied", code=exc.code.value
+        )
         raise
     return ctx
 
@@ -60,23 +65,40 @@ AdminDep = Annotated[TenantContext, Depends(_admin)]
 
 
 def _info(rec: Any) -> dict[str, Any]:
-    return {"key_id": rec.key_id, "tenant_id": rec.tenant_id, "name": rec.name, "roles": list(rec.roles),
-            "identifiers": key_identifiers(rec), "grants": key_grants(rec), "created_at": rec.created_at,
-            "revoked_at": rec.revoked_at}
+    return {
+        "key_id": rec.key_id,
+        "tenant_id": rec.tenant_id,
+        "name": rec.name,
+        "roles": list(rec.roles),
+        "identifiers": key_identifiers(rec),
+        "grants": key_grants(rec),
+        "created_at": rec.created_at,
+        "revoked_at": rec.revoked_at,
+    }
 
 
 def build_keys_router() -> APIRouter:
     r = APIRouter(prefix="/v1/keys", tags=["keys"])
 
-    @r.post("", status_code=201, response_model=CreatedKeyResponse, responses=responses(*COMMON),
-            operation_id="createApiKey")
+    @r.post(
+        "",
+        status_code=201,
+        response_model=CreatedKeyResponse,
+        responses=responses(*COMMON),
+        operation_id="createApiKey",
+    )
     def create(body: CreateKeyRequest, memory: MemoryDep, ctx: AdminDep) -> CreatedKeyResponse:
         """Create an API key of the caller's tenant (admin keys only); the key is in the answer once."""
         ids = body.identifiers.model_dump(exclude_none=True)
-        created = create_key(memory.engine.provider, ctx.tenant_id, body.role, name=body.name, identifiers=ids,
-                             grants=body.grants)
-        memory.engine.audit.record(tenant_id=ctx.tenant_id, principal=ctx.principal, action="keys.create",
-                                   details={"key_id": created.record.key_id, "role": body.role})
+        created = create_key(
+            memory.engine.provider, ctx.tenant_id, body.role, name=body.name, identifiers=ids, grants=body.grants
+        )
+        memory.engine.audit.record(
+            tenant_id=ctx.tenant_id,
+            principal=ctx.principal,
+            action="keys.create",
+            details={"key_id": created.record.key_id, "role": body.role},
+        )
         return CreatedKeyResponse.model_validate({**_info(created.record), "key": created.key})
 
     @r.get("", response_model=list[KeyInfo], responses=responses(*COMMON), operation_id="listApiKeys")
@@ -88,10 +110,15 @@ def build_keys_router() -> APIRouter:
     def revoke(key_id: Annotated[str, Path(max_length=64)], memory: MemoryDep, ctx: AdminDep) -> KeyInfo:
         """Revoke a key of the tenant; requests with it get 401 from then on."""
         if not memory.engine.provider.api_key_revoke(ctx.tenant_id, key_id, datetime.now(UTC)):
-            raise MemoryError(ErrorCode.MEMORY_NOT_FOUND,
-                              f"no active key {key_id!r}", operation="keys.revoke", details={"keyId": key_id})
-        memory.engine.audit.record(tenant_id=ctx.tenant_id, principal=ctx.principal, action="keys.revoke",
-                                   details={"key_id": key_id})
+            raise MemoryError(
+                ErrorCode.MEMORY_NOT_FOUND,
+                f"no active key {key_id!r}",
+                operation="keys.revoke",
+                details={"keyId": key_id},
+            )
+        memory.engine.audit.record(
+            tenant_id=ctx.tenant_id, principal=ctx.principal, action="keys.revoke", details={"key_id": key_id}
+        )
         rec = memory.engine.provider.api_key_get(key_id)
         return KeyInfo.model_validate(_info(rec))
 

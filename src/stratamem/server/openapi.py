@@ -66,8 +66,11 @@ FIELDS: dict[str, tuple[str, Any]] = {
     ),
     "accessCount": ("How often searches returned the memory.", 3),
     "lastAccessedAt": ("When a search last returned the memory.", _TIME),
-    "status": ("Memory status: active, archived, deleted (soft-deleted) or superseded (replaced by a newer "
-               "memory, kept as history).", "active"),
+    "status": (
+        "Memory status: active, archived, deleted (soft-deleted) or superseded (replaced by a newer "
+        "memory, kept as history).",
+        "active",
+    ),
     "deletedAt": ("When the memory was soft-deleted; null if it is not.", None),
     "provenance": ("Where the memory came from (agent, source, promotion, compaction).", {"source": "chat"}),
     "contentHash": ("SHA-256 of the content, for deduplication.", "sha256:2cf24dba5fb0a30e26e83b2ac5b9e29e"),
@@ -99,17 +102,25 @@ FIELDS: dict[str, tuple[str, Any]] = {
     "recencyBoost": ("0..1: discount older memories (default off).", 0.2),
     "includeSuperseded": ("Also return memories a newer one replaced (history).", False),
     "asOf": ("Return the memories that were current at this time (history).", "2026-06-01T00:00:00Z"),
-    "order": ("Order of the results: `relevance` (search only, the default there: best match first), "
-              "`newest` or `oldest` (by creation time; list defaults to `oldest`). A search picks the best "
-              "matches first and then shows them in this order.", "newest"),
-    "since": ("Only memories whose `timeField` time is at or after this instant (RFC 3339); on the health "
-              "report: only events since this time.",
-              "2026-11-01T00:00:00Z"),
+    "order": (
+        "Order of the results: `relevance` (search only, the default there: best match first), "
+        "`newest` or `oldest` (by creation time; list defaults to `oldest`). A search picks the best "
+        "matches first and then shows them in this order.",
+        "newest",
+    ),
+    "since": (
+        "Only memories whose `timeField` time is at or after this instant (RFC 3339); on the health "
+        "report: only events since this time.",
+        "2026-11-01T00:00:00Z",
+    ),
     "until": ("Only memories whose `timeField` time is before this instant (RFC 3339).", "2026-12-01T00:00:00Z"),
     "timeField": ("Which time `since`/`until` apply to: `created` (default) or `updated`.", "created"),
     "tagsMatch": ("How the filter's tags match: `any` (default: at least one tag) or `all` (every tag).", "all"),
-    "includeNarrower": ("Also read the narrower scopes of the same principal whose identifiers are given: "
-                        "`user` adds `session` (with sessionId) and `agent` (with agentId).", True),
+    "includeNarrower": (
+        "Also read the narrower scopes of the same principal whose identifiers are given: "
+        "`user` adds `session` (with sessionId) and `agent` (with agentId).",
+        True,
+    ),
     "supersedes": ("Ids of older memories this one replaces; they become `superseded` (kept as history).", []),
     "superseded": ("Ids of older memories this one made out of date (now `superseded`).", []),
     "importanceBoost": ("0..1: discount less important memories (default off).", 0.5),
@@ -200,11 +211,16 @@ FIELDS: dict[str, tuple[str, Any]] = {
     "maxLength": ("Longest content in characters (in addition to the store's limit).", 2000),
     "piiMode": ("What to do with PII (email, phone, card, IBAN, SSN, IP): reject, redact or allow.", "redact"),
     "maxMemories": ("Live memories per user; null = unlimited.", 500),
-    "shared_pii_mode": ("PII handling in shared layers (project, team, org, company, object): reject, redact or "
-                        "allow; the stricter of this and piiMode applies there.", "redact"),
+    "shared_pii_mode": (
+        "PII handling in shared layers (project, team, org, company, object): reject, redact or "
+        "allow; the stricter of this and piiMode applies there.",
+        "redact",
+    ),
     # keys and grants
-    "grants": ("Scopes the key may act on beyond its identifiers: team:t1, project:p1, object:type/id, all.",
-               ["team:platform"]),
+    "grants": (
+        "Scopes the key may act on beyond its identifiers: team:t1, project:p1, object:type/id, all.",
+        ["team:platform"],
+    ),
     # forget_user
     "graphMemoryNodes": ("Knowledge-graph memory nodes removed.", 3),
     "graphEntities": ("Knowledge-graph entities removed (no longer mentioned by any memory).", 2),
@@ -236,10 +252,14 @@ FIELDS: dict[str, tuple[str, Any]] = {
     "ReflectionResult.created": ("Memories written by this call (summary and rules).", 2),
     "unchanged": ("True when the session was already reflected with the same sources.", False),
     "skipped": ("Why nothing was reflected, else null.", None),
-    "FitContextRequest.messages": ("Chat messages about to be sent, oldest first ({role, content, …}).",
-                                   [{"role": "user", "content": "Check the build"}]),
-    "FitContextResult.messages": ("The messages to send instead (pruned and compacted).",
-                                  [{"role": "user", "content": "Check the build"}]),
+    "FitContextRequest.messages": (
+        "Chat messages about to be sent, oldest first ({role, content, …}).",
+        [{"role": "user", "content": "Check the build"}],
+    ),
+    "FitContextResult.messages": (
+        "The messages to send instead (pruned and compacted).",
+        [{"role": "user", "content": "Check the build"}],
+    ),
     "maxTokens": ("Token budget of the prompt.", 8000),
     "keepRecent": ("Newest messages never pruned or compacted.", 4),
     "compactAt": ("Share of the budget above which the oldest turns are compacted.", 0.8),
@@ -259,10 +279,14 @@ FIELDS: dict[str, tuple[str, Any]] = {
     "summaryMemoryId": ("Id of the summary memory of the compacted turns.", _ID),
     "summaryMethod": ("How the summary was written: llm or rules.", "rules"),
     "reflected": ("Agent-layer reflection memories written for idle sessions.", 0),
-    "CloseSessionRequest.agentId": ("Agent whose memories of the session are evaluated and who receives "
-                                    "the reflection.", "support-bot"),
-    "ReflectRequest.agentId": ("Agent layer that receives the reflection; default: the agent named in the "
-                               "session memories' provenance.", "support-bot"),
+    "CloseSessionRequest.agentId": (
+        "Agent whose memories of the session are evaluated and who receives the reflection.",
+        "support-bot",
+    ),
+    "ReflectRequest.agentId": (
+        "Agent layer that receives the reflection; default: the agent named in the session memories' provenance.",
+        "support-bot",
+    ),
     "promoted": ("Memories promoted out of the session.", []),
     "blocked": ("Memories not promoted, with the reason.", []),
     "expiring": ("Session memories given the session retention expiry.", 3),

@@ -18,18 +18,31 @@ from .settings import ServerSettings
 
 def build_limiter(settings: ServerSettings, memory: Memory) -> RateLimiter:
     cfg = memory.engine.config
-    return make_rate_limiter("http", settings.redis_url or cfg.redis_url,
-                             prefix=settings.redis_prefix or cfg.redis_prefix)
+    return make_rate_limiter(
+        "http", settings.redis_url or cfg.redis_url, prefix=settings.redis_prefix or cfg.redis_prefix
+    )
 
 
 def check_rate(limiter: RateLimiter, settings: ServerSettings, auth: AuthResult) -> None:
     """Take one request from the credential's and the tenant's buckets, or raise RATE_LIMITED."""
-    decision = limiter.acquire([
-        Bucket("credential", auth.subject, RateLimit(settings.rate_limit_per_second, settings.rate_limit_burst)),
-        Bucket("tenant", auth.ctx.tenant_id,
-               RateLimit(settings.rate_limit_tenant_per_second, settings.rate_limit_tenant_burst)),
-    ])
+    decision = limiter.acquire(
+        [
+            Bucket("credential", auth.subject, RateLimit(settings.rate_limit_per_second, settings.rate_limit_burst)),
+            Bucket(
+                "tenant",
+                auth.ctx.tenant_id,
+                RateLimit(settings.rate_limit_tenant_per_second, settings.rate_limit_tenant_burst),
+            ),
+        ]
+    )
     if not decision.allowed:
-        raise MemoryError(ErrorCode.RATE_LIMITED, f"rate limit exceeded for this {decision.scope}", operation="auth",
-                          details={"retry_after": round(decision.retry_after, 3),
-                                   "retry_after_ms": decision.retry_after_ms, "scope": decision.scope})
+        raise MemoryError(
+            ErrorCode.RATE_LIMITED,
+            f"rate limit exceeded for this {decision.scope}",
+            operation="auth",
+            details={
+                "retry_after": round(decision.retry_after, 3),
+                "retry_after_ms": decision.retry_after_ms,
+                "scope": decision.scope,
+            },
+        )

@@ -96,24 +96,43 @@ def check_body_tenant(request: Request, memory: Any, ctx: TenantContext, body_te
     """A body naming another tenant is refused (403) and audited as a cross-tenant attempt."""
     if body_tenant is None or body_tenant == ctx.tenant_id:
         return
-    memory.engine.audit.record(tenant_id=ctx.tenant_id, principal=ctx.principal, action=action, outcome="denied",
-                               code=ErrorCode.FORBIDDEN.value, cross_tenant=True,
-                               details={"path": request.url.path, "reason": "body names another tenant"})
-    raise MemoryError(ErrorCode.FORBIDDEN, "a request may only address the tenant of its credential",
-                      operation=action, details={"field": "tenantId"})
+    memory.engine.audit.record(
+        tenant_id=ctx.tenant_id,
+        principal=ctx.principal,
+        action=action,
+        outcome="denied",
+        code=ErrorCode.FORBIDDEN.value,
+        cross_tenant=True,
+        details={"path": request.url.path, "reason": "body names another tenant"},
+    )
+    raise MemoryError(
+        ErrorCode.FORBIDDEN,
+        "a request may only address the tenant of its credential",
+        operation=action,
+        details={"field": "tenantId"},
+    )
 
 
 def _not_found(memory_id: str, operation: str) -> MemoryError:
-    return MemoryError(ErrorCode.MEMORY_NOT_FOUND, f"no memory with id {memory_id!r}", operation=operation,
-                       details={"id": memory_id}, retryable=False)
+    return MemoryError(
+        ErrorCode.MEMORY_NOT_FOUND,
+        f"no memory with id {memory_id!r}",
+        operation=operation,
+        details={"id": memory_id},
+        retryable=False,
+    )
 
 
 MemoryId = Annotated[str, Path(min_length=1, max_length=256, description="Memory id")]
 IfMatch = Annotated[str | None, Header(alias="If-Match", max_length=1024)]
 
 #: The ETag response header of a memory (its etag, quoted as RFC 7232 writes entity tags).
-ETAG_HEADER = {"ETag": {"description": "Entity tag of the returned version, e.g. `\"c261a1ab8fd49856ed8f\"`.",
-                        "schema": {"type": "string"}}}
+ETAG_HEADER = {
+    "ETag": {
+        "description": 'Entity tag of the returned version, e.g. `"c261a1ab8fd49856ed8f"`.',
+        "schema": {"type": "string"},
+    }
+}
 
 
 def quoted_etag(etag: str) -> str:
@@ -157,19 +176,41 @@ def _item(body: CreateMemoryRequest) -> dict[str, Any]:
 def build_router() -> APIRouter:
     r = APIRouter(prefix="/v1", tags=["memories"])
 
-    @r.post("/memories", status_code=201, response_model=AddMemoryOutput, responses=responses(*COMMON, 413),
-            name="add", operation_id="createMemory")
-    def create_memory(body: CreateMemoryRequest, request: Request, memory: MemoryDep,
-                      ctx: WriterDep) -> AddMemoryOutput:
+    @r.post(
+        "/memories",
+        status_code=201,
+        response_model=AddMemoryOutput,
+        responses=responses(*COMMON, 413),
+        name="add",
+        operation_id="createMemory",
+    )
+    def create_memory(
+        body: CreateMemoryRequest, request: Request, memory: MemoryDep, ctx: WriterDep
+    ) -> AddMemoryOutput:
         """Store one memory in a layer; the identifiers the layer needs are required (e.g. `userId`
         for `user`). Needs a writer key."""
         check_body_tenant(request, memory, ctx, body.tenant_id, "add")
-        return memory.add(ctx, body.content, body.layer, body.identifiers, body.metadata, tier=body.tier,
-                          expires_at=body.expires_at, importance=body.importance, provenance=body.provenance,
-                          supersedes=body.supersedes)
+        return memory.add(
+            ctx,
+            body.content,
+            body.layer,
+            body.identifiers,
+            body.metadata,
+            tier=body.tier,
+            expires_at=body.expires_at,
+            importance=body.importance,
+            provenance=body.provenance,
+            supersedes=body.supersedes,
+        )
 
-    @r.post("/memories/bulk", status_code=201, response_model=BulkAddOutput, responses=responses(*COMMON, 413),
-            name="bulk_add", operation_id="bulkCreateMemories")
+    @r.post(
+        "/memories/bulk",
+        status_code=201,
+        response_model=BulkAddOutput,
+        responses=responses(*COMMON, 413),
+        name="bulk_add",
+        operation_id="bulkCreateMemories",
+    )
     def bulk_create(body: BulkCreateRequest, request: Request, memory: MemoryDep, ctx: WriterDep) -> BulkAddOutput:
         """Store several memories in one request (all or none; an error names the item's index)."""
         check_body_tenant(request, memory, ctx, body.tenant_id, "bulk_add")
@@ -177,41 +218,77 @@ def build_router() -> APIRouter:
             check_body_tenant(request, memory, ctx, item.tenant_id, "bulk_add")
         cap = request.app.state.settings.max_bulk_items
         if len(body.items) > cap:
-            raise MemoryError(ErrorCode.INVALID_PARAMS, f"at most {cap} items per bulk request (got {len(body.items)})",
-                              operation="bulk_add", details={"max_items": cap})
+            raise MemoryError(
+                ErrorCode.INVALID_PARAMS,
+                f"at most {cap} items per bulk request (got {len(body.items)})",
+                operation="bulk_add",
+                details={"max_items": cap},
+            )
         return memory.bulk_add(ctx, [_item(i) for i in body.items])
 
-    @r.post("/memories/bulk-delete", response_model=BulkDeleteOutput, responses=responses(*COMMON),
-            name="bulk_delete", operation_id="bulkDeleteMemories")
+    @r.post(
+        "/memories/bulk-delete",
+        response_model=BulkDeleteOutput,
+        responses=responses(*COMMON),
+        name="bulk_delete",
+        operation_id="bulkDeleteMemories",
+    )
     def bulk_delete(body: BulkDeleteRequest, request: Request, memory: MemoryDep, ctx: WriterDep) -> BulkDeleteOutput:
         """Delete several memories by id (idempotent: unknown ids count as not deleted)."""
         check_body_tenant(request, memory, ctx, body.tenant_id, "bulk_delete")
         cap = request.app.state.settings.max_bulk_items
         if len(body.ids) > cap:
-            raise MemoryError(ErrorCode.INVALID_PARAMS, f"at most {cap} ids per bulk request (got {len(body.ids)})",
-                              operation="bulk_delete", details={"max_items": cap})
+            raise MemoryError(
+                ErrorCode.INVALID_PARAMS,
+                f"at most {cap} ids per bulk request (got {len(body.ids)})",
+                operation="bulk_delete",
+                details={"max_items": cap},
+            )
         return memory.bulk_delete(ctx, body.ids)
 
-    @r.post("/memories/search", response_model=SearchMemoryOutput, responses=responses(*COMMON), name="search",
-            operation_id="searchMemories")
+    @r.post(
+        "/memories/search",
+        response_model=SearchMemoryOutput,
+        responses=responses(*COMMON),
+        name="search",
+        operation_id="searchMemories",
+    )
     def search(body: SearchRequest, request: Request, memory: MemoryDep, ctx: ReaderDep) -> SearchMemoryOutput:
         """Semantic (hybrid dense + lexical) search across every layer the identifiers reach, most
         specific layer first; results below `threshold` are dropped."""
         check_body_tenant(request, memory, ctx, body.tenant_id, "search")
-        return memory.search(ctx, body.query, body.identifiers, body.layers, limit=body.limit, threshold=body.threshold,
-                             filter=body.filter,
-                             hybrid_weight=body.hybrid_weight, recency_boost=body.recency_boost,
-                             importance_boost=body.importance_boost, include_superseded=body.include_superseded,
-                             as_of=body.as_of, order=body.order, since=body.since, until=body.until,
-                             time_field=body.time_field, tags_match=body.tags_match,
-                             include_narrower=body.include_narrower)
+        return memory.search(
+            ctx,
+            body.query,
+            body.identifiers,
+            body.layers,
+            limit=body.limit,
+            threshold=body.threshold,
+            filter=body.filter,
+            hybrid_weight=body.hybrid_weight,
+            recency_boost=body.recency_boost,
+            importance_boost=body.importance_boost,
+            include_superseded=body.include_superseded,
+            as_of=body.as_of,
+            order=body.order,
+            since=body.since,
+            until=body.until,
+            time_field=body.time_field,
+            tags_match=body.tags_match,
+            include_narrower=body.include_narrower,
+        )
 
-    @r.get("/memories", response_model=ListMemoriesOutput, responses=responses(*COMMON), name="list",
-           operation_id="listMemories")
+    @r.get(
+        "/memories",
+        response_model=ListMemoriesOutput,
+        responses=responses(*COMMON),
+        name="list",
+        operation_id="listMemories",
+    )
     def list_memories(
-        memory: MemoryDep, ctx: ReaderDep,
-        layer: Annotated[str | None, Query(max_length=32, json_schema_extra={"enum": [x.value for x in Layer]})]
-        = None,
+        memory: MemoryDep,
+        ctx: ReaderDep,
+        layer: Annotated[str | None, Query(max_length=32, json_schema_extra={"enum": [x.value for x in Layer]})] = None,
         cursor: Annotated[str | None, Query(max_length=2048)] = None,
         limit: Annotated[int | None, Query()] = None,
         tag: Annotated[list[str] | None, Query(description="Match any of these tags (repeatable)")] = None,
@@ -238,30 +315,63 @@ def build_router() -> APIRouter:
         """One page of memories (oldest first, or `order=newest`), filtered by layer, identifiers,
         tags (`tagsMatch=all` for every tag), metadata and a time window (`since`/`until`); follow
         `nextCursor` for the next page."""
-        ids = {"agent_id": agent_id, "user_id": user_id, "session_id": session_id, "project_id": project_id,
-               "team_id": team_id, "org_id": org_id, "company_id": company_id, "object_type": object_type,
-               "object_id": object_id, "workspace_id": workspace_id}
+        ids = {
+            "agent_id": agent_id,
+            "user_id": user_id,
+            "session_id": session_id,
+            "project_id": project_id,
+            "team_id": team_id,
+            "org_id": org_id,
+            "company_id": company_id,
+            "object_type": object_type,
+            "object_id": object_id,
+            "workspace_id": workspace_id,
+        }
         flt: Any = None
         if filter is not None:
             try:
                 flt = json.loads(filter)
             except json.JSONDecodeError:
-                raise MemoryError(ErrorCode.INVALID_PARAMS, "filter must be a JSON object", operation="list",
-                                  details={"field": "filter"}) from None
+                raise MemoryError(
+                    ErrorCode.INVALID_PARAMS,
+                    "filter must be a JSON object",
+                    operation="list",
+                    details={"field": "filter"},
+                ) from None
             if not isinstance(flt, dict):
-                raise MemoryError(ErrorCode.INVALID_PARAMS, "filter must be a JSON object", operation="list",
-                                  details={"field": "filter"})
+                raise MemoryError(
+                    ErrorCode.INVALID_PARAMS,
+                    "filter must be a JSON object",
+                    operation="list",
+                    details={"field": "filter"},
+                )
         if tag:
             flt = dict(flt or {})
             flt["tags"] = list(tag)
-        return memory.list(ctx, layer, {k: v for k, v in ids.items() if v is not None}, cursor=cursor, limit=limit,
-                           filter=flt, include_superseded=include_superseded, as_of=as_of, order=order, since=since,
-                           until=until, time_field=time_field, tags_match=tags_match,
-                           include_narrower=include_narrower)
+        return memory.list(
+            ctx,
+            layer,
+            {k: v for k, v in ids.items() if v is not None},
+            cursor=cursor,
+            limit=limit,
+            filter=flt,
+            include_superseded=include_superseded,
+            as_of=as_of,
+            order=order,
+            since=since,
+            until=until,
+            time_field=time_field,
+            tags_match=tags_match,
+            include_narrower=include_narrower,
+        )
 
-    @r.get("/memories/{memory_id}", response_model=MemoryEntry,
-           responses={200: {"description": "The memory", "headers": ETAG_HEADER}, **responses(*COMMON, 404)},
-           name="get", operation_id="getMemory")
+    @r.get(
+        "/memories/{memory_id}",
+        response_model=MemoryEntry,
+        responses={200: {"description": "The memory", "headers": ETAG_HEADER}, **responses(*COMMON, 404)},
+        name="get",
+        operation_id="getMemory",
+    )
     def get_memory(memory_id: MemoryId, memory: MemoryDep, ctx: ReaderDep, response: Response) -> MemoryEntry:
         """One memory by id; the `ETag` header (and the `etag` field) is its version for `If-Match`."""
         entry = memory.get(ctx, memory_id)
@@ -270,27 +380,54 @@ def build_router() -> APIRouter:
         response.headers["ETag"] = quoted_etag(entry.etag)
         return entry
 
-    @r.patch("/memories/{memory_id}", response_model=UpdateMemoryOutput,
-             responses={200: {"description": "The updated memory", "headers": ETAG_HEADER},
-                        **responses(*COMMON, 404, 409, 413)},
-             name="update", operation_id="updateMemory")
-    def update_memory(memory_id: MemoryId, body: UpdateMemoryRequest, request: Request, memory: MemoryDep,
-                      ctx: WriterDep, response: Response, if_match: IfMatch = None) -> UpdateMemoryOutput:
+    @r.patch(
+        "/memories/{memory_id}",
+        response_model=UpdateMemoryOutput,
+        responses={
+            200: {"description": "The updated memory", "headers": ETAG_HEADER},
+            **responses(*COMMON, 404, 409, 413),
+        },
+        name="update",
+        operation_id="updateMemory",
+    )
+    def update_memory(
+        memory_id: MemoryId,
+        body: UpdateMemoryRequest,
+        request: Request,
+        memory: MemoryDep,
+        ctx: WriterDep,
+        response: Response,
+        if_match: IfMatch = None,
+    ) -> UpdateMemoryOutput:
         """Change content (re-embedded), metadata (merged), expiry or tier. With `If-Match` (or
         `ifMatch`) the update only happens if the memory is still at that version, else 409."""
         check_body_tenant(request, memory, ctx, body.tenant_id, "update")
         expected = expected_etag(memory, ctx, memory_id, body.if_match or if_match)
         # `expiresAt: null` clears the expiry; left out, it stays
         expiry: Any = body.expires_at if "expires_at" in body.model_fields_set else UNSET
-        out = memory.update(ctx, memory_id, body.content, body.metadata, if_match=expected,
-                            expires_at=expiry, tier=body.tier, record_conflict=False)
+        out = memory.update(
+            ctx,
+            memory_id,
+            body.content,
+            body.metadata,
+            if_match=expected,
+            expires_at=expiry,
+            tier=body.tier,
+            record_conflict=False,
+        )
         response.headers["ETag"] = quoted_etag(out.memory.etag)
         return out
 
-    @r.delete("/memories/{memory_id}", response_model=DeleteMemoryOutput, responses=responses(*COMMON, 409),
-              name="delete", operation_id="deleteMemory")
-    def delete_memory(memory_id: MemoryId, memory: MemoryDep, ctx: WriterDep,
-                      if_match: IfMatch = None) -> DeleteMemoryOutput:
+    @r.delete(
+        "/memories/{memory_id}",
+        response_model=DeleteMemoryOutput,
+        responses=responses(*COMMON, 409),
+        name="delete",
+        operation_id="deleteMemory",
+    )
+    def delete_memory(
+        memory_id: MemoryId, memory: MemoryDep, ctx: WriterDep, if_match: IfMatch = None
+    ) -> DeleteMemoryOutput:
         """Delete a memory (idempotent: `success` is false when there was none); `If-Match` makes it
         conditional on the version."""
         return memory.delete(ctx, memory_id, expected_etag(memory, ctx, memory_id, if_match))

@@ -69,12 +69,16 @@ class AuditLog:
         log.info(line)
         return entry
 
-    def recent(self, n: int | None = None, *, tenant_id: str | None = None,
-               action: str | None = None) -> list[AuditRecord]:
+    def recent(
+        self, n: int | None = None, *, tenant_id: str | None = None, action: str | None = None
+    ) -> list[AuditRecord]:
         """Newest last; optionally only one tenant's or one action's records."""
         with self._lock:
-            items = [r for r in self._recent
-                     if (tenant_id is None or r.tenant_id == tenant_id) and (action is None or r.action == action)]
+            items = [
+                r
+                for r in self._recent
+                if (tenant_id is None or r.tenant_id == tenant_id) and (action is None or r.action == action)
+            ]
         return items if n is None else items[-n:]
 
     @staticmethod

@@ -18,8 +18,18 @@ if TYPE_CHECKING:
 log = logging.getLogger("stratamem.audit")
 
 READ_OPS = frozenset({"search", "get", "list", "stats", "export", "health"})
-DENIAL_CODES = frozenset({"MISSING_TENANT_CONTEXT", "INVALID_TENANT_CONTEXT", "UNAUTHORIZED", "FORBIDDEN",
-                          "POLICY_VIOLATION", "UNSAFE_CONTENT", "QUOTA_EXCEEDED", "RATE_LIMITED"})
+DENIAL_CODES = frozenset(
+    {
+        "MISSING_TENANT_CONTEXT",
+        "INVALID_TENANT_CONTEXT",
+        "UNAUTHORIZED",
+        "FORBIDDEN",
+        "POLICY_VIOLATION",
+        "UNSAFE_CONTENT",
+        "QUOTA_EXCEEDED",
+        "RATE_LIMITED",
+    }
+)
 
 
 class AuditObserver:

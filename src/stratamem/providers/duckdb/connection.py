@@ -61,8 +61,10 @@ class DuckDBConnection(MemoryProvider):
             elif db.key_id != (self.encryption_key.key_id if self.encryption_key else None):
                 # open in this process already: the key must be the one it was opened with
                 reason = (
-                    "without a key" if self.encryption_key is None
-                    else "is not encrypted" if db.key_id is None
+                    "without a key"
+                    if self.encryption_key is None
+                    else "is not encrypted"
+                    if db.key_id is None
                     else "wrong encryption key"
                 )
                 raise self._open_failure(duckdb.Error(reason), key, self.encryption_key)
@@ -77,8 +79,7 @@ class DuckDBConnection(MemoryProvider):
         if isinstance(exc, duckdb.ParserException | duckdb.InvalidInputException):
             return MemoryError(
                 ErrorCode.CONFIGURATION_ERROR,
-                f"invalid DuckDB checkpoint_threshold {self.checkpoint_threshold!r} (a size such as "
-                f"'128MB'): {exc}",
+                f"invalid DuckDB checkpoint_threshold {self.checkpoint_threshold!r} (a size such as '128MB'): {exc}",
                 operation="open",
                 details={"checkpoint_threshold": self.checkpoint_threshold},
             )

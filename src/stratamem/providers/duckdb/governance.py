@@ -107,8 +107,18 @@ class GovernanceMixin(DuckDBConnection):
                 [tenant_id, memory_id, memory_id, events is None, _text_list(events or ()), int(limit)],
             ).fetchall()
         return [
-            {"tenant_id": tenant_id, "id": r[0], "ts": r[1].replace(tzinfo=UTC), "event": r[2], "memory_id": r[3],
-             "layer": r[4], "principal": r[5], "code": r[6], "outcome": r[7], "details": json.loads(r[8] or "{}")}
+            {
+                "tenant_id": tenant_id,
+                "id": r[0],
+                "ts": r[1].replace(tzinfo=UTC),
+                "event": r[2],
+                "memory_id": r[3],
+                "layer": r[4],
+                "principal": r[5],
+                "code": r[6],
+                "outcome": r[7],
+                "details": json.loads(r[8] or "{}"),
+            }
             for r in rows
         ]
 

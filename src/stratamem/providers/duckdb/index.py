@@ -89,7 +89,8 @@ class SearchIndexMixin(RowsMixin):
         with self._read() as cur:
             scopes = cur.execute(
                 "SELECT tenant_id, layer, scope, count(*) AS n FROM memories GROUP BY ALL ORDER BY n DESC, "
-                "tenant_id, layer, scope").fetchall()
+                "tenant_id, layer, scope"
+            ).fetchall()
         loaded = 0
         for tenant_id, layer, scope, rows in scopes:
             if loaded + int(rows) > index.max_rows:

@@ -177,8 +177,9 @@ class MemoriesMixin(SearchIndexMixin):
             start = 0
             if query.after is not None:
                 pos = (to_naive_utc(query.after[0]), query.after[1])
-                start = next((i for i, m in enumerate(matching) if (m < pos if query.descending else m > pos)),
-                             len(matching))
+                start = next(
+                    (i for i, m in enumerate(matching) if (m < pos if query.descending else m > pos)), len(matching)
+                )
             page_ids = [m[1] for m in matching[start : start + query.limit]]
             entries = self._fetch_ids(cur, query.tenant_id, page_ids, False)
             return ListPage(entries=entries, total=len(matching), has_more=start + query.limit < len(matching))

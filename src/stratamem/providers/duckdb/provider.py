@@ -26,8 +26,9 @@ from .store import StoreMixin
 MAX_CONTENT_LENGTH = 32_000
 
 
-class DuckDBProvider(StoreMixin, MemoriesMixin, LifecycleMixin, EmbeddingCacheMixin, KeysMixin, GovernanceMixin,
-                     RowCopyMixin):
+class DuckDBProvider(
+    StoreMixin, MemoriesMixin, LifecycleMixin, EmbeddingCacheMixin, KeysMixin, GovernanceMixin, RowCopyMixin
+):
     name = "duckdb"
     version = duckdb.__version__
 
