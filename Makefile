@@ -36,7 +36,13 @@ $(VENV)/.installed-test: pyproject.toml $(VENV)/.installed-run
 
 install: $(VENV)/.installed-run
 
-install-dev: $(VENV)/.installed-test
+install-dev: $(VENV)/.installed-test tools/mcp-inspector/node_modules/.package-lock.json
+
+# The MCP Inspector CLI (npm) drives `stratamem mcp` as a third-party client in the tests; without
+# npm those tests skip (and fail under CI=true).
+tools/mcp-inspector/node_modules/.package-lock.json: tools/mcp-inspector/package-lock.json
+	@if command -v npm >/dev/null 2>&1; then npm ci --prefix tools/mcp-inspector --no-audit --no-fund --loglevel=error; \
+	else echo "npm not found: the MCP Inspector test will skip"; fi
 
 run: install
 	$(PY) -m stratamem serve --db $(DB) --host $(HOST) --port $(PORT)
