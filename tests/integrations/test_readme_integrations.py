@@ -1,4 +1,4 @@
-"""The (README-linked) docs page's Integrations snippets run as written, with the real framework packages."""
+"""The README's Integrations snippets run as written, with the real framework packages."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _snippets() -> list[str]:
-    readme = (ROOT / "docs" / "framework-integrations.md").read_text(encoding="utf-8")
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
     section = readme.split("## Integrations\n", 1)[1].split("\n## ", 1)[0]
     return re.findall(r"```python\n(.*?)```", section, flags=re.S)
 
