@@ -16,6 +16,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -240,6 +241,11 @@ def test_rate_limit_is_one_budget_across_servers(fleet: Callable[..., list[LiveS
     """A burst of 9 and a refill of one request per 1000 s: the 10th request of the key is refused
     whichever server gets it, and so is every later one, on every server."""
     servers = fleet(3, rate_limit_burst="9", rate_limit_per_second="0.001")
+    # the start-up banner names the store without its password
+    assert servers[0].proc is not None and servers[0].proc.stdout is not None
+    banner = next(line for line in servers[0].proc.stdout if "stratamem serving" in line)
+    password = urlsplit(pg_store_url).password
+    assert password and password not in banner and "127.0.0.1" in banner
     headers = {"Authorization": f"Bearer {_key(pg_store_url)}"}
     clients = [httpx.Client(base_url=s.url, headers=headers, timeout=30) for s in servers]
     try:

@@ -48,13 +48,20 @@ def _warm_quietly(mem: Memory) -> None:
 
 
 #: Scopes granted beyond the identifiers (repeatable): team:t1, project:p1, object:ticket/*, all.
-GrantOpt = Annotated[list[str] | None, typer.Option(
-    "--grant", help="Scope granted beyond the identifiers (repeatable): team:t1, project:p1, object:type/id, all.")]
+GrantOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--grant", help="Scope granted beyond the identifiers (repeatable): team:t1, project:p1, object:type/id, all."
+    ),
+]
 
 
 def _require_server_extra() -> None:
-    missing = [m for m in ("fastapi", "uvicorn", "mcp", "prometheus_client", "opentelemetry", "jwt")
-               if importlib.util.find_spec(m) is None]
+    missing = [
+        m
+        for m in ("fastapi", "uvicorn", "mcp", "prometheus_client", "opentelemetry", "jwt")
+        if importlib.util.find_spec(m) is None
+    ]
     if missing:
         raise fail("CONFIGURATION_ERROR", f"missing {', '.join(missing)}: pip install 'stratamem[server]'")
 
@@ -67,24 +74,49 @@ def register(app: typer.Typer) -> None:
         port: Annotated[int, typer.Option("--port", envvar="STRATAMEM_PORT", help="TCP port.")] = 8080,
         embedder: EmbedderOpt = None,
         log_level: Annotated[str, typer.Option("--log-level", help="uvicorn log level.")] = "info",
-        maintenance_interval: Annotated[str | None, typer.Option(
-            "--maintenance-interval", envvar="STRATAMEM_MAINTENANCE_INTERVAL",
-            help="Run maintenance (TTL purge, decay, consolidation, pruning, integrity) every interval, "
-                 "e.g. 1h, 30m, 0.2s (default: off).")] = None,
-        snapshot_interval: Annotated[str | None, typer.Option(
-            "--snapshot-interval", envvar="STRATAMEM_SNAPSHOT_INTERVAL",
-            help="Push S3 snapshots of every tenant every interval (default 6h; 'off' disables).")] = None,
-        snapshots: Annotated[bool | None, typer.Option(
-            "--snapshots/--no-snapshots", envvar="STRATAMEM_SNAPSHOTS_ENABLED", show_default=False,
-            help="Scheduled snapshots on/off (default: on when STRATAMEM_S3_URL or STRATAMEM_S3_BUCKET is set).")]
-            = None,
-        redis_url: Annotated[str | None, typer.Option(
-            "--redis", envvar="STRATAMEM_REDIS_URL",
-            help="Redis URL shared by the server processes: rate limits, and scheduled jobs on one instance "
-                 "at a time.")] = None,
-        batch_queries: Annotated[bool, typer.Option(
-            "--batch-queries/--no-batch-queries", envvar="STRATAMEM_BATCH_QUERIES",
-            help="Embed the queries of concurrent searches in one model run.")] = True,
+        maintenance_interval: Annotated[
+            str | None,
+            typer.Option(
+                "--maintenance-interval",
+                envvar="STRATAMEM_MAINTENANCE_INTERVAL",
+                help="Run maintenance (TTL purge, decay, consolidation, pruning, integrity) every interval, "
+                "e.g. 1h, 30m, 0.2s (default: off).",
+            ),
+        ] = None,
+        snapshot_interval: Annotated[
+            str | None,
+            typer.Option(
+                "--snapshot-interval",
+                envvar="STRATAMEM_SNAPSHOT_INTERVAL",
+                help="Push S3 snapshots of every tenant every interval (default 6h; 'off' disables).",
+            ),
+        ] = None,
+        snapshots: Annotated[
+            bool | None,
+            typer.Option(
+                "--snapshots/--no-snapshots",
+                envvar="STRATAMEM_SNAPSHOTS_ENABLED",
+                show_default=False,
+                help="Scheduled snapshots on/off (default: on when STRATAMEM_S3_URL or STRATAMEM_S3_BUCKET is set).",
+            ),
+        ] = None,
+        redis_url: Annotated[
+            str | None,
+            typer.Option(
+                "--redis",
+                envvar="STRATAMEM_REDIS_URL",
+                help="Redis URL shared by the server processes: rate limits, and scheduled jobs on one instance "
+                "at a time.",
+            ),
+        ] = None,
+        batch_queries: Annotated[
+            bool,
+            typer.Option(
+                "--batch-queries/--no-batch-queries",
+                envvar="STRATAMEM_BATCH_QUERIES",
+                help="Embed the queries of concurrent searches in one model run.",
+            ),
+        ] = True,
     ) -> None:
         """Start the REST API (and MCP over streamable HTTP at /mcp) with uvicorn."""
         _require_server_extra()
@@ -93,8 +125,12 @@ def register(app: typer.Typer) -> None:
         from ..server.app import create_app  # noqa: PLC0415  server extra (fastapi)
         from ..server.settings import ServerSettings  # noqa: PLC0415  server extra (pydantic-settings)
 
-        given: dict[str, Any] = {"maintenance_interval": maintenance_interval, "snapshot_interval": snapshot_interval,
-                 "snapshots_enabled": snapshots, "redis_url": redis_url}
+        given: dict[str, Any] = {
+            "maintenance_interval": maintenance_interval,
+            "snapshot_interval": snapshot_interval,
+            "snapshots_enabled": snapshots,
+            "redis_url": redis_url,
+        }
         try:
             settings = ServerSettings(host=host, port=port, **{k: v for k, v in given.items() if v is not None})
         except ValidationError as exc:
@@ -104,7 +140,9 @@ def register(app: typer.Typer) -> None:
         with open_store(db, embedder, batch_queries=batch_queries, observe=False) as mem:
             with coded_errors():
                 app_ = create_app(mem, settings)
-            typer.echo(f"stratamem serving {db} on http://{host}:{port} (docs: /docs, MCP: /mcp)", err=True)
+            # a PostgreSQL URL is shown without its password (the provider's redacted form)
+            shown = getattr(mem.engine.provider, "display_url", None) or db
+            typer.echo(f"stratamem serving {shown} on http://{host}:{port} (docs: /docs, MCP: /mcp)", err=True)
             runner = app_.state.schedule
             if runner is not None:
                 jobs = ", ".join(f"{j.name} every {j.interval_s:g} s" for j in runner.jobs.values())
@@ -115,23 +153,51 @@ def register(app: typer.Typer) -> None:
     def mcp_stdio(
         db: DbOpt = DEFAULT_DB,
         tenant_id: TenantOpt = None,
-        layer: Annotated[str | None, typer.Option("--layer", help="Layer for new memories "
-                                                  "(default: the most specific one the identifiers allow).")] = None,
-        agent_id: AgentOpt = None, user_id: UserOpt = None, session_id: SessionOpt = None,
-        project_id: ProjectOpt = None, team_id: TeamOpt = None, org_id: OrgOpt = None,
-        company_id: CompanyOpt = None, object_type: ObjectTypeOpt = None, object_id: ObjectIdOpt = None,
-        grant: GrantOpt = None, embedder: EmbedderOpt = None,
-        observe: Annotated[bool | None, typer.Option(
-            "--observe/--no-observe", envvar="STRATAMEM_OBSERVE", show_default=False,
-            help="Metrics, per-operation spans and the audit of writes, denials and cross-tenant attempts "
-                 "(default: off; on when --metrics-port or --audit-log is given).")] = None,
-        metrics_port: Annotated[int | None, typer.Option(
-            "--metrics-port", envvar="STRATAMEM_METRICS_PORT", min=0, max=65535,
-            help="Serve Prometheus metrics at http://127.0.0.1:PORT/metrics (implies --observe).")] = None,
-        audit_log: Annotated[Path | None, typer.Option(
-            "--audit-log",
-            help="Append the audit lines (JSON) to this file (implies --observe; STRATAMEM_AUDIT_LOG names the "
-                 "file without turning observation on).")] = None,
+        layer: Annotated[
+            str | None,
+            typer.Option(
+                "--layer", help="Layer for new memories (default: the most specific one the identifiers allow)."
+            ),
+        ] = None,
+        agent_id: AgentOpt = None,
+        user_id: UserOpt = None,
+        session_id: SessionOpt = None,
+        project_id: ProjectOpt = None,
+        team_id: TeamOpt = None,
+        org_id: OrgOpt = None,
+        company_id: CompanyOpt = None,
+        object_type: ObjectTypeOpt = None,
+        object_id: ObjectIdOpt = None,
+        grant: GrantOpt = None,
+        embedder: EmbedderOpt = None,
+        observe: Annotated[
+            bool | None,
+            typer.Option(
+                "--observe/--no-observe",
+                envvar="STRATAMEM_OBSERVE",
+                show_default=False,
+                help="Metrics, per-operation spans and the audit of writes, denials and cross-tenant attempts "
+                "(default: off; on when --metrics-port or --audit-log is given).",
+            ),
+        ] = None,
+        metrics_port: Annotated[
+            int | None,
+            typer.Option(
+                "--metrics-port",
+                envvar="STRATAMEM_METRICS_PORT",
+                min=0,
+                max=65535,
+                help="Serve Prometheus metrics at http://127.0.0.1:PORT/metrics (implies --observe).",
+            ),
+        ] = None,
+        audit_log: Annotated[
+            Path | None,
+            typer.Option(
+                "--audit-log",
+                help="Append the audit lines (JSON) to this file (implies --observe; STRATAMEM_AUDIT_LOG names the "
+                "file without turning observation on).",
+            ),
+        ] = None,
     ) -> None:
         """Run the MCP server over stdio for one tenant and one set of identifiers (it acts only for
         them, plus the scopes given with --grant)."""
@@ -140,8 +206,9 @@ def register(app: typer.Typer) -> None:
         observation = ObserveConfig(metrics_port=metrics_port, audit_log=audit_log) if wanted else False
         from ..mcp.server import make_binding, run_stdio  # noqa: PLC0415  server extra (mcp)
 
-        ids = identifiers(agent_id, user_id, session_id, project_id, team_id, org_id, company_id, object_type,
-                          object_id)
+        ids = identifiers(
+            agent_id, user_id, session_id, project_id, team_id, org_id, company_id, object_type, object_id
+        )
         with open_store(db, embedder, observe=observation) as mem:
             if mem.observation is not None and mem.observation.metrics_url:
                 typer.echo(f"stratamem mcp: metrics at {mem.observation.metrics_url}", err=True)
