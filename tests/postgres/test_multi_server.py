@@ -293,7 +293,6 @@ def test_scheduled_jobs_run_on_one_server_at_a_time(fleet: Callable[..., list[Li
     assert skipped >= 2, runs  # every server ran its start-up turn; at most one of them actually ran it
     # uncoordinated, every server would run every turn: about 3 * elapsed / interval runs
     assert ok <= elapsed / (0.8 * interval) + 1, (runs, elapsed)
-    assert ok < ok + skipped, runs
 
 
 def test_killing_a_server_mid_load_loses_nothing_acknowledged(
