@@ -7,8 +7,9 @@ It runs in one transaction holding the store's migration advisory lock, so it is
 stop the servers first (it takes an exclusive lock on the table and copies every row).
 
 Every primary key and index of the store already leads with ``tenant_id`` (see
-:mod:`.postgres_schema`), and every query of the provider on ``memories`` binds one tenant
-(``WHERE tenant_id = %s``), so PostgreSQL prunes a query to the one partition holding the tenant.
+:mod:`.postgres_schema`), and every request-path query of the provider on ``memories`` binds one
+tenant (``WHERE tenant_id = %s``), so PostgreSQL prunes it to the one partition holding the tenant;
+only the enumeration of tenants (scheduled maintenance) reads every partition.
 
 Command line: ``python -m stratamem.providers.postgres_partition URL --partitions 16``.
 """
