@@ -140,7 +140,9 @@ def register(app: typer.Typer) -> None:
         with open_store(db, embedder, batch_queries=batch_queries, observe=False) as mem:
             with coded_errors():
                 app_ = create_app(mem, settings)
-            typer.echo(f"stratamem serving {db} on http://{host}:{port} (docs: /docs, MCP: /mcp)", err=True)
+            # a PostgreSQL URL is shown without its password (the provider's redacted form)
+            shown = getattr(mem.engine.provider, "display_url", None) or db
+            typer.echo(f"stratamem serving {shown} on http://{host}:{port} (docs: /docs, MCP: /mcp)", err=True)
             runner = app_.state.schedule
             if runner is not None:
                 jobs = ", ".join(f"{j.name} every {j.interval_s:g} s" for j in runner.jobs.values())
