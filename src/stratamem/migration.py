@@ -220,6 +220,9 @@ def _canonical(value: Any) -> Any:
         return {str(k): _canonical(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_canonical(v) for v in value]
+    if isinstance(value, datetime):  # one store keeps naive UTC timestamps, the other aware ones
+        value = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+        return value.isoformat()
     if hasattr(value, "isoformat"):
         return value.isoformat()
     if isinstance(value, float):
