@@ -47,6 +47,28 @@ class Settings(BaseSettings):
     )
     store: str | None = Field(None, description="Former name of `STRATAMEM_DB` (read when that is unset).")
     tenant: str | None = Field(None, description="Tenant of CLI commands (instead of `--tenant`).")
+    # -- encryption at rest (read by ``encryption.key_from_env``) -------------------------------
+    encryption_key: str | None = Field(
+        None, repr=False, description="Key of encryption at rest: the DuckDB file and snapshots (docs/security.md)."
+    )
+    encryption_key_file: str | None = Field(None, description="File whose first line is the encryption key.")
+    encryption_previous_key_file: str | None = Field(
+        None, description="Older encryption keys, one per line, used only to read data written before a rotation."
+    )
+    new_encryption_key: str | None = Field(
+        None, repr=False, description="New key of `stratamem encryption rotate` (instead of `--new-key-file`)."
+    )
+    # -- embedded observation (read by ``telemetry.observe``) ---------------------------------
+    observe: str | None = Field(
+        None, description="`1`/`true`: metrics, spans and the audit for embedded stores (SDK, CLI, stdio MCP)."
+    )
+    metrics_port: int | None = Field(
+        None, ge=0, le=65535, description="Port of the metrics endpoint of an embedded store (implies observe)."
+    )
+    # -- MCP -----------------------------------------------------------------------------------
+    mcp_legacy_tools: bool = Field(
+        True, description="`0`: the MCP server hides the deprecated tool names (`memory_crud`, …)."
+    )
     # -- embeddings ----------------------------------------------------------------------------
     embedder: str | None = Field(
         None, description="Default embedder: `onnx` (default), `onnx-int8`, `local`, `hashing[:DIM]`, `openai`."

@@ -21,7 +21,6 @@ input schema are ``INVALID_PARAMS`` naming the argument.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
@@ -45,6 +44,7 @@ from ..sdk import Memory
 from ..server.auth import WRITE_ROLES
 from ..server.deps import authenticate_request
 from ..server.http_errors import error_response
+from ..settings import Settings
 
 Category = Literal["preference", "fact", "context", "instruction"]
 Intent = Literal["none", "remember", "forget"]
@@ -165,7 +165,7 @@ DEPRECATED_TOOLS: dict[str, str] = {
 
 def legacy_tools_enabled() -> bool:
     """Whether the deprecated tool names are listed (``STRATAMEM_MCP_LEGACY_TOOLS``, default on)."""
-    return os.environ.get("STRATAMEM_MCP_LEGACY_TOOLS", "1").strip().lower() not in ("0", "false", "no", "off")
+    return Settings().mcp_legacy_tools
 
 
 Since = Annotated[str | None, Field(description="ISO 8601 time: only memories saved at or after it")]

@@ -433,8 +433,8 @@ class PostgresProvider(PostgresRowCopyMixin, MemoryProvider):
             raise MemoryError(
                 ErrorCode.CONFIGURATION_ERROR,
                 f"PostgreSQL store {self.display_url} holds metadata encrypted with key id {stored}, not with "
-                f"the configured key ({self.sealer.key.key_id}); give that key (STRATAMEM_ENCRYPTION_PREVIOUS_"
-                "KEY_FILE holds old keys)",
+                f"the configured key ({self.sealer.key.key_id}); give that key "
+                "(STRATAMEM_ENCRYPTION_PREVIOUS_KEY_FILE holds old keys)",
                 operation="open",
                 details={"reason": "encryption_key_wrong", "key_id": stored},
                 retryable=False,
