@@ -42,51 +42,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from core_latency import pct, sentence  # the same workload vocabulary
 from stratamem import Memory, TenantContext
 
 ROOT = Path(__file__).resolve().parent.parent
-SUBJECTS = ["The user", "Alice", "The team", "Our project", "The backend", "Bob", "The customer", "Marketing"]
-VERBS = ["prefers", "uses", "dislikes", "needs", "migrated to", "asked about", "is evaluating", "documented"]
-OBJECTS = [
-    "dark mode",
-    "PostgreSQL 16",
-    "tabs for indentation",
-    "weekly releases",
-    "Rust for the parser",
-    "a faster CI pipeline",
-    "GraphQL",
-    "the new billing flow",
-    "Kubernetes autoscaling",
-    "vim keybindings",
-    "server-side rendering",
-    "the Berlin office",
-    "on-call rotations",
-    "feature flags",
-    "type hints",
-]
-CONTEXT = [
-    "since March",
-    "for the mobile app",
-    "in production",
-    "after the outage",
-    "for the Q3 roadmap",
-    "when reviewing code",
-    "on weekends",
-    "for compliance",
-    "in the data pipeline",
-    "during onboarding",
-]
 IDS = {"user_id": "u1", "project_id": "p1", "team_id": "t1"}
 LAYERS = ["user", "project", "team"]
-
-
-def sentence(rng: random.Random) -> str:
-    return f"{rng.choice(SUBJECTS)} {rng.choice(VERBS)} {rng.choice(OBJECTS)} {rng.choice(CONTEXT)}."
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def pg_url_default() -> str | None:
