@@ -387,20 +387,24 @@ def build_graph(model_dir: Path) -> bytes:
     )
 
 
+def _require_quantiser() -> None:
+    """ONNX Runtime's quantiser needs the ``onnx`` package: one clear error before any download or build."""
+    if importlib_util.find_spec("onnx") is None:
+        raise MemoryError(
+            ErrorCode.CONFIGURATION_ERROR,
+            "the int8 model is quantised by ONNX Runtime's quantiser, which needs onnx: pip install 'stratamem[int8]'",
+            operation="build-onnx",
+        )
+
+
 def quantize_int8(model_path: Path, out_path: Path) -> None:
     """Dynamic int8 quantisation of the MatMul weights (activations quantised per run by ONNX Runtime).
 
     ONNX Runtime's quantiser needs the ``onnx`` package: ``pip install 'stratamem[int8]'``.
     """
-    try:
-        import onnx  # noqa: F401, PLC0415  checked here for one clear error
-        from onnxruntime.quantization import QuantType, quantize_dynamic  # noqa: PLC0415  int8 build only
-    except ImportError as exc:
-        raise MemoryError(
-            ErrorCode.CONFIGURATION_ERROR,
-            "the int8 model is quantised by ONNX Runtime's quantiser, which needs onnx: pip install 'stratamem[int8]'",
-            operation="build-onnx",
-        ) from exc
+    _require_quantiser()
+    from onnxruntime.quantization import QuantType, quantize_dynamic  # noqa: PLC0415  int8 build only
+
     quantize_dynamic(str(model_path), str(out_path), weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul"])
 
 
@@ -452,6 +456,8 @@ def build_onnx(
         MemoryError: ``CONFIGURATION_ERROR`` when the weights cannot be had, the model cannot be built
             or the built model fails its verification.
     """
+    if int8:
+        _require_quantiser()
     name = model_name or (Path(model_dir).name if model_dir else DEFAULT_MODEL_NAME)
     out = Path(out_dir)
     out.parent.mkdir(parents=True, exist_ok=True)
