@@ -40,8 +40,8 @@ from stratamem import Memory, TenantContext
 from stratamem.embeddings.base import content_hash
 from stratamem.embeddings.hashing import HashingEmbedder
 from stratamem.engine import _etag
-from stratamem.layers import Layer, scoped_identifiers
-from stratamem.model import LayerIdentifiers, MemoryEntry
+from stratamem.layers import scoped_identifiers
+from stratamem.model import Layer, LayerIdentifiers, MemoryEntry
 from stratamem.providers.postgres import PostgresProvider, split_url
 from stratamem.providers.postgres_partition import partition_memories
 
@@ -96,11 +96,11 @@ def _entries(tenant: str, texts: list[str], vectors: Any, now: datetime) -> list
     return out
 
 
-def _deferred_ddl(conn: psycopg.Connection[Any]) -> tuple[list[sql.Composable], list[sql.Composable]]:
+def _deferred_ddl(conn: psycopg.Connection[Any]) -> tuple[list[sql.Composed | sql.SQL], list[sql.Composed | sql.SQL]]:
     """``(drop, create)`` statements of the secondary indexes (and the ``lexical_postings`` primary
     key) of :data:`DEFERRED_TABLES`, read from the catalog so the recreated ones are the migrations'."""
-    drop: list[sql.Composable] = []
-    create: list[sql.Composable] = []
+    drop: list[sql.Composed | sql.SQL] = []
+    create: list[sql.Composed | sql.SQL] = []
     for table, name, definition in conn.execute(
         "SELECT c.relname, i.relname, pg_get_constraintdef(k.oid) FROM pg_constraint k "
         "JOIN pg_class c ON c.oid = k.conrelid JOIN pg_class i ON i.oid = k.conindid "

@@ -49,7 +49,7 @@ def sdk_store(pg_url: str) -> Iterator[str]:
 def _rows(pg_url: str, schema: str, query: str) -> list[tuple[Any, ...]]:
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute(sql.SQL("SET search_path = {}, public").format(sql.Identifier(schema)))
-        return sorted(conn.execute(query).fetchall(), key=repr)  # type: ignore[arg-type]
+        return sorted(conn.execute(query).fetchall(), key=repr)
 
 
 def _schema(store: str) -> str:
