@@ -16,8 +16,8 @@ decides about duplicates, not the storage.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
