@@ -182,15 +182,20 @@ def main(argv: list[str] | None = None) -> int:
         lex[conv.sample_id] = {
             "turn": bm25(conv.texts, conv.queries),
             "context": bm25(conv.texts_context, conv.queries),
-            "k0.9b0.4": bm25(conv.texts, conv.queries, k1=0.9, b=0.4),
+            "before": bm25(conv.texts, conv.queries, k1=1.2, b=0.75),
         }
     hybrid: Variant = lambda c: fuse(c.dense, lex[c.sample_id]["turn"])  # noqa: E731
     variants: list[tuple[str, Variant, float, int]] = [
         ("dense only", lambda c: c.dense, 0.0, 1),
         ("hybrid, no neighbouring turns", hybrid, 0.0, 1),
-        ("before: neighbours +-1, weight 0.2", hybrid, 0.2, 1),
+        (
+            "before: neighbours +-1, weight 0.2, BM25 k1 1.2, b 0.75",
+            lambda c: fuse(c.dense, lex[c.sample_id]["before"]),
+            0.2,
+            1,
+        ),
         ("engine default (MemoryConfig, retrieval/context.py)", hybrid, MemoryConfig().context_weight, context.WINDOW),
-        ("BM25 k1 0.9, b 0.4", lambda c: fuse(c.dense, lex[c.sample_id]["k0.9b0.4"]), 0.3, 2),
+        ("BM25 k1 1.2, b 0.75 (before)", lambda c: fuse(c.dense, lex[c.sample_id]["before"]), 0.3, 2),
         (
             "contextual dense: mean of turn and previous+turn",
             lambda c: fuse((c.dense + c.dense_context) / 2.0, lex[c.sample_id]["turn"]),
@@ -206,12 +211,12 @@ def main(argv: list[str] | None = None) -> int:
         ),
     ]
     results = {}
-    print(f"{'variant':<52} {'R@10':>6} {'dev':>6} {'held':>6} {'H@1':>6} {'MRR':>6}")
+    print(f"{'variant':<58} {'R@10':>6} {'dev':>6} {'held':>6} {'H@1':>6} {'MRR':>6}")
     for name, score, weight, window in variants:
         row = evaluate(convs, score, weight, window)
         results[name] = {**row, "context_weight": weight, "window": window}
         print(
-            f"{name:<52} {row['recall@10']:6.3f} {row['dev']:6.3f} {row['holdout']:6.3f} "
+            f"{name:<58} {row['recall@10']:6.3f} {row['dev']:6.3f} {row['holdout']:6.3f} "
             f"{row['hit@1']:6.3f} {row['MRR']:6.3f}"
         )
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -15,7 +15,7 @@ Each turn carries its place in its session (``provenance.thread_id`` / ``positio
 Configurations (``--config``, several allowed; they share one ingested store):
   dense    dense similarity only (hybrid_weight = 0, no neighbouring turns)
   hybrid   dense fused with BM25 (hybrid_weight = 1.0), no neighbouring turns (context_weight = 0)
-  default  the default MemoryConfig: hybrid plus neighbouring turns (context_weight = 0.2)
+  default  the default MemoryConfig: hybrid plus neighbouring turns (context_weight = 0.3, ± 2 turns)
   half     hybrid with hybrid_weight = 0.5
 ``--weight W`` adds a ``hybrid@W`` configuration. ``--reuse`` searches an existing ``--db`` store
 without ingesting again (the lexical index is written with the rows, whatever the configuration).
