@@ -63,6 +63,52 @@ def test_answerable_questions_keep_their_answer_first(model_store: Memory, tenan
         )
 
 
+#: A user scope as an agent fills it: the shared "about Dana" part is large, and some unanswerable
+#: questions have a topical neighbour (salary ~ job) that the centroid alone does not push down.
+DANA = [
+    "User's name is Dana",
+    "Dana prefers dark mode in every app",
+    "Dana's daughter Emma starts school in September",
+    "Keep answers short, as bullet points",
+    "Dana works as a product designer at Figma",
+    "Dana is allergic to peanuts",
+    "Dana is learning Portuguese on Duolingo",
+    "Dana is planning a trip to Lisbon in October",
+    "Dana drinks her coffee black, no sugar",
+    "Dana goes to the gym on Monday and Thursday mornings",
+    "Dana moved to Berlin last month",
+    "Dana sold her car and now uses a bike to commute",
+    "Dana uses an iPhone 15 and a MacBook Air",
+    "Dana's birthday is on 14 March",
+    "Dana is not vegetarian anymore, she eats fish now",
+    "Dana listens to jazz while working",
+    "Dana's partner Lukas is a nurse",
+    "Dana has no meetings on Friday afternoons",
+]
+
+
+def test_a_topical_neighbour_is_not_an_answer(model_store: Memory, tenant: TenantContext) -> None:
+    """Repro (fact benchmark): "what is Dana's salary" returned "Dana works as a product designer"
+    by default, at a centered cosine of 0.27 against a floor of 0.2. Measured against the scope's
+    own background (how far two unrelated memories of the scope reach into each other), the
+    question has no answer; the questions the scope answers keep theirs."""
+    model_store.bulk_add(tenant, [{"content": c, "layer": "user", "identifiers": IDS} for c in DANA])
+    for question in ["what is Dana's salary", "what is Dana's favourite football team", "does Dana have a dog"]:
+        res = model_store.search(tenant, question, identifiers=IDS)
+        assert res.results == [], (question, [(r.memory.content, r.score) for r in res.results])
+    for question, answer in [
+        ("what theme does Dana like in apps", "Dana prefers dark mode in every app"),
+        ("which language is Dana studying", "Dana is learning Portuguese on Duolingo"),
+        ("when is Dana's birthday", "Dana's birthday is on 14 March"),
+        ("who is Lukas", "Dana's partner Lukas is a nurse"),
+    ]:
+        res = model_store.search(tenant, question, identifiers=IDS)
+        assert res.results and res.results[0].memory.content == answer, (
+            question,
+            [(r.memory.content, r.score) for r in res.results],
+        )
+
+
 def test_the_floor_can_be_turned_off(tmp_path: Path, minilm: Embedder, tenant: TenantContext) -> None:
     with Memory.open(tmp_path / "off.duckdb", embedder=minilm, config=MemoryConfig(relevance_floor=None)) as mem:
         _fill(mem, tenant)
