@@ -15,7 +15,7 @@ from .embeddings.base import Vector
 from .layers import precedence
 from .model import Layer
 from .providers.base import ScoredEntry
-from .retrieval.centering import MIN_ROWS, Centroid, centered_cosines
+from .retrieval.centering import MIN_ROWS, Centroid, relevance_z
 
 
 def merge_results(
@@ -52,9 +52,10 @@ def above_relevance_floor(
     centroids: Mapping[Layer, Centroid | None],
     floor: float,
 ) -> list[tuple[Layer, ScoredEntry]]:
-    """The results whose cosine to the query, both measured from their scope's centroid, is at least
-    ``floor`` (``retrieval/centering.py``); a result without a vector, or whose scope has no centroid
-    or fewer than ``MIN_ROWS`` memories, is kept."""
+    """The results whose relevance to the query, measured from their scope's centroid, is at least
+    ``floor`` standard deviations above the scope's background (``retrieval/centering.py``); a
+    result without a vector, or whose scope has no centroid, no background or fewer than
+    ``MIN_ROWS`` memories, is kept."""
     return [
         (layer, hit) for layer, hit in merged if _above_floor(query, hit.entry.embedding, centroids.get(layer), floor)
     ]
@@ -63,4 +64,5 @@ def above_relevance_floor(
 def _above_floor(query: Vector, vector: Sequence[float] | None, centroid: Centroid | None, floor: float) -> bool:
     if centroid is None or centroid.rows < MIN_ROWS or vector is None:
         return True
-    return float(centered_cosines(query, [vector], centroid)[0]) >= floor
+    z = relevance_z(query, [vector], centroid)
+    return z is None or float(z[0]) >= floor

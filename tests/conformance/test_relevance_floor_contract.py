@@ -8,12 +8,19 @@ them at a raw cosine near the answering ones). Measured from the scope's centroi
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from stratamem import Memory, MemoryConfig, TenantContext
 from stratamem.embeddings import Embedder
+from stratamem.layers import scope_key
+from stratamem.model import Layer, LayerIdentifiers
+from stratamem.providers.base import Scope
+from stratamem.retrieval.centering import BACKGROUND_SAMPLE, mean_of_unit_rows, measure_background
 
 pytestmark = pytest.mark.model
 
@@ -113,3 +120,27 @@ def test_the_floor_can_be_turned_off(tmp_path: Path, minilm: Embedder, tenant: T
     with Memory.open(tmp_path / "off.duckdb", embedder=minilm, config=MemoryConfig(relevance_floor=None)) as mem:
         _fill(mem, tenant)
         assert mem.search(tenant, "what is Dana's blood type?", identifiers=IDS).results
+
+
+def test_every_provider_measures_the_same_background(open_store: Callable[..., Memory], tenant: TenantContext) -> None:
+    """The floor's calibration is the provider's ``scope_centroid``: its mean and its background (the
+    relevance of unrelated memories of the scope to each other) agree with a measurement over every
+    pair of the scope's memories, on every provider, also when the scope is larger than the sample."""
+    mem = open_store()
+    contents = [
+        f"note {i}: the {['red', 'green', 'blue', 'grey'][i % 4]} team ships release {i % 17}" for i in range(300)
+    ]
+    for start in range(0, len(contents), 100):
+        batch = contents[start : start + 100]
+        mem.bulk_add(tenant, [{"content": c, "layer": "user", "identifiers": IDS} for c in batch])
+    scope = Scope(Layer.USER, scope_key(Layer.USER, LayerIdentifiers(user_id="dana")))
+    centroid = mem.engine.provider.scope_centroid(tenant.tenant_id, scope, datetime.now(UTC))
+    vectors = np.asarray(mem.engine.embeddings.embedder.embed(contents), dtype=np.float32)
+    reference = mean_of_unit_rows(vectors)
+    assert centroid is not None and reference is not None and len(contents) > BACKGROUND_SAMPLE
+    assert centroid.rows == len(contents)
+    np.testing.assert_allclose(centroid.mean, reference.mean, atol=1e-4)
+    every_pair = measure_background(vectors, reference.mean, reference.rows)
+    assert centroid.background is not None and every_pair is not None
+    assert abs(centroid.background.mean - every_pair.mean) < 0.01
+    assert abs(centroid.background.std - every_pair.std) < 0.1 * every_pair.std
