@@ -17,6 +17,9 @@ tells them apart, across scopes). Measures (``retrieval/centering.py``; ``c`` th
 * ``... z``: the same in standard deviations above the scope's background (its memories' measure
   to one another), the per-scope calibration; ``relevance z`` is the default floor.
 
+``--sizes``: the default floor replayed in small scopes (memories drawn from each scenario), where a
+question whose answer was not drawn counts as one with no answer.
+
 Prints a table and writes ``benchmarks/results/floor_options.json``.
 """
 
@@ -36,7 +39,13 @@ import numpy.typing as npt
 from fact_data import SCENARIOS
 from fact_ranking import RESULTS, ROOT, Clock, ingest
 from stratamem import Memory, MemoryConfig, TenantContext
-from stratamem.retrieval.centering import centered_cosines, mean_of_unit_rows, measure_background, relevance
+from stratamem.retrieval.centering import (
+    centered_cosines,
+    mean_of_unit_rows,
+    measure_background,
+    relevance,
+    relevance_z,
+)
 
 Arr = npt.NDArray[np.float64]
 MAX_UNANSWERABLE = 0.2
@@ -64,6 +73,9 @@ def collect(embedder: str | None) -> list[dict[str, Any]]:
                     rel = relevance(q, vectors, centroid)
                     rows.append(
                         {
+                            "scenario": scenario.name,
+                            "query": q,
+                            "vectors": vectors,
                             "split": scenario.split,
                             "answers": set(question.answers),
                             "keys": keys,
@@ -111,9 +123,48 @@ def auc(rows: list[dict[str, Any]], measure: str, split: str) -> float:
     return float(np.mean([(a > b) + 0.5 * (a == b) for a in pos for b in neg]))
 
 
+def small_scopes(rows: list[dict[str, Any]], size: int, trials: int, floor: float | None) -> dict[str, Any]:
+    """Default search in scopes of ``size`` memories drawn from each scenario (``trials`` draws per
+    scenario, fixed seed): p@1 of the questions whose answers were drawn, and how often a question
+    returns something when the scope holds no answer (unanswerable, or its answer not drawn)."""
+    rng = np.random.default_rng(0)
+    threshold = MemoryConfig().default_threshold
+    out: dict[str, Any] = {}
+    for split in ("dev", "holdout"):
+        p1: list[float] = []
+        fp: list[float] = []
+        names = dict.fromkeys(r["scenario"] for r in rows if r["split"] == split)
+        for name in names:
+            questions = [r for r in rows if r["scenario"] == name]
+            n = len(questions[0]["keys"])
+            for _ in range(trials):
+                drawn = rng.choice(n, size=min(size, n), replace=False)
+                for row in questions:
+                    order = [row["keys"].index(k) for k in questions[0]["keys"]]  # this question's rows, in scope order
+                    vectors = row["vectors"][order][drawn]
+                    keys = [questions[0]["keys"][i] for i in drawn]
+                    fused = row["fused"][order][drawn]
+                    centroid = mean_of_unit_rows(vectors)
+                    assert centroid is not None
+                    z = relevance_z(row["query"], vectors, centroid) if floor is not None else None
+                    kept = [
+                        keys[i]
+                        for i in np.argsort(-fused, kind="stable")
+                        if fused[i] >= threshold and (z is None or floor is None or z[i] >= floor)
+                    ]
+                    if row["answers"] and row["answers"] <= set(keys):
+                        p1.append(1.0 if kept and kept[0] in row["answers"] else 0.0)
+                    elif not row["answers"] & set(keys):
+                        fp.append(1.0 if kept else 0.0)
+        out[split] = {"p@1": float(np.mean(p1)), "no answer FP": float(np.mean(fp))}
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--embedder", default=None)
+    parser.add_argument("--sizes", type=int, nargs="*", default=[5, 6, 7, 8, 9], help="small scope sizes")
+    parser.add_argument("--trials", type=int, default=80, help="draws per scenario and size")
     parser.add_argument("--out", type=Path, default=RESULTS / "floor_options.json")
     args = parser.parse_args(argv)
     rows = collect(args.embedder)
@@ -134,6 +185,21 @@ def main(argv: list[str] | None = None) -> int:
             f" {hold['unans FP']:>8.3f}   {aucs[0]:.3f} / {aucs[1]:.3f}"
         )
         out[measure] = {"floor": floor, "dev": dev, "holdout": hold, "auc": {"dev": aucs[0], "holdout": aucs[1]}}
+    floor = MemoryConfig().relevance_floor
+    print(f"\nsmall scopes (default floor {floor} sd vs none): p@1 / no-answer questions returning anything")
+    small: dict[str, Any] = {}
+    for size in args.sizes:
+        on, off = small_scopes(rows, size, args.trials, floor), small_scopes(rows, size, args.trials, None)
+        small[str(size)] = {"floor": on, "off": off}
+        print(
+            f"  {size:>2} memories: "
+            + " | ".join(
+                f"{sp} {off[sp]['p@1']:.3f} / {off[sp]['no answer FP']:.3f} -> "
+                f"{on[sp]['p@1']:.3f} / {on[sp]['no answer FP']:.3f}"
+                for sp in ("dev", "holdout")
+            )
+        )
+    out["small scopes"] = small
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(
         json.dumps(

@@ -20,7 +20,7 @@ from stratamem.embeddings import Embedder
 from stratamem.layers import scope_key
 from stratamem.model import Layer, LayerIdentifiers
 from stratamem.providers.base import Scope
-from stratamem.retrieval.centering import BACKGROUND_SAMPLE, mean_of_unit_rows, measure_background
+from stratamem.retrieval.centering import BACKGROUND_SAMPLE, MIN_ROWS, mean_of_unit_rows, measure_background
 
 pytestmark = pytest.mark.model
 
@@ -108,6 +108,28 @@ def test_a_topical_neighbour_is_not_an_answer(model_store: Memory, tenant: Tenan
         ("which language is Dana studying", "Dana is learning Portuguese on Duolingo"),
         ("when is Dana's birthday", "Dana's birthday is on 14 March"),
         ("who is Lukas", "Dana's partner Lukas is a nurse"),
+    ]:
+        res = model_store.search(tenant, question, identifiers=IDS)
+        assert res.results and res.results[0].memory.content == answer, (
+            question,
+            [(r.memory.content, r.score) for r in res.results],
+        )
+
+
+def test_a_small_scope_is_floored_too(model_store: Memory, tenant: TenantContext) -> None:
+    """An agent's scope often holds a handful of facts. From ``MIN_ROWS`` (7) memories on, the
+    background is measured in the same small scope, so the floor applies there as well: questions
+    with no stored answer return nothing, answerable ones return their answer first."""
+    facts = [*FACTS[:7], "Dana plays tennis on Sundays"]
+    assert len(facts) >= MIN_ROWS
+    model_store.bulk_add(tenant, [{"content": c, "layer": "user", "identifiers": IDS} for c in facts])
+    for question in UNANSWERABLE:
+        res = model_store.search(tenant, question, identifiers=IDS)
+        assert res.results == [], (question, [(r.memory.content, r.score) for r in res.results])
+    for question, answer in [
+        *ANSWERABLE,
+        ("what theme does Dana like in apps", "Dana prefers dark mode in every app"),
+        ("what sport does Dana play", "Dana plays tennis on Sundays"),
     ]:
         res = model_store.search(tenant, question, identifiers=IDS)
         assert res.results and res.results[0].memory.content == answer, (

@@ -20,9 +20,11 @@ above that background (:func:`relevance_z`; docs/ranking.md has the measurement 
 chosen from). A question then needs a memory that stands out the way a memory never stands out
 against an unrelated memory of the same scope.
 
-A scope with fewer than ``MIN_ROWS`` current memories is not floored: the mean of a handful of
-memories is mostly those memories themselves, and centering would erase them. Above that the
-centroid is still shrunk a little towards zero (``rows / (rows + SHRINK_ROWS)``).
+A scope with fewer than ``MIN_ROWS`` current memories is not floored: the centroid of a handful of
+memories is mostly those memories themselves, and their background rests on a few pairs. Because
+the background is measured in the same scope, the floor holds from a small size on
+(``benchmarks/floor_options.py --sizes``). The centroid is still shrunk a little towards zero
+(``rows / (rows + SHRINK_ROWS)``).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ import numpy as np
 import numpy.typing as npt
 
 #: Current memories a scope needs before its centroid is used.
-MIN_ROWS = 10
+MIN_ROWS = 7
 #: Rows at which the centroid counts half (shrinkage of small scopes).
 SHRINK_ROWS = 2
 #: Most rows of a scope whose pairwise relevance measures its background (evenly spaced rows).
