@@ -76,3 +76,33 @@ def test_boosts_benchmark_runs_and_writes_its_json(tmp_path: Path) -> None:
     # a recency boost puts the newer of two conflicting facts above the older one
     assert rows["recency 0.1"]["newer_above_older"] > max(0.9, rows["off (default)"]["newer_above_older"])
     assert all("locomo_recall@10" not in row for row in rows.values())
+
+
+def test_floor_options_runs_and_writes_its_json(tmp_path: Path) -> None:
+    out = tmp_path / "floor_options.json"
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    run = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "floor_options.py"),
+            "--embedder",
+            "hashing",
+            "--sizes",
+            "7",
+            "--trials",
+            "2",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr
+    data = json.loads(out.read_text())
+    assert set(data["small scopes"]["7"]) == {"floor", "off"}
+    for by_split in data["small scopes"]["7"].values():
+        assert set(by_split) == {"dev", "holdout"}
+        assert all(0.0 <= v <= 1.0 for row in by_split.values() for v in row.values())
