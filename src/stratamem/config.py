@@ -14,7 +14,8 @@ class MemoryConfig(BaseModel):
     default_threshold: float = Field(0.7, ge=0.0, le=1.0)
     #: When the caller gives no threshold, results whose relevance to the query, measured from the
     #: centroid of the scope's memories, is less than this many standard deviations above the scope's
-    #: background (two unrelated memories of the scope) are dropped too (``retrieval/centering.py``):
+    #: background (two unrelated memories of the scope) are dropped too, unless they hold most of the
+    #: query's words (``retrieval/centering.py``, ``search.py``):
     #: a question with no stored answer then returns nothing. None = off. Chosen on the dev scenarios
     #: of ``benchmarks/fact_ranking.py --floor F`` (docs/ranking.md).
     relevance_floor: float | None = Field(3.0, ge=-10.0, le=10.0)

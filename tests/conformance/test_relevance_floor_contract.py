@@ -138,6 +138,16 @@ def test_a_small_scope_is_floored_too(model_store: Memory, tenant: TenantContext
         )
 
 
+def test_an_identifier_the_embedder_does_not_know_is_kept(model_store: Memory, tenant: TenantContext) -> None:
+    """Repro (provider contract): a default search for a ticket id returned nothing once the floor
+    applied; all-MiniLM-L6-v2 does not represent "QX-1017", so its relevance is background. A memory
+    holding the query's words is kept whatever its relevance."""
+    ticket = "Dana filed ticket QX-1017 about the login bug"
+    model_store.bulk_add(tenant, [{"content": c, "layer": "user", "identifiers": IDS} for c in [*FACTS, ticket]])
+    res = model_store.search(tenant, "QX-1017", identifiers=IDS)
+    assert res.results and res.results[0].memory.content == ticket, [(r.memory.content, r.score) for r in res.results]
+
+
 def test_the_floor_can_be_turned_off(tmp_path: Path, minilm: Embedder, tenant: TenantContext) -> None:
     with Memory.open(tmp_path / "off.duckdb", embedder=minilm, config=MemoryConfig(relevance_floor=None)) as mem:
         _fill(mem, tenant)

@@ -68,3 +68,19 @@ def test_the_background_sample_is_evenly_spaced_and_bounded() -> None:
     big = sample_rows(10_000)
     assert len(big) == BACKGROUND_SAMPLE and big[0] == 0 and big[-1] == 9_999
     assert np.all(np.diff(big) > 0)
+
+
+def test_the_lexical_match_is_read_back_from_a_fused_score() -> None:
+    """The floor keeps a result with a strong lexical match (``search.LEXICAL_KEEP``); the match is
+    recovered from the fused score and the two vectors."""
+    from stratamem.retrieval.lexical import fuse_scores
+    from stratamem.search import lexical_match
+
+    query = _axis(0) + 0.8 * _axis(1)
+    memory = _axis(0) + 0.5 * _axis(2)
+    cosine = float(query @ memory / (np.linalg.norm(query) * np.linalg.norm(memory)))
+    dense = (1 + cosine) / 2
+    for lex in (0.0, 0.3, 0.7):
+        score = fuse_scores(dense, lex, 0.5)
+        assert abs(lexical_match(score, query, memory, 0.5) - lex) < 1e-5
+    assert lexical_match(dense, query, memory, 0.0) == 0.0  # no lexical part without a weight
