@@ -20,7 +20,8 @@ tells them apart, across scopes). Measures (``retrieval/centering.py``; ``c`` th
 ``--sizes``: the default floor replayed in small scopes (memories drawn from each scenario), where a
 question whose answer was not drawn counts as one with no answer.
 
-Prints a table and writes ``benchmarks/results/floor_options.json``.
+The replay leaves out the floor's lexical exception (``search.LEXICAL_KEEP``), which changes no
+number of ``fact_ranking.py``. Prints a table and writes ``benchmarks/results/floor_options.json``.
 """
 
 from __future__ import annotations
