@@ -176,15 +176,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--floor",
-        type=float,
         default=None,
-        help="MemoryConfig.relevance_floor (default: its default; < -1 turns it off)",
+        help="MemoryConfig.relevance_floor: standard deviations above the scope's background, or 'off' "
+        "(default: its default)",
     )
     parser.add_argument("--out", type=Path, default=RESULTS / "fact_ranking.json")
     args = parser.parse_args(argv)
     config = MemoryConfig()
     if args.floor is not None:
-        config = MemoryConfig(relevance_floor=None if args.floor < -1 else args.floor)
+        config = MemoryConfig(relevance_floor=None if args.floor == "off" else float(args.floor))
     search: dict[str, Any] = {}
     if args.hybrid_weight is not None:
         search["hybrid_weight"] = args.hybrid_weight

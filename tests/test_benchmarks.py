@@ -162,3 +162,33 @@ def test_locomo_offline_replays_the_engine_score(tmp_path: Path) -> None:
     assert replay["hit@1"] == pytest.approx(measured["metrics"]["overall"]["hit@1"])
     assert replay["MRR"] == pytest.approx(measured["metrics"]["overall"]["MRR"])
     assert 0.0 < replay["hit@1"] < 1.0, "a ranking to compare: some answers first, some not"
+
+
+def test_floor_options_runs_and_writes_its_json(tmp_path: Path) -> None:
+    out = tmp_path / "floor_options.json"
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    run = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "floor_options.py"),
+            "--embedder",
+            "hashing",
+            "--sizes",
+            "7",
+            "--trials",
+            "2",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr
+    data = json.loads(out.read_text())
+    assert set(data["small scopes"]["7"]) == {"floor", "off"}
+    for by_split in data["small scopes"]["7"].values():
+        assert set(by_split) == {"dev", "holdout"}
+        assert all(0.0 <= v <= 1.0 for row in by_split.values() for v in row.values())

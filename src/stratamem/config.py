@@ -12,11 +12,13 @@ class MemoryConfig(BaseModel):
 
     #: Minimum score (0..1) of a search result when the caller gives no threshold.
     default_threshold: float = Field(0.7, ge=0.0, le=1.0)
-    #: When the caller gives no threshold, results whose cosine to the query, both measured from the
-    #: centroid of the scope's memories, is below this are dropped too (``retrieval/centering.py``):
-    #: a question with no stored answer then returns nothing. None = off. Chosen from
-    #: ``benchmarks/fact_ranking.py --sweep-floor`` (docs/ranking.md).
-    relevance_floor: float | None = Field(0.2, ge=-1.0, le=1.0)
+    #: When the caller gives no threshold, results whose relevance to the query, measured from the
+    #: centroid of the scope's memories, is less than this many standard deviations above the scope's
+    #: background (two unrelated memories of the scope) are dropped too, unless they hold most of the
+    #: query's words (``retrieval/centering.py``, ``search.py``):
+    #: a question with no stored answer then returns nothing. None = off. Chosen on the dev scenarios
+    #: of ``benchmarks/fact_ranking.py --floor F`` (docs/ranking.md).
+    relevance_floor: float | None = Field(3.0, ge=-10.0, le=10.0)
     #: An added memory that states a change ("moved to Berlin", "switched from X to Y") supersedes the
     #: older memory of its scope about the same attribute (``supersession.py``).
     detect_supersession: bool = True

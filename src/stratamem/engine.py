@@ -965,7 +965,7 @@ class MemoryEngine:
                     )
                     for layer in {lr for lr, _ in merged}
                 }
-                kept = above_relevance_floor(merged, vector, centroids, floor)
+                kept = above_relevance_floor(merged, vector, centroids, floor, lexical_weight)
                 # every candidate was seen when fewer than ``limit`` came back: the count is exact
                 seen_all = len(merged) < limit or not kept
                 total = len(kept) if seen_all else max(len(kept), total - (len(merged) - len(kept)))

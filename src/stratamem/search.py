@@ -15,7 +15,8 @@ from .embeddings.base import Vector
 from .layers import precedence
 from .model import Layer
 from .providers.base import ScoredEntry
-from .retrieval.centering import MIN_ROWS, Centroid, centered_cosines
+from .retrieval.centering import MIN_ROWS, Centroid, relevance_z
+from .retrieval.lexical import lexical_gate
 
 
 def merge_results(
@@ -46,21 +47,47 @@ def merge_results(
     return kept, dropped
 
 
+#: A result whose lexical match (``lex`` of ``retrieval/lexical.py``: the square root of its share of
+#: the BM25 of a memory holding every query word) is at least this is kept whatever its relevance:
+#: an identifier or a rare name the embedder does not represent ("QX-1017") shows the memory is about
+#: more than what its scope shares.
+LEXICAL_KEEP = 0.5
+
+
 def above_relevance_floor(
     merged: list[tuple[Layer, ScoredEntry]],
     query: Vector,
     centroids: Mapping[Layer, Centroid | None],
     floor: float,
+    lexical_weight: float = 0.0,
 ) -> list[tuple[Layer, ScoredEntry]]:
-    """The results whose cosine to the query, both measured from their scope's centroid, is at least
-    ``floor`` (``retrieval/centering.py``); a result without a vector, or whose scope has no centroid
-    or fewer than ``MIN_ROWS`` memories, is kept."""
+    """The results whose relevance to the query, measured from their scope's centroid, is at least
+    ``floor`` standard deviations above the scope's background (``retrieval/centering.py``), or whose
+    lexical match is at least ``LEXICAL_KEEP``; a result without a vector, or whose scope has no
+    centroid, no background or fewer than ``MIN_ROWS`` memories, is kept."""
     return [
-        (layer, hit) for layer, hit in merged if _above_floor(query, hit.entry.embedding, centroids.get(layer), floor)
+        (layer, hit) for layer, hit in merged if _above_floor(query, hit, centroids.get(layer), floor, lexical_weight)
     ]
 
 
-def _above_floor(query: Vector, vector: Sequence[float] | None, centroid: Centroid | None, floor: float) -> bool:
+def lexical_match(score: float, query: Vector, vector: Sequence[float], weight: float) -> float:
+    """The ``lex`` part of a fused ``score`` (``dense + w · lex · (1 - dense) · gate(dense)``), from
+    the query and memory vectors; 0 when the score has no lexical part."""
+    q = np.asarray(query, dtype=np.float32)
+    m = np.asarray(vector, dtype=np.float32)
+    cosine = float(q @ m) / max(float(np.linalg.norm(q) * np.linalg.norm(m)), 1e-12)
+    dense = (1.0 + cosine) / 2.0
+    share = weight * (1.0 - dense) * lexical_gate(dense)
+    return max(0.0, (score - dense) / share) if share > 1e-9 else 0.0
+
+
+def _above_floor(
+    query: Vector, hit: ScoredEntry, centroid: Centroid | None, floor: float, lexical_weight: float
+) -> bool:
+    vector = hit.entry.embedding
     if centroid is None or centroid.rows < MIN_ROWS or vector is None:
         return True
-    return float(centered_cosines(query, [vector], centroid)[0]) >= floor
+    z = relevance_z(query, [vector], centroid)
+    if z is None or float(z[0]) >= floor:
+        return True
+    return lexical_weight > 0 and lexical_match(hit.score, query, vector, lexical_weight) >= LEXICAL_KEEP

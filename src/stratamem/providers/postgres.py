@@ -44,7 +44,7 @@ from ..errors import ErrorCode, MemoryError, TransientProviderError
 from ..keys_model import ApiKeyRecord
 from ..layers import scope_key
 from ..model import MemoryEntry, ProviderCapabilities
-from ..retrieval.centering import Centroid
+from ..retrieval.centering import Centroid, measure_background, sample_rows
 from ..retrieval.lexical import query_terms
 from ..retrieval.postgres_lexical import PostgresLexicalIndex, fused_scope_sql
 from . import postgres_schema
@@ -734,10 +734,18 @@ class PostgresProvider(PostgresRowCopyMixin, MemoryProvider):
                 return cached[0]
             averaged = conn.execute(f"SELECT avg(embedding) FROM memories WHERE {where}", params).fetchone()
             mean: Any = averaged[0] if averaged else None
+            # the background is measured on evenly spaced rows (by id), as the other providers do
+            sampled = conn.execute(
+                f"SELECT embedding FROM (SELECT embedding, row_number() OVER (ORDER BY id) - 1 AS rn "
+                f"FROM memories WHERE {where} AND embedding IS NOT NULL) s WHERE rn = ANY(%s)",
+                [*params, sample_rows(rows).tolist()],
+            ).fetchall()
         # stored vectors are unit length, so their average is the centroid of unit vectors
-        if mean is not None and hasattr(mean, "to_numpy"):  # pgvector's Vector
-            mean = mean.to_numpy()
-        centroid = None if mean is None or rows == 0 else Centroid(np.asarray(mean, dtype=np.float32), rows)
+        centroid = None
+        if mean is not None and rows > 0:
+            center = _array(mean)
+            sample = np.vstack([_array(r[0]) for r in sampled]) if sampled else np.zeros((0, len(center)))
+            centroid = Centroid(center, rows, measure_background(sample, center, rows))
         if len(self._centroids) > 10_000:
             self._centroids.clear()
         self._centroids[key] = (centroid, rows)

@@ -1,16 +1,30 @@
-"""The relevance floor of default search: similarity measured from the scope's centroid.
+"""The relevance floor of default search: similarity measured from the scope's centroid, in units
+of the scope's own background.
 
 Sentence embeddings of one scope share a common direction (every memory of a user is "about the
 user"), so a question with no stored answer still finds memories at a raw cosine close to the
 answering ones. Subtracting the centroid of the scope's current memories from the query and from
-each memory removes that shared part: what remains is how much *more* a memory has in common with
-the question than the average memory of the scope. Default search drops results whose centered
-cosine is below ``MemoryConfig.relevance_floor`` (docs/ranking.md has the measurement the default
-was chosen from).
+each memory removes that shared part; what remains is what a memory says *beyond* the scope.
 
-A scope with fewer than ``MIN_ROWS`` current memories is not floored: the mean of a handful of
-memories is mostly those memories themselves, and centering would erase them. Above that the
-centroid is still shrunk a little towards zero (``rows / (rows + SHRINK_ROWS)``).
+The relevance of a memory to a query (:func:`relevance`) is how far the memory's remaining part
+reaches along the direction the query adds to the scope: ``unit(q - c) · (m - c)``. Unlike the
+cosine of the two centered vectors, it does not inflate a memory that is almost all shared part
+("User's name is Dana"): that memory has little left to reach with.
+
+How high that has to be depends on the scope: a tight scope (one customer's account) has memories
+that reach into each other more than a loose one. So each scope's centroid carries its
+*background*, the mean and standard deviation of the same relevance between pairs of distinct
+memories of the scope (from a fixed sample of at most ``BACKGROUND_SAMPLE`` rows). Default search
+drops results whose relevance is less than ``MemoryConfig.relevance_floor`` standard deviations
+above that background (:func:`relevance_z`; docs/ranking.md has the measurement the default was
+chosen from). A question then needs a memory that stands out the way a memory never stands out
+against an unrelated memory of the same scope.
+
+A scope with fewer than ``MIN_ROWS`` current memories is not floored: the centroid of a handful of
+memories is mostly those memories themselves, and their background rests on a few pairs. Because
+the background is measured in the same scope, the floor holds from a small size on
+(``benchmarks/floor_options.py --sizes``). The centroid is still shrunk a little towards zero
+(``rows / (rows + SHRINK_ROWS)``).
 """
 
 from __future__ import annotations
@@ -21,36 +35,107 @@ import numpy as np
 import numpy.typing as npt
 
 #: Current memories a scope needs before its centroid is used.
-MIN_ROWS = 10
+MIN_ROWS = 7
 #: Rows at which the centroid counts half (shrinkage of small scopes).
 SHRINK_ROWS = 2
+#: Most rows of a scope whose pairwise relevance measures its background (evenly spaced rows).
+BACKGROUND_SAMPLE = 256
+
+
+@dataclass(frozen=True)
+class Background:
+    """Mean and standard deviation of :func:`relevance` between distinct memories of a scope."""
+
+    mean: float
+    std: float
 
 
 @dataclass(frozen=True)
 class Centroid:
-    """The mean of the unit vectors of a scope's current memories, and how many there were."""
+    """The mean of the unit vectors of a scope's current memories, how many there were, and the
+    scope's background relevance (None when it could not be measured)."""
 
     mean: npt.NDArray[np.float32]
     rows: int
+    background: Background | None = None
+
+
+def _unit_rows(vectors: npt.ArrayLike) -> npt.NDArray[np.float32]:
+    matrix = np.asarray(vectors, dtype=np.float32)
+    if matrix.ndim == 1:
+        matrix = matrix.reshape(1, -1)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return np.asarray(matrix / np.maximum(norms, 1e-12), dtype=np.float32)
+
+
+def _shift(mean: npt.NDArray[np.float32], rows: int) -> npt.NDArray[np.float32]:
+    return np.asarray(mean * (rows / (rows + SHRINK_ROWS)), dtype=np.float32)
+
+
+def sample_rows(n: int) -> npt.NDArray[np.int64]:
+    """Indices of the (at most ``BACKGROUND_SAMPLE``) evenly spaced rows the background is measured on."""
+    if n <= BACKGROUND_SAMPLE:
+        return np.arange(n, dtype=np.int64)
+    return np.linspace(0, n - 1, BACKGROUND_SAMPLE).round().astype(np.int64)
+
+
+def measure_background(sample: npt.ArrayLike, mean: npt.ArrayLike, rows: int) -> Background | None:
+    """The background of a scope from a sample of its memories' vectors and its centroid.
+
+    Args:
+        sample: vectors of (a sample of) the scope's current memories, one per row.
+        mean: the centroid of the scope's unit vectors.
+        rows: how many current memories the scope has (the centroid's shrinkage).
+
+    Returns:
+        Mean and standard deviation of the relevance of every sampled row to every other, or None
+        with fewer than two rows or no spread.
+    """
+    units = _unit_rows(sample)
+    if len(units) < 2:
+        return None
+    shifted = units - _shift(np.asarray(mean, dtype=np.float32), rows)
+    pairs = _unit_rows(shifted) @ shifted.T  # row i as the query, column j as the memory
+    off = pairs[~np.eye(len(units), dtype=bool)]
+    std = float(off.std())
+    return Background(mean=float(off.mean()), std=std) if std > 1e-9 else None
 
 
 def mean_of_unit_rows(vectors: npt.ArrayLike) -> Centroid | None:
-    """The centroid of ``vectors`` (each row normalised first); None without rows."""
+    """The centroid of ``vectors`` (each row normalised first) with the scope's background; None
+    without rows."""
     matrix = np.asarray(vectors, dtype=np.float32)
     if matrix.ndim != 2 or len(matrix) == 0:
         return None
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    norms[norms == 0] = 1.0
-    return Centroid(mean=np.asarray((matrix / norms).mean(axis=0), dtype=np.float32), rows=len(matrix))
+    units = _unit_rows(matrix)
+    mean = np.asarray(units.mean(axis=0), dtype=np.float32)
+    rows = len(units)
+    return Centroid(mean=mean, rows=rows, background=measure_background(units[sample_rows(rows)], mean, rows))
 
 
 def centered_cosines(query: npt.ArrayLike, vectors: npt.ArrayLike, centroid: Centroid) -> npt.NDArray[np.float64]:
     """Cosine of each row of ``vectors`` with ``query``, both measured from the shrunk centroid."""
-    shift = centroid.mean * (centroid.rows / (centroid.rows + SHRINK_ROWS))
-    q = np.asarray(query, dtype=np.float32).reshape(-1)
-    q = q / max(float(np.linalg.norm(q)), 1e-12) - shift
-    m = np.asarray(vectors, dtype=np.float32)
-    m = m / np.maximum(np.linalg.norm(m, axis=1, keepdims=True), 1e-12) - shift
+    shift = _shift(centroid.mean, centroid.rows)
+    q = _unit_rows(query)[0] - shift
+    m = _unit_rows(vectors) - shift
     qn = max(float(np.linalg.norm(q)), 1e-12)
     mn = np.maximum(np.linalg.norm(m, axis=1), 1e-12)
     return np.asarray((m @ q) / (mn * qn), dtype=np.float64)
+
+
+def relevance(query: npt.ArrayLike, vectors: npt.ArrayLike, centroid: Centroid) -> npt.NDArray[np.float64]:
+    """``unit(q - c) · (m - c)`` for each row ``m`` of ``vectors``: how far a memory's part beyond
+    the scope reaches along what the query adds to the scope (``c`` the shrunk centroid)."""
+    shift = _shift(centroid.mean, centroid.rows)
+    q = _unit_rows(query)[0] - shift
+    q = q / max(float(np.linalg.norm(q)), 1e-12)
+    return np.asarray((_unit_rows(vectors) - shift) @ q, dtype=np.float64)
+
+
+def relevance_z(query: npt.ArrayLike, vectors: npt.ArrayLike, centroid: Centroid) -> npt.NDArray[np.float64] | None:
+    """:func:`relevance` in standard deviations above the scope's background; None when the
+    centroid has no background."""
+    bg = centroid.background
+    if bg is None:
+        return None
+    return (relevance(query, vectors, centroid) - bg.mean) / bg.std
