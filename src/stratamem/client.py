@@ -392,10 +392,10 @@ class Client(_Base):
         self,
         ctx: TenantContext | None = None,
         content: str | None = None,
+        *,
         layer: str | Layer | None = None,
         identifiers: Any = None,
         metadata: dict[str, Any] | None = None,
-        *,
         tier: str | None = None,
         expires_at: datetime | str | None = None,
         importance: float | None = None,
@@ -411,12 +411,12 @@ class Client(_Base):
         self,
         ctx: TenantContext | None = None,
         query: str | None = None,
+        *,
         identifiers: Any = None,
         layers: Sequence[str | Layer] | None = None,
         limit: int | None = None,
         threshold: float | None = None,
         filter: Any = None,
-        *,
         expand_graph: bool = False,
         hybrid_weight: float | None = None,
         recency_boost: float | None = None,
@@ -463,10 +463,10 @@ class Client(_Base):
         self,
         ctx: TenantContext | None = None,
         memory_id: str | None = None,
+        *,
         content: str | None = None,
         metadata: dict[str, Any] | None = None,
         if_match: str | None = None,
-        *,
         expires_at: datetime | str | Unset | None = UNSET,
         tier: str | None = None,
         record_conflict: bool = True,
@@ -478,7 +478,7 @@ class Client(_Base):
         return out
 
     def delete(
-        self, ctx: TenantContext | None = None, memory_id: str | None = None, if_match: str | None = None
+        self, ctx: TenantContext | None = None, memory_id: str | None = None, *, if_match: str | None = None
     ) -> DeleteMemoryOutput:
         out: DeleteMemoryOutput = self._send(_Calls.delete(memory_id, if_match))
         return out
@@ -487,11 +487,11 @@ class Client(_Base):
         self,
         ctx: TenantContext | None = None,
         layer: str | Layer | None = None,
+        *,
         identifiers: Any = None,
         cursor: str | None = None,
         limit: int | None = None,
         filter: Any = None,
-        *,
         include_superseded: bool = False,
         as_of: datetime | str | None = None,
         order: Order | None = None,
@@ -575,8 +575,8 @@ class Client(_Base):
         ctx: TenantContext | None,
         user_id: str,
         session_id: str,
-        project_id: str | None = None,
         *,
+        project_id: str | None = None,
         agent_id: str | None = None,
     ) -> CloseSessionResult:
         out: CloseSessionResult = self._post(
@@ -592,6 +592,7 @@ class Client(_Base):
         ctx: TenantContext | None,
         source_id: str,
         target_layer: str | Layer,
+        *,
         identifiers: Any = None,
         delete_original: bool = False,
         content: str | None = None,
@@ -617,8 +618,8 @@ class Client(_Base):
         ctx: TenantContext | None,
         source_ids: Sequence[str],
         callback: Callable[..., Any],
-        delete_sources: bool = False,
         *,
+        delete_sources: bool = False,
         target_layer: str | Layer | None = None,
         tags: builtins.list[str] | None = None,
         metadata: dict[str, Any] | None = None,
@@ -680,8 +681,8 @@ class Client(_Base):
     def conflicts(
         self,
         ctx: TenantContext | None,
-        memory_id: str | None = None,
         *,
+        memory_id: str | None = None,
         layer: str | Layer | None = None,
         identifiers: Any = None,
         cursor: str | None = None,
@@ -690,7 +691,7 @@ class Client(_Base):
         out: ListMemoriesOutput = self._send(_conflicts(memory_id, layer, identifiers, cursor, limit))
         return out
 
-    def maintain(self, tenants: Sequence[str] | None = None) -> MaintenanceReport:
+    def maintain(self, *, tenants: Sequence[str] | None = None) -> MaintenanceReport:
         """Maintenance of the key's tenant (an admin key); ``tenants`` is not used over HTTP."""
         out: MaintenanceReport = self._post("/v1/maintenance", "maintain", _model(MaintenanceReport), {})
         return out
@@ -705,10 +706,10 @@ class Client(_Base):
         self,
         ctx: TenantContext | None = None,
         text: str | None = None,
+        *,
         intent: str = "none",
         identifiers: Any = None,
         recent_messages: Sequence[str] | None = None,
-        *,
         layer: str | Layer | None = None,
     ) -> ProcessResult:
         out: ProcessResult = self._post(
@@ -730,8 +731,8 @@ class Client(_Base):
         self,
         ctx: TenantContext | None = None,
         text: str | None = None,
-        identifiers: Any = None,
         *,
+        identifiers: Any = None,
         layer: str | Layer | None = None,
     ) -> ProcessResult:
         out: ProcessResult = self._post(
@@ -746,8 +747,8 @@ class Client(_Base):
         self,
         ctx: TenantContext | None = None,
         text: str | None = None,
-        identifiers: Any = None,
         *,
+        identifiers: Any = None,
         layer: str | Layer | None = None,
     ) -> ProcessResult:
         out: ProcessResult = self._post(
@@ -918,10 +919,10 @@ class AsyncClient(_Base):
         self,
         ctx: TenantContext | None = None,
         content: str | None = None,
+        *,
         layer: str | Layer | None = None,
         identifiers: Any = None,
         metadata: dict[str, Any] | None = None,
-        *,
         tier: str | None = None,
         expires_at: datetime | str | None = None,
         importance: float | None = None,
@@ -937,12 +938,12 @@ class AsyncClient(_Base):
         self,
         ctx: TenantContext | None = None,
         query: str | None = None,
+        *,
         identifiers: Any = None,
         layers: Sequence[str | Layer] | None = None,
         limit: int | None = None,
         threshold: float | None = None,
         filter: Any = None,
-        *,
         expand_graph: bool = False,
         hybrid_weight: float | None = None,
         recency_boost: float | None = None,
@@ -989,10 +990,10 @@ class AsyncClient(_Base):
         self,
         ctx: TenantContext | None = None,
         memory_id: str | None = None,
+        *,
         content: str | None = None,
         metadata: dict[str, Any] | None = None,
         if_match: str | None = None,
-        *,
         expires_at: datetime | str | Unset | None = UNSET,
         tier: str | None = None,
         record_conflict: bool = True,
@@ -1003,7 +1004,7 @@ class AsyncClient(_Base):
         return out
 
     async def delete(
-        self, ctx: TenantContext | None = None, memory_id: str | None = None, if_match: str | None = None
+        self, ctx: TenantContext | None = None, memory_id: str | None = None, *, if_match: str | None = None
     ) -> DeleteMemoryOutput:
         out: DeleteMemoryOutput = await self._send(_Calls.delete(memory_id, if_match))
         return out
@@ -1012,11 +1013,11 @@ class AsyncClient(_Base):
         self,
         ctx: TenantContext | None = None,
         layer: str | Layer | None = None,
+        *,
         identifiers: Any = None,
         cursor: str | None = None,
         limit: int | None = None,
         filter: Any = None,
-        *,
         include_superseded: bool = False,
         as_of: datetime | str | None = None,
         order: Order | None = None,
@@ -1102,8 +1103,8 @@ class AsyncClient(_Base):
         self,
         ctx: TenantContext | None = None,
         text: str | None = None,
-        identifiers: Any = None,
         *,
+        identifiers: Any = None,
         layer: str | Layer | None = None,
     ) -> ProcessResult:
         out: ProcessResult = await self._post(
@@ -1118,8 +1119,8 @@ class AsyncClient(_Base):
         self,
         ctx: TenantContext | None = None,
         text: str | None = None,
-        identifiers: Any = None,
         *,
+        identifiers: Any = None,
         layer: str | Layer | None = None,
     ) -> ProcessResult:
         out: ProcessResult = await self._post(
@@ -1134,10 +1135,10 @@ class AsyncClient(_Base):
         self,
         ctx: TenantContext | None = None,
         text: str | None = None,
+        *,
         intent: str = "none",
         identifiers: Any = None,
         recent_messages: Sequence[str] | None = None,
-        *,
         layer: str | Layer | None = None,
     ) -> ProcessResult:
         out: ProcessResult = await self._post(
@@ -1160,8 +1161,8 @@ class AsyncClient(_Base):
         ctx: TenantContext | None,
         user_id: str,
         session_id: str,
-        project_id: str | None = None,
         *,
+        project_id: str | None = None,
         agent_id: str | None = None,
     ) -> CloseSessionResult:
         out: CloseSessionResult = await self._post(
@@ -1177,6 +1178,7 @@ class AsyncClient(_Base):
         ctx: TenantContext | None,
         source_id: str,
         target_layer: str | Layer,
+        *,
         identifiers: Any = None,
         delete_original: bool = False,
         content: str | None = None,
@@ -1202,8 +1204,8 @@ class AsyncClient(_Base):
         ctx: TenantContext | None,
         source_ids: Sequence[str],
         callback: Callable[..., Any],
-        delete_sources: bool = False,
         *,
+        delete_sources: bool = False,
         target_layer: str | Layer | None = None,
         tags: builtins.list[str] | None = None,
         metadata: dict[str, Any] | None = None,
@@ -1264,8 +1266,8 @@ class AsyncClient(_Base):
     async def conflicts(
         self,
         ctx: TenantContext | None,
-        memory_id: str | None = None,
         *,
+        memory_id: str | None = None,
         layer: str | Layer | None = None,
         identifiers: Any = None,
         cursor: str | None = None,
@@ -1274,7 +1276,7 @@ class AsyncClient(_Base):
         out: ListMemoriesOutput = await self._send(_conflicts(memory_id, layer, identifiers, cursor, limit))
         return out
 
-    async def maintain(self, tenants: Sequence[str] | None = None) -> MaintenanceReport:
+    async def maintain(self, *, tenants: Sequence[str] | None = None) -> MaintenanceReport:
         out: MaintenanceReport = await self._post("/v1/maintenance", "maintain", _model(MaintenanceReport), {})
         return out
 

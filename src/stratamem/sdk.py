@@ -183,10 +183,10 @@ class Memory:
         self,
         ctx: TenantContext | None = None,
         content: str | None = None,
+        *,
         layer: str | Layer | None = None,
         identifiers: Any = None,
         metadata: dict[str, Any] | None = None,
-        *,
         tier: str | None = None,
         expires_at: datetime | str | None = None,
         importance: float | None = None,
@@ -237,9 +237,9 @@ class Memory:
         self,
         ctx: TenantContext | None = None,
         query: str | None = None,
+        *,
         identifiers: Any = None,
         layers: Sequence[str | Layer] | None = None,
-        *,
         limit: int | None = None,
         threshold: float | None = None,
         filter: Any = None,
@@ -332,9 +332,9 @@ class Memory:
         self,
         ctx: TenantContext | None = None,
         memory_id: str | None = None,
+        *,
         content: str | None = None,
         metadata: dict[str, Any] | None = None,
-        *,
         if_match: str | None = None,
         expires_at: datetime | str | Unset | None = UNSET,
         tier: str | None = None,
@@ -373,7 +373,7 @@ class Memory:
         )
 
     def delete(
-        self, ctx: TenantContext | None = None, memory_id: str | None = None, if_match: str | None = None
+        self, ctx: TenantContext | None = None, memory_id: str | None = None, *, if_match: str | None = None
     ) -> DeleteMemoryOutput:
         """Delete one memory.
 
@@ -395,8 +395,8 @@ class Memory:
         self,
         ctx: TenantContext | None = None,
         layer: str | Layer | None = None,
-        identifiers: Any = None,
         *,
+        identifiers: Any = None,
         cursor: str | None = None,
         limit: int | None = None,
         filter: Any = None,
@@ -604,7 +604,7 @@ class Memory:
         return self._snapshots
 
     @classmethod
-    def open_from_snapshot(cls, tenants: Any = None, location: str | None = None, **kwargs: Any) -> Memory:
+    def open_from_snapshot(cls, tenants: Any = None, *, location: str | None = None, **kwargs: Any) -> Memory:
         """A store (default in-memory DuckDB) hydrated from S3 snapshots; reports in ``mem.snapshots.last_reports``.
 
         Args:
@@ -629,8 +629,8 @@ class Memory:
         ctx: TenantContext | None,
         user_id: str,
         session_id: str,
-        project_id: str | None = None,
         *,
+        project_id: str | None = None,
         agent_id: str | None = None,
     ) -> CloseSessionResult:
         """End a session: summarise its memories into the user (or project) layer and expire the session's rows.
@@ -652,7 +652,7 @@ class Memory:
         return self.lifecycle.close_session(ctx, user_id, session_id, project_id, agent_id=agent_id)
 
     def reflect(
-        self, ctx: TenantContext | None, user_id: str, session_id: str, agent_id: str | None = None
+        self, ctx: TenantContext | None, user_id: str, session_id: str, *, agent_id: str | None = None
     ) -> ReflectionResult:
         """Distil a session's memories into agent-layer summaries and rules with provenance (with the
         configured LLM, else by rules); idempotent (``lifecycle/reflection.py``).
@@ -678,6 +678,7 @@ class Memory:
         ctx: TenantContext | None,
         source_id: str,
         target_layer: str | Layer,
+        *,
         identifiers: Any = None,
         delete_original: bool = False,
         content: str | None = None,
@@ -712,8 +713,8 @@ class Memory:
         ctx: TenantContext | None,
         source_ids: Sequence[str],
         callback: Callable[..., Any],
-        delete_sources: bool = False,
         *,
+        delete_sources: bool = False,
         target_layer: str | Layer | None = None,
         tags: builtins.list[str] | None = None,
         metadata: dict[str, Any] | None = None,
@@ -834,8 +835,8 @@ class Memory:
     def conflicts(
         self,
         ctx: TenantContext | None,
-        memory_id: str | None = None,
         *,
+        memory_id: str | None = None,
         layer: str | Layer | None = None,
         identifiers: Any = None,
         cursor: str | None = None,
@@ -863,7 +864,7 @@ class Memory:
             ctx, memory_id, layer=layer, identifiers=identifiers, cursor=cursor, limit=limit
         )
 
-    def maintain(self, tenants: Sequence[str] | None = None) -> MaintenanceReport:
+    def maintain(self, *, tenants: Sequence[str] | None = None) -> MaintenanceReport:
         """Run maintenance once: TTL purge, decay, consolidation, pruning and integrity checks.
 
         Args:
@@ -901,10 +902,10 @@ class Memory:
         self,
         ctx: TenantContext | None = None,
         text: str | None = None,
+        *,
         intent: str = "none",
         identifiers: Any = None,
         recent_messages: Sequence[str] | None = None,
-        *,
         layer: str | Layer | None = None,
     ) -> ProcessResult:
         """Write gate: decide, dedupe, format, then create/update/delete/ignore.
@@ -932,8 +933,8 @@ class Memory:
         self,
         ctx: TenantContext | None = None,
         text: str | None = None,
-        identifiers: Any = None,
         *,
+        identifiers: Any = None,
         layer: str | Layer | None = None,
     ) -> ProcessResult:
         """``process`` with the ``remember`` intent: store what the text says (deduplicated).
@@ -959,8 +960,8 @@ class Memory:
         self,
         ctx: TenantContext | None = None,
         text: str | None = None,
-        identifiers: Any = None,
         *,
+        identifiers: Any = None,
         layer: str | Layer | None = None,
     ) -> ProcessResult:
         """``process`` with the ``forget`` intent: delete the memories the text describes.
@@ -1094,7 +1095,7 @@ class Memory:
         """
         return system_contract(self.hygiene.config.prompts)
 
-    def format_context(self, memories: SearchMemoryOutput | Iterable[MemoryLike], max_tokens: int = 1000) -> str:
+    def format_context(self, memories: SearchMemoryOutput | Iterable[MemoryLike], *, max_tokens: int = 1000) -> str:
         """A compact layer-labelled block of memories within ``max_tokens``.
 
         Args:
@@ -1114,6 +1115,7 @@ class Memory:
         self,
         ctx: TenantContext | None,
         messages: Sequence[Message],
+        *,
         response: Message | None = None,
         identifiers: Any = None,
     ) -> ConversationResult:
@@ -1163,8 +1165,8 @@ class Memory:
         ctx: TenantContext | None,
         messages: Sequence[Message],
         max_tokens: int,
-        identifiers: Any = None,
         *,
+        identifiers: Any = None,
         layer: str | Layer = "session",
         keep_recent: int = 4,
         compact_at: float = 0.8,
@@ -1296,10 +1298,10 @@ class AsyncMemory:
         self,
         ctx: TenantContext | None = None,
         content: str | None = None,
+        *,
         layer: str | Layer | None = None,
         identifiers: Any = None,
         metadata: dict[str, Any] | None = None,
-        *,
         tier: str | None = None,
         expires_at: datetime | str | None = None,
         importance: float | None = None,
@@ -1310,9 +1312,9 @@ class AsyncMemory:
             self.sync.add,
             ctx,
             content,
-            layer,
-            identifiers,
-            metadata,
+            layer=layer,
+            identifiers=identifiers,
+            metadata=metadata,
             tier=tier,
             expires_at=expires_at,
             importance=importance,
@@ -1324,9 +1326,9 @@ class AsyncMemory:
         self,
         ctx: TenantContext | None = None,
         query: str | None = None,
+        *,
         identifiers: Any = None,
         layers: Sequence[str | Layer] | None = None,
-        *,
         limit: int | None = None,
         threshold: float | None = None,
         filter: Any = None,
@@ -1347,8 +1349,8 @@ class AsyncMemory:
             self.sync.search,
             ctx,
             query,
-            identifiers,
-            layers,
+            identifiers=identifiers,
+            layers=layers,
             limit=limit,
             threshold=threshold,
             filter=filter,
@@ -1373,9 +1375,9 @@ class AsyncMemory:
         self,
         ctx: TenantContext | None = None,
         memory_id: str | None = None,
+        *,
         content: str | None = None,
         metadata: dict[str, Any] | None = None,
-        *,
         if_match: str | None = None,
         expires_at: datetime | str | Unset | None = UNSET,
         tier: str | None = None,
@@ -1385,8 +1387,8 @@ class AsyncMemory:
             self.sync.update,
             ctx,
             memory_id,
-            content,
-            metadata,
+            content=content,
+            metadata=metadata,
             if_match=if_match,
             expires_at=expires_at,
             tier=tier,
@@ -1394,16 +1396,16 @@ class AsyncMemory:
         )
 
     async def delete(
-        self, ctx: TenantContext | None = None, memory_id: str | None = None, if_match: str | None = None
+        self, ctx: TenantContext | None = None, memory_id: str | None = None, *, if_match: str | None = None
     ) -> DeleteMemoryOutput:
-        return await asyncio.to_thread(self.sync.delete, ctx, memory_id, if_match)
+        return await asyncio.to_thread(self.sync.delete, ctx, memory_id, if_match=if_match)
 
     async def list(
         self,
         ctx: TenantContext | None = None,
         layer: str | Layer | None = None,
-        identifiers: Any = None,
         *,
+        identifiers: Any = None,
         cursor: str | None = None,
         limit: int | None = None,
         filter: Any = None,
@@ -1420,7 +1422,7 @@ class AsyncMemory:
             self.sync.list,
             ctx,
             layer,
-            identifiers,
+            identifiers=identifiers,
             cursor=cursor,
             limit=limit,
             filter=filter,
@@ -1484,8 +1486,10 @@ class AsyncMemory:
         return AsyncSnapshotManager(await asyncio.to_thread(self.sync.configure_snapshots, settings, **kwargs))
 
     @classmethod
-    async def open_from_snapshot(cls, tenants: Any = None, location: str | None = None, **kwargs: Any) -> AsyncMemory:
-        return cls(await asyncio.to_thread(Memory.open_from_snapshot, tenants, location, **kwargs))
+    async def open_from_snapshot(
+        cls, tenants: Any = None, *, location: str | None = None, **kwargs: Any
+    ) -> AsyncMemory:
+        return cls(await asyncio.to_thread(Memory.open_from_snapshot, tenants, location=location, **kwargs))
 
     @property
     def lifecycle(self) -> AsyncProxy:
@@ -1507,31 +1511,39 @@ class AsyncMemory:
         ctx: TenantContext | None,
         user_id: str,
         session_id: str,
-        project_id: str | None = None,
         *,
+        project_id: str | None = None,
         agent_id: str | None = None,
     ) -> CloseSessionResult:
         return await asyncio.to_thread(
-            lambda: self.sync.close_session(ctx, user_id, session_id, project_id, agent_id=agent_id)
+            lambda: self.sync.close_session(ctx, user_id, session_id, project_id=project_id, agent_id=agent_id)
         )
 
     async def reflect(
-        self, ctx: TenantContext | None, user_id: str, session_id: str, agent_id: str | None = None
+        self, ctx: TenantContext | None, user_id: str, session_id: str, *, agent_id: str | None = None
     ) -> ReflectionResult:
-        return await asyncio.to_thread(self.sync.reflect, ctx, user_id, session_id, agent_id)
+        return await asyncio.to_thread(self.sync.reflect, ctx, user_id, session_id, agent_id=agent_id)
 
     async def promote(
         self,
         ctx: TenantContext | None,
         source_id: str,
         target_layer: str | Layer,
+        *,
         identifiers: Any = None,
         delete_original: bool = False,
         content: str | None = None,
         tags: builtins.list[str] | None = None,
     ) -> MemoryEntry:
         return await asyncio.to_thread(
-            self.sync.promote, ctx, source_id, target_layer, identifiers, delete_original, content, tags
+            self.sync.promote,
+            ctx,
+            source_id,
+            target_layer,
+            identifiers=identifiers,
+            delete_original=delete_original,
+            content=content,
+            tags=tags,
         )
 
     async def compact(
@@ -1539,8 +1551,8 @@ class AsyncMemory:
         ctx: TenantContext | None,
         source_ids: Sequence[str],
         callback: Callable[..., Any],
-        delete_sources: bool = False,
         *,
+        delete_sources: bool = False,
         target_layer: str | Layer | None = None,
         tags: builtins.list[str] | None = None,
         metadata: dict[str, Any] | None = None,
@@ -1550,7 +1562,7 @@ class AsyncMemory:
             ctx,
             source_ids,
             callback,
-            delete_sources,
+            delete_sources=delete_sources,
             target_layer=target_layer,
             tags=tags,
             metadata=metadata,
@@ -1565,8 +1577,8 @@ class AsyncMemory:
     async def conflicts(
         self,
         ctx: TenantContext | None,
-        memory_id: str | None = None,
         *,
+        memory_id: str | None = None,
         layer: str | Layer | None = None,
         identifiers: Any = None,
         cursor: str | None = None,
@@ -1574,7 +1586,7 @@ class AsyncMemory:
     ) -> ListMemoriesOutput:
         return await asyncio.to_thread(
             lambda: self.sync.conflicts(
-                ctx, memory_id, layer=layer, identifiers=identifiers, cursor=cursor, limit=limit
+                ctx, memory_id=memory_id, layer=layer, identifiers=identifiers, cursor=cursor, limit=limit
             )
         )
 
@@ -1590,40 +1602,48 @@ class AsyncMemory:
     async def prune(self, ctx: TenantContext | None, *, dry_run: bool = True) -> PruneReport:
         return await asyncio.to_thread(lambda: self.sync.prune(ctx, dry_run=dry_run))
 
-    async def maintain(self, tenants: Sequence[str] | None = None) -> MaintenanceReport:
-        return await asyncio.to_thread(self.sync.maintain, tenants)
+    async def maintain(self, *, tenants: Sequence[str] | None = None) -> MaintenanceReport:
+        return await asyncio.to_thread(self.sync.maintain, tenants=tenants)
 
     async def process(
         self,
         ctx: TenantContext | None = None,
         text: str | None = None,
+        *,
         intent: str = "none",
         identifiers: Any = None,
         recent_messages: Sequence[str] | None = None,
-        *,
         layer: str | Layer | None = None,
     ) -> ProcessResult:
-        return await asyncio.to_thread(self.sync.process, ctx, text, intent, identifiers, recent_messages, layer=layer)
+        return await asyncio.to_thread(
+            self.sync.process,
+            ctx,
+            text,
+            intent=intent,
+            identifiers=identifiers,
+            recent_messages=recent_messages,
+            layer=layer,
+        )
 
     async def remember(
         self,
         ctx: TenantContext | None = None,
         text: str | None = None,
-        identifiers: Any = None,
         *,
+        identifiers: Any = None,
         layer: str | Layer | None = None,
     ) -> ProcessResult:
-        return await asyncio.to_thread(self.sync.remember, ctx, text, identifiers, layer=layer)
+        return await asyncio.to_thread(self.sync.remember, ctx, text, identifiers=identifiers, layer=layer)
 
     async def forget(
         self,
         ctx: TenantContext | None = None,
         text: str | None = None,
-        identifiers: Any = None,
         *,
+        identifiers: Any = None,
         layer: str | Layer | None = None,
     ) -> ProcessResult:
-        return await asyncio.to_thread(self.sync.forget, ctx, text, identifiers, layer=layer)
+        return await asyncio.to_thread(self.sync.forget, ctx, text, identifiers=identifiers, layer=layer)
 
     async def forget_user(self, ctx: TenantContext | None = None, user_id: str | None = None) -> ForgetUserReport:
         return await asyncio.to_thread(self.sync.forget_user, ctx, user_id)
@@ -1645,17 +1665,22 @@ class AsyncMemory:
     async def system_contract(self) -> str:
         return self.sync.system_contract()
 
-    async def format_context(self, memories: SearchMemoryOutput | Iterable[MemoryLike], max_tokens: int = 1000) -> str:
-        return self.sync.format_context(memories, max_tokens)
+    async def format_context(
+        self, memories: SearchMemoryOutput | Iterable[MemoryLike], *, max_tokens: int = 1000
+    ) -> str:
+        return self.sync.format_context(memories, max_tokens=max_tokens)
 
     async def process_conversation(
         self,
         ctx: TenantContext | None,
         messages: Sequence[Message],
+        *,
         response: Message | None = None,
         identifiers: Any = None,
     ) -> ConversationResult:
-        return await asyncio.to_thread(self.sync.process_conversation, ctx, messages, response, identifiers)
+        return await asyncio.to_thread(
+            self.sync.process_conversation, ctx, messages, response=response, identifiers=identifiers
+        )
 
     @property
     def observation(self) -> Observation | None:
@@ -1669,8 +1694,8 @@ class AsyncMemory:
         ctx: TenantContext | None,
         messages: Sequence[Message],
         max_tokens: int,
-        identifiers: Any = None,
         *,
+        identifiers: Any = None,
         layer: str | Layer = "session",
         keep_recent: int = 4,
         compact_at: float = 0.8,
@@ -1681,7 +1706,7 @@ class AsyncMemory:
                 ctx,
                 messages,
                 max_tokens,
-                identifiers,
+                identifiers=identifiers,
                 layer=layer,
                 keep_recent=keep_recent,
                 compact_at=compact_at,
