@@ -162,7 +162,7 @@ class Memory:
             config = MemoryConfig.model_validate(
                 {**(config or MemoryConfig()).model_dump(exclude_unset=True), **update}
             )
-        key = resolve_key(encryption_key)
+        key = resolve_key(encryption_key, settings)
         provider = open_provider(location, encryption_key=key)
         try:
             system = assemble(provider, make_embedder(embedder, settings=settings), config, clock=clock)
@@ -171,7 +171,8 @@ class Memory:
                 raise _lock_error(exc) from exc.__cause__
             raise
         try:
-            mem = cls(system.engine, lifecycle=system.lifecycle, observe=observe)
+            # the settings decide when ``observe`` is None; off stays off
+            mem = cls(system.engine, lifecycle=system.lifecycle, observe=telemetry.resolve(observe, settings) or False)
         except BaseException:  # e.g. the metrics port is taken: do not leave the store open
             system.engine.close()
             raise

@@ -112,7 +112,8 @@ def test_second_process_gets_a_redis_hit(
         import json, sys
         from stratamem import Memory, TenantContext
         mem = Memory.open(sys.argv[1], embedder="hashing")  # Redis from STRATAMEM_REDIS_URL / _PREFIX
-        out = mem.add(TenantContext(tenant_id="acme", principal="u1"), {TEXT!r}, "user", {{"user_id": "u1"}})
+        t = TenantContext(tenant_id="acme", principal="u1")
+        out = mem.add(t, {TEXT!r}, layer="user", identifiers={{"user_id": "u1"}})
         print(json.dumps({{"generated": out.embedding_generated, "calls": mem.engine.embeddings.model_calls,
                           "hits": mem.engine.embeddings.shared.hits}}))
         mem.close()
