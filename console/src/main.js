@@ -78,7 +78,7 @@ function layerSelect(id, value, allowEmpty = true) {
 
 // ------------------------------------------------------------------ Browse
 const browseState = { layer: "", ids: "", tag: "", from: "", to: "", order: "", superseded: false, expiring: false,
-                      limit: 25, cursors: [null], page: 0, selected: null };
+                      soon: null, limit: 25, cursors: [null], page: 0, selected: null };
 
 async function browse(main) {
   const tree = h("aside", { class: "tree", "aria-label": "Layers and scopes" }, "Loading…");
@@ -141,26 +141,29 @@ async function loadTable(table, detail) {
   clear(table, "Loading…");
   // The created-time window is the API's (since inclusive, until exclusive: the day after "To", UTC).
   const nextDay = (d) => new Date(Date.parse(`${d}T00:00:00Z`) + 86400e3).toISOString();
+  // "Expiring in 7 days" is the API's expiresBefore; the bound is fixed on the first page, so the
+  // cursors of the next pages (which carry the filter) stay valid.
+  if (st.page === 0) st.soon = new Date(Date.now() + 7 * 86400e3).toISOString();
   const query = { ...parseIds(st.ids), layer: st.layer || null, limit: st.limit,
                   cursor: st.cursors[st.page], tag: st.tag ? [st.tag] : null,
                   includeSuperseded: st.superseded ? "true" : null, order: st.order || null,
-                  since: st.from ? `${st.from}T00:00:00Z` : null, until: st.to ? nextDay(st.to) : null };
+                  since: st.from ? `${st.from}T00:00:00Z` : null, until: st.to ? nextDay(st.to) : null,
+                  expiresBefore: st.expiring ? st.soon : null };
   try {
     const { data } = await api("GET", "/v1/memories", { query });
-    // "Expiring soon" is filtered on the page the API returned (the list route has no expiry filter).
-    const soon = Date.now() + 7 * 86400e3;
-    const rows = data.memories.filter((m) => !st.expiring || (m.expiresAt && new Date(m.expiresAt).getTime() <= soon));
+    const rows = data.memories;
     if (data.nextCursor) st.cursors[st.page + 1] = data.nextCursor;
+    const columns = ["Id", "Layer", "Scope", "Content", "Created", ...(st.expiring ? ["Expires"] : []), "Status", "Imp."];
     clear(table,
       h("table", { id: "memories" },
-        h("thead", {}, h("tr", {}, ["Id", "Layer", "Scope", "Content", "Created", "Status", "Imp."].map(
-          (c) => h("th", { scope: "col" }, c)))),
+        h("thead", {}, h("tr", {}, columns.map((c) => h("th", { scope: "col" }, c)))),
         h("tbody", {}, rows.map((m) => h("tr", {
           tabindex: 0, "data-id": m.id, class: m.id === st.selected ? "selected" : "",
           onclick: () => showDetail(detail, m.id),
           onkeydown: (ev) => { if (ev.key === "Enter") showDetail(detail, m.id); } },
         h("td", { class: "mono" }, short(m.id)), h("td", {}, m.layer), h("td", {}, formatIds(m.identifiers)),
-        h("td", { class: "content" }, m.content), h("td", {}, fmtTime(m.createdAt)), h("td", {}, m.status),
+        h("td", { class: "content" }, m.content), h("td", {}, fmtTime(m.createdAt)),
+        st.expiring ? h("td", { class: "expires" }, fmtTime(m.expiresAt)) : null, h("td", {}, m.status),
         h("td", {}, (m.importance ?? 0).toFixed(2)))))),
       h("div", { class: "pager" },
         h("button", { disabled: st.page === 0 ? true : null, onclick: () => { st.page -= 1; loadTable(table, detail); } },

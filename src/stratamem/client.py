@@ -500,6 +500,7 @@ class Client(_Base):
         time_field: TimeField | None = None,
         tags_match: TagsMatch | None = None,
         include_narrower: bool = False,
+        expires_before: datetime | str | None = None,
     ) -> ListMemoriesOutput:
         out: ListMemoriesOutput = self._send(
             _Calls.list(
@@ -516,6 +517,7 @@ class Client(_Base):
                 time_field=time_field,
                 tags_match=tags_match,
                 include_narrower=include_narrower,
+                expires_before=expires_before,
             )
         )
         return out
@@ -1026,6 +1028,7 @@ class AsyncClient(_Base):
         time_field: TimeField | None = None,
         tags_match: TagsMatch | None = None,
         include_narrower: bool = False,
+        expires_before: datetime | str | None = None,
     ) -> ListMemoriesOutput:
         out: ListMemoriesOutput = await self._send(
             _Calls.list(
@@ -1042,6 +1045,7 @@ class AsyncClient(_Base):
                 time_field=time_field,
                 tags_match=tags_match,
                 include_narrower=include_narrower,
+                expires_before=expires_before,
             )
         )
         return out

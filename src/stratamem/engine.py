@@ -68,7 +68,7 @@ from .model import (
     UpdateMemoryOutput,
 )
 from .providers.base import ListPage, ListQuery, MemoryProvider, PreparedAdd, Scope, SearchPage, SearchQuery
-from .query import UNSET, QueryOptions, narrower_layers, parse_options
+from .query import UNSET, QueryOptions, narrower_layers, parse_options, parse_time
 from .retrieval.boosts import Boosts, boosted_page
 from .retrieval.context import context_page
 from .retry import call_with_retry
@@ -1190,6 +1190,7 @@ class MemoryEngine:
         time_field: Any = None,
         tags_match: Any = None,
         include_narrower: Any = False,
+        expires_before: Any = None,
     ) -> ListMemoriesOutput:
         with self.operation("list", ctx) as (tctx, extra):
             op = "list"
@@ -1204,6 +1205,8 @@ class MemoryEngine:
                 default_order="oldest",
                 allow_relevance=False,
             )
+            # memories that expire before this time (expired ones stay out of a list, as without it)
+            expiring = parse_time(expires_before, "expires_before", op)
             ids = parse_identifiers(identifiers, op)
             scopes: builtins.list[Scope] = []
             if layer is not None:
@@ -1229,6 +1232,7 @@ class MemoryEngine:
                 scope.key if scope else None,
                 flt.model_dump() if flt else None,
                 *([opts.key()] if opts != QueryOptions(order="oldest") else []),
+                *([["expires_before", expiring]] if expiring is not None else []),
             )
             after = decode_cursor(cursor, fp, op) if cursor is not None else None
             at = parse_as_of(as_of, op)
@@ -1244,6 +1248,7 @@ class MemoryEngine:
                 since=opts.since,
                 until=opts.until,
                 time_field=opts.column,
+                expires_before=expiring,
             )
             if len(scopes) > 1:
                 page = self._list_scopes(query, scopes, op)

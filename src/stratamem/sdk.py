@@ -409,6 +409,7 @@ class Memory:
         time_field: TimeField | None = None,
         tags_match: TagsMatch | None = None,
         include_narrower: bool = False,
+        expires_before: datetime | str | None = None,
     ) -> ListMemoriesOutput:
         """List a layer's memories in a scope, oldest first by default, one page at a time.
 
@@ -428,6 +429,9 @@ class Memory:
             time_field: ``created`` (default) or ``updated``.
             tags_match: ``any`` (default) or ``all`` of the filter's tags.
             include_narrower: Also list the narrower layers whose identifiers are given.
+            expires_before: Only memories with an expiry (``expires_at``) before this time, e.g.
+                ``now + 7 days`` for the ones expiring within a week; memories that never expire are
+                left out, and expired ones are never listed.
 
         Returns:
             One page of memories and the cursor of the next.
@@ -452,6 +456,7 @@ class Memory:
             time_field=time_field,
             tags_match=tags_match,
             include_narrower=include_narrower,
+            expires_before=expires_before,
         )
 
     def bulk_add(self, ctx: TenantContext | None = None, items: Sequence[Any] = ()) -> BulkAddOutput:
@@ -1418,6 +1423,7 @@ class AsyncMemory:
         time_field: TimeField | None = None,
         tags_match: TagsMatch | None = None,
         include_narrower: bool = False,
+        expires_before: datetime | str | None = None,
     ) -> ListMemoriesOutput:
         return await asyncio.to_thread(
             self.sync.list,
@@ -1435,6 +1441,7 @@ class AsyncMemory:
             time_field=time_field,
             tags_match=tags_match,
             include_narrower=include_narrower,
+            expires_before=expires_before,
         )
 
     async def bulk_add(self, ctx: TenantContext | None = None, items: Sequence[Any] = ()) -> BulkAddOutput:

@@ -8,6 +8,7 @@ import json
 import os
 import re
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
@@ -305,6 +306,46 @@ def test_console_end_to_end_in_chromium(live_db: Path, live_server: Callable[[],
         b.wait("document.getElementById('action-msg').innerText.includes('Revoked')")
         with httpx.Client(base_url=srv.url, timeout=30) as http:
             assert http.get("/v1/memories", headers={"Authorization": f"Bearer {new_key}"}).status_code == 401
+
+        # "Expiring in 7 days" is the list route's expiresBefore: the server filters, counts and pages
+        now = datetime.now(UTC)
+        items = [
+            {
+                "content": f"Carol's pass {i} ends soon.",
+                "layer": "user",
+                "identifiers": {"userId": "carol"},
+                "expiresAt": (now + timedelta(days=2, minutes=i)).isoformat(),
+            }
+            for i in range(26)
+        ]
+        items.append(
+            {**items[0], "content": "Carol's lease ends later.", "expiresAt": (now + timedelta(days=40)).isoformat()}
+        )
+        with httpx.Client(base_url=srv.url, timeout=60) as http:
+            r = http.post("/v1/memories/bulk", json={"items": items}, headers={"Authorization": f"Bearer {admin}"})
+            assert r.status_code in (200, 201) and all("memory" in x for x in r.json()["results"]), r.text
+        b.eval("location.hash = '#browse'; true")
+        b.wait("document.getElementById('f-expiring')")
+        requested = len(b.requested_urls())
+        b.eval("document.getElementById('f-expiring').checked = true; true")
+        b.eval("document.getElementById('filters').requestSubmit(); true")
+        b.wait(
+            "document.querySelector('.pager') && document.querySelector('.pager').innerText.includes('25 shown of 26')"
+        )
+        assert any("expiresBefore=" in u for u in b.requested_urls()[requested:])
+        shown = b.eval("[...document.querySelectorAll('#memories tbody td.content')].map(td => td.textContent)")
+        assert len(shown) == 25 and all(s.startswith("Carol's pass") for s in shown), shown
+        assert (
+            len(b.eval("[...document.querySelectorAll('#memories tbody td.expires')].filter(td => td.textContent)"))
+            == 25
+        )
+        b.eval("document.getElementById('next-page').click(); true")
+        b.wait("document.querySelector('.pager').innerText.includes('1 shown of 26')")
+        last = b.eval("[...document.querySelectorAll('#memories tbody td.content')].map(td => td.textContent)")
+        assert len(last) == 1 and last[0].startswith("Carol's pass") and last[0] not in shown, last
+        b.eval("document.getElementById('f-expiring').checked = false; true")
+        b.eval("document.getElementById('filters').requestSubmit(); true")
+        b.wait("document.querySelector('.pager').innerText.includes('25 shown of 33')")
 
         # The key is kept in session storage only and never appears in a URL
         assert b.eval("sessionStorage.getItem('stratamem.apiKey')") == admin

@@ -230,6 +230,12 @@ def register(app: typer.Typer) -> None:
                 "--include-narrower", help="Also the narrower scopes whose ids are given (user + session, agent)."
             ),
         ] = False,
+        expires_before: Annotated[
+            str | None,
+            typer.Option(
+                "--expires-before", help="ISO 8601: only memories set to expire before it (never-expiring left out)."
+            ),
+        ] = None,
         agent_id: AgentOpt = None,
         user_id: UserOpt = None,
         session_id: SessionOpt = None,
@@ -262,15 +268,18 @@ def register(app: typer.Typer) -> None:
                 time_field=time_field,  # type: ignore[arg-type]
                 tags_match=tags_match,  # type: ignore[arg-type]
                 include_narrower=include_narrower,
+                expires_before=expires_before,
             )
         if as_json:
             emit_json(page.to_json_dict())
             return
         table = Table(title=f"{len(page.memories)} of {page.total_count} memories")
-        for col in ("id", "layer", "created", "content"):
+        expiry = expires_before is not None  # show when each one expires
+        for col in ("id", "layer", "created", *(["expires"] if expiry else []), "content"):
             table.add_column(col)
         for e in page.memories:
-            table.add_row(e.id, e.layer.value, e.created_at.isoformat(timespec="seconds"), e.content)
+            when = [e.expires_at.isoformat(timespec="seconds") if e.expires_at else ""] if expiry else []
+            table.add_row(e.id, e.layer.value, e.created_at.isoformat(timespec="seconds"), *when, e.content)
         console.print(table)
         if page.next_cursor:
             console.print(f"next page: --cursor {page.next_cursor}")

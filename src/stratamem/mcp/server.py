@@ -196,6 +196,8 @@ def _view(entry: MemoryEntry, score: float | None = None) -> dict[str, Any]:
     }
     if score is not None:
         out["score"] = score
+    if entry.expires_at is not None:  # what listMemory's expiresBefore selects on
+        out["expiresAt"] = entry.expires_at.isoformat()
     if entry.status == "superseded":  # history (includeSuperseded / asOf): say what replaced it
         out["status"] = entry.status
         out["supersededBy"] = entry.provenance.superseded_by
@@ -347,6 +349,10 @@ def build_mcp_server(memory: Memory, resolve: Resolver, *, legacy_tools: bool | 
         until: Until = None,
         tags: Tags = None,
         tagsMatch: TagsMatchArg = "any",
+        expiresBefore: Annotated[
+            str | None,
+            Field(description="ISO 8601 time: only memories set to expire before it (e.g. within a week)"),
+        ] = None,
     ) -> dict[str, Any]:
         b = binding(context)
         try:
@@ -360,6 +366,7 @@ def build_mcp_server(memory: Memory, resolve: Resolver, *, legacy_tools: bool | 
                 since=since,
                 until=until,
                 tags_match=tagsMatch,
+                expires_before=expiresBefore,
             )
         except MemoryError as exc:
             raise _tool_error(exc) from None

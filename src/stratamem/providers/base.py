@@ -125,11 +125,23 @@ class ListQuery:
     since: datetime | None = None
     until: datetime | None = None
     time_field: str = "created_at"
+    #: Only entries with an expiry strictly before this (timezone-aware) time; entries that never
+    #: expire are left out.
+    expires_before: datetime | None = None
 
     def in_window(self, entry: MemoryEntry) -> bool:
         """True when the entry's ``time_field`` lies in ``[since, until)``."""
         value: datetime = getattr(entry, self.time_field)
         return (self.since is None or value >= self.since) and (self.until is None or value < self.until)
+
+    def expiring(self, entry: MemoryEntry) -> bool:
+        """True when there is no ``expires_before`` bound, or the entry expires before it."""
+        if self.expires_before is None:
+            return True
+        expiry = entry.expires_at
+        if expiry is None:
+            return False
+        return (expiry if expiry.tzinfo else expiry.replace(tzinfo=UTC)) < self.expires_before
 
     def past(self, position: tuple[datetime, str]) -> bool:
         """True when ``position`` comes after the keyset ``after`` in this query's order."""

@@ -174,6 +174,7 @@ class InMemoryProvider(MemoryProvider):
                 for e in self._scoped(query.tenant_id, layer, key)
                 if self._live(e, query.now, query.statuses, query.include_expired)
                 and query.in_window(e)
+                and query.expiring(e)
                 and (query.predicate is None or query.predicate(e.metadata))
             ]
             rows.sort(key=lambda e: (e.created_at, e.id), reverse=query.descending)

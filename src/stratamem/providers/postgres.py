@@ -657,6 +657,9 @@ class PostgresProvider(PostgresRowCopyMixin, MemoryProvider):
         if query.until is not None:
             where += f" AND {column} < %s"
             params.append(query.until)
+        if query.expires_before is not None:
+            where += " AND expires_at IS NOT NULL AND expires_at < %s"
+            params.append(query.expires_before)
         return where, params
 
     def list(self, query: ListQuery) -> ListPage:

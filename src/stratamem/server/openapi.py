@@ -116,6 +116,12 @@ FIELDS: dict[str, tuple[str, Any]] = {
     "until": ("Only memories whose `timeField` time is before this instant (RFC 3339).", "2026-12-01T00:00:00Z"),
     "timeField": ("Which time `since`/`until` apply to: `created` (default) or `updated`.", "created"),
     "tagsMatch": ("How the filter's tags match: `any` (default: at least one tag) or `all` (every tag).", "all"),
+    "expiresBefore": (
+        "Only memories with an expiry (`expiresAt`) before this instant (RFC 3339), e.g. now + 7 days "
+        "for the ones expiring within a week; memories that never expire are left out, and expired "
+        "ones are never listed.",
+        "2026-12-08T00:00:00Z",
+    ),
     "includeNarrower": (
         "Also read the narrower scopes of the same principal whose identifiers are given: "
         "`user` adds `session` (with sessionId) and `agent` (with agentId).",

@@ -311,10 +311,12 @@ def build_router() -> APIRouter:
         time_field: Annotated[Literal["created", "updated"] | None, Query(alias="timeField")] = None,
         tags_match: Annotated[Literal["any", "all"] | None, Query(alias="tagsMatch")] = None,
         include_narrower: Annotated[bool, Query(alias="includeNarrower")] = False,
+        expires_before: Annotated[datetime | None, Query(alias="expiresBefore")] = None,
     ) -> ListMemoriesOutput:
         """One page of memories (oldest first, or `order=newest`), filtered by layer, identifiers,
-        tags (`tagsMatch=all` for every tag), metadata and a time window (`since`/`until`); follow
-        `nextCursor` for the next page."""
+        tags (`tagsMatch=all` for every tag), metadata, a time window (`since`/`until`) and an
+        expiry bound (`expiresBefore`: the memories expiring before it); follow `nextCursor` for
+        the next page."""
         ids = {
             "agent_id": agent_id,
             "user_id": user_id,
@@ -363,6 +365,7 @@ def build_router() -> APIRouter:
             time_field=time_field,
             tags_match=tags_match,
             include_narrower=include_narrower,
+            expires_before=expires_before,
         )
 
     @r.get(

@@ -148,6 +148,9 @@ class MemoriesMixin(SearchIndexMixin):
         if query.until is not None:
             sql += f" AND {_time_column(query)} < ?"
             params.append(to_naive_utc(query.until))
+        if query.expires_before is not None:
+            sql += " AND expires_at IS NOT NULL AND expires_at < ?"
+            params.append(to_naive_utc(query.expires_before))
         scope_sql, scope_params = _scope_sql(query.scope)
         return sql + scope_sql, params + scope_params
 
