@@ -204,40 +204,40 @@ def test_list_expires_before(open_store: Callable[..., Memory], tenant: TenantCo
     add("session note, day three", START + 3 * day, ids=S)
     clock.at = START + 1.5 * day  # the first one has expired
     week = START + 7 * day
-    soon = mem.list(tenant, "user", U, expires_before=week)
+    soon = mem.list(tenant, "user", identifiers=U, expires_before=week)
     assert _contents(soon) == ["expires on day two", "expires on day five"]
     assert soon.total_count == 2 and soon.next_cursor is None
     for m in soon.memories:
         assert m.expires_at is not None and m.expires_at.replace(tzinfo=m.expires_at.tzinfo or UTC) < week
     # a string (UTC when it has no offset) means the same; newest first is the reverse
-    assert _contents(mem.list(tenant, "user", U, expires_before="2026-01-08T00:00:00")) == _contents(soon)
-    newest = mem.list(tenant, "user", U, expires_before=week.isoformat(), order="newest")
+    assert _contents(mem.list(tenant, "user", identifiers=U, expires_before="2026-01-08T00:00:00")) == _contents(soon)
+    newest = mem.list(tenant, "user", identifiers=U, expires_before=week.isoformat(), order="newest")
     assert _contents(newest) == ["expires on day five", "expires on day two"]
     # pages of one: the cursor carries the filter, and belongs to it
-    first = mem.list(tenant, "user", U, expires_before=week, limit=1)
+    first = mem.list(tenant, "user", identifiers=U, expires_before=week, limit=1)
     assert _contents(first) == ["expires on day two"] and first.total_count == 2 and first.next_cursor
-    second = mem.list(tenant, "user", U, expires_before=week, limit=1, cursor=first.next_cursor)
+    second = mem.list(tenant, "user", identifiers=U, expires_before=week, limit=1, cursor=first.next_cursor)
     assert _contents(second) == ["expires on day five"] and second.next_cursor is None
     with pytest.raises(MemoryError) as exc:
-        mem.list(tenant, "user", U, limit=1, cursor=first.next_cursor)
+        mem.list(tenant, "user", identifiers=U, limit=1, cursor=first.next_cursor)
     assert exc.value.code.value == "INVALID_PARAMS"
-    plain = mem.list(tenant, "user", U, limit=1).next_cursor
+    plain = mem.list(tenant, "user", identifiers=U, limit=1).next_cursor
     with pytest.raises(MemoryError) as exc:
-        mem.list(tenant, "user", U, expires_before=week, limit=1, cursor=plain)
+        mem.list(tenant, "user", identifiers=U, expires_before=week, limit=1, cursor=plain)
     assert exc.value.code.value == "INVALID_PARAMS"
     # with a metadata filter (evaluated in Python by the SQL providers) and other bounds
-    tagged = mem.list(tenant, "user", U, filter={"tags": ["t"]}, expires_before=START + 30 * day)
+    tagged = mem.list(tenant, "user", identifiers=U, filter={"tags": ["t"]}, expires_before=START + 30 * day)
     assert _contents(tagged) == ["expires on day two", "expires on day twenty"]
-    assert _contents(mem.list(tenant, "user", U, expires_before=START + 2 * day)) == []  # strictly before
-    assert _contents(mem.list(tenant, "user", U, expires_before=START)) == []  # a past bound: nothing live
+    assert _contents(mem.list(tenant, "user", identifiers=U, expires_before=START + 2 * day)) == []  # strictly before
+    assert _contents(mem.list(tenant, "user", identifiers=U, expires_before=START)) == []  # a past bound: nothing live
     # tenant-wide and with the narrower session scope
     assert _contents(mem.list(tenant, expires_before=START + 4 * day)) == [
         "expires on day two",
         "session note, day three",
     ]
-    wide = mem.list(tenant, "user", S, include_narrower=True, expires_before=START + 4 * day)
+    wide = mem.list(tenant, "user", identifiers=S, include_narrower=True, expires_before=START + 4 * day)
     assert _contents(wide) == ["expires on day two", "session note, day three"]
     for bad in ("next week", 12, "2026-13-01"):
         with pytest.raises(MemoryError) as exc:
-            mem.list(tenant, "user", U, expires_before=bad)  # type: ignore[arg-type]
+            mem.list(tenant, "user", identifiers=U, expires_before=bad)  # type: ignore[arg-type]
         assert exc.value.code.value == "INVALID_PARAMS" and exc.value.details["field"] == "expires_before"
