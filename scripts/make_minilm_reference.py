@@ -6,7 +6,9 @@ Run once where the ``sentence-transformers`` extra is installed::
 
 It embeds ``REFERENCE_TEXTS`` with sentence-transformers' all-MiniLM-L6-v2 (the bundled weights) and
 saves texts and float32 vectors to ``tests/fixtures/minilm_reference.npz``, so the comparison test
-runs on machines without torch.
+runs on machines without torch. Four of them (``PACKAGED``) also go to
+``src/stratamem/embeddings/minilm_check.npz``, which ``stratamem models install`` checks a freshly built
+model against.
 """
 
 from __future__ import annotations
@@ -17,7 +19,11 @@ import numpy as np
 
 from stratamem.embeddings.local import SentenceTransformerEmbedder
 
-OUT = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "minilm_reference.npz"
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "tests" / "fixtures" / "minilm_reference.npz"
+PACKAGED_OUT = ROOT / "src" / "stratamem" / "embeddings" / "minilm_check.npz"
+#: Short, accented, over 256 tokens (truncated), CJK: the texts the installed model is verified on.
+PACKAGED = [0, 4, 5, 9]
 
 REFERENCE_TEXTS = [
     "User prefers dark mode",
@@ -43,7 +49,9 @@ def main() -> None:
     vectors = SentenceTransformerEmbedder().embed(REFERENCE_TEXTS)
     OUT.parent.mkdir(parents=True, exist_ok=True)
     np.savez_compressed(OUT, texts=np.asarray(REFERENCE_TEXTS), vectors=vectors.astype(np.float32))
-    print(f"wrote {len(REFERENCE_TEXTS)} reference vectors to {OUT}")
+    texts = np.asarray(REFERENCE_TEXTS)
+    np.savez_compressed(PACKAGED_OUT, texts=texts[PACKAGED], vectors=vectors[PACKAGED].astype(np.float32))
+    print(f"wrote {len(REFERENCE_TEXTS)} reference vectors to {OUT}, {len(PACKAGED)} of them to {PACKAGED_OUT}")
 
 
 if __name__ == "__main__":

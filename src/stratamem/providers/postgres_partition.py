@@ -3,7 +3,7 @@
 ``partition_memories(url, partitions=16)`` turns ``memories`` into a table ``PARTITION BY HASH
 (tenant_id)`` with ``partitions`` partitions (``memories_p0`` …), keeping every column, row, index
 (each recreated under its own name on the partitioned table, hence on every partition) and trigger.
-It runs in one transaction holding the store's migration advisory lock, so it is all or nothing;
+It runs in one transaction holding the advisory lock of its schema's migrations, so it is all or nothing;
 stop the servers first (it takes an exclusive lock on the table and copies every row).
 
 Every primary key and index of the store already leads with ``tenant_id`` (see
@@ -23,7 +23,7 @@ import psycopg
 from psycopg import sql
 
 from .postgres import split_url
-from .postgres_schema import MIGRATION_LOCK_KEY
+from .postgres_schema import migration_lock_key
 
 _OLD = "memories_unpartitioned"
 
@@ -43,7 +43,7 @@ def partition_memories(url: str, partitions: int = 16) -> int:
     with psycopg.connect(conninfo, autocommit=False) as conn:
         if schema:
             conn.execute(sql.SQL("SET LOCAL search_path = {}, public").format(sql.Identifier(schema)))
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", [MIGRATION_LOCK_KEY])
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", [migration_lock_key(schema)])
         if conn.execute("SELECT to_regclass('memories')").fetchone() == (None,):
             raise ValueError("the store has no memories table yet: open it once first")
         if is_partitioned(conn):

@@ -16,14 +16,33 @@ decides about duplicates, not the storage.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from psycopg import sql
 
-#: Key of the advisory lock held while migrating (any constant; "stratamem" in ASCII, truncated).
+#: Key of the advisory lock held while the ``vector`` extension is created (database-wide, brief):
+#: "stratamem" in ASCII, truncated.
 MIGRATION_LOCK_KEY = 0x7374726174616D
+
+
+def migration_lock_key(schema: str | None) -> int:
+    """The advisory-lock key held while the store in ``schema`` migrates or is repartitioned.
+
+    Advisory locks are database-wide, so the key is derived from the schema: migrating (or
+    partitioning) the store of one schema does not hold up opening the store of another schema in
+    the same database.
+
+    Args:
+        schema: The store's schema; None is the ``public`` schema.
+
+    Returns:
+        A signed 64-bit key for ``pg_advisory_lock``.
+    """
+    digest = hashlib.blake2b(f"stratamem-migrate:{schema or 'public'}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
 
 
 @dataclass(frozen=True)

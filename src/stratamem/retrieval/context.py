@@ -9,8 +9,11 @@ positioned memories, each candidate's score becomes
     score = (s + w · n) / (1 + w)
 
 where ``s`` is its relevance (the fused score of ``lexical.py``) and ``n`` the relevance of its most
-relevant neighbour (same thread, position ± 1). A neighbour outside the fetched candidates counts
-with the lowest fetched relevance (an upper bound of its own). A memory without a position keeps
+relevant neighbour: same thread, position within :data:`WINDOW` of its own. Two turns, not one:
+a question and its answer are often a turn apart ("Did you go?" / "<other speaker>" / "Yes, last
+Friday"), and the answer may be given by the next turn of the same speaker. A neighbour outside the
+fetched candidates, or beyond the thread's ends, counts with the lowest fetched relevance (an upper
+bound of its own). A memory without a position keeps
 ``n = s``, i.e. its score. Like the boosts, this re-ranks relevant memories: the threshold applies to
 ``s``. ``w`` is ``MemoryConfig.context_weight`` (0 = off); :data:`CANDIDATES` relevance-ranked
 candidates per layer are re-ranked.
@@ -24,6 +27,8 @@ from ..providers.base import ScoredEntry, SearchPage
 
 #: Candidates re-ranked per layer when the layer holds positioned memories.
 CANDIDATES = 50
+#: Turns on each side of a memory that count as its neighbours (same thread).
+WINDOW = 2
 
 
 def _place(hit: ScoredEntry) -> tuple[str, int] | None:
@@ -50,7 +55,9 @@ def rerank(hits: list[ScoredEntry], weight: float) -> list[ScoredEntry]:
             out.append(hit)
             continue
         thread, position = place
-        neighbour = max(by_place.get((thread, position - 1), floor), by_place.get((thread, position + 1), floor))
+        neighbour = max(
+            by_place.get((thread, position + step), floor) for step in range(-WINDOW, WINDOW + 1) if step != 0
+        )
         out.append(ScoredEntry(entry=hit.entry, score=(hit.score + weight * neighbour) / (1.0 + weight)))
     out.sort(key=lambda h: (-h.score, h.entry.id))
     return out

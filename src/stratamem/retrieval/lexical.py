@@ -4,7 +4,7 @@ The contract every provider follows (documented in ``providers.base``):
 
 * text → terms: lower-cased word/number tokens (``[^\\W_]+``), English stop words dropped, Snowball
   (Porter 2) stems; numbers are kept as written;
-* ``lex = sqrt(BM25 / BM25_max)``: BM25 (k1 = 1.2, b = 0.75, Lucene idf
+* ``lex = sqrt(BM25 / BM25_max)``: BM25 (k1 = 0.6, b = 0.5, Lucene idf
   ``ln(1 + (N - df + 0.5) / (df + 0.5))``) of a memory for the distinct query terms, divided by the
   best BM25 a document could reach for *all* the query's terms (``Σ idf · (k1 + 1)``). A query term
   that no memory of the scope contains counts with the idf of a term of document frequency 0 (the
@@ -32,8 +32,11 @@ import snowballstemmer
 from ..layers import scope_key
 from ..model import MemoryEntry
 
-BM25_K1 = 1.2
-BM25_B = 0.75
+#: Memories are short: a repeated word adds little evidence (a low k1 saturates term frequency
+#: early) and a length difference of a few words says little about relevance (b below Lucene's 0.75).
+#: Chosen on the dev LoCoMo conversations and the dev fact scenarios (docs/ranking.md).
+BM25_K1 = 0.6
+BM25_B = 0.5
 #: Cosine similarity below which lexical matches add nothing, and above which they count fully.
 GATE_LOW = 0.1
 GATE_HIGH = 0.3
