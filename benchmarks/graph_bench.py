@@ -299,8 +299,10 @@ def main() -> int:
             if not enabled:
                 m.graph.set_enabled(ctx, False)
             for w in range(20):
-                m.add(ctx, f"warm up {w}", "user", {"user_id": "u"})
-            lat = timed(lambda m=m, ctx=ctx: m.add(ctx, rng.choice(texts[40:]), "user", {"user_id": "u"}), 300)
+                m.add(ctx, f"warm up {w}", layer="user", identifiers={"user_id": "u"})
+            lat = timed(
+                lambda m=m, ctx=ctx: m.add(ctx, rng.choice(texts[40:]), layer="user", identifiers={"user_id": "u"}), 300
+            )
             add_cost["on" if enabled else "off"] = pct(lat, 0.5)
     rows.append({"query": "add() p50, graph on", "p50_ms": add_cost["on"], "p95_ms": None, "mean_results": None})
     rows.append({"query": "add() p50, graph off", "p50_ms": add_cost["off"], "p95_ms": None, "mean_results": None})

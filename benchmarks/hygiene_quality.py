@@ -54,14 +54,14 @@ def run(embedder: str, llm: str | None, verbose: bool) -> dict[str, Any]:
             for step in sc["steps"]:
                 steps += 1
                 try:
-                    res = mem.process(tenant, step["text"], step["intent"], ids)
+                    res = mem.process(tenant, step["text"], intent=step["intent"], identifiers=ids)
                     action, count = res.action, res.count
                 except MemoryError as exc:
                     action, count = f"error:{exc.code.value}", None
                 ok = action == step["expect"]
                 if step["intent"] == "forget":
                     gone = step.get("gone")
-                    found = mem.search(tenant, gone, ids, threshold=0.8).results if gone else []
+                    found = mem.search(tenant, gone, identifiers=ids, threshold=0.8).results if gone else []
                     ok = ok and count == step.get("count", count) and not any(r.score >= 0.95 for r in found)
                 if step["intent"] in ("remember", "forget") and not step["expect"].startswith("error"):
                     rf_total += 1
@@ -73,7 +73,7 @@ def run(embedder: str, llm: str | None, verbose: bool) -> dict[str, Any]:
                 per_kind[sc["kind"]]["ok" if ok else "fail"] += 1
                 if not ok:
                     failures.append({"id": sc["id"], "text": step["text"], "expected": step["expect"], "got": action})
-            live = mem.list(tenant, "user", ids).total_count
+            live = mem.list(tenant, "user", identifiers=ids).total_count
             stored += live
             excess += max(0, live - int(sc["final_count"]))
         elapsed = time.perf_counter() - start

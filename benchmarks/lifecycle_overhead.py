@@ -90,7 +90,7 @@ def main() -> None:
                 mem.get(ctx, rng.choice(all_ids))
                 get_ms.append((time.perf_counter() - t0) * 1000)
                 t0 = time.perf_counter()
-                mem.search(ctx, q, ids, limit=10, threshold=0.0)
+                mem.search(ctx, q, identifiers=ids, limit=10, threshold=0.0)
                 search_ms.append((time.perf_counter() - t0) * 1000)
             mem.lifecycle.flush()
             if tracking == "warm-up":

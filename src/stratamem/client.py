@@ -392,10 +392,10 @@ class Client(_Base):
         self,
         ctx: TenantContext | None = None,
         content: str | None = None,
+        *,
         layer: str | Layer | None = None,
         identifiers: Any = None,
         metadata: dict[str, Any] | None = None,
-        *,
         tier: str | None = None,
         expires_at: datetime | str | None = None,
         importance: float | None = None,
@@ -411,12 +411,12 @@ class Client(_Base):
         self,
         ctx: TenantContext | None = None,
         query: str | None = None,
+        *,
         identifiers: Any = None,
         layers: Sequence[str | Layer] | None = None,
         limit: int | None = None,
         threshold: float | None = None,
         filter: Any = None,
-        *,
         expand_graph: bool = False,
         hybrid_weight: float | None = None,
         recency_boost: float | None = None,
@@ -463,10 +463,10 @@ class Client(_Base):
         self,
         ctx: TenantContext | None = None,
         memory_id: str | None = None,
+        *,
         content: str | None = None,
         metadata: dict[str, Any] | None = None,
         if_match: str | None = None,
-        *,
         expires_at: datetime | str | Unset | None = UNSET,
         tier: str | None = None,
         record_conflict: bool = True,
@@ -478,7 +478,7 @@ class Client(_Base):
         return out
 
     def delete(
-        self, ctx: TenantContext | None = None, memory_id: str | None = None, if_match: str | None = None
+        self, ctx: TenantContext | None = None, memory_id: str | None = None, *, if_match: str | None = None
     ) -> DeleteMemoryOutput:
         out: DeleteMemoryOutput = self._send(_Calls.delete(memory_id, if_match))
         return out
@@ -487,11 +487,11 @@ class Client(_Base):
         self,
         ctx: TenantContext | None = None,
         layer: str | Layer | None = None,
+        *,
         identifiers: Any = None,
         cursor: str | None = None,
         limit: int | None = None,
         filter: Any = None,
-        *,
         include_superseded: bool = False,
         as_of: datetime | str | None = None,
         order: Order | None = None,
@@ -577,8 +577,8 @@ class Client(_Base):
         ctx: TenantContext | None,
         user_id: str,
         session_id: str,
-        project_id: str | None = None,
         *,
+        project_id: str | None = None,
         agent_id: str | None = None,
     ) -> CloseSessionResult:
         out: CloseSessionResult = self._post(
@@ -594,6 +594,7 @@ class Client(_Base):
         ctx: TenantContext | None,
         source_id: str,
         target_layer: str | Layer,
+        *,
         identifiers: Any = None,
         delete_original: bool = False,
         content: str | None = None,
@@ -619,8 +620,8 @@ class Client(_Base):
         ctx: TenantContext | None,
         source_ids: Sequence[str],
         callback: Callable[..., Any],
-        delete_sources: bool = False,
         *,
+        delete_sources: bool = False,
         target_layer: str | Layer | None = None,
         tags: builtins.list[str] | None = None,
         metadata: dict[str, Any] | None = None,
@@ -682,8 +683,8 @@ class Client(_Base):
     def conflicts(
         self,
         ctx: TenantContext | None,
-        memory_id: str | None = None,
         *,
+        memory_id: str | None = None,
         layer: str | Layer | None = None,
         identifiers: Any = None,
         cursor: str | None = None,
@@ -692,7 +693,7 @@ class Client(_Base):
         out: ListMemoriesOutput = self._send(_conflicts(memory_id, layer, identifiers, cursor, limit))
         return out
 
-    def maintain(self, tenants: Sequence[str] | None = None) -> MaintenanceReport:
+    def maintain(self, *, tenants: Sequence[str] | None = None) -> MaintenanceReport:
         """Maintenance of the key's tenant (an admin key); ``tenants`` is not used over HTTP."""
         out: MaintenanceReport = self._post("/v1/maintenance", "maintain", _model(MaintenanceReport), {})
         return out
@@ -707,10 +708,10 @@ class Client(_Base):
         self,
         ctx: TenantContext | None = None,
         text: str | None = None,
+        *,
         intent: str = "none",
         identifiers: Any = None,
         recent_messages: Sequence[str] | None = None,
-        *,
         layer: str | Layer | None = None,
     ) -> ProcessResult:
         out: ProcessResult = self._post(
@@ -732,8 +733,8 @@ class Client(_Base):
         self,
         ctx: TenantContext | None = None,
         text: str | None = None,
-        identifiers: Any = None,
         *,
+        identifiers: Any = None,
         layer: str | Layer | None = None,
     ) -> ProcessResult:
         out: ProcessResult = self._post(
@@ -748,8 +749,8 @@ class Client(_Base):
         self,
         ctx: TenantContext | None = None,
         text: str | None = None,
-        identifiers: Any = None,
         *,
+        identifiers: Any = None,
         layer: str | Layer | None = None,
     ) -> ProcessResult:
         out: ProcessResult = self._post(
@@ -920,10 +921,10 @@ class AsyncClient(_Base):
         self,
         ctx: TenantContext | None = None,
         content: str | None = None,
+        *,
         layer: str | Layer | None = None,
         identifiers: Any = None,
         metadata: dict[str, Any] | None = None,
-        *,
         tier: str | None = None,
         expires_at: datetime | str | None = None,
         importance: float | None = None,
@@ -939,12 +940,12 @@ class AsyncClient(_Base):
         self,
         ctx: TenantContext | None = None,
         query: str | None = None,
+        *,
         identifiers: Any = None,
         layers: Sequence[str | Layer] | None = None,
         limit: int | None = None,
         threshold: float | None = None,
         filter: Any = None,
-        *,
         expand_graph: bool = False,
         hybrid_weight: float | None = None,
         recency_boost: float | None = None,
@@ -991,10 +992,10 @@ class AsyncClient(_Base):
         self,
         ctx: TenantContext | None = None,
         memory_id: str | None = None,
+        *,
         content: str | None = None,
         metadata: dict[str, Any] | None = None,
         if_match: str | None = None,
-        *,
         expires_at: datetime | str | Unset | None = UNSET,
         tier: str | None = None,
         record_conflict: bool = True,
@@ -1005,7 +1006,7 @@ class AsyncClient(_Base):
         return out
 
     async def delete(
-        self, ctx: TenantContext | None = None, memory_id: str | None = None, if_match: str | None = None
+        self, ctx: TenantContext | None = None, memory_id: str | None = None, *, if_match: str | None = None
     ) -> DeleteMemoryOutput:
         out: DeleteMemoryOutput = await self._send(_Calls.delete(memory_id, if_match))
         return out
@@ -1014,11 +1015,11 @@ class AsyncClient(_Base):
         self,
         ctx: TenantContext | None = None,
         layer: str | Layer | None = None,
+        *,
         identifiers: Any = None,
         cursor: str | None = None,
         limit: int | None = None,
         filter: Any = None,
-        *,
         include_superseded: bool = False,
         as_of: datetime | str | None = None,
         order: Order | None = None,
@@ -1106,8 +1107,8 @@ class AsyncClient(_Base):
         self,
         ctx: TenantContext | None = None,
         text: str | None = None,
-        identifiers: Any = None,
         *,
+        identifiers: Any = None,
         layer: str | Layer | None = None,
     ) -> ProcessResult:
         out: ProcessResult = await self._post(
@@ -1122,8 +1123,8 @@ class AsyncClient(_Base):
         self,
         ctx: TenantContext | None = None,
         text: str | None = None,
-        identifiers: Any = None,
         *,
+        identifiers: Any = None,
         layer: str | Layer | None = None,
     ) -> ProcessResult:
         out: ProcessResult = await self._post(
@@ -1138,10 +1139,10 @@ class AsyncClient(_Base):
         self,
         ctx: TenantContext | None = None,
         text: str | None = None,
+        *,
         intent: str = "none",
         identifiers: Any = None,
         recent_messages: Sequence[str] | None = None,
-        *,
         layer: str | Layer | None = None,
     ) -> ProcessResult:
         out: ProcessResult = await self._post(
@@ -1164,8 +1165,8 @@ class AsyncClient(_Base):
         ctx: TenantContext | None,
         user_id: str,
         session_id: str,
-        project_id: str | None = None,
         *,
+        project_id: str | None = None,
         agent_id: str | None = None,
     ) -> CloseSessionResult:
         out: CloseSessionResult = await self._post(
@@ -1181,6 +1182,7 @@ class AsyncClient(_Base):
         ctx: TenantContext | None,
         source_id: str,
         target_layer: str | Layer,
+        *,
         identifiers: Any = None,
         delete_original: bool = False,
         content: str | None = None,
@@ -1206,8 +1208,8 @@ class AsyncClient(_Base):
         ctx: TenantContext | None,
         source_ids: Sequence[str],
         callback: Callable[..., Any],
-        delete_sources: bool = False,
         *,
+        delete_sources: bool = False,
         target_layer: str | Layer | None = None,
         tags: builtins.list[str] | None = None,
         metadata: dict[str, Any] | None = None,
@@ -1268,8 +1270,8 @@ class AsyncClient(_Base):
     async def conflicts(
         self,
         ctx: TenantContext | None,
-        memory_id: str | None = None,
         *,
+        memory_id: str | None = None,
         layer: str | Layer | None = None,
         identifiers: Any = None,
         cursor: str | None = None,
@@ -1278,7 +1280,7 @@ class AsyncClient(_Base):
         out: ListMemoriesOutput = await self._send(_conflicts(memory_id, layer, identifiers, cursor, limit))
         return out
 
-    async def maintain(self, tenants: Sequence[str] | None = None) -> MaintenanceReport:
+    async def maintain(self, *, tenants: Sequence[str] | None = None) -> MaintenanceReport:
         out: MaintenanceReport = await self._post("/v1/maintenance", "maintain", _model(MaintenanceReport), {})
         return out
 

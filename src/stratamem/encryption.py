@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from .errors import ErrorCode, MemoryError
+from .settings import Settings
 
 ENV_KEY = "STRATAMEM_ENCRYPTION_KEY"
 ENV_KEY_FILE = "STRATAMEM_ENCRYPTION_KEY_FILE"
@@ -123,12 +124,24 @@ def _read_key_file(path: str | os.PathLike[str]) -> list[EncryptionKey]:
     return [EncryptionKey(line) for line in text.splitlines() if line.strip() and not line.startswith("#")]
 
 
-def key_from_env(env: Mapping[str, str] | None = None) -> EncryptionKey | None:
+def key_from_env(env: Mapping[str, str] | None = None, *, settings: Settings | None = None) -> EncryptionKey | None:
     """The key configured in the environment (``STRATAMEM_ENCRYPTION_KEY`` or ``…_KEY_FILE``), or None.
 
-    All the encryption settings are read here, so they move together into a settings module."""
-    env = os.environ if env is None else env
-    value, path = env.get(ENV_KEY) or None, env.get(ENV_KEY_FILE) or None
+    Args:
+        env: Variables to read instead of the settings (a mapping of ``STRATAMEM_*`` names).
+        settings: The environment's settings (None: read the environment now).
+
+    Returns:
+        The key, or None when none is configured.
+
+    Raises:
+        MemoryError: ``CONFIGURATION_ERROR`` when both are set or the key file cannot be read.
+    """
+    if env is not None:
+        value, path = env.get(ENV_KEY) or None, env.get(ENV_KEY_FILE) or None
+    else:
+        settings = settings or Settings()
+        value, path = settings.encryption_key or None, settings.encryption_key_file or None
     if value and path:
         raise MemoryError(
             ErrorCode.CONFIGURATION_ERROR,
@@ -141,20 +154,22 @@ def key_from_env(env: Mapping[str, str] | None = None) -> EncryptionKey | None:
     return EncryptionKey(value) if value else None
 
 
-def previous_keys_from_env(env: Mapping[str, str] | None = None) -> list[EncryptionKey]:
-    """Keys that only decrypt (snapshots written before a rotation): ``STRATAMEM_ENCRYPTION_PREVIOUS_KEY_FILE``."""
-    env = os.environ if env is None else env
-    path = env.get(ENV_PREVIOUS_KEY_FILE)
+def previous_keys_from_env(
+    env: Mapping[str, str] | None = None, *, settings: Settings | None = None
+) -> list[EncryptionKey]:
+    """Keys that only decrypt (snapshots written before a rotation): ``STRATAMEM_ENCRYPTION_PREVIOUS_KEY_FILE``
+    (from ``env`` when given, else from the settings; None: read the environment now)."""
+    path = env.get(ENV_PREVIOUS_KEY_FILE) if env is not None else (settings or Settings()).encryption_previous_key_file
     return _read_key_file(path) if path else []
 
 
-def resolve_key(key: EncryptionKey | str | None) -> EncryptionKey | None:
-    """An explicit key (object or string) or, when None, the environment's."""
+def resolve_key(key: EncryptionKey | str | None, settings: Settings | None = None) -> EncryptionKey | None:
+    """An explicit key (object or string) or, when None, the settings' (None: read the environment now)."""
     if isinstance(key, EncryptionKey):
         return key
     if key is not None:
         return EncryptionKey(key)
-    return key_from_env()
+    return key_from_env(settings=settings)
 
 
 def generate_key() -> str:

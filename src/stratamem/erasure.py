@@ -10,7 +10,6 @@ Snapshots taken earlier still hold the data until they expire (``snapshot_retent
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -46,34 +45,11 @@ class ForgetUserReport(BaseModel):
 
 
 def _delete_events(provider: MemoryProvider, tenant_id: str, memory_ids: Sequence[str]) -> int:
-    """Delete the ``memory_events`` rows of these memories; the number deleted."""
+    """Delete the ``memory_events`` rows of these memories (the provider's governance store); the
+    number deleted. A provider without an event log raises ``CONFIGURATION_ERROR``."""
     if not memory_ids:
         return 0
-    name = provider.name
-    if name == "duckdb":
-        with provider.transaction() as cur:  # type: ignore[attr-defined]
-            row = cur.execute(
-                "DELETE FROM memory_events WHERE tenant_id = ? AND list_contains(?::JSON::VARCHAR[], memory_id)",
-                [tenant_id, json.dumps(list(memory_ids))],
-            ).fetchone()
-            return int(row[0]) if row else 0
-    if name == "postgres":
-        with provider.transaction("memory_events") as conn, conn.cursor() as cur:  # type: ignore[attr-defined]
-            cur.execute(
-                "DELETE FROM memory_events WHERE tenant_id = %s AND memory_id = ANY(%s)", [tenant_id, list(memory_ids)]
-            )
-            return int(cur.rowcount)
-    if name == "inmemory":
-        wanted = set(memory_ids)
-        with provider._lock:  # type: ignore[attr-defined]
-            events: list[dict[str, Any]] = getattr(provider, "_events", [])
-            kept = [e for e in events if not (e["tenant_id"] == tenant_id and e.get("memory_id") in wanted)]
-            removed = len(events) - len(kept)
-            events[:] = kept
-            return removed
-    raise MemoryError(
-        ErrorCode.CONFIGURATION_ERROR, f"forget_user cannot remove events of provider {name!r}", operation="forget_user"
-    )
+    return provider.delete_memory_events(tenant_id, memory_ids)
 
 
 def _graph_counts(engine: MemoryEngine, ctx: Any) -> tuple[int, int, int]:

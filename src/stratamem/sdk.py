@@ -162,7 +162,7 @@ class Memory:
             config = MemoryConfig.model_validate(
                 {**(config or MemoryConfig()).model_dump(exclude_unset=True), **update}
             )
-        key = resolve_key(encryption_key)
+        key = resolve_key(encryption_key, settings)
         provider = open_provider(location, encryption_key=key)
         try:
             system = assemble(provider, make_embedder(embedder, settings=settings), config, clock=clock)
@@ -171,7 +171,8 @@ class Memory:
                 raise _lock_error(exc) from exc.__cause__
             raise
         try:
-            mem = cls(system.engine, lifecycle=system.lifecycle, observe=observe)
+            # the settings decide when ``observe`` is None; off stays off
+            mem = cls(system.engine, lifecycle=system.lifecycle, observe=telemetry.resolve(observe, settings) or False)
         except BaseException:  # e.g. the metrics port is taken: do not leave the store open
             system.engine.close()
             raise
@@ -183,10 +184,10 @@ class Memory:
         self,
         ctx: TenantContext | None = None,
         content: str | None = None,
+        *,
         layer: str | Layer | None = None,
         identifiers: Any = None,
         metadata: dict[str, Any] | None = None,
-        *,
         tier: str | None = None,
         expires_at: datetime | str | None = None,
         importance: float | None = None,
@@ -237,9 +238,9 @@ class Memory:
         self,
         ctx: TenantContext | None = None,
         query: str | None = None,
+        *,
         identifiers: Any = None,
         layers: Sequence[str | Layer] | None = None,
-        *,
         limit: int | None = None,
         threshold: float | None = None,
         filter: Any = None,
@@ -332,9 +333,9 @@ class Memory:
         self,
         ctx: TenantContext | None = None,
         memory_id: str | None = None,
+        *,
         content: str | None = None,
         metadata: dict[str, Any] | None = None,
-        *,
         if_match: str | None = None,
         expires_at: datetime | str | Unset | None = UNSET,
         tier: str | None = None,
@@ -373,7 +374,7 @@ class Memory:
         )
 
     def delete(
-        self, ctx: TenantContext | None = None, memory_id: str | None = None, if_match: str | None = None
+        self, ctx: TenantContext | None = None, memory_id: str | None = None, *, if_match: str | None = None
     ) -> DeleteMemoryOutput:
         """Delete one memory.
 
@@ -395,8 +396,8 @@ class Memory:
         self,
         ctx: TenantContext | None = None,
         layer: str | Layer | None = None,
-        identifiers: Any = None,
         *,
+        identifiers: Any = None,
         cursor: str | None = None,
         limit: int | None = None,
         filter: Any = None,
@@ -609,7 +610,7 @@ class Memory:
         return self._snapshots
 
     @classmethod
-    def open_from_snapshot(cls, tenants: Any = None, location: str | None = None, **kwargs: Any) -> Memory:
+    def open_from_snapshot(cls, tenants: Any = None, *, location: str | None = None, **kwargs: Any) -> Memory:
         """A store (default in-memory DuckDB) hydrated from S3 snapshots; reports in ``mem.snapshots.last_reports``.
 
         Args:
@@ -634,8 +635,8 @@ class Memory:
         ctx: TenantContext | None,
         user_id: str,
         session_id: str,
-        project_id: str | None = None,
         *,
+        project_id: str | None = None,
         agent_id: str | None = None,
     ) -> CloseSessionResult:
         """End a session: summarise its memories into the user (or project) layer and expire the session's rows.
@@ -657,7 +658,7 @@ class Memory:
         return self.lifecycle.close_session(ctx, user_id, session_id, project_id, agent_id=agent_id)
 
     def reflect(
-        self, ctx: TenantContext | None, user_id: str, session_id: str, agent_id: str | None = None
+        self, ctx: TenantContext | None, user_id: str, session_id: str, *, agent_id: str | None = None
     ) -> ReflectionResult:
         """Distil a session's memories into agent-layer summaries and rules with provenance (with the
         configured LLM, else by rules); idempotent (``lifecycle/reflection.py``).
@@ -683,6 +684,7 @@ class Memory:
         ctx: TenantContext | None,
         source_id: str,
         target_layer: str | Layer,
+        *,
         identifiers: Any = None,
         delete_original: bool = False,
         content: str | None = None,
@@ -717,8 +719,8 @@ class Memory:
         ctx: TenantContext | None,
         source_ids: Sequence[str],
         callback: Callable[..., Any],
-        delete_sources: bool = False,
         *,
+        delete_sources: bool = False,
         target_layer: str | Layer | None = None,
         tags: builtins.list[str] | None = None,
         metadata: dict[str, Any] | None = None,
@@ -839,8 +841,8 @@ class Memory:
     def conflicts(
         self,
         ctx: TenantContext | None,
-        memory_id: str | None = None,
         *,
+        memory_id: str | None = None,
         layer: str | Layer | None = None,
         identifiers: Any = None,
         cursor: str | None = None,
@@ -868,7 +870,7 @@ class Memory:
             ctx, memory_id, layer=layer, identifiers=identifiers, cursor=cursor, limit=limit
         )
 
-    def maintain(self, tenants: Sequence[str] | None = None) -> MaintenanceReport:
+    def maintain(self, *, tenants: Sequence[str] | None = None) -> MaintenanceReport:
         """Run maintenance once: TTL purge, decay, consolidation, pruning and integrity checks.
 
         Args:
@@ -906,10 +908,10 @@ class Memory:
         self,
         ctx: TenantContext | None = None,
         text: str | None = None,
+        *,
         intent: str = "none",
         identifiers: Any = None,
         recent_messages: Sequence[str] | None = None,
-        *,
         layer: str | Layer | None = None,
     ) -> ProcessResult:
         """Write gate: decide, dedupe, format, then create/update/delete/ignore.
@@ -937,8 +939,8 @@ class Memory:
         self,
         ctx: TenantContext | None = None,
         text: str | None = None,
-        identifiers: Any = None,
         *,
+        identifiers: Any = None,
         layer: str | Layer | None = None,
     ) -> ProcessResult:
         """``process`` with the ``remember`` intent: store what the text says (deduplicated).
@@ -964,8 +966,8 @@ class Memory:
         self,
         ctx: TenantContext | None = None,
         text: str | None = None,
-        identifiers: Any = None,
         *,
+        identifiers: Any = None,
         layer: str | Layer | None = None,
     ) -> ProcessResult:
         """``process`` with the ``forget`` intent: delete the memories the text describes.
@@ -1099,7 +1101,7 @@ class Memory:
         """
         return system_contract(self.hygiene.config.prompts)
 
-    def format_context(self, memories: SearchMemoryOutput | Iterable[MemoryLike], max_tokens: int = 1000) -> str:
+    def format_context(self, memories: SearchMemoryOutput | Iterable[MemoryLike], *, max_tokens: int = 1000) -> str:
         """A compact layer-labelled block of memories within ``max_tokens``.
 
         Args:
@@ -1119,6 +1121,7 @@ class Memory:
         self,
         ctx: TenantContext | None,
         messages: Sequence[Message],
+        *,
         response: Message | None = None,
         identifiers: Any = None,
     ) -> ConversationResult:
@@ -1168,8 +1171,8 @@ class Memory:
         ctx: TenantContext | None,
         messages: Sequence[Message],
         max_tokens: int,
-        identifiers: Any = None,
         *,
+        identifiers: Any = None,
         layer: str | Layer = "session",
         keep_recent: int = 4,
         compact_at: float = 0.8,
@@ -1301,10 +1304,10 @@ class AsyncMemory:
         self,
         ctx: TenantContext | None = None,
         content: str | None = None,
+        *,
         layer: str | Layer | None = None,
         identifiers: Any = None,
         metadata: dict[str, Any] | None = None,
-        *,
         tier: str | None = None,
         expires_at: datetime | str | None = None,
         importance: float | None = None,
@@ -1315,9 +1318,9 @@ class AsyncMemory:
             self.sync.add,
             ctx,
             content,
-            layer,
-            identifiers,
-            metadata,
+            layer=layer,
+            identifiers=identifiers,
+            metadata=metadata,
             tier=tier,
             expires_at=expires_at,
             importance=importance,
@@ -1329,9 +1332,9 @@ class AsyncMemory:
         self,
         ctx: TenantContext | None = None,
         query: str | None = None,
+        *,
         identifiers: Any = None,
         layers: Sequence[str | Layer] | None = None,
-        *,
         limit: int | None = None,
         threshold: float | None = None,
         filter: Any = None,
@@ -1352,8 +1355,8 @@ class AsyncMemory:
             self.sync.search,
             ctx,
             query,
-            identifiers,
-            layers,
+            identifiers=identifiers,
+            layers=layers,
             limit=limit,
             threshold=threshold,
             filter=filter,
@@ -1378,9 +1381,9 @@ class AsyncMemory:
         self,
         ctx: TenantContext | None = None,
         memory_id: str | None = None,
+        *,
         content: str | None = None,
         metadata: dict[str, Any] | None = None,
-        *,
         if_match: str | None = None,
         expires_at: datetime | str | Unset | None = UNSET,
         tier: str | None = None,
@@ -1390,8 +1393,8 @@ class AsyncMemory:
             self.sync.update,
             ctx,
             memory_id,
-            content,
-            metadata,
+            content=content,
+            metadata=metadata,
             if_match=if_match,
             expires_at=expires_at,
             tier=tier,
@@ -1399,16 +1402,16 @@ class AsyncMemory:
         )
 
     async def delete(
-        self, ctx: TenantContext | None = None, memory_id: str | None = None, if_match: str | None = None
+        self, ctx: TenantContext | None = None, memory_id: str | None = None, *, if_match: str | None = None
     ) -> DeleteMemoryOutput:
-        return await asyncio.to_thread(self.sync.delete, ctx, memory_id, if_match)
+        return await asyncio.to_thread(self.sync.delete, ctx, memory_id, if_match=if_match)
 
     async def list(
         self,
         ctx: TenantContext | None = None,
         layer: str | Layer | None = None,
-        identifiers: Any = None,
         *,
+        identifiers: Any = None,
         cursor: str | None = None,
         limit: int | None = None,
         filter: Any = None,
@@ -1426,7 +1429,7 @@ class AsyncMemory:
             self.sync.list,
             ctx,
             layer,
-            identifiers,
+            identifiers=identifiers,
             cursor=cursor,
             limit=limit,
             filter=filter,
@@ -1491,8 +1494,10 @@ class AsyncMemory:
         return AsyncSnapshotManager(await asyncio.to_thread(self.sync.configure_snapshots, settings, **kwargs))
 
     @classmethod
-    async def open_from_snapshot(cls, tenants: Any = None, location: str | None = None, **kwargs: Any) -> AsyncMemory:
-        return cls(await asyncio.to_thread(Memory.open_from_snapshot, tenants, location, **kwargs))
+    async def open_from_snapshot(
+        cls, tenants: Any = None, *, location: str | None = None, **kwargs: Any
+    ) -> AsyncMemory:
+        return cls(await asyncio.to_thread(Memory.open_from_snapshot, tenants, location=location, **kwargs))
 
     @property
     def lifecycle(self) -> AsyncProxy:
@@ -1514,31 +1519,39 @@ class AsyncMemory:
         ctx: TenantContext | None,
         user_id: str,
         session_id: str,
-        project_id: str | None = None,
         *,
+        project_id: str | None = None,
         agent_id: str | None = None,
     ) -> CloseSessionResult:
         return await asyncio.to_thread(
-            lambda: self.sync.close_session(ctx, user_id, session_id, project_id, agent_id=agent_id)
+            lambda: self.sync.close_session(ctx, user_id, session_id, project_id=project_id, agent_id=agent_id)
         )
 
     async def reflect(
-        self, ctx: TenantContext | None, user_id: str, session_id: str, agent_id: str | None = None
+        self, ctx: TenantContext | None, user_id: str, session_id: str, *, agent_id: str | None = None
     ) -> ReflectionResult:
-        return await asyncio.to_thread(self.sync.reflect, ctx, user_id, session_id, agent_id)
+        return await asyncio.to_thread(self.sync.reflect, ctx, user_id, session_id, agent_id=agent_id)
 
     async def promote(
         self,
         ctx: TenantContext | None,
         source_id: str,
         target_layer: str | Layer,
+        *,
         identifiers: Any = None,
         delete_original: bool = False,
         content: str | None = None,
         tags: builtins.list[str] | None = None,
     ) -> MemoryEntry:
         return await asyncio.to_thread(
-            self.sync.promote, ctx, source_id, target_layer, identifiers, delete_original, content, tags
+            self.sync.promote,
+            ctx,
+            source_id,
+            target_layer,
+            identifiers=identifiers,
+            delete_original=delete_original,
+            content=content,
+            tags=tags,
         )
 
     async def compact(
@@ -1546,8 +1559,8 @@ class AsyncMemory:
         ctx: TenantContext | None,
         source_ids: Sequence[str],
         callback: Callable[..., Any],
-        delete_sources: bool = False,
         *,
+        delete_sources: bool = False,
         target_layer: str | Layer | None = None,
         tags: builtins.list[str] | None = None,
         metadata: dict[str, Any] | None = None,
@@ -1557,7 +1570,7 @@ class AsyncMemory:
             ctx,
             source_ids,
             callback,
-            delete_sources,
+            delete_sources=delete_sources,
             target_layer=target_layer,
             tags=tags,
             metadata=metadata,
@@ -1572,8 +1585,8 @@ class AsyncMemory:
     async def conflicts(
         self,
         ctx: TenantContext | None,
-        memory_id: str | None = None,
         *,
+        memory_id: str | None = None,
         layer: str | Layer | None = None,
         identifiers: Any = None,
         cursor: str | None = None,
@@ -1581,7 +1594,7 @@ class AsyncMemory:
     ) -> ListMemoriesOutput:
         return await asyncio.to_thread(
             lambda: self.sync.conflicts(
-                ctx, memory_id, layer=layer, identifiers=identifiers, cursor=cursor, limit=limit
+                ctx, memory_id=memory_id, layer=layer, identifiers=identifiers, cursor=cursor, limit=limit
             )
         )
 
@@ -1597,40 +1610,48 @@ class AsyncMemory:
     async def prune(self, ctx: TenantContext | None, *, dry_run: bool = True) -> PruneReport:
         return await asyncio.to_thread(lambda: self.sync.prune(ctx, dry_run=dry_run))
 
-    async def maintain(self, tenants: Sequence[str] | None = None) -> MaintenanceReport:
-        return await asyncio.to_thread(self.sync.maintain, tenants)
+    async def maintain(self, *, tenants: Sequence[str] | None = None) -> MaintenanceReport:
+        return await asyncio.to_thread(self.sync.maintain, tenants=tenants)
 
     async def process(
         self,
         ctx: TenantContext | None = None,
         text: str | None = None,
+        *,
         intent: str = "none",
         identifiers: Any = None,
         recent_messages: Sequence[str] | None = None,
-        *,
         layer: str | Layer | None = None,
     ) -> ProcessResult:
-        return await asyncio.to_thread(self.sync.process, ctx, text, intent, identifiers, recent_messages, layer=layer)
+        return await asyncio.to_thread(
+            self.sync.process,
+            ctx,
+            text,
+            intent=intent,
+            identifiers=identifiers,
+            recent_messages=recent_messages,
+            layer=layer,
+        )
 
     async def remember(
         self,
         ctx: TenantContext | None = None,
         text: str | None = None,
-        identifiers: Any = None,
         *,
+        identifiers: Any = None,
         layer: str | Layer | None = None,
     ) -> ProcessResult:
-        return await asyncio.to_thread(self.sync.remember, ctx, text, identifiers, layer=layer)
+        return await asyncio.to_thread(self.sync.remember, ctx, text, identifiers=identifiers, layer=layer)
 
     async def forget(
         self,
         ctx: TenantContext | None = None,
         text: str | None = None,
-        identifiers: Any = None,
         *,
+        identifiers: Any = None,
         layer: str | Layer | None = None,
     ) -> ProcessResult:
-        return await asyncio.to_thread(self.sync.forget, ctx, text, identifiers, layer=layer)
+        return await asyncio.to_thread(self.sync.forget, ctx, text, identifiers=identifiers, layer=layer)
 
     async def forget_user(self, ctx: TenantContext | None = None, user_id: str | None = None) -> ForgetUserReport:
         return await asyncio.to_thread(self.sync.forget_user, ctx, user_id)
@@ -1652,17 +1673,22 @@ class AsyncMemory:
     async def system_contract(self) -> str:
         return self.sync.system_contract()
 
-    async def format_context(self, memories: SearchMemoryOutput | Iterable[MemoryLike], max_tokens: int = 1000) -> str:
-        return self.sync.format_context(memories, max_tokens)
+    async def format_context(
+        self, memories: SearchMemoryOutput | Iterable[MemoryLike], *, max_tokens: int = 1000
+    ) -> str:
+        return self.sync.format_context(memories, max_tokens=max_tokens)
 
     async def process_conversation(
         self,
         ctx: TenantContext | None,
         messages: Sequence[Message],
+        *,
         response: Message | None = None,
         identifiers: Any = None,
     ) -> ConversationResult:
-        return await asyncio.to_thread(self.sync.process_conversation, ctx, messages, response, identifiers)
+        return await asyncio.to_thread(
+            self.sync.process_conversation, ctx, messages, response=response, identifiers=identifiers
+        )
 
     @property
     def observation(self) -> Observation | None:
@@ -1676,8 +1702,8 @@ class AsyncMemory:
         ctx: TenantContext | None,
         messages: Sequence[Message],
         max_tokens: int,
-        identifiers: Any = None,
         *,
+        identifiers: Any = None,
         layer: str | Layer = "session",
         keep_recent: int = 4,
         compact_at: float = 0.8,
@@ -1688,7 +1714,7 @@ class AsyncMemory:
                 ctx,
                 messages,
                 max_tokens,
-                identifiers,
+                identifiers=identifiers,
                 layer=layer,
                 keep_recent=keep_recent,
                 compact_at=compact_at,

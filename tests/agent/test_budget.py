@@ -48,7 +48,7 @@ def conversation(turns: int = 12, big_every: int = 3) -> list[dict[str, Any]]:
 
 def test_small_prompts_pass_unchanged(mem: Memory, acme: TenantContext) -> None:
     msgs = conversation(turns=2, big_every=0)
-    out = mem.fit_context(acme, msgs, 10_000, S)
+    out = mem.fit_context(acme, msgs, 10_000, identifiers=S)
     assert out.messages == msgs and out.pruned == [] and out.compacted_messages == 0
     assert out.tokens_before == out.tokens_after == sum(message_tokens(m) for m in msgs)
     assert mem.stats(acme).total == 0
@@ -56,7 +56,7 @@ def test_small_prompts_pass_unchanged(mem: Memory, acme: TenantContext) -> None:
 
 def test_large_tool_outputs_become_retrievable_pointers(mem: Memory, acme: TenantContext) -> None:
     msgs = conversation(turns=3, big_every=1)  # three large outputs; the newest is inside keep_recent
-    out = mem.fit_context(acme, msgs, 100_000, S, keep_recent=4)
+    out = mem.fit_context(acme, msgs, 100_000, identifiers=S, keep_recent=4)
     assert [p.index for p in out.pruned] == [3, 7]  # not 11: among the 4 newest messages
     for p in out.pruned:
         stub = out.messages[p.index]["content"]
@@ -72,7 +72,7 @@ def test_large_tool_outputs_become_retrievable_pointers(mem: Memory, acme: Tenan
 
 def test_near_the_limit_the_oldest_turns_become_a_summary(mem: Memory, acme: TenantContext) -> None:
     msgs = conversation()
-    out = mem.fit_context(acme, msgs, 800, S)
+    out = mem.fit_context(acme, msgs, 800, identifiers=S)
     assert out.tokens_before > 800 >= out.tokens_after and not out.over_budget
     assert out.messages[0] == msgs[0]  # the system prompt stays first
     summary_msg = out.messages[1]
@@ -89,13 +89,13 @@ def test_near_the_limit_the_oldest_turns_become_a_summary(mem: Memory, acme: Ten
 
 def test_fit_context_is_idempotent(mem: Memory, acme: TenantContext) -> None:
     msgs = conversation()
-    first = mem.fit_context(acme, msgs, 800, S)
+    first = mem.fit_context(acme, msgs, 800, identifiers=S)
     stored = mem.stats(acme).total
-    again = mem.fit_context(acme, msgs, 800, S)
+    again = mem.fit_context(acme, msgs, 800, identifiers=S)
     assert again.messages == first.messages and again.summary_memory_id == first.summary_memory_id
     assert mem.stats(acme).total == stored
     # identical outputs are stored once
-    contents = [m.content for m in mem.list(acme, "session", S, limit=100).memories]
+    contents = [m.content for m in mem.list(acme, "session", identifiers=S, limit=100).memories]
     assert len(contents) == len(set(contents))
 
 
@@ -107,7 +107,7 @@ def test_llm_summary_and_fallback(chat: ChatServer, mem: Memory, acme: TenantCon
 
     chat.respond = respond
     mem.hygiene.configure(llm=OpenAIChatLLM(chat.url, "m"))
-    out = mem.fit_context(acme, conversation(), 800, S)
+    out = mem.fit_context(acme, conversation(), 800, identifiers=S)
     assert out.summary_method == "llm"
     assert out.messages[1]["content"].endswith("Alice asked for build checks 0 to 5; all passed. Deadline Friday.")
     call = next(r for r in chat.requests if "Summarise the earlier part" in r["body"]["messages"][0]["content"])
@@ -120,7 +120,7 @@ def test_llm_summary_and_fallback(chat: ChatServer, mem: Memory, acme: TenantCon
         )
         or 0.0
     )
-    other = mem.fit_context(acme, conversation(turns=13), 800, {"user_id": "alice", "session_id": "s2"})
+    other = mem.fit_context(acme, conversation(turns=13), 800, identifiers={"user_id": "alice", "session_id": "s2"})
     assert other.summary_method == "rules" and other.compacted_messages > 0
     assert (
         REGISTRY.get_sample_value(
@@ -137,7 +137,7 @@ def test_an_output_that_cannot_be_stored_stays(mem: Memory, acme: TenantContext)
         {"role": "tool", "content": secret},
         *conversation(turns=1, big_every=0)[1:],
     ]
-    out = mem.fit_context(acme, msgs, 100_000, S)
+    out = mem.fit_context(acme, msgs, 100_000, identifiers=S)
     # the secret guard refuses to store it: it stays in the prompt (nothing is lost) and is reported
     assert out.pruned == [] and out.messages[1]["content"] == secret
     assert [(k.index, k.code) for k in out.not_pruned] == [(1, "UNSAFE_CONTENT")]
@@ -149,10 +149,10 @@ def test_bad_arguments_are_client_errors(mem: Memory, acme: TenantContext) -> No
             mem.fit_context(acme, conversation(1), identifiers=S, **kwargs)  # type: ignore[arg-type]
         assert err.value.code.value == "INVALID_PARAMS"
     with pytest.raises(MemoryError) as err:
-        mem.fit_context(acme, "hello", 10, S)  # type: ignore[arg-type]
+        mem.fit_context(acme, "hello", 10, identifiers=S)  # type: ignore[arg-type]
     assert err.value.code.value == "INVALID_PARAMS"
     with pytest.raises(MemoryError) as err:  # pruning needs a session scope
-        mem.fit_context(acme, conversation(3, 1), 100_000, {"user_id": "alice"})
+        mem.fit_context(acme, conversation(3, 1), 100_000, identifiers={"user_id": "alice"})
     assert err.value.code.value == "MISSING_IDENTIFIER"
 
 
@@ -161,7 +161,7 @@ def test_async_fit_context(tmp_path: Path) -> None:
 
     async def main() -> int:
         async with await AsyncMemory.open(tmp_path / "a.duckdb", embedder="hashing") as amem:
-            out = await amem.fit_context(t, conversation(), 800, S)
+            out = await amem.fit_context(t, conversation(), 800, identifiers=S)
             return out.compacted_messages
 
     assert asyncio.run(main()) > 0

@@ -57,10 +57,10 @@ def test_mcp_tools_inside_a_running_loop(mem: Memory) -> None:
 
 
 def test_format_context_ranks_labels_and_keeps_the_budget(mem: Memory, acme: TenantContext) -> None:
-    mem.add(acme, "User prefers dark mode in every editor.", "user", ALICE)
-    mem.add(acme, "The team deploys on Fridays. Releases are tagged vX.Y.", "user", ALICE)
-    mem.add(acme, "User drinks green tea.", "user", ALICE)
-    results = mem.search(acme, "dark mode editor", ALICE, limit=10, threshold=0.0)
+    mem.add(acme, "User prefers dark mode in every editor.", layer="user", identifiers=ALICE)
+    mem.add(acme, "The team deploys on Fridays. Releases are tagged vX.Y.", layer="user", identifiers=ALICE)
+    mem.add(acme, "User drinks green tea.", layer="user", identifiers=ALICE)
+    results = mem.search(acme, "dark mode editor", identifiers=ALICE, limit=10, threshold=0.0)
     block = mem.format_context(results, max_tokens=200)
     lines = block.splitlines()
     assert lines[0] == CONTEXT_HEADER
@@ -81,8 +81,8 @@ def test_format_context_ranks_labels_and_keeps_the_budget(mem: Memory, acme: Ten
 
 
 def test_format_context_entries_newest_first(mem: Memory, acme: TenantContext) -> None:
-    old = mem.add(acme, "User lived in Oslo.", "user", ALICE).memory
-    new = mem.add(acme, "User lives in Bergen.", "user", ALICE).memory
+    old = mem.add(acme, "User lived in Oslo.", layer="user", identifiers=ALICE).memory
+    new = mem.add(acme, "User lives in Bergen.", layer="user", identifiers=ALICE).memory
     newer = new.model_copy(update={"updated_at": old.updated_at + timedelta(days=1)})
     block = format_context([old, newer])
     assert block.index("Bergen") < block.index("Oslo")
@@ -97,18 +97,18 @@ def test_process_conversation_runs_the_write_gate(mem: Memory, acme: TenantConte
         {"role": "assistant", "content": "Noted, window seats it is."},
         {"role": "user", "content": "hello there"},
     ]
-    turn = mem.process_conversation(acme, messages, "Happy to help!", identifiers=ALICE)
+    turn = mem.process_conversation(acme, messages, response="Happy to help!", identifiers=ALICE)
     assert [r.action for r in turn.created] == ["created"]
     assert len(turn.ignored) == 1 and turn.updated == [] and turn.deleted == []
     stored = mem.get(acme, turn.memory_ids[0])
     assert stored is not None and "window" in stored.content.lower()
     # the assistant's reply is never stored
-    listed = mem.list(acme, "user", ALICE).memories
+    listed = mem.list(acme, "user", identifiers=ALICE).memories
     assert all("Happy to help" not in m.content and "Noted" not in m.content for m in listed)
     # the same fact again is not a second memory
-    again = mem.process_conversation(acme, ["I prefer window seats on flights"], None, identifiers=ALICE)
+    again = mem.process_conversation(acme, ["I prefer window seats on flights"], response=None, identifiers=ALICE)
     assert again.created == []
-    assert len(mem.list(acme, "user", ALICE).memories) == 1
+    assert len(mem.list(acme, "user", identifiers=ALICE).memories) == 1
 
 
 def test_async_twins(db_path: object, acme: TenantContext) -> None:
@@ -116,10 +116,10 @@ def test_async_twins(db_path: object, acme: TenantContext) -> None:
         async with await AsyncMemory.open(db_path, embedder="hashing") as amem:  # type: ignore[arg-type]
             assert (await amem.system_contract()) == amem.sync.system_contract()
             assert (await amcp_tools(amem.sync)) == mcp_tools(amem.sync)
-            turn = await amem.process_conversation(acme, ["My dog is called Rex"], "Nice!", ALICE)
+            turn = await amem.process_conversation(acme, ["My dog is called Rex"], response="Nice!", identifiers=ALICE)
             assert len(turn.created) == 1
-            hits = await amem.search(acme, "dog", ALICE)
-            assert "Rex" in await amem.format_context(hits, 100)
+            hits = await amem.search(acme, "dog", identifiers=ALICE)
+            assert "Rex" in await amem.format_context(hits, max_tokens=100)
 
     asyncio.run(main())
 
@@ -133,7 +133,7 @@ def test_process_conversation_reads_framework_message_objects(mem: Memory, acme:
             UserMessage(content="I work as a nurse in Porto", source="user"),
             AssistantMessage(content="Cool", source="a"),
         ],
-        None,
+        response=None,
         identifiers=ALICE,
     )
     assert len(turn.created) == 1 and turn.ignored == []

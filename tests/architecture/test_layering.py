@@ -93,6 +93,29 @@ def test_no_private_provider_member_is_used_outside_the_providers() -> None:
     assert offenders == []
 
 
+def test_no_private_attribute_of_a_provider_is_read_outside_the_providers() -> None:
+    """Not only private methods: ``provider._lock``, ``getattr(provider, "_events")`` and the like are
+    the provider's own business too (a feature uses a contract method instead)."""
+    owners = ("provider", "_provider", "store_provider")
+    offenders = []
+    for path in _outside_providers():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.endswith("__"):
+                owner = ast.unparse(node.value)
+                if owner.split(".")[-1] in owners:
+                    offenders.append(f"{_module_name(path)}:{node.lineno} {owner}.{node.attr}")
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("getattr", "hasattr", "setattr"):
+                args = node.args
+                if (
+                    len(args) > 1
+                    and ast.unparse(args[0]).split(".")[-1] in owners
+                    and isinstance(args[1], ast.Constant)
+                    and str(args[1].value).startswith("_")
+                ):
+                    offenders.append(f"{_module_name(path)}:{node.lineno} {ast.unparse(node)}")
+    assert offenders == []
+
+
 def _all_modules() -> dict[str, Path]:
     return {_module_name(p): p for p in SRC.rglob("*.py")}
 

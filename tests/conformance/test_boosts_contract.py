@@ -35,9 +35,9 @@ def test_recency_boost_prefers_the_newer_fact(open_store: Callable[..., Memory],
     mem = open_store(clock=clock)
     old = "Alex's favourite colour is blue"
     new = "Alex's favourite colour is green"
-    mem.add(tenant, old, "user", U1)
+    mem.add(tenant, old, layer="user", identifiers=U1)
     clock.at = T0 + timedelta(days=60)  # two half-lives later
-    mem.add(tenant, new, "user", U1)
+    mem.add(tenant, new, layer="user", identifiers=U1)
     query = "Alex's favourite colour is blue"  # matches the stale fact best
 
     plain = _all(mem, tenant, query)
@@ -58,11 +58,11 @@ def test_importance_boost_and_half_life_from_config(open_store: Callable[..., Me
         clock=clock, config=MemoryConfig(importance_boost=0.5, recency_boost=0.5, recency_half_life_days=10.0)
     )
     mem.lifecycle.config = LifecycleConfig(track_access=False)  # importance stays as given at add time
-    mem.add(tenant, "The staging deploy key rotates every Monday", "user", U1, importance=1.0)
-    mem.add(tenant, "The staging deploy key is kept in the vault", "user", U1, importance=0.0)
+    mem.add(tenant, "The staging deploy key rotates every Monday", layer="user", identifiers=U1, importance=1.0)
+    mem.add(tenant, "The staging deploy key is kept in the vault", layer="user", identifiers=U1, importance=0.0)
     clock.at = T0 + timedelta(days=10)
     query = "staging deploy key"
-    entries = {e.content: e for e in mem.list(tenant, "user", U1, limit=10).memories}
+    entries = {e.content: e for e in mem.list(tenant, "user", identifiers=U1, limit=10).memories}
     plain = _all(mem, tenant, query, importance_boost=0.0, recency_boost=0.0)
     got = _all(mem, tenant, query)
     for content, relevance in plain.items():

@@ -68,8 +68,8 @@ def test_maintenance_runs_are_recorded_per_tenant(
 ) -> None:
     store.add(tenant, "the user prefers tea", layer="user", identifiers=U1)
     assert store.maintenance_runs(tenant).runs == []
-    store.maintain([tenant.tenant_id])
-    store.maintain([tenant.tenant_id])
+    store.maintain(tenants=[tenant.tenant_id])
+    store.maintain(tenants=[tenant.tenant_id])
     runs = store.maintenance_runs(tenant).runs
     assert len(runs) == 2 and runs[0].ts >= runs[1].ts
     assert all(r.outcome == "ok" and r.errors == {} and r.duration_s >= 0 for r in runs)

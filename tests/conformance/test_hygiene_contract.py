@@ -96,24 +96,26 @@ def test_policy_round_trip_and_violations(
     assert open_store().policies.get(tenant) == policy
 
     with pytest.raises(MemoryError) as err:
-        store.add(tenant, "Kick-off of Project  X is in May", "user", U1)
+        store.add(tenant, "Kick-off of Project  X is in May", layer="user", identifiers=U1)
     assert _code(err) == "POLICY_VIOLATION" and err.value.details["policy"] == "deny_patterns"
     with pytest.raises(MemoryError) as err:
-        store.add(tenant, "Standup is at nine", "user", U1, {"category": "instruction"})
+        store.add(tenant, "Standup is at nine", layer="user", identifiers=U1, metadata={"category": "instruction"})
     assert _code(err) == "POLICY_VIOLATION" and err.value.details["policy"] == "allowed_categories"
     with pytest.raises(MemoryError) as err:
-        store.add(tenant, "x" * 81, "user", U1)
+        store.add(tenant, "x" * 81, layer="user", identifiers=U1)
     assert _code(err) == "POLICY_VIOLATION" and err.value.details == {
         "policy": "max_length",
         "max_length": 80,
         "length": 81,
     }
-    kept = store.add(tenant, "Ping me at user@example.com", "user", U1, {"category": "preference"}).memory
+    kept = store.add(
+        tenant, "Ping me at user@example.com", layer="user", identifiers=U1, metadata={"category": "preference"}
+    ).memory
     assert kept.content == "Ping me at [REDACTED_EMAIL]"
     with pytest.raises(MemoryError) as err:
         store.update(tenant, kept.id, content="Moved to project x")
     assert _code(err) == "POLICY_VIOLATION" and err.value.details["policy"] == "deny_patterns"
-    assert store.list(tenant, "user", U1).total_count == 1
+    assert store.list(tenant, "user", identifiers=U1).total_count == 1
 
     # put overwrites (upsert), reset stores the default policy
     changed = store.policies.set(tenant, pii_mode="reject")
@@ -121,7 +123,9 @@ def test_policy_round_trip_and_violations(
     assert changed.deny_patterns == [r"project\s+x"] and changed.pii_mode == "reject"
     assert store.policies.reset(tenant) == DEFAULT_POLICY
     assert p.get_tenant_policy(tenant.tenant_id) == DEFAULT_POLICY.model_dump()
-    assert store.add(tenant, "Kick-off of Project X is in May", "user", U1).memory.content.startswith("Kick-off")
+    assert store.add(tenant, "Kick-off of Project X is in May", layer="user", identifiers=U1).memory.content.startswith(
+        "Kick-off"
+    )
 
     # the other tenant never had a policy
     assert p.get_tenant_policy(other_tenant.tenant_id) is None
@@ -181,11 +185,11 @@ def test_same_fact_three_ways_is_one_memory(model_store: Memory, tenant: TenantC
     ]
     assert [r.action for r in results] == ["created", "updated", "updated"]
     assert len({r.memory_id for r in results}) == 1
-    listed = model_store.list(tenant, "user", U1)
+    listed = model_store.list(tenant, "user", identifiers=U1)
     assert listed.total_count == 1
     assert (listed.memories[0].content, listed.memories[0].version) == ("User likes dark mode", 3)
     assert model_store.process(tenant, "I love hiking in the Alps", identifiers=U1).action == "created"
-    assert model_store.list(tenant, "user", U1).total_count == 2
+    assert model_store.list(tenant, "user", identifiers=U1).total_count == 2
 
 
 def test_forget_deletes_matches_and_search_no_longer_finds_them(store: Memory, tenant: TenantContext) -> None:
@@ -194,18 +198,20 @@ def test_forget_deletes_matches_and_search_no_longer_finds_them(store: Memory, t
     tea = store.process(tenant, "I prefer green tea", identifiers=U1)
     assert [dog.action, cat.action, tea.action] == ["created"] * 3
     assert dog.content == "User's dog's name is Rex"
-    session = store.add(tenant, "User's dog's name is Rex", "session", {"user_id": "u1", "session_id": "s1"}).memory
-    other_user = store.add(tenant, "User's dog's name is Rex", "user", {"user_id": "u2"}).memory
-    assert store.search(tenant, "what is the name of my dog", U1).results[0].memory.id == dog.memory_id
+    session = store.add(
+        tenant, "User's dog's name is Rex", layer="session", identifiers={"user_id": "u1", "session_id": "s1"}
+    ).memory
+    other_user = store.add(tenant, "User's dog's name is Rex", layer="user", identifiers={"user_id": "u2"}).memory
+    assert store.search(tenant, "what is the name of my dog", identifiers=U1).results[0].memory.id == dog.memory_id
 
-    out = store.forget(tenant, "forget my dog's name", {"user_id": "u1", "session_id": "s1"})
+    out = store.forget(tenant, "forget my dog's name", identifiers={"user_id": "u1", "session_id": "s1"})
     assert (out.action, out.count) == ("deleted", 2)
     assert set(out.memory_ids) == {dog.memory_id, session.id}
     assert store.get(tenant, dog.memory_id) is None and store.get(tenant, session.id) is None
-    after = store.search(tenant, "what is the name of my dog", U1, threshold=0.0)
+    after = store.search(tenant, "what is the name of my dog", identifiers=U1, threshold=0.0)
     assert {r.memory.id for r in after.results} == {cat.memory_id, tea.memory_id}
     assert store.get(tenant, other_user.id) is not None  # another user's memory is not theirs to forget
-    assert store.forget(tenant, "forget my dog's name", U1).count == 0
+    assert store.forget(tenant, "forget my dog's name", identifiers=U1).count == 0
 
 
 def test_secret_is_refused_and_never_stored(
@@ -213,14 +219,14 @@ def test_secret_is_refused_and_never_stored(
 ) -> None:
     tag = uuid.uuid4().hex
     marker = f"User prefers dark mode {tag[:8]}"
-    kept = store.add(tenant, marker, "user", U1).memory
+    kept = store.add(tenant, marker, layer="user", identifiers=U1).memory
     secrets = [f"My API key is sk-proj-{tag}", f"my password is Pw{tag[:12]}"]
     for text in secrets:
         with pytest.raises(MemoryError) as err:
-            store.add(tenant, text, "user", U1)
+            store.add(tenant, text, layer="user", identifiers=U1)
         assert _code(err) == "UNSAFE_CONTENT"
         with pytest.raises(MemoryError) as err:
-            store.remember(tenant, text, U1)
+            store.remember(tenant, text, identifiers=U1)
         assert _code(err) == "UNSAFE_CONTENT"
         assert store.process(tenant, text, identifiers=U1).action == "ignored"
         with pytest.raises(MemoryError) as err:
@@ -244,10 +250,10 @@ def test_secret_is_refused_and_never_stored(
 
 def test_quota_per_user(store: Memory, tenant: TenantContext) -> None:
     store.policies.set(tenant, max_memories=2)
-    store.add(tenant, "User likes tea", "user", U1)
-    store.add(tenant, "User is in a meeting", "session", {"user_id": "u1", "session_id": "s1"})
+    store.add(tenant, "User likes tea", layer="user", identifiers=U1)
+    store.add(tenant, "User is in a meeting", layer="session", identifiers={"user_id": "u1", "session_id": "s1"})
     with pytest.raises(MemoryError) as err:
-        store.add(tenant, "User likes coffee", "user", U1)
+        store.add(tenant, "User likes coffee", layer="user", identifiers=U1)
     assert _code(err) == "QUOTA_EXCEEDED"
     assert err.value.details == {"max_memories": 2, "current": 2, "user_id": "u1"}
     with pytest.raises(MemoryError) as err:
@@ -259,23 +265,25 @@ def test_quota_per_user(store: Memory, tenant: TenantContext) -> None:
             [{"content": f"User u3 fact {i}", "layer": "user", "identifiers": {"user_id": "u3"}} for i in range(3)],
         )
     assert _code(err) == "QUOTA_EXCEEDED"
-    assert store.list(tenant, "user", {"user_id": "u3"}).total_count == 0
-    store.add(tenant, "User u2 likes tea", "user", {"user_id": "u2"})  # each user has their own quota
-    assert store.list(tenant, "user", U1).total_count == 1
+    assert store.list(tenant, "user", identifiers={"user_id": "u3"}).total_count == 0
+    store.add(tenant, "User u2 likes tea", layer="user", identifiers={"user_id": "u2"})  # each user has their own quota
+    assert store.list(tenant, "user", identifiers=U1).total_count == 1
     # deleting frees quota
-    first = store.list(tenant, "user", U1).memories[0]
+    first = store.list(tenant, "user", identifiers=U1).memories[0]
     store.delete(tenant, first.id)
-    store.add(tenant, "User likes coffee", "user", U1)
+    store.add(tenant, "User likes coffee", layer="user", identifiers=U1)
 
 
 def test_count_user_memories(store: Memory, tenant: TenantContext, other_tenant: TenantContext) -> None:
     p = store.engine.provider
     now = datetime.now(UTC) + timedelta(days=1)
-    a = store.add(tenant, "User likes tea", "user", U1).memory
-    b = store.add(tenant, "User is travelling", "session", {"user_id": "u1", "session_id": "s1"}).memory
-    store.add(tenant, "User two likes tea", "user", {"user_id": "u2"})
-    store.add(tenant, "Team uses Go", "project", {"project_id": "p1"})
-    store.add(other_tenant, "User likes tea", "user", U1)
+    a = store.add(tenant, "User likes tea", layer="user", identifiers=U1).memory
+    b = store.add(
+        tenant, "User is travelling", layer="session", identifiers={"user_id": "u1", "session_id": "s1"}
+    ).memory
+    store.add(tenant, "User two likes tea", layer="user", identifiers={"user_id": "u2"})
+    store.add(tenant, "Team uses Go", layer="project", identifiers={"project_id": "p1"})
+    store.add(other_tenant, "User likes tea", layer="user", identifiers=U1)
     assert p.count_user_memories(tenant.tenant_id, "u1", now) == 2
     assert p.count_user_memories(tenant.tenant_id, "u1", now, exclude_ids=[a.id]) == 1
     assert p.count_user_memories(tenant.tenant_id, "u2", now) == 1
@@ -295,14 +303,20 @@ def test_events_and_health(store: Memory, tenant: TenantContext) -> None:
     store.process(tenant, "I prefer dark mode!", identifiers=U1)  # dedupe -> update
     store.process(tenant, "hi", identifiers=U1)  # ignore
     store.process(tenant, "what time is it?", identifiers=U1)  # ignore
-    store.remember(tenant, "My dog's name is Rex", U1)  # create (explicit)
+    store.remember(tenant, "My dog's name is Rex", identifiers=U1)  # create (explicit)
     with pytest.raises(MemoryError):
-        store.add(tenant, "my password is hunter22", "user", U1)  # reject
-    store.add(tenant, "User prefers dark mode", "project", {"project_id": "p"}, {"category": "preference"})
-    store.add(tenant, "User prefers dark mode", "project", {"project_id": "p"})  # stored duplicate
-    store.search(tenant, "dark mode", U1, threshold=0.5)  # hit
-    store.search(tenant, "quantum chromodynamics lecture", U1, threshold=0.99)  # miss
-    store.forget(tenant, "forget my dog's name", U1)  # delete
+        store.add(tenant, "my password is hunter22", layer="user", identifiers=U1)  # reject
+    store.add(
+        tenant,
+        "User prefers dark mode",
+        layer="project",
+        identifiers={"project_id": "p"},
+        metadata={"category": "preference"},
+    )
+    store.add(tenant, "User prefers dark mode", layer="project", identifiers={"project_id": "p"})  # stored duplicate
+    store.search(tenant, "dark mode", identifiers=U1, threshold=0.5)  # hit
+    store.search(tenant, "quantum chromodynamics lecture", identifiers=U1, threshold=0.99)  # miss
+    store.forget(tenant, "forget my dog's name", identifiers=U1)  # delete
     h = store.health(tenant)
     assert h.tenant_id == tenant.tenant_id and h.total_memories == 3
     assert h.memories_by_category == {"preference": 2, "uncategorized": 1}
@@ -382,12 +396,12 @@ def test_policies_and_events_are_isolated_per_tenant(
 ) -> None:
     p = store.engine.provider
     store.policies.set(tenant, deny_patterns=["blue whale"], max_memories=1, pii_mode="reject")
-    store.add(tenant, "User likes the ocean", "user", U1)
-    store.search(tenant, "ocean", U1)
+    store.add(tenant, "User likes the ocean", layer="user", identifiers=U1)
+    store.search(tenant, "ocean", identifiers=U1)
     with pytest.raises(MemoryError):
-        store.add(tenant, "A blue whale sighting", "user", {"user_id": "u2"})
+        store.add(tenant, "A blue whale sighting", layer="user", identifiers={"user_id": "u2"})
     with pytest.raises(MemoryError):
-        store.add(tenant, "User likes sailing", "user", U1)  # quota
+        store.add(tenant, "User likes sailing", layer="user", identifiers=U1)  # quota
     a_events = p.count_memory_events(tenant.tenant_id)
     assert a_events["create"] == 1 and a_events["reject"] == 2 and a_events["search"] == 1
 
@@ -398,9 +412,9 @@ def test_policies_and_events_are_isolated_per_tenant(
     b_health = store.health(other_tenant)
     assert (b_health.total_memories, b_health.events) == (0, {})
     # and A's rules do not apply to B
-    store.add(other_tenant, "A blue whale sighting", "user", U1)
-    store.add(other_tenant, "User likes sailing", "user", U1)
-    store.add(other_tenant, "Email me at b@example.com", "user", U1)
+    store.add(other_tenant, "A blue whale sighting", layer="user", identifiers=U1)
+    store.add(other_tenant, "User likes sailing", layer="user", identifiers=U1)
+    store.add(other_tenant, "Email me at b@example.com", layer="user", identifiers=U1)
     assert p.count_memory_events(other_tenant.tenant_id) == {"create": 3, "create.ok": 3}
     assert p.count_user_memories(other_tenant.tenant_id, "u1", datetime.now(UTC) + timedelta(days=1)) == 3
     # B's activity and policy changes leave A untouched

@@ -19,7 +19,7 @@ STATUSES = ("active", "archived", "deleted")
 
 
 def _add(store: Memory, tenant: TenantContext, *contents: str) -> list[str]:
-    return [store.add(tenant, c, "user", U1).memory.id for c in contents]
+    return [store.add(tenant, c, layer="user", identifiers=U1).memory.id for c in contents]
 
 
 def _stored(store: Memory, tenant: TenantContext, mid: str, at: datetime = NOW) -> MemoryEntry:

@@ -45,11 +45,11 @@ def test_second_instance_gets_a_redis_hit(
     cfg = MemoryConfig(redis_url=redis_url, redis_prefix=prefix, embedding_cache_ttl_s=600)
     first = open_mem(tmp_path / "a.duckdb", config=cfg)
     second = open_mem(tmp_path / "b.duckdb", config=cfg)  # another store: only Redis is shared
-    assert first.add(ACME, TEXT, "user", U1).embedding_generated is True
+    assert first.add(ACME, TEXT, layer="user", identifiers=U1).embedding_generated is True
     assert first.engine.embeddings.model_calls == 1
 
     hits, misses = lookups("redis", "hit"), lookups("redis", "miss")
-    out = second.add(ACME, TEXT, "user", U1)
+    out = second.add(ACME, TEXT, layer="user", identifiers=U1)
     assert out.embedding_generated is False
     assert second.engine.embeddings.model_calls == 0 and shared_of(second).hits == 1
     assert lookups("redis", "hit") == hits + 1 and lookups("redis", "miss") == misses
@@ -70,7 +70,7 @@ def test_second_instance_gets_a_redis_hit(
     stored = second.engine.provider.cache_get("acme", model, [content_hash(TEXT)])
     assert np.allclose(stored[content_hash(TEXT)], expected)
     # search in the second store finds it (the cached vector is a real one)
-    assert [r.memory.id for r in second.search(ACME, TEXT, U1).results] == [out.memory.id]
+    assert [r.memory.id for r in second.search(ACME, TEXT, identifiers=U1).results] == [out.memory.id]
 
 
 def test_cache_keys_are_per_tenant(
@@ -79,9 +79,9 @@ def test_cache_keys_are_per_tenant(
     cfg = MemoryConfig(redis_url=redis_url, redis_prefix=prefix)
     first = open_mem(tmp_path / "a.duckdb", config=cfg)
     second = open_mem(tmp_path / "b.duckdb", config=cfg)
-    first.add(ACME, TEXT, "user", U1)
+    first.add(ACME, TEXT, layer="user", identifiers=U1)
     # globex storing the same text learns nothing about acme: the model runs again
-    assert second.add(GLOBEX, TEXT, "user", U1).embedding_generated is True
+    assert second.add(GLOBEX, TEXT, layer="user", identifiers=U1).embedding_generated is True
     assert second.engine.embeddings.model_calls == 1
     keys = [k.decode() for k in rclient.scan_iter(match=f"{prefix}:emb:*")]
     assert len(keys) == 2 and not any("acme" in k or "globex" in k for k in keys)
@@ -91,16 +91,16 @@ def test_store_hit_fills_redis_and_lru_comes_first(
     tmp_path: Path, open_mem: Callable[..., Memory], redis_url: str, prefix: str, rclient: redis.Redis
 ) -> None:
     plain = open_mem(tmp_path / "a.duckdb")  # no Redis: the vector is in the store's cache only
-    plain.add(ACME, TEXT, "user", U1)
+    plain.add(ACME, TEXT, layer="user", identifiers=U1)
     plain.close()
     reopened = open_mem(tmp_path / "a.duckdb", config=MemoryConfig(redis_url=redis_url, redis_prefix=prefix))
     store_hits = lookups("store", "hit")
-    assert reopened.add(ACME, TEXT, "user", {"user_id": "u2"}).embedding_generated is False
+    assert reopened.add(ACME, TEXT, layer="user", identifiers={"user_id": "u2"}).embedding_generated is False
     assert lookups("store", "hit") == store_hits + 1 and reopened.engine.embeddings.model_calls == 0
     assert len(list(rclient.scan_iter(match=f"{prefix}:emb:*"))) == 1  # promoted to Redis for the others
     redis_lookups = lookups("redis", "hit") + lookups("redis", "miss")
     lru_hits = lookups("lru", "hit")
-    reopened.add(ACME, TEXT, "user", {"user_id": "u3"})
+    reopened.add(ACME, TEXT, layer="user", identifiers={"user_id": "u3"})
     assert lookups("lru", "hit") == lru_hits + 1
     assert lookups("redis", "hit") + lookups("redis", "miss") == redis_lookups  # the LRU answered first
 
@@ -112,7 +112,8 @@ def test_second_process_gets_a_redis_hit(
         import json, sys
         from stratamem import Memory, TenantContext
         mem = Memory.open(sys.argv[1], embedder="hashing")  # Redis from STRATAMEM_REDIS_URL / _PREFIX
-        out = mem.add(TenantContext(tenant_id="acme", principal="u1"), {TEXT!r}, "user", {{"user_id": "u1"}})
+        t = TenantContext(tenant_id="acme", principal="u1")
+        out = mem.add(t, {TEXT!r}, layer="user", identifiers={{"user_id": "u1"}})
         print(json.dumps({{"generated": out.embedding_generated, "calls": mem.engine.embeddings.model_calls,
                           "hits": mem.engine.embeddings.shared.hits}}))
         mem.close()
@@ -137,7 +138,7 @@ def test_second_process_gets_a_redis_hit(
     assert run(str(tmp_path / "p2.duckdb")) == '{"generated": false, "calls": 0, "hits": 1}'
     # and this process, a third one, too
     mem = open_mem(tmp_path / "p3.duckdb", config=MemoryConfig(redis_url=redis_url, redis_prefix=prefix))
-    assert mem.add(ACME, TEXT, "user", U1).embedding_generated is False
+    assert mem.add(ACME, TEXT, layer="user", identifiers=U1).embedding_generated is False
 
 
 def test_redis_down_embeds_anyway(open_mem: Callable[..., Memory]) -> None:
@@ -146,9 +147,9 @@ def test_redis_down_embeds_anyway(open_mem: Callable[..., Memory]) -> None:
         port = s.getsockname()[1]
     mem = open_mem(config=MemoryConfig(redis_url=f"redis://127.0.0.1:{port}/0"))
     errors = lookups("redis", "error")
-    out = mem.add(ACME, TEXT, "user", U1)
+    out = mem.add(ACME, TEXT, layer="user", identifiers=U1)
     assert out.embedding_generated is True and mem.engine.embeddings.model_calls == 1
     assert lookups("redis", "error") == errors + 1 and shared_of(mem).breaker.is_open
-    assert [r.memory.id for r in mem.search(ACME, TEXT, U1).results] == [out.memory.id]
+    assert [r.memory.id for r in mem.search(ACME, TEXT, identifiers=U1).results] == [out.memory.id]
     # the store's own cache still works while Redis is down
-    assert mem.add(ACME, TEXT, "user", {"user_id": "u2"}).embedding_generated is False
+    assert mem.add(ACME, TEXT, layer="user", identifiers={"user_id": "u2"}).embedding_generated is False

@@ -25,13 +25,13 @@ def test_forget_and_delete_drop_the_redis_vector(
     acme = TenantContext(tenant_id="acme", principal="u1")
     config = MemoryConfig(redis_url=redis_url, redis_prefix=prefix)
     with Memory.open(tmp_path / "store.duckdb", embedder="hashing", config=config) as mem:
-        dog = mem.add(acme, "User's dog's name is Rex", "user", U1).memory
-        tea = mem.add(acme, "User prefers green tea", "user", U1).memory
-        kept = mem.add(acme, "User lives in Lisbon", "user", U1).memory
+        dog = mem.add(acme, "User's dog's name is Rex", layer="user", identifiers=U1).memory
+        tea = mem.add(acme, "User prefers green tea", layer="user", identifiers=U1).memory
+        kept = mem.add(acme, "User lives in Lisbon", layer="user", identifiers=U1).memory
         keys = {m.id: _key(mem, "acme", m.content_hash) for m in (dog, tea, kept)}
         assert all(rclient.exists(k) for k in keys.values())
 
-        out = mem.forget(acme, "forget my dog's name", U1)
+        out = mem.forget(acme, "forget my dog's name", identifiers=U1)
         assert out.memory_ids == [dog.id]
         assert not rclient.exists(keys[dog.id])
 

@@ -361,7 +361,7 @@ def test_memory_crud_rate_limited_per_principal(open_mem: Callable[..., Memory])
     refused = mem.crud(AGENT, {"action": "create", "items": [{"content": "note 3"}]})
     assert refused.items == [] and [e.code for e in refused.errors] == ["RATE_LIMITED"]
     assert refused.errors[0].details == {"retry_after_ms": 1000, "retry_after": 1.0, "scope": "principal"}
-    listed = mem.list(AGENT, "agent", {"agent_id": "agent-7", "user_id": "agent-7"})
+    listed = mem.list(AGENT, "agent", identifiers={"agent_id": "agent-7", "user_id": "agent-7"})
     assert sorted(m.content for m in listed.memories) == ["note 0", "note 1"]  # the refused call did nothing
     assert _create(mem, OTHER_AGENT, "theirs").errors == []
     denial = [r for r in mem.engine.audit.recent() if r.code == "RATE_LIMITED"]

@@ -153,7 +153,7 @@ def test_concurrent_accesses_reads_and_writes_keep_exact_counts(tmp_path: Path) 
             try:
                 for i in range(20):
                     assert p.get("acme", a, T0) is not None
-                    mem.add(ACME, f"note {i}", "user", IDS)
+                    mem.add(ACME, f"note {i}", layer="user", identifiers=IDS)
             except BaseException as exc:  # pragma: no cover - reported below
                 errors.append(exc)
 
@@ -260,7 +260,10 @@ def test_deferred_appends_under_concurrent_searches_partition_loads_and_writes(t
     reads and writes from several threads: nothing waits forever, every access is counted."""
     with Memory.open(tmp_path / "m.duckdb", embedder="hashing") as mem:
         users = [f"u{i}" for i in range(6)]
-        ids = {u: mem.add(ACME, f"{u} prefers dark mode", "user", {"user_id": u}).memory.id for u in users}
+        ids = {
+            u: mem.add(ACME, f"{u} prefers dark mode", layer="user", identifiers={"user_id": u}).memory.id
+            for u in users
+        }
         errors: list[BaseException] = []
 
         def search(user: str) -> None:
@@ -275,7 +278,7 @@ def test_deferred_appends_under_concurrent_searches_partition_loads_and_writes(t
         def write() -> None:
             try:
                 for i in range(10):
-                    mem.add(ACME, f"note {i}", "user", {"user_id": "writer"})
+                    mem.add(ACME, f"note {i}", layer="user", identifiers={"user_id": "writer"})
                     mem.list(ACME, layer="user", identifiers={"user_id": "writer"})
             except BaseException as exc:  # pragma: no cover - reported below
                 errors.append(exc)
@@ -335,7 +338,7 @@ def test_adds_read_the_embedding_cache_and_the_graph_dictionary_without_waiting_
     (they used to wait for its commit, ~50 ms, before the model could start)."""
     mem = Memory.open(tmp_path / "s.duckdb", embedder="hashing")
     provider = _provider(mem)
-    first = mem.add(ACME, "Acme Corp builds the billing service", "user", IDS)
+    first = mem.add(ACME, "Acme Corp builds the billing service", layer="user", identifiers=IDS)
     entries = [
         mem.engine._prepare(
             ACME,

@@ -79,7 +79,15 @@ def test_added_async_methods_work(tmp_path: Path) -> None:
             first = exported[0]
             updated = await mem.update(t, first.id, content="fact zero, edited", tier="gold")
             assert updated.memory.content == "fact zero, edited" and updated.memory.tier == "gold"
-            promoted = await mem.promote(t, first.id, "project", {"project_id": "p1"}, False, None, ["kept"])
+            promoted = await mem.promote(
+                t,
+                first.id,
+                "project",
+                identifiers={"project_id": "p1"},
+                delete_original=False,
+                content=None,
+                tags=["kept"],
+            )
             assert promoted.metadata.get("tags") == ["kept"]
 
     asyncio.run(main())

@@ -38,8 +38,8 @@ def _store_bytes(path: Path) -> bytes:
 
 def _fill(path: Path, key: str | None) -> Memory:
     mem = Memory.open(path, embedder="hashing", encryption_key=key)
-    mem.add(CTX, SECRET_CONTENT, "user", USER, metadata={"ledger": SECRET_META})
-    mem.add(CTX, "The team ships on Fridays", "team", {"team_id": "t1"})
+    mem.add(CTX, SECRET_CONTENT, layer="user", identifiers=USER, metadata={"ledger": SECRET_META})
+    mem.add(CTX, "The team ships on Fridays", layer="team", identifiers={"team_id": "t1"})
     return mem
 
 
@@ -55,7 +55,7 @@ def test_encrypted_file_holds_no_plaintext_and_reopens_with_the_key(tmp_path: Pa
         assert needle.encode() not in data, needle
     with Memory.open(path, embedder="hashing", encryption_key=KEY) as mem:
         assert mem.engine.provider._ann_store() is None  # type: ignore[attr-defined]  # no plain HNSW files
-        hits = mem.search(CTX, "Quentavius bees", USER, threshold=0.0).results
+        hits = mem.search(CTX, "Quentavius bees", identifiers=USER, threshold=0.0).results
         assert hits and hits[0].memory.content == SECRET_CONTENT
         assert hits[0].memory.metadata == {"ledger": SECRET_META}
 
@@ -66,7 +66,7 @@ def test_plain_store_unchanged_without_a_key(tmp_path: Path) -> None:
     assert SECRET_CONTENT.encode() in _store_bytes(path)  # no key: the file is plain, as before
     with Memory.open(path, embedder="hashing") as mem:
         assert mem.encryption_key is None
-        assert mem.list(CTX, "user", USER).total_count == 1
+        assert mem.list(CTX, "user", identifiers=USER).total_count == 1
 
 
 @pytest.mark.parametrize("key", [None, "a wrong key that is long enough"])
@@ -82,7 +82,7 @@ def test_missing_or_wrong_key_is_a_coded_error_and_touches_nothing(tmp_path: Pat
     assert _digest(path) == before
     assert not Path(f"{path}.wal").exists()
     with Memory.open(path, embedder="hashing", encryption_key=KEY) as mem:  # still intact
-        assert mem.list(CTX, "user", USER).total_count == 1
+        assert mem.list(CTX, "user", identifiers=USER).total_count == 1
 
 
 def test_a_key_on_a_plain_file_is_refused(tmp_path: Path) -> None:
@@ -105,7 +105,7 @@ def test_second_provider_in_the_process_must_bring_the_same_key(tmp_path: Path) 
             Memory.open(path, embedder="hashing")
         assert err.value.details["reason"] == "encryption_key_missing"
         with Memory.open(path, embedder="hashing", encryption_key=KEY) as again:
-            assert again.list(CTX, "user", USER).total_count == 1
+            assert again.list(CTX, "user", identifiers=USER).total_count == 1
 
 
 def test_key_from_environment_and_key_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -145,7 +145,7 @@ def _cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
 def test_rotation_keeps_every_row_and_the_old_key_stops_working(tmp_path: Path) -> None:
     path = tmp_path / "rot.duckdb"
     mem = _fill(path, KEY)
-    mem.add(CTX, "Another private note about Ulmbridge", "user", USER)
+    mem.add(CTX, "Another private note about Ulmbridge", layer="user", identifiers=USER)
     before = sorted((e.id, e.content, e.etag) for e in mem.export(CTX))
     mem.close()
     new_file = tmp_path / "new.key"
@@ -168,8 +168,8 @@ def test_rotation_keeps_every_row_and_the_old_key_stops_working(tmp_path: Path) 
     assert err.value.details["reason"] == "encryption_key_wrong"
     with Memory.open(path, embedder="hashing", encryption_key=NEW_KEY) as mem:
         assert sorted((e.id, e.content, e.etag) for e in mem.export(CTX)) == before
-        assert mem.search(CTX, "Ulmbridge", USER, threshold=0.0).results
-        mem.add(CTX, "written after the rotation", "user", USER)  # indexes and sequences came along
+        assert mem.search(CTX, "Ulmbridge", identifiers=USER, threshold=0.0).results
+        mem.add(CTX, "written after the rotation", layer="user", identifiers=USER)  # indexes and sequences came along
     assert b"Ulmbridge" not in _store_bytes(path)
 
 
@@ -197,11 +197,11 @@ def test_encrypt_a_plain_store_then_decrypt_it(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     assert SECRET_CONTENT.encode() not in path.read_bytes()
     with Memory.open(path, embedder="hashing", encryption_key=KEY) as mem:
-        assert mem.list(CTX, "user", USER).total_count == 1
+        assert mem.list(CTX, "user", identifiers=USER).total_count == 1
     out = _cli("encryption", "rotate", "--db", str(path), "--to-plaintext", env={"STRATAMEM_ENCRYPTION_KEY": KEY})
     assert out.returncode == 0, out.stderr
     with Memory.open(path, embedder="hashing") as mem:
-        assert mem.list(CTX, "user", USER).total_count == 1
+        assert mem.list(CTX, "user", identifiers=USER).total_count == 1
 
 
 def test_generate_key_and_cli_error_without_key(tmp_path: Path) -> None:

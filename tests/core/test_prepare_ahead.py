@@ -147,7 +147,7 @@ def test_a_name_that_enters_the_dictionary_after_preparing_is_still_recognised(s
     assert prepared is not None
     plan = prepared.hooks[id(mem.graph.store)].plan  # type: ignore[union-attr]
     assert not any(e["norm"] == "zorblax" for e in plan.entities)  # unknown when prepared
-    mem.add(T, "Zorblax is built by Acme Corp.", "user", U)  # another writer adds the name meanwhile
+    mem.add(T, "Zorblax is built by Acme Corp.", layer="user", identifiers=U)  # another writer adds the name meanwhile
     provider.add(entries, prepared=prepared)
     assert _mentioned_names(mem, entries[0].id) == {"Zorblax"}  # extracted again, against the new dictionary
 
@@ -157,7 +157,7 @@ def test_the_dictionary_is_read_once_when_nothing_was_committed_since(
 ) -> None:
     mem, _ = stores
     provider = mem.engine.provider
-    mem.add(T, "Zorblax is built by Acme Corp.", "user", U)
+    mem.add(T, "Zorblax is built by Acme Corp.", layer="user", identifiers=U)
     entries = _entries(mem, ["we deployed zorblax to production today"])
     reads = _count_calls(monkeypatch, mem.graph.store, "_known")
     prepared = provider.prepare_add(entries)
@@ -170,7 +170,7 @@ def test_the_dictionary_is_read_once_when_nothing_was_committed_since(
     assert _mentioned_names(mem, entries[0].id) == {"Zorblax"}
     later = _entries(mem, ["zorblax runs on Nomad now"])
     prepared = provider.prepare_add(later)
-    mem.add(T, "Nomad is part of the platform.", "user", U)  # a commit in between: read again
+    mem.add(T, "Nomad is part of the platform.", layer="user", identifiers=U)  # a commit in between: read again
     reads.clear()
     provider.add(later, prepared=prepared)
     assert reads == [1]

@@ -40,16 +40,21 @@ def test_adds_store_one_copy_and_the_cache_reads_it(tmp_path: Path) -> None:
         assert provider.cache_get("acme", "another-model", hashes) == {}
 
         # the same content again is not embedded again, in this tenant only
-        again = mem.add(acme, "fact 3 about the billing service", "user", {"user_id": "u2"})
-        other = mem.add(globex, "fact 3 about the billing service", "user", U1)
+        again = mem.add(acme, "fact 3 about the billing service", layer="user", identifiers={"user_id": "u2"})
+        other = mem.add(globex, "fact 3 about the billing service", layer="user", identifiers=U1)
         assert again.embedding_generated is False and other.embedding_generated is True
         reopened_hash = again.memory.content_hash
     with Memory.open(tmp_path / "s.duckdb", embedder="hashing") as mem:  # a new process: no LRU, only the store
         calls = mem.engine.embeddings.model_calls
-        assert mem.add(acme, "fact 5 about the billing service", "user", U1).embedding_generated is False
+        assert (
+            mem.add(acme, "fact 5 about the billing service", layer="user", identifiers=U1).embedding_generated is False
+        )
         assert mem.engine.embeddings.model_calls == calls
         # deleting every memory holding a content forgets its vector
-        for r in mem.list(acme, "user", U1, limit=100).memories + mem.list(acme, "user", {"user_id": "u2"}).memories:
+        for r in (
+            mem.list(acme, "user", identifiers=U1, limit=100).memories
+            + mem.list(acme, "user", identifiers={"user_id": "u2"}).memories
+        ):
             if r.content_hash == reopened_hash:
                 mem.delete(acme, r.id)
         assert mem.engine.provider.cache_get("acme", mem.engine.embeddings.model_id, [reopened_hash]) == {}

@@ -76,7 +76,7 @@ def mem(open_mem: Callable[..., Memory]) -> Memory:
 @pytest.fixture()
 def add(mem: Memory) -> Callable[..., str]:
     def _add(ctx: TenantContext, content: str, user: str = "u1", **kwargs: Any) -> str:
-        return mem.add(ctx, content, "user", {"user_id": user}, **kwargs).memory.id
+        return mem.add(ctx, content, layer="user", identifiers={"user_id": user}, **kwargs).memory.id
 
     return _add
 

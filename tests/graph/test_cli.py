@@ -29,8 +29,8 @@ def test_cli_check_related_path(tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
     t = TenantContext(tenant_id="acme")
     with Memory.open(db, embedder="hashing") as mem:
-        a = mem.add(t, "Alice works on Project A.", "user", {"user_id": "u1"}).memory.id
-        mem.add(t, "Alice found a memory leak.", "user", {"user_id": "u1"})
+        a = mem.add(t, "Alice works on Project A.", layer="user", identifiers={"user_id": "u1"}).memory.id
+        mem.add(t, "Alice found a memory leak.", layer="user", identifiers={"user_id": "u1"})
         with mem.engine.provider.graph_transaction() as tx:  # type: ignore[attr-defined]
             tx.execute("DELETE FROM memories WHERE tenant_id = 'acme' AND id = ?", [a])
     out = _run("check", "--db", str(db), "--json", cwd=tmp_path)

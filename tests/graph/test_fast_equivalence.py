@@ -87,7 +87,10 @@ def _ent(j: int) -> str:
 def _build(mem: Memory, tenant: str, spec: dict[str, Any]) -> list[str]:
     ctx = TenantContext(tenant_id=tenant)
     mem.graph.set_enabled(ctx, False)  # the graph below is written by hand
-    ids = [mem.add(ctx, f"{tenant} memory {i}", "user", {"user_id": "u"}).memory.id for i in range(spec["memories"])]
+    ids = [
+        mem.add(ctx, f"{tenant} memory {i}", layer="user", identifiers={"user_id": "u"}).memory.id
+        for i in range(spec["memories"])
+    ]
     provider: Any = mem.engine.provider
     ts = "2025-01-01 00:00:00"
     with provider.graph_transaction() as tx:
@@ -224,7 +227,10 @@ def test_hub_entity_limit_and_order(shared: Memory) -> None:
         },
     )
     ctx = TenantContext(tenant_id=tenant)
-    more = [shared.add(ctx, f"{tenant} memory {i}", "user", {"user_id": "u"}).memory.id for i in range(6, 80)]
+    more = [
+        shared.add(ctx, f"{tenant} memory {i}", layer="user", identifiers={"user_id": "u"}).memory.id
+        for i in range(6, 80)
+    ]
     provider: Any = shared.engine.provider
     with provider.graph_transaction() as tx:
         for k, mid in enumerate([*ids, *more]):

@@ -30,7 +30,9 @@ def test_no_traversal_crosses_tenants(tmp_path: Path, data: list[tuple[str, str]
         mem.graph.queries.adjacency_cache = bool(hops % 2)  # type: ignore[union-attr]  # both engines
         owner: dict[str, str] = {}
         for tenant, content in data:
-            mid = mem.add(TenantContext(tenant_id=tenant), content, "user", {"user_id": "u"}).memory.id
+            mid = mem.add(
+                TenantContext(tenant_id=tenant), content, layer="user", identifiers={"user_id": "u"}
+            ).memory.id
             owner[mid] = tenant
         with mem.engine.provider.graph_read() as cur:  # type: ignore[attr-defined]
             for eid, tenant in cur.execute("SELECT entity_id, tenant_id FROM entities").fetchall():

@@ -56,11 +56,11 @@ def test_graph_round_trips_duckdb_postgres_duckdb(
     open_mem: Callable[..., Memory], tmp_path: Path, acme: TenantContext
 ) -> None:
     first = open_mem(tmp_path / "a.duckdb")
-    a = first.add(acme, "Alice works on Project A", "user", {"user_id": "u1"}).memory.id
-    first.add(acme, "Alice found a memory leak", "user", {"user_id": "u1"})
-    first.add(acme, "Bob reviews Project A with Alice", "user", {"user_id": "u2"})
+    a = first.add(acme, "Alice works on Project A", layer="user", identifiers={"user_id": "u1"}).memory.id
+    first.add(acme, "Alice found a memory leak", layer="user", identifiers={"user_id": "u1"})
+    first.add(acme, "Bob reviews Project A with Alice", layer="user", identifiers={"user_id": "u2"})
     first.delete(acme, a)  # soft-deleted / removed rows travel as they are
-    first.add(acme, "Alice works on Project A again", "user", {"user_id": "u1"})
+    first.add(acme, "Alice works on Project A again", layer="user", identifiers={"user_id": "u1"})
     first.graph.set_enabled(acme, True)
     pg = open_mem()
     _copy(first, pg, "acme")

@@ -13,10 +13,10 @@ def test_expansion_adds_linked_results_with_lower_score(
     a = add(acme, "Alice works on Project A.")
     b = add(acme, "The outage was caused by a memory leak that Alice found.")
     other_user = add(acme, "Alice prefers green tea.", user="u2")
-    plain = mem.search(acme, "Alice works on Project A.", {"user_id": "u1"}, threshold=0.9)
+    plain = mem.search(acme, "Alice works on Project A.", identifiers={"user_id": "u1"}, threshold=0.9)
     assert [r.memory.id for r in plain.results] == [a]
     assert plain.results[0].graph_path is None and plain.results[0].expanded_from is None
-    out = mem.search(acme, "Alice works on Project A.", {"user_id": "u1"}, threshold=0.9, expand_graph=True)
+    out = mem.search(acme, "Alice works on Project A.", identifiers={"user_id": "u1"}, threshold=0.9, expand_graph=True)
     ids = [r.memory.id for r in out.results]
     assert ids == [a, b]
     extra = out.results[1]
@@ -33,7 +33,7 @@ def test_expansion_respects_filter_and_is_optional_on_results(
     out = mem.search(
         acme,
         "Alice works on Project A.",
-        {"user_id": "u1"},
+        identifiers={"user_id": "u1"},
         threshold=0.9,
         expand_graph=True,
         filter={"tags": ["work"]},

@@ -84,13 +84,13 @@ def test_failure_between_inserts_leaves_no_trace(mem: Memory, acme: TenantContex
 
     graph.store.stage_listeners.append(fail)  # type: ignore[union-attr]
     with pytest.raises(MemoryError) as err:
-        mem.add(acme, "Alice works on Project A.", "user", {"user_id": "u1"})
+        mem.add(acme, "Alice works on Project A.", layer="user", identifiers={"user_id": "u1"})
     assert err.value.code.value == "PROVIDER_ERROR"
     graph.store.stage_listeners.remove(fail)  # type: ignore[union-attr]
     assert rows(mem, "SELECT count(*) FROM memories WHERE tenant_id = ?", ["acme"]) == [(0,)]
     assert graph_counts(mem, "acme") == {"memory_nodes": 0, "memory_edges": 0, "entities": 0, "entity_edges": 0}
     # the store still works afterwards
-    mem.add(acme, "Alice works on Project A.", "user", {"user_id": "u1"})
+    mem.add(acme, "Alice works on Project A.", layer="user", identifiers={"user_id": "u1"})
     assert graph_counts(mem, "acme")["entity_edges"] == 1
 
 
@@ -142,13 +142,13 @@ def test_llm_extractor_plugs_in(mem: Memory, acme: TenantContext, add: Callable[
 
 def test_in_memory_provider_has_no_graph(open_mem: Callable[..., Memory], acme: TenantContext) -> None:
     mem = open_mem("memory://")
-    mem.add(acme, "Alice works on Project A.", "user", {"user_id": "u1"})  # core path unaffected
+    mem.add(acme, "Alice works on Project A.", layer="user", identifiers={"user_id": "u1"})  # core path unaffected
     assert mem.graph.available is False
     with pytest.raises(MemoryError) as err:
         mem.graph.related(acme, "Alice")
     assert err.value.code.value == "CONFIGURATION_ERROR"
     with pytest.raises(MemoryError) as err:
-        mem.search(acme, "Alice", {"user_id": "u1"}, expand_graph=True)
+        mem.search(acme, "Alice", identifiers={"user_id": "u1"}, expand_graph=True)
     assert err.value.code.value == "CONFIGURATION_ERROR"
-    assert mem.search(acme, "Alice works on Project A.", {"user_id": "u1"}).results
+    assert mem.search(acme, "Alice works on Project A.", identifiers={"user_id": "u1"}).results
     assert mem.graph.health().status == "degraded" and mem.graph.ready() is False

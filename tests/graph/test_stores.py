@@ -18,10 +18,10 @@ U = {"user_id": "u1"}
 
 
 def test_edges_follow_supersession(mem: Memory, acme: TenantContext) -> None:
-    old = mem.add(acme, "Dana lives in Hamburg", "user", U).memory
-    mem.add(acme, "Dana works with Alice", "user", U)
+    old = mem.add(acme, "Dana lives in Hamburg", layer="user", identifiers=U).memory
+    mem.add(acme, "Dana works with Alice", layer="user", identifiers=U)
     assert old.id in {i.node.id for i in mem.graph.related(acme, "Dana", hops=1).items}
-    new = mem.add(acme, "Dana lives in Berlin", "user", U, supersedes=[old.id])
+    new = mem.add(acme, "Dana lives in Berlin", layer="user", identifiers=U, supersedes=[old.id])
     assert new.superseded == [old.id]
     reached = {i.node.id for i in mem.graph.related(acme, "Dana", hops=1).items}
     assert old.id not in reached and new.memory.id in reached
@@ -37,10 +37,10 @@ def test_edges_follow_supersession(mem: Memory, acme: TenantContext) -> None:
 
 def test_forget_user_removes_graph_rows(mem: Memory, acme: TenantContext) -> None:
     mine = [
-        mem.add(acme, text, "user", {"user_id": "alice"}).memory.id
+        mem.add(acme, text, layer="user", identifiers={"user_id": "alice"}).memory.id
         for text in ("Alice works on Project Zephyr", "Alice met Quentin in Lisbon")
     ]
-    mem.add(acme, "Bob works on Project Zephyr", "user", {"user_id": "bob"})
+    mem.add(acme, "Bob works on Project Zephyr", layer="user", identifiers={"user_id": "bob"})
     report = mem.forget_user(acme, "alice")
     assert report.memories == 2 and report.graph_memory_nodes == 2 and report.graph_edges >= 2
     for table, column in (("memory_nodes", "node_id"), ("memory_edges", "memory_id"), ("entity_edges", "memory_id")):
@@ -93,10 +93,10 @@ def test_a_write_on_another_server_reaches_this_servers_cache(
     schema = mem.engine.provider.schema  # type: ignore[attr-defined]
     other = open_mem(f"{conninfo}{'&' if '?' in conninfo else '?'}application_name=server-b&schema={schema}")
     assert other.engine.provider.database_key() != mem.engine.provider.database_key()  # type: ignore[attr-defined]
-    a = mem.add(acme, "Alice works on Project A", "user", U).memory.id
+    a = mem.add(acme, "Alice works on Project A", layer="user", identifiers=U).memory.id
     assert [i.node.id for i in mem.graph.related(acme, "Alice", hops=1).items] == [a]
     assert mem.graph.related(acme, "Alice", hops=1).cached  # served from this server's cache now
-    b = other.add(acme, "Alice fixed the memory leak", "user", U).memory.id
+    b = other.add(acme, "Alice fixed the memory leak", layer="user", identifiers=U).memory.id
     assert {i.node.id for i in mem.graph.related(acme, "Alice", hops=1).items} == {a, b}
     other.delete(acme, b)
     assert [i.node.id for i in mem.graph.related(acme, "Alice", hops=1).items] == [a]

@@ -36,13 +36,13 @@ def test_same_fact_three_ways_is_one_memory(real: Memory, acme: TenantContext) -
     ]
     assert [r.action for r in results] == ["created", "updated", "updated"]
     assert len({r.memory_id for r in results}) == 1
-    listed = real.list(acme, "user", U1)
+    listed = real.list(acme, "user", identifiers=U1)
     assert listed.total_count == 1
     assert listed.memories[0].content == "User likes dark mode"
     assert listed.memories[0].version == 3
     # a different preference is a different memory
     assert real.process(acme, "I love hiking in the Alps", identifiers=U1).action == "created"
-    assert real.list(acme, "user", U1).total_count == 2
+    assert real.list(acme, "user", identifiers=U1).total_count == 2
 
 
 @pytest.mark.model
@@ -51,26 +51,26 @@ def test_forget_my_dogs_name(real: Memory, acme: TenantContext) -> None:
     cat = real.process(acme, "My cat is called Tom", identifiers=U1)
     tea = real.process(acme, "I prefer green tea", identifiers=U1)
     assert [dog.action, cat.action, tea.action] == ["created"] * 3
-    assert real.search(acme, "what is the name of my dog", U1).results[0].memory.id == dog.memory_id
-    out = real.forget(acme, "forget my dog's name", U1)
+    assert real.search(acme, "what is the name of my dog", identifiers=U1).results[0].memory.id == dog.memory_id
+    out = real.forget(acme, "forget my dog's name", identifiers=U1)
     assert (out.action, out.count, out.memory_ids) == ("deleted", 1, [dog.memory_id])
     assert real.get(acme, dog.memory_id) is None
-    after = real.search(acme, "what is the name of my dog", U1, threshold=0.0)
+    after = real.search(acme, "what is the name of my dog", identifiers=U1, threshold=0.0)
     assert dog.memory_id not in [r.memory.id for r in after.results]
     assert {r.memory.id for r in after.results} == {cat.memory_id, tea.memory_id}
 
 
 def test_forget_deletes_every_match_across_personal_layers(mem: Memory, acme: TenantContext) -> None:
     ids = {"user_id": "u1", "session_id": "s1"}
-    a = mem.add(acme, "User's dog's name is Rex", "user", ids).memory
-    b = mem.add(acme, "User's dog's name is Rex", "session", ids).memory
-    other = mem.add(acme, "User's dog's name is Rex", "user", {"user_id": "u2"}).memory
-    out = mem.forget(acme, "please forget my dog's name", ids)
+    a = mem.add(acme, "User's dog's name is Rex", layer="user", identifiers=ids).memory
+    b = mem.add(acme, "User's dog's name is Rex", layer="session", identifiers=ids).memory
+    other = mem.add(acme, "User's dog's name is Rex", layer="user", identifiers={"user_id": "u2"}).memory
+    out = mem.forget(acme, "please forget my dog's name", identifiers=ids)
     assert out.count == 2 and set(out.memory_ids) == {a.id, b.id}
     assert mem.get(acme, other.id) is not None
-    assert mem.forget(acme, "forget my dog's name", ids).count == 0
+    assert mem.forget(acme, "forget my dog's name", identifiers=ids).count == 0
     with pytest.raises(MemoryError) as err:
-        mem.forget(acme, "forget", ids)
+        mem.forget(acme, "forget", identifiers=ids)
     assert err.value.code.value == "INVALID_PARAMS"
 
 
@@ -87,13 +87,13 @@ def test_forget_deletes_every_match_across_personal_layers(mem: Memory, acme: Te
 def test_noise_is_ignored_with_a_reason(mem: Memory, acme: TenantContext, text: str, reason: str) -> None:
     res = mem.process(acme, text, identifiers=U1)
     assert (res.action, res.reason, res.memory_id) == ("ignored", reason, None)
-    assert mem.list(acme, "user", U1).total_count == 0
+    assert mem.list(acme, "user", identifiers=U1).total_count == 0
 
 
 def test_remember_stores_what_would_be_ignored(mem: Memory, acme: TenantContext) -> None:
     text = "I have a dentist appointment on Friday at 3pm"
     assert mem.process(acme, "I need to go to the dentist today", identifiers=U1).action == "ignored"
-    res = mem.remember(acme, f"Remember that {text}", U1)
+    res = mem.remember(acme, f"Remember that {text}", identifiers=U1)
     assert res.action == "created" and res.source == "explicit"
     stored = mem.get(acme, res.memory_id)
     assert stored is not None and stored.content == "User has a dentist appointment on Friday at 3pm"
@@ -138,14 +138,20 @@ def test_events_and_health(mem: Memory, acme: TenantContext, globex: TenantConte
     mem.process(acme, "I prefer dark mode!", identifiers=U1)  # dedupe -> update
     mem.process(acme, "hi", identifiers=U1)  # ignore
     mem.process(acme, "what time is it?", identifiers=U1)  # ignore
-    mem.remember(acme, "My dog's name is Rex", U1)  # create (explicit)
+    mem.remember(acme, "My dog's name is Rex", identifiers=U1)  # create (explicit)
     with pytest.raises(MemoryError):
-        mem.add(acme, "my password is hunter22", "user", U1)  # reject
-    mem.add(acme, "User prefers dark mode", "project", {"project_id": "p"}, {"category": "preference"})
-    mem.add(acme, "User prefers dark mode", "project", {"project_id": "p"})  # stored duplicate
-    mem.search(acme, "dark mode", U1, threshold=0.5)  # hit
-    mem.search(acme, "quantum chromodynamics lecture", U1, threshold=0.99)  # miss
-    mem.forget(acme, "forget my dog's name", U1)  # delete
+        mem.add(acme, "my password is hunter22", layer="user", identifiers=U1)  # reject
+    mem.add(
+        acme,
+        "User prefers dark mode",
+        layer="project",
+        identifiers={"project_id": "p"},
+        metadata={"category": "preference"},
+    )
+    mem.add(acme, "User prefers dark mode", layer="project", identifiers={"project_id": "p"})  # stored duplicate
+    mem.search(acme, "dark mode", identifiers=U1, threshold=0.5)  # hit
+    mem.search(acme, "quantum chromodynamics lecture", identifiers=U1, threshold=0.99)  # miss
+    mem.forget(acme, "forget my dog's name", identifiers=U1)  # delete
     h = mem.health(acme)
     assert h.total_memories == 3
     assert h.memories_by_category == {"preference": 2, "uncategorized": 1}

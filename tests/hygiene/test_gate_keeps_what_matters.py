@@ -44,18 +44,18 @@ def test_a_negated_fact_supersedes_the_old_one(real: Memory, acme: TenantContext
     second = real.process(acme, "I'm not vegetarian anymore, I eat fish now", identifiers=U1)
     assert second.action == "created" and second.superseded == [first.memory_id]
     assert second.content == "User is not vegetarian anymore, the user eats fish"
-    current = real.list(acme, "user", U1).memories
+    current = real.list(acme, "user", identifiers=U1).memories
     assert [m.id for m in current] == [second.memory_id]
-    top = real.search(acme, "is the user a vegetarian?", U1, threshold=0.0).results
+    top = real.search(acme, "is the user a vegetarian?", identifiers=U1, threshold=0.0).results
     assert [r.memory.id for r in top] == [second.memory_id]
 
 
 def test_a_session_fact_survives_close_session_without_being_accessed(real: Memory, acme: TenantContext) -> None:
     s1 = {"user_id": "dana", "session_id": "s1"}
-    real.add(acme, "Dana is planning a trip to Lisbon", "session", s1)
-    real.add(acme, "ok thanks, sounds good", "session", s1)
+    real.add(acme, "Dana is planning a trip to Lisbon", layer="session", identifiers=s1)
+    real.add(acme, "ok thanks, sounds good", layer="session", identifiers=s1)
     closed = real.close_session(acme, "dana", "s1")
     assert len(closed.promoted) == 1
     # the next session finds it through the user layer
-    found = real.search(acme, "where is Dana travelling?", {"user_id": "dana", "session_id": "s2"}).results
+    found = real.search(acme, "where is Dana travelling?", identifiers={"user_id": "dana", "session_id": "s2"}).results
     assert found and found[0].memory.content == "Dana is planning a trip to Lisbon"

@@ -152,7 +152,7 @@ def test_an_llm_update_decision_supersedes_the_memory_it_names(
     """The LLM's ``update`` with ``existing_memory_id`` replaces that memory; the old one stays as history."""
     mem = open_mem()
     u = {"user_id": "u1"}
-    old = mem.add(acme, "User lives in Hamburg", "user", u).memory
+    old = mem.add(acme, "User lives in Hamburg", layer="user", identifiers=u).memory
 
     def respond(body: dict[str, Any]) -> tuple[int, Any]:
         if "Judge whether" in body["messages"][0]["content"]:
@@ -163,6 +163,6 @@ def test_an_llm_update_decision_supersedes_the_memory_it_names(
     mem.hygiene.configure(llm=OpenAIChatLLM(chat.url, "m"))
     res = mem.process(acme, "I live in Berlin now", identifiers=u)
     assert res.action == "created" and res.superseded == [old.id]
-    assert [m.content for m in mem.list(acme, "user", u).memories] == ["User lives in Berlin"]
+    assert [m.content for m in mem.list(acme, "user", identifiers=u).memories] == ["User lives in Berlin"]
     history = mem.get(acme, old.id)
     assert history is not None and history.status == "superseded" and history.provenance.superseded_by == res.memory_id

@@ -61,9 +61,9 @@ def test_add_and_update_violations_name_the_policy(mem: Memory, acme: TenantCont
     ]
     for content, metadata, rule in cases:
         with pytest.raises(MemoryError) as err:
-            mem.add(acme, content, "user", U1, metadata)
+            mem.add(acme, content, layer="user", identifiers=U1, metadata=metadata)
         assert err.value.code.value == "POLICY_VIOLATION" and err.value.details["policy"] == rule
-    ok = mem.add(acme, "User likes tea", "user", U1, {"category": "preference"}).memory
+    ok = mem.add(acme, "User likes tea", layer="user", identifiers=U1, metadata={"category": "preference"}).memory
     with pytest.raises(MemoryError) as err:
         mem.update(acme, ok.id, content="User likes project x")
     assert err.value.details["policy"] == "deny_patterns"
@@ -77,17 +77,19 @@ def test_add_and_update_violations_name_the_policy(mem: Memory, acme: TenantCont
 
 
 def test_search_filters_violating_results_and_audits(mem: Memory, acme: TenantContext, globex: TenantContext) -> None:
-    a = mem.add(acme, "User likes green tea", "user", U1).memory
-    b = mem.add(acme, "User likes green tea from project x", "user", U1).memory
-    mem.add(globex, "User likes green tea from project x", "user", U1)
-    before = mem.search(acme, "User likes green tea", U1, threshold=0.5)
+    a = mem.add(acme, "User likes green tea", layer="user", identifiers=U1).memory
+    b = mem.add(acme, "User likes green tea from project x", layer="user", identifiers=U1).memory
+    mem.add(globex, "User likes green tea from project x", layer="user", identifiers=U1)
+    before = mem.search(acme, "User likes green tea", identifiers=U1, threshold=0.5)
     assert {r.memory.id for r in before.results} == {a.id, b.id}
     mem.policies.set(acme, deny_patterns=["project x"])
-    after = mem.search(acme, "User likes green tea", U1, threshold=0.5)
+    after = mem.search(acme, "User likes green tea", identifiers=U1, threshold=0.5)
     assert [r.memory.id for r in after.results] == [a.id] and after.total_count == 1
     rec = mem.engine.audit.recent(tenant_id="acme", action="search.policy_filter")[-1]
     assert rec.memory_ids == [b.id] and rec.details == {"filtered": 1, "policies": ["deny_patterns"]}
-    assert len(mem.search(globex, "User likes green tea", U1, threshold=0.5).results) == 1  # other tenant untouched
+    assert (
+        len(mem.search(globex, "User likes green tea", identifiers=U1, threshold=0.5).results) == 1
+    )  # other tenant untouched
 
 
 def test_policy_cli(tmp_path: Path) -> None:

@@ -75,23 +75,25 @@ def test_no_false_positives(text: str) -> None:
 def test_hidden_secrets_never_reach_storage(open_mem: Callable[..., Memory], db_path: Path, text: str) -> None:
     mem = open_mem()
     with pytest.raises(MemoryError) as err:
-        mem.add(ACME, text, "user", U1)
+        mem.add(ACME, text, layer="user", identifiers=U1)
     assert err.value.code.value == "UNSAFE_CONTENT"
     assert mem.list(ACME).total_count == 0
 
 
 def test_every_stored_string_is_guarded(open_mem: Callable[..., Memory], db_path: Path) -> None:
     mem = open_mem()
-    ok = mem.add(ACME, "Deploys happen on Fridays", "user", U1, {"owner": "ops"}).memory
+    ok = mem.add(ACME, "Deploys happen on Fridays", layer="user", identifiers=U1, metadata={"owner": "ops"}).memory
     attempts: list[Callable[[], object]] = [
-        lambda: mem.add(ACME, "note", "user", U1, {"aws": AWS_ID}),
-        lambda: mem.add(ACME, "note", "user", U1, {"nested": {"list": ["x", f"password: {AWS_SECRET}"]}}),
-        lambda: mem.add(ACME, "note", "user", U1, {AWS_ID: "key as a metadata key"}),
-        lambda: mem.add(ACME, "note", "user", U1, {"card": 4111111111111111}),
-        lambda: mem.add(ACME, "note", "user", U1, tier=AWS_ID),
-        lambda: mem.add(ACME, "note", "user", {"user_id": AWS_ID}),
-        lambda: mem.add(ACME, "note", "team", {"team_id": "4111-1111-1111-1111"}),
-        lambda: mem.add(ACME, "note", "user", U1, {"k": SMK}),
+        lambda: mem.add(ACME, "note", layer="user", identifiers=U1, metadata={"aws": AWS_ID}),
+        lambda: mem.add(
+            ACME, "note", layer="user", identifiers=U1, metadata={"nested": {"list": ["x", f"password: {AWS_SECRET}"]}}
+        ),
+        lambda: mem.add(ACME, "note", layer="user", identifiers=U1, metadata={AWS_ID: "key as a metadata key"}),
+        lambda: mem.add(ACME, "note", layer="user", identifiers=U1, metadata={"card": 4111111111111111}),
+        lambda: mem.add(ACME, "note", layer="user", identifiers=U1, tier=AWS_ID),
+        lambda: mem.add(ACME, "note", layer="user", identifiers={"user_id": AWS_ID}),
+        lambda: mem.add(ACME, "note", layer="team", identifiers={"team_id": "4111-1111-1111-1111"}),
+        lambda: mem.add(ACME, "note", layer="user", identifiers=U1, metadata={"k": SMK}),
         lambda: mem.update(ACME, ok.id, metadata={"aws": AWS_ID.lower()}),
         lambda: mem.update(ACME, ok.id, tier=f"x {SMK}"),
         lambda: mem.bulk_add(
@@ -148,17 +150,17 @@ def test_rest_rejects_secrets_in_metadata_tier_and_identifiers(open_mem: Callabl
 def test_ids_in_metadata_are_not_secrets(open_mem: Callable[..., Memory]) -> None:
     mem = open_mem()
     ids = ["12345678-1234-4123-8123-123456789012", "41111111-1111-4111-8111-111111111111"]
-    stored = mem.add(ACME, "Merged note", "user", U1, {"sources": ids}).memory
+    stored = mem.add(ACME, "Merged note", layer="user", identifiers=U1, metadata={"sources": ids}).memory
     assert stored.metadata["sources"] == ids
 
 
 def test_graph_never_sees_a_rejected_secret(open_mem: Callable[..., Memory], db_path: Path) -> None:
     mem = open_mem()
-    mem.add(ACME, "Alice Smith runs the Berlin office", "user", U1)
+    mem.add(ACME, "Alice Smith runs the Berlin office", layer="user", identifiers=U1)
     with pytest.raises(MemoryError):
-        mem.add(ACME, f"Alice Smith uses {SMK} on the Berlin server", "user", U1)
+        mem.add(ACME, f"Alice Smith uses {SMK} on the Berlin server", layer="user", identifiers=U1)
     with pytest.raises(MemoryError):
-        mem.add(ACME, "Alice Smith runs the Berlin office", "user", U1, {"token": SMK})
+        mem.add(ACME, "Alice Smith runs the Berlin office", layer="user", identifiers=U1, metadata={"token": SMK})
     mem.close()
     raw = _raw_text(db_path)
     assert "smk_0123456789abcdef" not in raw and "Zx9Zx9" not in raw
@@ -166,19 +168,19 @@ def test_graph_never_sees_a_rejected_secret(open_mem: Callable[..., Memory], db_
 
 def test_pii_on_shared_layers_is_redacted_by_default(open_mem: Callable[..., Memory]) -> None:
     mem = open_mem()
-    shared = mem.add(ACME, "Ask alice@example.com about the launch", "team", {"team_id": "t1"}).memory
+    shared = mem.add(ACME, "Ask alice@example.com about the launch", layer="team", identifiers={"team_id": "t1"}).memory
     assert shared.content == "Ask [REDACTED_EMAIL] about the launch"
-    own = mem.add(ACME, "Ask alice@example.com about the launch", "user", U1).memory
+    own = mem.add(ACME, "Ask alice@example.com about the launch", layer="user", identifiers=U1).memory
     assert own.content == "Ask alice@example.com about the launch"  # the user's own layer: tenant policy (allow)
-    updated = mem.update(ACME, shared.id, "Call 123-456-7890 first").memory
+    updated = mem.update(ACME, shared.id, content="Call 123-456-7890 first").memory
     assert updated.content == "Call [REDACTED_PHONE] first"
     mem.policies.set(ACME, shared_pii_mode="reject")
     with pytest.raises(MemoryError) as err:
-        mem.add(ACME, "Ask bob@example.com", "company", {"company_id": "acme"})
+        mem.add(ACME, "Ask bob@example.com", layer="company", identifiers={"company_id": "acme"})
     assert err.value.code.value == "POLICY_VIOLATION"
     mem.policies.set(ACME, shared_pii_mode="allow")
-    kept = mem.add(ACME, "Ask bob@example.com", "project", {"project_id": "p1"}).memory
+    kept = mem.add(ACME, "Ask bob@example.com", layer="project", identifiers={"project_id": "p1"}).memory
     assert kept.content == "Ask bob@example.com"
     mem.policies.set(ACME, pii_mode="reject", shared_pii_mode="allow")  # the stricter of the two applies
     with pytest.raises(MemoryError):
-        mem.add(ACME, "Ask carol@example.com", "project", {"project_id": "p1"})
+        mem.add(ACME, "Ask carol@example.com", layer="project", identifiers={"project_id": "p1"})

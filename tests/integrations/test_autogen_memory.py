@@ -53,13 +53,13 @@ def test_add_query_clear_close(open_mem: Callable[..., Memory]) -> None:
         assert as_json and as_json[0].content == {"city": "Lisbon", "since": 2021}
         assert (await memory.query(MemoryContent(content="cat", mime_type="text/plain"))).results
         # the layer named in the metadata was used
-        project = mem.list(ACME, "project", {"project_id": "p1"}).memories
+        project = mem.list(ACME, "project", identifiers={"project_id": "p1"}).memories
         assert [m.content for m in project] == ["The team ships on Fridays"]
         await memory.clear()  # only the user scope of this object
-        assert mem.list(ACME, "user", ALICE).memories == []
-        assert len(mem.list(ACME, "project", {"project_id": "p1"}).memories) == 1
+        assert mem.list(ACME, "user", identifiers=ALICE).memories == []
+        assert len(mem.list(ACME, "project", identifiers={"project_id": "p1"}).memories) == 1
         await memory.close()
-        assert mem.list(ACME, "project", {"project_id": "p1"}).total_count == 1  # not owned: still open
+        assert mem.list(ACME, "project", identifiers={"project_id": "p1"}).total_count == 1  # not owned: still open
 
     asyncio.run(main())
 

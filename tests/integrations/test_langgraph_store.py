@@ -187,9 +187,9 @@ def test_tenants_and_scopes(open_mem: Callable[..., Memory], db_path: Path) -> N
     acme.put(("notes",), "n", {"content": "a note of alice"})
     assert globex.get(("user", "bob", "prefs"), "theme") is None  # the tenant comes from the store, never the namespace
     assert globex.list_namespaces() == [] and globex.search(()) == []
-    bob = mem.list(ACME, "user", {"user_id": "bob"}).memories
+    bob = mem.list(ACME, "user", identifiers={"user_id": "bob"}).memories
     assert [m.content for m in bob] == ["Bob prefers dark mode"]  # ("user", "bob", ...) is bob's user layer
-    assert [m.content for m in mem.list(ACME, "user", ALICE).memories] == ["a note of alice"]
+    assert [m.content for m in mem.list(ACME, "user", identifiers=ALICE).memories] == ["a note of alice"]
     assert acme.search(("user", "bob"), query="theme")[0].key == "theme"
 
 

@@ -41,16 +41,25 @@ def test_session_protocol(open_mem: Callable[..., Memory]) -> None:
         assert await session.get_items(limit=2) == items[1:]  # the latest N, oldest first
         assert await session.get_items(limit=0) == []
         # the items are session memories, searchable like any other
-        hits = mem.search(ACME, "cat Miso", {"user_id": "alice", "session_id": "s1"}, layers=["session"], threshold=0.0)
+        hits = mem.search(
+            ACME, "cat Miso", identifiers={"user_id": "alice", "session_id": "s1"}, layers=["session"], threshold=0.0
+        )
         assert any("Miso" in r.memory.content for r in hits.results)
         assert await session.pop_item() == items[2]
         assert await session.get_items() == items[:2]
         await session.add_items([{"role": "user", "content": "again"}])
         assert (await session.get_items())[-1] == {"role": "user", "content": "again"}
-        mem.add(ACME, "a fact written by the write gate", "session", {"user_id": "alice", "session_id": "s1"})
+        mem.add(
+            ACME,
+            "a fact written by the write gate",
+            layer="session",
+            identifiers={"user_id": "alice", "session_id": "s1"},
+        )
         await session.clear_session()
         assert await session.get_items() == []
-        assert len(mem.list(ACME, "session", {"user_id": "alice", "session_id": "s1"}).memories) == 1  # not an item
+        assert (
+            len(mem.list(ACME, "session", identifiers={"user_id": "alice", "session_id": "s1"}).memories) == 1
+        )  # not an item
         assert len(await other.get_items()) == 1
         limited = StratamemSession(mem, ACME, "alice", "s2", session_settings=SessionSettings(limit=0))
         assert await limited.get_items() == [] and len(await limited.get_items(limit=5)) == 1

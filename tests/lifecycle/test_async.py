@@ -13,11 +13,11 @@ def test_async_lifecycle_surface(tmp_path: Path, clock: Clock) -> None:
         t = TenantContext(tenant_id="acme", principal="agent-1")
         s = {"user_id": "u1", "session_id": "s1"}
         async with await AsyncMemory.open(tmp_path / "a.duckdb", embedder="hashing", clock=clock) as mem:
-            a = (await mem.add(t, "call 123-456-7890 tomorrow", "session", s, importance=0.85)).memory
+            a = (await mem.add(t, "call 123-456-7890 tomorrow", layer="session", identifiers=s, importance=0.85)).memory
             closed = await mem.close_session(t, "u1", "s1", project_id="p1")
             promoted = await mem.get(t, closed.promoted[0].promoted_id)
             assert promoted is not None and promoted.content == "call [REDACTED_PHONE] tomorrow"
-            b = (await mem.add(t, "fact b", "user", {"user_id": "u1"})).memory
+            b = (await mem.add(t, "fact b", layer="user", identifiers={"user_id": "u1"})).memory
 
             def join(entries: list[MemoryEntry]) -> str:
                 return "+".join(e.content for e in entries)
@@ -28,7 +28,7 @@ def test_async_lifecycle_surface(tmp_path: Path, clock: Clock) -> None:
             assert fb.items[0].signals == 1
             assert (await mem.prune(t)).candidates == []
             assert await mem.delete_by_scope(t, "session", s) == 1
-            assert a.id not in {e.id for e in (await mem.list(t, "session", s)).memories}
+            assert a.id not in {e.id for e in (await mem.list(t, "session", identifiers=s)).memories}
             res = await mem.crud(t, {"action": "list", "scope": "agent"})
             assert res.errors == [] and res.items == []
             report = await mem.maintain()

@@ -14,9 +14,9 @@ def _three(mem: Memory, ctx: TenantContext) -> list[str]:
         mem.add(
             ctx,
             text,
-            "user",
-            U,
-            {"tags": [tag]},
+            layer="user",
+            identifiers=U,
+            metadata={"tags": [tag]},
             provenance={"agentId": "scribe", "source": "chat", "confidence": conf},
         ).memory.id
         for text, tag, conf in [
@@ -51,7 +51,7 @@ def test_compact_deletes_sources_when_asked(lmem: Memory, acme: TenantContext) -
     )
     assert out.content == "likes tea / likes green tea / drinks tea daily" and out.tags == ["summary"]
     assert all(lmem.get(acme, i) is None for i in ids)
-    assert lmem.list(acme, "user", U).total_count == 1
+    assert lmem.list(acme, "user", identifiers=U).total_count == 1
 
 
 def test_async_callback(lmem: Memory, acme: TenantContext) -> None:
@@ -80,8 +80,8 @@ def test_callback_error_wrapped(lmem: Memory, acme: TenantContext) -> None:
 
 
 def test_cross_scope_rejected(lmem: Memory, acme: TenantContext) -> None:
-    a = lmem.add(acme, "one", "user", U).memory.id
-    b = lmem.add(acme, "two", "user", {"user_id": "u2"}).memory.id
+    a = lmem.add(acme, "one", layer="user", identifiers=U).memory.id
+    b = lmem.add(acme, "two", layer="user", identifiers={"user_id": "u2"}).memory.id
     with pytest.raises(MemoryError) as exc:
         lmem.compact(acme, [a, b], lambda entries: "x")
     assert exc.value.code.value == "INVALID_PARAMS"
@@ -98,10 +98,14 @@ def test_cross_scope_rejected(lmem: Memory, acme: TenantContext) -> None:
 
 def test_promoted_then_compacted_keeps_chain(lmem: Memory, acme: TenantContext) -> None:
     s = lmem.add(
-        acme, "uses dark mode", "session", {"user_id": "u1", "session_id": "s1"}, provenance={"agentId": "ui-agent"}
+        acme,
+        "uses dark mode",
+        layer="session",
+        identifiers={"user_id": "u1", "session_id": "s1"},
+        provenance={"agentId": "ui-agent"},
     ).memory
     p = lmem.promote(acme, s.id, "user")
-    other = lmem.add(acme, "uses large fonts", "user", U).memory
+    other = lmem.add(acme, "uses large fonts", layer="user", identifiers=U).memory
     c = lmem.compact(acme, [p.id, other.id], lambda entries: "UI: dark mode, large fonts")
     assert c.provenance.compacted_from_ids == [p.id, other.id]
     assert c.provenance.agent_id == "ui-agent" and c.provenance.created_in_session_id == "s1"
@@ -112,10 +116,10 @@ def test_promoted_then_compacted_keeps_chain(lmem: Memory, acme: TenantContext) 
 def test_delete_by_scope(lmem: Memory, acme: TenantContext, globex: TenantContext) -> None:
     s1 = {"user_id": "u1", "session_id": "s1"}
     for i in range(3):
-        lmem.add(acme, f"session note {i}", "session", s1)
-    keep = lmem.add(acme, "other session", "session", {"user_id": "u1", "session_id": "s2"}).memory.id
-    keep_user = lmem.add(acme, "user fact", "user", U).memory.id
-    theirs = lmem.add(globex, "globex session", "session", s1).memory.id
+        lmem.add(acme, f"session note {i}", layer="session", identifiers=s1)
+    keep = lmem.add(acme, "other session", layer="session", identifiers={"user_id": "u1", "session_id": "s2"}).memory.id
+    keep_user = lmem.add(acme, "user fact", layer="user", identifiers=U).memory.id
+    theirs = lmem.add(globex, "globex session", layer="session", identifiers=s1).memory.id
     assert lmem.delete_by_scope(acme, "session", s1) == 3
     assert lmem.delete_by_scope(acme, "session", s1) == 0
     assert lmem.get(acme, keep) is not None and lmem.get(acme, keep_user) is not None

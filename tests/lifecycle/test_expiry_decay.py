@@ -17,39 +17,41 @@ U = {"user_id": "u1"}
 
 
 def test_expired_never_returned_then_purged(lmem: Memory, acme: TenantContext, clock: Clock) -> None:
-    short = lmem.add(acme, "the wifi code is tulip", "user", U, expires_at=T0 + timedelta(hours=1)).memory.id
-    lasting = lmem.add(acme, "the wifi code is rose", "user", U).memory.id
+    short = lmem.add(
+        acme, "the wifi code is tulip", layer="user", identifiers=U, expires_at=T0 + timedelta(hours=1)
+    ).memory.id
+    lasting = lmem.add(acme, "the wifi code is rose", layer="user", identifiers=U).memory.id
     clock.advance(hours=2)
     assert lmem.get(acme, short) is None
-    assert [r.memory.id for r in lmem.search(acme, "wifi code", U, threshold=0.5).results] == [lasting]
-    assert [m.id for m in lmem.list(acme, "user", U).memories] == [lasting]
-    assert lmem.maintain([acme.tenant_id]).tenants[0].purged == 0  # still inside the 1-day purge delay
+    assert [r.memory.id for r in lmem.search(acme, "wifi code", identifiers=U, threshold=0.5).results] == [lasting]
+    assert [m.id for m in lmem.list(acme, "user", identifiers=U).memories] == [lasting]
+    assert lmem.maintain(tenants=[acme.tenant_id]).tenants[0].purged == 0  # still inside the 1-day purge delay
     clock.advance(days=1)
-    report = lmem.maintain([acme.tenant_id])
+    report = lmem.maintain(tenants=[acme.tenant_id])
     assert report.tenants[0].purged == 1
     assert lmem.engine.provider.get(acme.tenant_id, short, T0, statuses=("active",)) is None  # really gone
 
 
 def test_update_sets_expiry(lmem: Memory, acme: TenantContext, clock: Clock) -> None:
-    mid = lmem.add(acme, "promo ends soon", "user", U).memory.id
+    mid = lmem.add(acme, "promo ends soon", layer="user", identifiers=U).memory.id
     lmem.update(acme, mid, expires_at=T0 + timedelta(minutes=5))
     clock.advance(minutes=6)
     assert lmem.get(acme, mid) is None
 
 
 def test_soft_delete_restore_and_deferred_purge(lmem: Memory, acme: TenantContext, clock: Clock) -> None:
-    a = lmem.add(acme, "draft plan", "user", U).memory.id
+    a = lmem.add(acme, "draft plan", layer="user", identifiers=U).memory.id
     assert lmem.soft_delete(acme, [a, "missing"]) == [a]
-    assert lmem.get(acme, a) is None and lmem.list(acme, "user", U).total_count == 0
+    assert lmem.get(acme, a) is None and lmem.list(acme, "user", identifiers=U).total_count == 0
     stored = lmem.engine.provider.get(acme.tenant_id, a, clock.now, statuses=("deleted",))
     assert stored is not None and stored.deleted_at == T0 and stored.status == "deleted"
     assert lmem.restore(acme, [a]) == [a]
     assert lmem.get(acme, a) is not None
     lmem.soft_delete(acme, [a])
     clock.advance(days=29)
-    assert lmem.maintain([acme.tenant_id]).tenants[0].purged == 0
+    assert lmem.maintain(tenants=[acme.tenant_id]).tenants[0].purged == 0
     clock.advance(days=1)
-    assert lmem.maintain([acme.tenant_id]).tenants[0].purged == 1
+    assert lmem.maintain(tenants=[acme.tenant_id]).tenants[0].purged == 1
     assert lmem.restore(acme, [a]) == []
 
 
@@ -78,15 +80,15 @@ def test_decay_archives_but_stays_listable(lmem: Memory, acme: TenantContext, cl
     lmem.lifecycle.config = LifecycleConfig(
         decay=DecayConfig(rate_per_day=0.1, archive_threshold=0.5, exempt_layers=(Layer.ORG,))
     )
-    old = lmem.add(acme, "old build notes", "user", U).memory.id
-    policy = lmem.add(acme, "old build policy", "org", {"org_id": "o1"}).memory.id
+    old = lmem.add(acme, "old build notes", layer="user", identifiers=U).memory.id
+    policy = lmem.add(acme, "old build policy", layer="org", identifiers={"org_id": "o1"}).memory.id
     clock.advance(days=6)  # 0.9^6 = 0.531 > 0.5
-    fresh = lmem.add(acme, "new build notes", "user", U).memory.id
-    assert lmem.maintain([acme.tenant_id]).tenants[0].archived == 0
+    fresh = lmem.add(acme, "new build notes", layer="user", identifiers=U).memory.id
+    assert lmem.maintain(tenants=[acme.tenant_id]).tenants[0].archived == 0
     clock.advance(days=1)  # 0.9^7 = 0.478 < 0.5
-    assert lmem.maintain([acme.tenant_id]).tenants[0].archived == 1
+    assert lmem.maintain(tenants=[acme.tenant_id]).tenants[0].archived == 1
     assert lmem.get(acme, old) is None and lmem.get(acme, policy) is not None
-    hits = [r.memory.id for r in lmem.search(acme, "build notes", U, threshold=0.5).results]
+    hits = [r.memory.id for r in lmem.search(acme, "build notes", identifiers=U, threshold=0.5).results]
     assert old not in hits and fresh in hits
     listed = {e.id: e.status for e in lmem.lifecycle.list(acme, "user", U)}
     assert listed == {old: "archived", fresh: "active"}

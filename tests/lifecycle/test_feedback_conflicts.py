@@ -20,8 +20,8 @@ SRC = str(Path(__file__).resolve().parents[2] / "src")
 
 
 def test_negative_rewards_mark_for_pruning(lmem: Memory, acme: TenantContext) -> None:
-    bad = lmem.add(acme, "the office is in building 7", "user", U).memory.id
-    good = lmem.add(acme, "the office is in building 9", "user", U).memory.id
+    bad = lmem.add(acme, "the office is in building 7", layer="user", identifiers=U).memory.id
+    good = lmem.add(acme, "the office is in building 9", layer="user", identifiers=U).memory.id
     marked_before = REGISTRY.get_sample_value("stratamem_lifecycle_pruning_marked_total") or 0.0
     r1 = lmem.feedback(acme, [bad, good], -1.0)
     assert [(i.signals, i.mean_reward, i.marked_for_pruning) for i in r1.items] == [(1, -1.0, False)] * 2
@@ -31,7 +31,7 @@ def test_negative_rewards_mark_for_pruning(lmem: Memory, acme: TenantContext) ->
     r3 = lmem.feedback(acme, [bad], -0.5)
     assert [(i.signals, i.mean_reward, i.marked_for_pruning) for i in r3.items] == [(3, -0.833333, True)]
     assert (REGISTRY.get_sample_value("stratamem_lifecycle_pruning_marked_total") or 0.0) == marked_before + 1
-    hits = [r.memory.id for r in lmem.search(acme, "the office is in building", U, threshold=0.5).results]
+    hits = [r.memory.id for r in lmem.search(acme, "the office is in building", identifiers=U, threshold=0.5).results]
     assert bad not in hits and good in hits
     dry = lmem.prune(acme, dry_run=True)
     assert [(c.id, c.signals, c.mean_reward, c.status) for c in dry.candidates] == [(bad, 3, -0.833333, "archived")]
@@ -42,7 +42,7 @@ def test_negative_rewards_mark_for_pruning(lmem: Memory, acme: TenantContext) ->
 
 
 def test_mixed_rewards_not_pruned(lmem: Memory, acme: TenantContext) -> None:
-    mid = lmem.add(acme, "sometimes helpful", "user", U).memory.id
+    mid = lmem.add(acme, "sometimes helpful", layer="user", identifiers=U).memory.id
     for reward in (-1.0, -1.0, 1.0):
         out = lmem.feedback(acme, [mid], reward)
     assert out.items[0].mean_reward == -0.333333 and not out.items[0].marked_for_pruning
@@ -50,7 +50,7 @@ def test_mixed_rewards_not_pruned(lmem: Memory, acme: TenantContext) -> None:
 
 
 def test_feedback_validation(lmem: Memory, acme: TenantContext, globex: TenantContext) -> None:
-    mid = lmem.add(acme, "x", "user", U).memory.id
+    mid = lmem.add(acme, "x", layer="user", identifiers=U).memory.id
     for ids, reward in ([[mid], 2.0], [[], 1.0], [[mid], True], ["abc", 1.0]):
         with pytest.raises(MemoryError) as exc:
             lmem.feedback(acme, ids, reward)  # type: ignore[arg-type]
@@ -64,7 +64,7 @@ def test_prune_cli_dry_run(tmp_path: Path, clock: Clock) -> None:
     db = tmp_path / "prune.duckdb"
     ctx = TenantContext(tenant_id="acme", principal="u1")
     with Memory.open(db, embedder="hashing", clock=clock) as mem:
-        mid = mem.add(ctx, "useless memory", "user", U).memory.id
+        mid = mem.add(ctx, "useless memory", layer="user", identifiers=U).memory.id
         for _ in range(3):
             mem.feedback(ctx, [mid], -1.0)
     env = {**os.environ, "PYTHONPATH": SRC, "STRATAMEM_EMBEDDER": "hashing", "COLUMNS": "200"}
@@ -102,16 +102,16 @@ def test_if_match_mismatch_stores_conflict_entry(lmem: Memory, acme: TenantConte
     original = lmem.add(
         acme,
         "deploy window is Friday",
-        "team",
-        {"team_id": "ops"},
-        {"tags": ["ops"]},
+        layer="team",
+        identifiers={"team_id": "ops"},
+        metadata={"tags": ["ops"]},
         tier="long_term",
         provenance={"agentId": "a1"},
     ).memory
     stale = original.etag
-    lmem.update(acme, original.id, "deploy window is Thursday", if_match=stale)
+    lmem.update(acme, original.id, content="deploy window is Thursday", if_match=stale)
     with pytest.raises(MemoryError) as exc:
-        lmem.update(acme, original.id, "deploy window is Monday", {"priority": 1}, if_match=stale)
+        lmem.update(acme, original.id, content="deploy window is Monday", metadata={"priority": 1}, if_match=stale)
     assert exc.value.code.value == "CONFLICT"
     conflict_id = exc.value.details["conflict_id"]
     current = lmem.get(acme, original.id)
@@ -124,8 +124,8 @@ def test_if_match_mismatch_stores_conflict_entry(lmem: Memory, acme: TenantConte
     assert conflict.metadata == {"tags": ["ops"], "priority": 1, "conflict": True, "conflict_of": original.id}
     listed = lmem.conflicts(acme)
     assert [m.id for m in listed.memories] == [conflict_id]
-    assert [m.id for m in lmem.conflicts(acme, original.id).memories] == [conflict_id]
-    assert lmem.conflicts(acme, "other").memories == []
+    assert [m.id for m in lmem.conflicts(acme, memory_id=original.id).memories] == [conflict_id]
+    assert lmem.conflicts(acme, memory_id="other").memories == []
     assert lmem.lifecycle.stats.conflicts == 1
     # delete with a stale etag is rejected too, and the entry survives
     with pytest.raises(MemoryError) as exc2:

@@ -7,9 +7,16 @@ from stratamem import Memory, TenantContext
 
 
 def test_forget_user_on_every_provider(lmem: Memory, acme: TenantContext) -> None:
-    mine = [lmem.add(acme, f"Alice fact number {i}", "user", {"user_id": "alice"}).memory.id for i in range(3)]
-    mine.append(lmem.add(acme, "Alice session detail", "session", {"user_id": "alice", "session_id": "s1"}).memory.id)
-    kept = lmem.add(acme, "Bob fact", "user", {"user_id": "bob"}).memory.id
+    mine = [
+        lmem.add(acme, f"Alice fact number {i}", layer="user", identifiers={"user_id": "alice"}).memory.id
+        for i in range(3)
+    ]
+    mine.append(
+        lmem.add(
+            acme, "Alice session detail", layer="session", identifiers={"user_id": "alice", "session_id": "s1"}
+        ).memory.id
+    )
+    kept = lmem.add(acme, "Bob fact", layer="user", identifiers={"user_id": "bob"}).memory.id
     lmem.feedback(acme, mine[:1], 1.0)
     lmem.engine.hygiene.events.flush()
     events_before = lmem.engine.provider.count_memory_events(acme.tenant_id)
@@ -21,4 +28,4 @@ def test_forget_user_on_every_provider(lmem: Memory, acme: TenantContext) -> Non
     )
     assert all(lmem.get(acme, mid) is None for mid in mine)
     assert lmem.get(acme, kept) is not None
-    assert lmem.list(acme, "user", {"user_id": "alice"}).total_count == 0
+    assert lmem.list(acme, "user", identifiers={"user_id": "alice"}).total_count == 0

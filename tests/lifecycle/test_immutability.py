@@ -20,7 +20,7 @@ def _immutable(exc: MemoryError, field: str, mid: str) -> None:
 
 
 def test_promoted_from_id_cannot_be_changed_or_removed(lmem: Memory, acme: TenantContext) -> None:
-    src = lmem.add(acme, "Deploys happen on Fridays", "session", S).memory
+    src = lmem.add(acme, "Deploys happen on Fridays", layer="session", identifiers=S).memory
     promoted = lmem.promote(acme, src.id, "user")
     assert promoted.metadata["promotedFromId"] == src.id
     for patch in ({"promotedFromId": "forged-id"}, {"promotedFromId": None}):
@@ -29,7 +29,7 @@ def test_promoted_from_id_cannot_be_changed_or_removed(lmem: Memory, acme: Tenan
         _immutable(err.value, "metadata.promotedFromId", promoted.id)
     # content, tags and other metadata stay updatable; re-sending the same value is not a change
     out = lmem.update(
-        acme, promoted.id, "Deploys happen on Thursdays", metadata={"tags": ["ops"], "promotedFromId": src.id}
+        acme, promoted.id, content="Deploys happen on Thursdays", metadata={"tags": ["ops"], "promotedFromId": src.id}
     ).memory
     assert (out.content, out.tags, out.version) == ("Deploys happen on Thursdays", ["ops"], 2)
     stored = lmem.get(acme, promoted.id)
@@ -39,7 +39,7 @@ def test_promoted_from_id_cannot_be_changed_or_removed(lmem: Memory, acme: Tenan
 
 
 def test_a_plain_entry_cannot_gain_a_provenance_chain(lmem: Memory, acme: TenantContext) -> None:
-    plain = lmem.add(acme, "User prefers dark mode", "user", U).memory
+    plain = lmem.add(acme, "User prefers dark mode", layer="user", identifiers=U).memory
     for key, value in (("promotedFromId", "x"), ("compactedFromIds", ["a", "b"])):
         with pytest.raises(MemoryError) as err:
             lmem.update(acme, plain.id, metadata={key: value})
@@ -49,8 +49,8 @@ def test_a_plain_entry_cannot_gain_a_provenance_chain(lmem: Memory, acme: Tenant
 
 
 def test_compacted_from_ids_cannot_be_flattened(lmem: Memory, acme: TenantContext) -> None:
-    a = lmem.add(acme, "Standup is at nine", "user", U).memory.id
-    b = lmem.add(acme, "Standup moved to ten", "user", U).memory.id
+    a = lmem.add(acme, "Standup is at nine", layer="user", identifiers=U).memory.id
+    b = lmem.add(acme, "Standup moved to ten", layer="user", identifiers=U).memory.id
     merged = lmem.compact(acme, [a, b], lambda entries: "Standup is at ten")
     with pytest.raises(MemoryError) as err:
         lmem.update(acme, merged.id, metadata={"compactedFromIds": [a]})
@@ -62,7 +62,7 @@ def test_compacted_from_ids_cannot_be_flattened(lmem: Memory, acme: TenantContex
 def test_scope_is_immutable_through_the_sdk_and_memory_crud(mem: Memory) -> None:
     t = TenantContext(tenant_id="acme", principal="agent-7")
     with pytest.raises(TypeError):  # update has no layer/identifiers parameters at all
-        mem.update(t, "any-id", "x", layer="org")  # type: ignore[call-arg]
+        mem.update(t, "any-id", content="x", layer="org")  # type: ignore[call-arg]
     created = mem.crud(t, {"action": "create", "items": [{"content": "Prefers concise answers"}]})
     mid = created.items[0]["id"]
     res = mem.crud(

@@ -26,7 +26,7 @@ def test_formula_documented_values() -> None:
 
 
 def test_get_updates_access_count_and_importance(lmem: Memory, acme: TenantContext, clock: Clock) -> None:
-    mid = lmem.add(acme, "likes green tea", "session", S).memory.id
+    mid = lmem.add(acme, "likes green tea", layer="session", identifiers=S).memory.id
     access(lmem, acme, mid, 3)
     clock.advance(hours=1)
     entry = lmem.get(acme, mid)
@@ -38,9 +38,9 @@ def test_get_updates_access_count_and_importance(lmem: Memory, acme: TenantConte
 
 
 def test_search_hits_update_in_one_batch(lmem: Memory, acme: TenantContext) -> None:
-    a = lmem.add(acme, "the deploy runs on fridays", "user", {"user_id": "u1"}).memory.id
-    b = lmem.add(acme, "the deploy runs on fridays at noon", "user", {"user_id": "u1"}).memory.id
-    c = lmem.add(acme, "completely unrelated cooking note", "user", {"user_id": "u1"}).memory.id
+    a = lmem.add(acme, "the deploy runs on fridays", layer="user", identifiers={"user_id": "u1"}).memory.id
+    b = lmem.add(acme, "the deploy runs on fridays at noon", layer="user", identifiers={"user_id": "u1"}).memory.id
+    c = lmem.add(acme, "completely unrelated cooking note", layer="user", identifiers={"user_id": "u1"}).memory.id
     calls: list[int] = []
     original = lmem.engine.provider.record_access
 
@@ -49,7 +49,7 @@ def test_search_hits_update_in_one_batch(lmem: Memory, acme: TenantContext) -> N
         return original(tenant_id, importance, now)  # type: ignore[arg-type]
 
     lmem.engine.provider.record_access = counting  # type: ignore[method-assign,assignment]
-    out = lmem.search(acme, "the deploy runs on fridays", {"user_id": "u1"}, threshold=0.8)
+    out = lmem.search(acme, "the deploy runs on fridays", identifiers={"user_id": "u1"}, threshold=0.8)
     hit_ids = {r.memory.id for r in out.results}
     assert {a, b} <= hit_ids and c not in hit_ids
     assert calls == [len(hit_ids)]  # one batched write for all hits
@@ -59,7 +59,7 @@ def test_search_hits_update_in_one_batch(lmem: Memory, acme: TenantContext) -> N
 
 
 def test_explicit_importance_survives_access(lmem: Memory, acme: TenantContext) -> None:
-    mid = lmem.add(acme, "critical fact", "user", {"user_id": "u1"}, importance=0.95).memory.id
+    mid = lmem.add(acme, "critical fact", layer="user", identifiers={"user_id": "u1"}, importance=0.95).memory.id
     access(lmem, acme, mid, 2)
     entry = lmem.get(acme, mid)
     assert entry is not None and entry.importance == 0.95
@@ -72,14 +72,14 @@ class _BrokenTracking(InMemoryProvider):
 
 def test_tracking_failure_never_fails_the_read(acme: TenantContext, clock: Clock) -> None:
     with Memory.open(_BrokenTracking(), embedder="hashing", clock=clock) as mem:
-        mid = mem.add(acme, "still readable", "user", {"user_id": "u1"}).memory.id
+        mid = mem.add(acme, "still readable", layer="user", identifiers={"user_id": "u1"}).memory.id
         assert mem.get(acme, mid) is not None
-        assert mem.search(acme, "still readable", {"user_id": "u1"}).results
+        assert mem.search(acme, "still readable", identifiers={"user_id": "u1"}).results
 
 
 def test_tracking_can_be_turned_off(lmem: Memory, acme: TenantContext) -> None:
     lmem.lifecycle.config = LifecycleConfig(track_access=False)
-    mid = lmem.add(acme, "quiet", "user", {"user_id": "u1"}).memory.id
+    mid = lmem.add(acme, "quiet", layer="user", identifiers={"user_id": "u1"}).memory.id
     access(lmem, acme, mid, 2)
     entry = lmem.get(acme, mid)
     assert entry is not None and entry.access_count == 0
@@ -87,8 +87,8 @@ def test_tracking_can_be_turned_off(lmem: Memory, acme: TenantContext) -> None:
 
 def test_background_accesses_queued_behind_a_slow_write_are_coalesced(lmem: Memory, acme: TenantContext) -> None:
     lmem.lifecycle.config = LifecycleConfig(access_write="background")
-    a = lmem.add(acme, "coalesced one", "user", {"user_id": "u1"}).memory.id
-    b = lmem.add(acme, "coalesced two", "user", {"user_id": "u1"}).memory.id
+    a = lmem.add(acme, "coalesced one", layer="user", identifiers={"user_id": "u1"}).memory.id
+    b = lmem.add(acme, "coalesced two", layer="user", identifiers={"user_id": "u1"}).memory.id
     provider = lmem.engine.provider
     calls: list[dict[str, int] | None] = []
     release = threading.Event()
@@ -114,7 +114,7 @@ def test_background_accesses_queued_behind_a_slow_write_are_coalesced(lmem: Memo
 
 def test_background_access_writes(lmem: Memory, acme: TenantContext) -> None:
     lmem.lifecycle.config = LifecycleConfig(access_write="background")
-    mid = lmem.add(acme, "async tracked", "user", {"user_id": "u1"}).memory.id
+    mid = lmem.add(acme, "async tracked", layer="user", identifiers={"user_id": "u1"}).memory.id
     access(lmem, acme, mid, 3)
     lmem.lifecycle.flush()
     entry = lmem.engine.provider.get(acme.tenant_id, mid, lmem.engine.now())

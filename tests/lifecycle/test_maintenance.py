@@ -18,16 +18,18 @@ def test_consolidation_merges_near_duplicates_over_trigger(lmem: Memory, acme: T
     lmem.lifecycle.config = LifecycleConfig(
         consolidation=ConsolidationConfig(max_memories_before_trigger=3, similarity_threshold=0.95)
     )
-    dup_a = lmem.add(acme, "User prefers dark mode", "user", U, provenance={"agentId": "a1"}).memory.id
-    dup_b = lmem.add(acme, "User prefers dark mode!", "user", U).memory.id
-    other = lmem.add(acme, "Team standup is at nine", "user", U).memory.id
-    report = lmem.maintain([acme.tenant_id])
+    dup_a = lmem.add(
+        acme, "User prefers dark mode", layer="user", identifiers=U, provenance={"agentId": "a1"}
+    ).memory.id
+    dup_b = lmem.add(acme, "User prefers dark mode!", layer="user", identifiers=U).memory.id
+    other = lmem.add(acme, "Team standup is at nine", layer="user", identifiers=U).memory.id
+    report = lmem.maintain(tenants=[acme.tenant_id])
     assert report.tenants[0].consolidated == 0  # 3 entries: not above the trigger
-    lmem.add(acme, "Quarterly report due in March", "user", U)
-    report = lmem.maintain([acme.tenant_id])
+    lmem.add(acme, "Quarterly report due in March", layer="user", identifiers=U)
+    report = lmem.maintain(tenants=[acme.tenant_id])
     assert report.tenants[0].consolidated == 1
     assert lmem.get(acme, dup_a) is None and lmem.get(acme, dup_b) is None and lmem.get(acme, other) is not None
-    merged = [m for m in lmem.list(acme, "user", U).memories if m.provenance.compacted_from_ids]
+    merged = [m for m in lmem.list(acme, "user", identifiers=U).memories if m.provenance.compacted_from_ids]
     assert len(merged) == 1
     assert merged[0].content == "User prefers dark mode!"
     assert sorted(merged[0].provenance.compacted_from_ids or []) == sorted([dup_a, dup_b])
@@ -35,7 +37,7 @@ def test_consolidation_merges_near_duplicates_over_trigger(lmem: Memory, acme: T
 
 
 def test_maintain_reports_metrics_and_integrity(lmem: Memory, acme: TenantContext, clock: Clock) -> None:
-    mid = lmem.add(acme, "to be forgotten", "user", U).memory.id
+    mid = lmem.add(acme, "to be forgotten", layer="user", identifiers=U).memory.id
     lmem.feedback(acme, [mid], -1.0)
     lmem.delete(acme, mid)  # hard delete leaves an orphan feedback row
     before = REGISTRY.get_sample_value("stratamem_lifecycle_maintenance_items_total", {"task": "integrity"}) or 0.0
@@ -43,7 +45,7 @@ def test_maintain_reports_metrics_and_integrity(lmem: Memory, acme: TenantContex
         REGISTRY.get_sample_value("stratamem_lifecycle_maintenance_duration_seconds_count", {"task": "ttl_purge"})
         or 0.0
     )
-    report = lmem.maintain([acme.tenant_id])
+    report = lmem.maintain(tenants=[acme.tenant_id])
     rep = report.tenants[0]
     assert rep.integrity_repaired == 1 and rep.errors == {}
     assert REGISTRY.get_sample_value("stratamem_lifecycle_maintenance_items_total", {"task": "integrity"}) == before + 1
@@ -51,14 +53,14 @@ def test_maintain_reports_metrics_and_integrity(lmem: Memory, acme: TenantContex
         REGISTRY.get_sample_value("stratamem_lifecycle_maintenance_duration_seconds_count", {"task": "ttl_purge"})
         == count_before + 1
     )
-    assert lmem.maintain([acme.tenant_id]).tenants[0].integrity_repaired == 0
+    assert lmem.maintain(tenants=[acme.tenant_id]).tenants[0].integrity_repaired == 0
     assert lmem.engine.audit.recent(action="maintain")[-1].tenant_id == acme.tenant_id
 
 
 def test_scheduler_runs_in_background(local_lmem: Memory, acme: TenantContext) -> None:
     # The scheduler sweeps every tenant of the store: not run on the shared PostgreSQL database.
     lmem = local_lmem
-    lmem.add(acme, "x", "user", U)
+    lmem.add(acme, "x", layer="user", identifiers=U)
     sched = lmem.lifecycle.schedule(0.05)
     try:
         deadline = time.monotonic() + 10

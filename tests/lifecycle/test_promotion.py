@@ -26,9 +26,9 @@ def test_important_session_memory_promoted_to_user_with_redaction(lmem: Memory, 
     src = lmem.add(
         acme,
         "Alice's address is alice@example.com, call 123-456-7890",
-        "session",
-        S,
-        {"tags": ["contact"], "source": {"type": "conversation"}},
+        layer="session",
+        identifiers=S,
+        metadata={"tags": ["contact"], "source": {"type": "conversation"}},
         provenance={"agentId": "planner", "confidence": 0.7},
     ).memory
     access(lmem, acme, src.id, 3)  # importance 0.8 == threshold
@@ -56,7 +56,7 @@ def test_important_session_memory_promoted_to_user_with_redaction(lmem: Memory, 
 
 
 def test_below_threshold_not_promoted(lmem: Memory, acme: TenantContext) -> None:
-    src = lmem.add(acme, "minor remark", "session", S).memory
+    src = lmem.add(acme, "minor remark", layer="session", identifiers=S).memory
     access(lmem, acme, src.id, 2)  # 0.5*0.4 + 0.5 = 0.7
     result = lmem.close_session(acme, "u1", "s1")
     assert result.promoted == [] and result.blocked == []
@@ -64,7 +64,9 @@ def test_below_threshold_not_promoted(lmem: Memory, acme: TenantContext) -> None
 
 @pytest.mark.parametrize("flag", ["sensitive", "private"])
 def test_sensitive_or_private_never_promoted(lmem: Memory, acme: TenantContext, flag: str) -> None:
-    src = lmem.add(acme, "my therapy appointment is on Tuesday", "session", S, {flag: True}).memory
+    src = lmem.add(
+        acme, "my therapy appointment is on Tuesday", layer="session", identifiers=S, metadata={flag: True}
+    ).memory
     access(lmem, acme, src.id, 5)
     before = _blocked(flag)
     stats_before = lmem.lifecycle.stats.blocked_promotions
@@ -75,14 +77,14 @@ def test_sensitive_or_private_never_promoted(lmem: Memory, acme: TenantContext, 
     assert lmem.lifecycle.stats.blocked_promotions == stats_before + 1
     rec = lmem.engine.audit.recent(tenant_id=acme.tenant_id, action="promotion_blocked")[-1]
     assert rec.outcome == "denied" and rec.memory_ids == [src.id] and rec.details["reason"] == flag
-    assert lmem.list(acme, "user", {"user_id": "u1"}).total_count == 0
+    assert lmem.list(acme, "user", identifiers={"user_id": "u1"}).total_count == 0
     with pytest.raises(MemoryError) as exc:
         lmem.promote(acme, src.id, "user")
     assert exc.value.code.value == "POLICY_VIOLATION" and exc.value.details["policy"] == flag
 
 
 def test_project_target_when_project_given(lmem: Memory, acme: TenantContext) -> None:
-    src = lmem.add(acme, "we chose PostgreSQL 16", "session", S).memory
+    src = lmem.add(acme, "we chose PostgreSQL 16", layer="session", identifiers=S).memory
     access(lmem, acme, src.id, 5)
     result = lmem.close_session(acme, "u1", "s1", project_id="p1")
     assert result.target_layer == Layer.PROJECT
@@ -92,8 +94,8 @@ def test_project_target_when_project_given(lmem: Memory, acme: TenantContext) ->
 
 def test_configured_project_and_retention(lmem: Memory, acme: TenantContext, clock: Clock) -> None:
     lmem.lifecycle.config = LifecycleConfig(session=SessionCleanupConfig(project_id="p9", retention_period="2d"))
-    a = lmem.add(acme, "remember the launch date", "session", S, importance=0.9).memory
-    b = lmem.add(acme, "small talk", "session", S).memory
+    a = lmem.add(acme, "remember the launch date", layer="session", identifiers=S, importance=0.9).memory
+    b = lmem.add(acme, "small talk", layer="session", identifiers=S).memory
     result = lmem.close_session(acme, "u1", "s1")
     assert result.target_layer == Layer.PROJECT and len(result.promoted) == 1 and result.expiring == 2
     entry = lmem.get(acme, b.id)
@@ -105,14 +107,14 @@ def test_configured_project_and_retention(lmem: Memory, acme: TenantContext, clo
 
 def test_auto_delete_without_retention_soft_deletes(lmem: Memory, acme: TenantContext) -> None:
     lmem.lifecycle.config = LifecycleConfig(session=SessionCleanupConfig(retention_period=None))
-    a = lmem.add(acme, "temp", "session", S).memory
+    a = lmem.add(acme, "temp", layer="session", identifiers=S).memory
     result = lmem.close_session(acme, "u1", "s1")
     assert result.deleted == 1 and lmem.get(acme, a.id) is None
 
 
 def test_promote_important_off(lmem: Memory, acme: TenantContext) -> None:
     lmem.lifecycle.config = LifecycleConfig(session=SessionCleanupConfig(promote_important=False, auto_delete=False))
-    a = lmem.add(acme, "important", "session", S, importance=1.0).memory
+    a = lmem.add(acme, "important", layer="session", identifiers=S, importance=1.0).memory
     result = lmem.close_session(acme, "u1", "s1")
     assert result.promoted == [] and result.expiring == 0
     entry = lmem.get(acme, a.id)
@@ -158,7 +160,7 @@ def test_invalid_promotions(src: str, dst: str) -> None:
 
 
 def test_promote_session_to_user_and_delete_original(lmem: Memory, acme: TenantContext) -> None:
-    src = lmem.add(acme, "prefers vim", "session", S, {"tags": ["editor"]}).memory
+    src = lmem.add(acme, "prefers vim", layer="session", identifiers=S, metadata={"tags": ["editor"]}).memory
     out = lmem.promote(
         acme, src.id, "user", delete_original=True, content="Prefers vim keybindings", tags=["editor", "pref"]
     )
@@ -166,21 +168,21 @@ def test_promote_session_to_user_and_delete_original(lmem: Memory, acme: TenantC
     assert out.tags == ["editor", "pref"] and out.provenance.promoted_from_id == src.id
     assert lmem.get(acme, src.id) is None
     # workspace is seed 002's name for the project layer
-    again = lmem.promote(acme, out.id, "workspace", {"project_id": "p1"})
+    again = lmem.promote(acme, out.id, "workspace", identifiers={"project_id": "p1"})
     assert again.layer == Layer.PROJECT and again.provenance.promoted_from_id == out.id
 
 
 def test_downward_promotion_rejected(lmem: Memory, acme: TenantContext) -> None:
-    src = lmem.add(acme, "org policy", "org", {"org_id": "o1"}).memory
+    src = lmem.add(acme, "org policy", layer="org", identifiers={"org_id": "o1"}).memory
     with pytest.raises(MemoryError) as exc:
-        lmem.promote(acme, src.id, "user", {"user_id": "u1"})
+        lmem.promote(acme, src.id, "user", identifiers={"user_id": "u1"})
     assert exc.value.code.value == "INVALID_SCOPE_PROMOTION"
     assert exc.value.details == {"source_layer": "org", "target_layer": "user", "allowed": ["company"]}
-    assert lmem.list(acme, "user", {"user_id": "u1"}).total_count == 0
+    assert lmem.list(acme, "user", identifiers={"user_id": "u1"}).total_count == 0
 
 
 def test_promote_missing_and_other_tenant(lmem: Memory, acme: TenantContext, globex: TenantContext) -> None:
-    src = lmem.add(acme, "acme secret", "session", S).memory
+    src = lmem.add(acme, "acme secret", layer="session", identifiers=S).memory
     with pytest.raises(MemoryError) as exc:
         lmem.promote(globex, src.id, "user")
     assert exc.value.code.value == "MEMORY_NOT_FOUND"
@@ -190,8 +192,8 @@ def test_promote_missing_and_other_tenant(lmem: Memory, acme: TenantContext, glo
 
 
 def test_closing_twice_does_not_duplicate(lmem: Memory, acme: TenantContext) -> None:
-    lmem.add(acme, "ship it on monday", "session", S, importance=0.9)
+    lmem.add(acme, "ship it on monday", layer="session", identifiers=S, importance=0.9)
     first = lmem.close_session(acme, "u1", "s1")
     second = lmem.close_session(acme, "u1", "s1")
     assert len(first.promoted) == 1 and second.promoted == [] and second.evaluated == 1
-    assert lmem.list(acme, "user", {"user_id": "u1"}).total_count == 1
+    assert lmem.list(acme, "user", identifiers={"user_id": "u1"}).total_count == 1

@@ -48,14 +48,14 @@ def _session(mem: Memory, ctx: TenantContext, texts: list[str] = TEXTS, agent: s
     clock = mem.engine.clock
     out = []
     for t in texts:
-        out.append(mem.add(ctx, t, "session", S, provenance=prov).memory.id)
+        out.append(mem.add(ctx, t, layer="session", identifiers=S, provenance=prov).memory.id)
         if isinstance(clock, Clock):
             clock.advance(seconds=1)
     return out
 
 
 def _agent_memories(mem: Memory, ctx: TenantContext) -> list[Any]:
-    return mem.list(ctx, "agent", AGENT, limit=100).memories
+    return mem.list(ctx, "agent", identifiers=AGENT, limit=100).memories
 
 
 def test_rules_distil_summary_and_rules_with_provenance(lmem: Memory, acme: TenantContext) -> None:
@@ -89,8 +89,10 @@ def test_reflect_is_idempotent_and_follows_new_sources(lmem: Memory, acme: Tenan
     again = lmem.reflect(acme, "alice", "s1")
     assert again.unchanged and again.created == 0 and again.summary_id == first.summary_id
     assert len(_agent_memories(lmem, acme)) == 3
-    lmem.add(acme, "Never use semicolons in JavaScript", "session", S, provenance={"agentId": "coder"})
-    lmem.add(acme, "Always answer with short bullet points please", "session", S)
+    lmem.add(
+        acme, "Never use semicolons in JavaScript", layer="session", identifiers=S, provenance={"agentId": "coder"}
+    )
+    lmem.add(acme, "Always answer with short bullet points please", layer="session", identifiers=S)
     third = lmem.reflect(acme, "alice", "s1")
     assert not third.unchanged and third.summary_id != first.summary_id
     new_rules = [lmem.get(acme, r) for r in third.rule_ids]
@@ -99,7 +101,7 @@ def test_reflect_is_idempotent_and_follows_new_sources(lmem: Memory, acme: Tenan
     # the old summary is kept as superseded history; one current summary
     current = [m for m in _agent_memories(lmem, acme) if m.metadata["kind"] == "reflection_summary"]
     assert [m.id for m in current] == [third.summary_id]
-    history = lmem.list(acme, "agent", AGENT, include_superseded=True, limit=100).memories
+    history = lmem.list(acme, "agent", identifiers=AGENT, include_superseded=True, limit=100).memories
     assert first.summary_id in {m.id for m in history}
 
 
@@ -119,7 +121,12 @@ def test_reflection_leaves_sensitive_memories_and_other_tenants_alone(
     lmem: Memory, acme: TenantContext, globex: TenantContext
 ) -> None:
     lmem.add(
-        acme, "User prefers Rust for systems code", "session", S, {"private": True}, provenance={"agentId": "coder"}
+        acme,
+        "User prefers Rust for systems code",
+        layer="session",
+        identifiers=S,
+        metadata={"private": True},
+        provenance={"agentId": "coder"},
     )
     _session(lmem, acme)
     _session(lmem, globex, ["User prefers Go for everything"])
@@ -185,7 +192,7 @@ def test_close_session_reflects_first(lmem: Memory, acme: TenantContext) -> None
     assert closed.reflection is not None and closed.reflection.created == 3
     assert {m.metadata.get("kind") for m in _agent_memories(lmem, acme)} >= {"reflection_summary", "reflection_rule"}
     # reflections are not promoted by the close (only explicit promotion moves them up)
-    user = lmem.list(acme, "user", {"user_id": "alice"}, limit=100).memories
+    user = lmem.list(acme, "user", identifiers={"user_id": "alice"}, limit=100).memories
     assert not any(m.metadata.get("kind", "").startswith("reflection") for m in user)
     lmem.lifecycle.config = LifecycleConfig(reflection=ReflectionConfig(on_close_session=False))
     assert lmem.close_session(acme, "alice", "s1").reflection is None
@@ -193,16 +200,18 @@ def test_close_session_reflects_first(lmem: Memory, acme: TenantContext) -> None
 
 def test_maintain_reflects_idle_sessions(local_lmem: Memory, acme: TenantContext, clock: Clock) -> None:
     _session(local_lmem, acme)
-    report = local_lmem.maintain([acme.tenant_id]).tenants[0]
+    report = local_lmem.maintain(tenants=[acme.tenant_id]).tenants[0]
     assert report.reflected == 0 and report.errors == {}  # not idle yet
     clock.advance(hours=2)
-    report = local_lmem.maintain([acme.tenant_id]).tenants[0]
+    report = local_lmem.maintain(tenants=[acme.tenant_id]).tenants[0]
     assert report.reflected == 3 and report.errors == {}
-    assert local_lmem.maintain([acme.tenant_id]).tenants[0].reflected == 0  # unchanged: nothing new
+    assert local_lmem.maintain(tenants=[acme.tenant_id]).tenants[0].reflected == 0  # unchanged: nothing new
     local_lmem.lifecycle.config = LifecycleConfig(reflection=ReflectionConfig(in_maintenance=False))
-    local_lmem.add(acme, "Never use semicolons in JavaScript", "session", S, provenance={"agentId": "coder"})
+    local_lmem.add(
+        acme, "Never use semicolons in JavaScript", layer="session", identifiers=S, provenance={"agentId": "coder"}
+    )
     clock.advance(hours=2)
-    assert local_lmem.maintain([acme.tenant_id]).tenants[0].reflected == 0
+    assert local_lmem.maintain(tenants=[acme.tenant_id]).tenants[0].reflected == 0
 
 
 def test_async_reflect(tmp_path: Path) -> None:
@@ -210,8 +219,8 @@ def test_async_reflect(tmp_path: Path) -> None:
 
     async def main() -> int:
         async with await AsyncMemory.open(tmp_path / "a.duckdb", embedder="hashing") as mem:
-            await mem.add(t, "User prefers TypeScript for code examples", "session", S)
-            out = await mem.reflect(t, "alice", "s1", "coder")
+            await mem.add(t, "User prefers TypeScript for code examples", layer="session", identifiers=S)
+            out = await mem.reflect(t, "alice", "s1", agent_id="coder")
             return out.created
 
     assert asyncio.run(main()) == 2
@@ -220,7 +229,12 @@ def test_async_reflect(tmp_path: Path) -> None:
 def test_cli_reflect(tmp_path: Path) -> None:
     db = tmp_path / "cli.duckdb"
     with Memory.open(db, embedder="hashing") as mem:
-        mem.add(TenantContext(tenant_id="acme", principal="u1"), "Always answer in British English", "session", S)
+        mem.add(
+            TenantContext(tenant_id="acme", principal="u1"),
+            "Always answer in British English",
+            layer="session",
+            identifiers=S,
+        )
     env = {**os.environ, "PYTHONPATH": SRC, "STRATAMEM_EMBEDDER": "hashing", "COLUMNS": "200"}
     env.pop("STRATAMEM_LLM_URL", None)
     out = subprocess.run(

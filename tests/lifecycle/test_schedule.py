@@ -91,8 +91,10 @@ def test_maintenance_job_purges_an_expired_memory(local_lmem: Memory, acme: Tena
     mem = local_lmem
     mono = Mono()
     t0 = clock.now
-    gone = mem.add(acme, "Temporary door code is 4711", "user", U, expires_at=t0 + timedelta(hours=1)).memory.id
-    kept = mem.add(acme, "User prefers dark mode", "user", U).memory.id
+    gone = mem.add(
+        acme, "Temporary door code is 4711", layer="user", identifiers=U, expires_at=t0 + timedelta(hours=1)
+    ).memory.id
+    kept = mem.add(acme, "User prefers dark mode", layer="user", identifiers=U).memory.id
     runner = ScheduleRunner([maintenance_job(mem.lifecycle, 60.0)], monotonic=mono)
     clock.advance(days=2)  # expired for more than ttl.purge_after (1 day)
     assert mem.get(acme, gone) is None  # expired entries are never returned ...

@@ -13,12 +13,18 @@ AGENT_IN_S1 = {"agent_id": "planner", "user_id": "u1", "session_id": "s1"}
 
 
 def test_agent_memories_of_the_session_are_evaluated_at_close(lmem: Memory, acme: TenantContext) -> None:
-    mine = lmem.add(acme, "minor remark from the planner", "agent", AGENT_IN_S1).memory
+    mine = lmem.add(acme, "minor remark from the planner", layer="agent", identifiers=AGENT_IN_S1).memory
     other_session = lmem.add(
-        acme, "minor remark, earlier", "agent", {"agent_id": "planner", "user_id": "u1", "session_id": "s0"}
+        acme,
+        "minor remark, earlier",
+        layer="agent",
+        identifiers={"agent_id": "planner", "user_id": "u1", "session_id": "s0"},
     ).memory
     other_agent = lmem.add(
-        acme, "minor remark from the critic", "agent", {"agent_id": "critic", "user_id": "u1", "session_id": "s1"}
+        acme,
+        "minor remark from the critic",
+        layer="agent",
+        identifiers={"agent_id": "critic", "user_id": "u1", "session_id": "s1"},
     ).memory
     for mid in (mine.id, other_session.id, other_agent.id):
         access(lmem, acme, mid, 3)  # importance 0.8 == threshold
@@ -35,14 +41,20 @@ def test_agent_memories_of_the_session_are_evaluated_at_close(lmem: Memory, acme
 
 
 def test_sensitive_agent_memory_is_blocked(lmem: Memory, acme: TenantContext) -> None:
-    src = lmem.add(acme, "planner note about the user's health", "agent", AGENT_IN_S1, {"sensitive": True}).memory
+    src = lmem.add(
+        acme,
+        "planner note about the user's health",
+        layer="agent",
+        identifiers=AGENT_IN_S1,
+        metadata={"sensitive": True},
+    ).memory
     access(lmem, acme, src.id, 5)
     result = lmem.close_session(acme, "u1", "s1", agent_id="planner")
     assert result.promoted == [] and [(b.source_id, b.reason) for b in result.blocked] == [(src.id, "sensitive")]
 
 
 def test_an_update_raises_importance_like_an_access(lmem: Memory, acme: TenantContext) -> None:
-    src = lmem.add(acme, "minor remark", "session", S).memory
+    src = lmem.add(acme, "minor remark", layer="session", identifiers=S).memory
     access(lmem, acme, src.id, 2)  # 0.7: below the 0.8 threshold
     lmem.update(acme, src.id, metadata={"note": "checked"})
     stored = lmem.get(acme, src.id)

@@ -61,7 +61,7 @@ def test_graph_extraction_uses_the_configured_llm(
     mem = open_mem()
     mem.hygiene.configure(llm=OpenAIChatLLM(chat.url, "m"))
     # lower case: the offline rules find no entity here, so every node comes from the LLM's answer
-    mid = mem.add(acme, "the zorblax service runs on quillon", "user", U).memory.id
+    mid = mem.add(acme, "the zorblax service runs on quillon", layer="user", identifiers=U).memory.id
     assert any("named entities" in r["body"]["messages"][0]["content"] for r in chat.requests)
     related = mem.graph.related(acme, "Zorblax", hops=1, include_entities=True)
     assert mid in {i.node.id for i in related.items}
@@ -76,7 +76,7 @@ def test_graph_extraction_falls_back_to_rules_and_counts(
     mem = open_mem()
     mem.hygiene.configure(llm=OpenAIChatLLM(chat.url, "m"))
     before = fallbacks("graph_extraction", "PROVIDER_ERROR")
-    mid = mem.add(acme, "Alice works on Project Phoenix", "user", U).memory.id  # the write succeeds
+    mid = mem.add(acme, "Alice works on Project Phoenix", layer="user", identifiers=U).memory.id  # the write succeeds
     assert fallbacks("graph_extraction", "PROVIDER_ERROR") == before + 1
     related = mem.graph.related(acme, "Alice", hops=1)
     assert mid in {i.node.id for i in related.items}  # the rules extracted "Alice"
@@ -87,7 +87,7 @@ def test_graph_extraction_without_an_llm_makes_no_http_call(
 ) -> None:
     monkeypatch.delenv("STRATAMEM_LLM_URL", raising=False)
     mem = open_mem()
-    mem.add(acme, "Alice works on Project Phoenix", "user", U)
+    mem.add(acme, "Alice works on Project Phoenix", layer="user", identifiers=U)
     assert chat.requests == []
     assert mem.graph.related(acme, "Alice", hops=1).items
 
@@ -99,7 +99,7 @@ def test_graph_extraction_reads_the_environment(
     monkeypatch.setenv("STRATAMEM_LLM_URL", chat.url)
     monkeypatch.setenv("STRATAMEM_LLM_MODEL", "m")
     mem = open_mem()
-    mem.add(acme, "the zorblax service runs on quillon", "user", U)
+    mem.add(acme, "the zorblax service runs on quillon", layer="user", identifiers=U)
     assert chat.requests and "named entities" in chat.requests[0]["body"]["messages"][0]["content"]
 
 
@@ -111,11 +111,11 @@ def _consolidating(mem: Memory) -> None:
 
 def _duplicates(mem: Memory, acme: TenantContext) -> list[str]:
     ids = [
-        mem.add(acme, "User prefers dark mode", "user", U).memory.id,
-        mem.add(acme, "User prefers dark mode!", "user", U).memory.id,
+        mem.add(acme, "User prefers dark mode", layer="user", identifiers=U).memory.id,
+        mem.add(acme, "User prefers dark mode!", layer="user", identifiers=U).memory.id,
     ]
-    mem.add(acme, "Team standup is at nine", "user", U)
-    mem.add(acme, "Quarterly report due in March", "user", U)
+    mem.add(acme, "Team standup is at nine", layer="user", identifiers=U)
+    mem.add(acme, "Quarterly report due in March", layer="user", identifiers=U)
     return ids
 
 
@@ -135,8 +135,8 @@ def test_consolidation_uses_llm_summary_and_category(
     _consolidating(mem)
     mem.hygiene.configure(llm=OpenAIChatLLM(chat.url, "m"))
     dups = _duplicates(mem, acme)
-    assert mem.maintain([acme.tenant_id]).tenants[0].consolidated == 1
-    merged = [m for m in mem.list(acme, "user", U).memories if m.provenance.compacted_from_ids]
+    assert mem.maintain(tenants=[acme.tenant_id]).tenants[0].consolidated == 1
+    merged = [m for m in mem.list(acme, "user", identifiers=U).memories if m.provenance.compacted_from_ids]
     assert len(merged) == 1
     assert merged[0].content == "User prefers dark mode in every app"
     assert merged[0].metadata["category"] == "preference"
@@ -155,10 +155,10 @@ def test_consolidation_falls_back_to_the_longest_and_counts(
     mem.hygiene.configure(llm=OpenAIChatLLM(chat.url, "m"))
     before = fallbacks("consolidation", "RATE_LIMITED")
     _duplicates(mem, acme)
-    report = mem.maintain([acme.tenant_id]).tenants[0]
+    report = mem.maintain(tenants=[acme.tenant_id]).tenants[0]
     assert report.consolidated == 1 and report.errors == {}
     assert fallbacks("consolidation", "RATE_LIMITED") == before + 1
-    merged = [m for m in mem.list(acme, "user", U).memories if m.provenance.compacted_from_ids]
+    merged = [m for m in mem.list(acme, "user", identifiers=U).memories if m.provenance.compacted_from_ids]
     assert merged[0].content == "User prefers dark mode!" and "category" not in merged[0].metadata
 
 

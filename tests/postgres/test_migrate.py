@@ -44,19 +44,19 @@ def _seed(path: Path, n: int = 60) -> dict[str, Any]:
                 mem.add(
                     T,
                     f"Note {i} about {topic}: Alice and Bob agreed on step {i * 7} for {topic}",
-                    layer,
-                    IDS,
-                    {"n": i, "tags": [topic]},
+                    layer=layer,
+                    identifiers=IDS,
+                    metadata={"n": i, "tags": [topic]},
                 ).memory.id
             )
-        mem.add(T, "The team uses PostgreSQL 16 for the main database", "team", IDS, importance=0.9)
-        first = mem.add(T, "User prefers light mode in the editor", "user", IDS).memory.id
-        mem.add(T, "User prefers dark mode in the editor", "user", IDS, supersedes=[first])
+        mem.add(T, "The team uses PostgreSQL 16 for the main database", layer="team", identifiers=IDS, importance=0.9)
+        first = mem.add(T, "User prefers light mode in the editor", layer="user", identifiers=IDS).memory.id
+        mem.add(T, "User prefers dark mode in the editor", layer="user", identifiers=IDS, supersedes=[first])
         mem.add(
             T,
             "Temporary on-call swap with Carol this week",
-            "team",
-            IDS,
+            layer="team",
+            identifiers=IDS,
             expires_at=datetime.now(UTC) + timedelta(days=2),
         )
         mem.update(T, added[1], content="Note 1 about database: Alice and Bob moved to PostgreSQL")
@@ -66,7 +66,7 @@ def _seed(path: Path, n: int = 60) -> dict[str, Any]:
         mem.graph.link(T, added[6], added[7], "FOLLOWS")
         mem.policies.set(T, deny_patterns=["forbidden-word"])
         key = create_key(mem.engine.provider, "acme", "writer", name="ci")
-        mem.add(OTHER, "Another tenant's memory about the database", "user", {"user_id": "x"})
+        mem.add(OTHER, "Another tenant's memory about the database", layer="user", identifiers={"user_id": "x"})
         return {"ids": added, "key_id": key.record.key_id}
     finally:
         mem.close()

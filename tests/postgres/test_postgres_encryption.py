@@ -39,17 +39,19 @@ def test_metadata_encrypted_content_plaintext_and_features_work(
     open_pg: Callable[..., Memory], pg_url: str, pg_schema: str
 ) -> None:
     mem = open_pg(encryption_key=KEY)
-    out = mem.add(CTX, "Quarterly figures for Brannoch", "user", USER, metadata={"ref": "Tellurian-4", "n": 2})
+    out = mem.add(
+        CTX, "Quarterly figures for Brannoch", layer="user", identifiers=USER, metadata={"ref": "Tellurian-4", "n": 2}
+    )
     [(content, metadata, identifiers)] = _raw(pg_url, pg_schema)
     assert content == "Quarterly figures for Brannoch"  # full-text search needs it in SQL
     assert "Tellurian" not in metadata and "$stratamem_enc" in metadata
     assert "u1" in identifiers
     # reads decrypt; the metadata filter (evaluated in Python) sees the plaintext
     assert mem.get(CTX, out.memory.id).metadata == {"ref": "Tellurian-4", "n": 2}  # type: ignore[union-attr]
-    hits = mem.search(CTX, "Brannoch", USER, threshold=0.0, filter={"ref": "Tellurian-4"}).results
+    hits = mem.search(CTX, "Brannoch", identifiers=USER, threshold=0.0, filter={"ref": "Tellurian-4"}).results
     assert [h.memory.id for h in hits] == [out.memory.id]
-    assert mem.search(CTX, "Brannoch", USER, threshold=0.0, filter={"ref": "other"}).results == []
-    assert mem.list(CTX, "user", USER, filter={"n": 2}).total_count == 1
+    assert mem.search(CTX, "Brannoch", identifiers=USER, threshold=0.0, filter={"ref": "other"}).results == []
+    assert mem.list(CTX, "user", identifiers=USER, filter={"n": 2}).total_count == 1
     mem.update(CTX, out.memory.id, metadata={"ref": "Zebulon-5"})
     assert "Zebulon" not in _raw(pg_url, pg_schema)[0][1]
     assert mem.get(CTX, out.memory.id).metadata == {"ref": "Zebulon-5", "n": 2}  # type: ignore[union-attr]
@@ -60,7 +62,7 @@ def test_missing_or_wrong_key_is_refused_at_open(
     open_pg: Callable[..., Memory], pg_url: str, pg_schema: str, key: str | None
 ) -> None:
     mem = open_pg(encryption_key=KEY)
-    mem.add(CTX, "kept row", "user", USER, metadata={"a": 1})
+    mem.add(CTX, "kept row", layer="user", identifiers=USER, metadata={"a": 1})
     mem.close()
     before = _raw(pg_url, pg_schema), _store_meta(pg_url, pg_schema)
     with pytest.raises(MemoryError) as err:
@@ -75,7 +77,7 @@ def test_rotation_keeps_old_rows_readable_with_the_previous_key(
     open_pg: Callable[..., Memory], pg_url: str, pg_schema: str, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     mem = open_pg(encryption_key=KEY)
-    old = mem.add(CTX, "written with the old key", "user", USER, metadata={"v": "old"})
+    old = mem.add(CTX, "written with the old key", layer="user", identifiers=USER, metadata={"v": "old"})
     mem.close()
     previous = tmp_path / "previous.keys"
     previous.write_text(KEY + "\n")
@@ -83,12 +85,12 @@ def test_rotation_keeps_old_rows_readable_with_the_previous_key(
     new_key = "the new PostgreSQL key, long enough"
     mem = open_pg(encryption_key=new_key)
     assert mem.get(CTX, old.memory.id).metadata == {"v": "old"}  # type: ignore[union-attr]
-    mem.add(CTX, "written with the new key", "user", USER, metadata={"v": "new"})
+    mem.add(CTX, "written with the new key", layer="user", identifiers=USER, metadata={"v": "new"})
     assert sorted(e.metadata["v"] for e in mem.export(CTX)) == ["new", "old"]
 
 
 def test_plain_metadata_without_a_key(open_pg: Callable[..., Memory], pg_url: str, pg_schema: str) -> None:
     mem = open_pg()
-    mem.add(CTX, "plain row", "user", USER, metadata={"ref": "Visible-1"})
+    mem.add(CTX, "plain row", layer="user", identifiers=USER, metadata={"ref": "Visible-1"})
     assert "Visible-1" in _raw(pg_url, pg_schema)[0][1]
     assert "metadata_encryption_key_id" not in _store_meta(pg_url, pg_schema)

@@ -86,7 +86,7 @@ def test_existing_store_gets_the_hygiene_migration_on_open(
     """A store created before migration 3 existed (tables missing, version not recorded) is upgraded."""
     t = _tenant()
     old = open_pg()
-    kept = old.add(t, "User likes tea", "user", {"user_id": "u1"}).memory
+    kept = old.add(t, "User likes tea", layer="user", identifiers={"user_id": "u1"}).memory
     old.close()
     with admin(pg_url) as conn:
         for table in HYGIENE_TABLES:
@@ -97,7 +97,7 @@ def test_existing_store_gets_the_hygiene_migration_on_open(
     assert mem.get(t, kept.id) is not None
     mem.policies.set(t, max_memories=1)
     with pytest.raises(MemoryError) as err:
-        mem.add(t, "User likes coffee", "user", {"user_id": "u1"})
+        mem.add(t, "User likes coffee", layer="user", identifiers={"user_id": "u1"})
     assert err.value.code.value == "QUOTA_EXCEEDED"
     assert mem.engine.provider.count_memory_events(t.tenant_id) == {"reject": 1, "reject.denied": 1}
     with admin(pg_url) as conn:
@@ -155,7 +155,7 @@ def test_quota_holds_under_concurrent_writers(open_pg: Callable[..., Memory]) ->
     def writer(i: int) -> None:
         barrier.wait()
         try:
-            stores[i].add(t, f"User fact number {i}", "user", {"user_id": "u1"})
+            stores[i].add(t, f"User fact number {i}", layer="user", identifiers={"user_id": "u1"})
             result = "ok"
         except MemoryError as exc:
             result = exc.code.value
@@ -168,7 +168,7 @@ def test_quota_holds_under_concurrent_writers(open_pg: Callable[..., Memory]) ->
     for th in threads:
         th.join()
     assert sorted(outcomes) == ["QUOTA_EXCEEDED"] * 5 + ["ok"] * 3
-    assert stores[0].list(t, "user", {"user_id": "u1"}).total_count == 3
+    assert stores[0].list(t, "user", identifiers={"user_id": "u1"}).total_count == 3
 
 
 def test_memory_events_of_one_memory_use_the_migration_9_index(pg_mem: Memory, pg_url: str, pg_schema: str) -> None:

@@ -18,7 +18,7 @@ def h(key: str) -> dict[str, str]:
 
 
 def test_reflect_route(client: TestClient, make_key: Callable[..., str], server_mem: Memory) -> None:
-    server_mem.add(ACME, "Always answer in British English", "session", S)
+    server_mem.add(ACME, "Always answer in British English", layer="session", identifiers=S)
     key = make_key()
     first = client.post("/v1/sessions/s1/reflect", headers=h(key), json={"userId": "alice", "agentId": "coder"})
     assert first.status_code == 200, first.text
@@ -26,7 +26,7 @@ def test_reflect_route(client: TestClient, make_key: Callable[..., str], server_
     assert body["created"] == 2 and body["method"] == "rules" and body["agent_id"] == "coder"
     again = client.post("/v1/sessions/s1/reflect", headers=h(key), json={"userId": "alice", "agentId": "coder"})
     assert again.json()["unchanged"] is True
-    rules = server_mem.list(ACME, "agent", {"agent_id": "coder", "user_id": "alice"}).memories
+    rules = server_mem.list(ACME, "agent", identifiers={"agent_id": "coder", "user_id": "alice"}).memories
     assert {m.metadata["kind"] for m in rules} == {"reflection_summary", "reflection_rule"}
     closed = client.post("/v1/sessions/s1/close", headers=h(key), json={"userId": "alice", "agentId": "coder"})
     assert closed.status_code == 200 and closed.json()["reflection"]["unchanged"] is True

@@ -37,32 +37,34 @@ def scenario(mem: Any, t: TenantContext) -> list[Any]:
     """Calls that must answer the same embedded and over HTTP; returns comparable observations."""
     seen: list[Any] = []
     for i, tags in enumerate((["a"], ["a", "b"], ["b"])):
-        out = mem.add(t, f"garden note {i}", "user", U, {"tags": tags})
+        out = mem.add(t, f"garden note {i}", layer="user", identifiers=U, metadata={"tags": tags})
         assert isinstance(out, AddMemoryOutput)
-    mem.add(t, "session garden note", "session", S)
-    listing = mem.list(t, "user", U, order="newest")
+    mem.add(t, "session garden note", layer="session", identifiers=S)
+    listing = mem.list(t, "user", identifiers=U, order="newest")
     seen.append([m.content for m in listing.memories])
-    seen.append([m.content for m in mem.list(t, "user", U, filter={"tags": ["a", "b"]}, tags_match="all").memories])
-    seen.append(len(mem.list(t, "user", S, include_narrower=True).memories))
-    seen.append(mem.list(t, "user", U, since=datetime.now(UTC) + timedelta(days=1)).memories)
-    found = mem.search(t, "garden note", U, layers=["user"], threshold=0.0, order="oldest")
+    seen.append(
+        [m.content for m in mem.list(t, "user", identifiers=U, filter={"tags": ["a", "b"]}, tags_match="all").memories]
+    )
+    seen.append(len(mem.list(t, "user", identifiers=S, include_narrower=True).memories))
+    seen.append(mem.list(t, "user", identifiers=U, since=datetime.now(UTC) + timedelta(days=1)).memories)
+    found = mem.search(t, "garden note", identifiers=U, layers=["user"], threshold=0.0, order="oldest")
     assert isinstance(found, SearchMemoryOutput)
     seen.append([r.memory.content for r in found.results])
     first = listing.memories[-1]
     got = mem.get(t, first.id)
     assert isinstance(got, MemoryEntry) and got.etag == first.etag
     upd = mem.update(
-        t, first.id, "garden note zero", if_match=first.etag, expires_at=datetime.now(UTC) + timedelta(days=3)
+        t, first.id, content="garden note zero", if_match=first.etag, expires_at=datetime.now(UTC) + timedelta(days=3)
     )
     assert upd.memory.expires_at is not None and upd.embedding_regenerated
     assert mem.update(t, first.id, metadata={"k": 1}).memory.expires_at is not None
     assert mem.update(t, first.id, expires_at=None).memory.expires_at is None
     for call, code in (
-        (lambda: mem.update(t, first.id, "x", if_match="stale", record_conflict=False), "CONFLICT"),
-        (lambda: mem.add(t, "x", "galaxy", U), "INVALID_LAYER"),
-        (lambda: mem.add(t, "x", "session", U), "MISSING_IDENTIFIER"),
-        (lambda: mem.list(t, "user", U, filter={"createdAt": {"gte": "2026-01-01"}}), "INVALID_PARAMS"),
-        (lambda: mem.update(t, "no-such-id", "x"), "MEMORY_NOT_FOUND"),
+        (lambda: mem.update(t, first.id, content="x", if_match="stale", record_conflict=False), "CONFLICT"),
+        (lambda: mem.add(t, "x", layer="galaxy", identifiers=U), "INVALID_LAYER"),
+        (lambda: mem.add(t, "x", layer="session", identifiers=U), "MISSING_IDENTIFIER"),
+        (lambda: mem.list(t, "user", identifiers=U, filter={"createdAt": {"gte": "2026-01-01"}}), "INVALID_PARAMS"),
+        (lambda: mem.update(t, "no-such-id", content="x"), "MEMORY_NOT_FOUND"),
     ):
         with pytest.raises(MemoryError) as exc:
             call()
@@ -103,10 +105,10 @@ def test_client_lifecycle_gate_and_admin(server: tuple[LiveServer, dict[str, str
         assert c.capabilities().vector_search
         assert len(c.generate_embedding("hello")) > 0
         assert [x.value for x in c.get_accessible_layers(S)] == [x.value for x in Memory.get_accessible_layers(S)]
-        note = c.add(t, "Bob likes green tea", "user", b).memory
-        promoted = c.promote(t, note.id, "project", {"project_id": "tea"})
+        note = c.add(t, "Bob likes green tea", layer="user", identifiers=b).memory
+        promoted = c.promote(t, note.id, "project", identifiers={"project_id": "tea"})
         assert promoted.layer.value == "project"
-        two = c.add(t, "Bob likes black tea", "user", b).memory
+        two = c.add(t, "Bob likes black tea", layer="user", identifiers=b).memory
         summary = c.compact(t, [note.id, two.id], lambda es: " / ".join(e.content for e in es))
         assert "green tea" in summary.content and "black tea" in summary.content
         assert c.soft_delete(t, [summary.id]) == [summary.id]
@@ -114,15 +116,19 @@ def test_client_lifecycle_gate_and_admin(server: tuple[LiveServer, dict[str, str
         assert c.feedback(t, [summary.id], 1.0) is not None
         assert c.prune(t, dry_run=True) is not None
         assert c.conflicts(t).memories == [] or True
-        c.add(t, "session scratch", "session", {"user_id": "bob", "session_id": "s9"})
+        c.add(t, "session scratch", layer="session", identifiers={"user_id": "bob", "session_id": "s9"})
         closed = c.close_session(t, "bob", "s9")
         assert closed is not None
         assert c.delete_by_scope(t, "project", {"project_id": "tea"}) >= 1
-        assert c.remember(t, "Remember that Bob's deadline is Friday", b).action in ("created", "updated", "ignored")
+        assert c.remember(t, "Remember that Bob's deadline is Friday", identifiers=b).action in (
+            "created",
+            "updated",
+            "ignored",
+        )
         assert c.health(t) is not None
         assert c.crud(t, {"operation": "read", "scope": {"userId": "bob"}, "layer": "user"}) is not None
         with pytest.raises(MemoryError) as exc:  # a ctx naming another tenant than the key's
-            c.add(TenantContext(tenant_id="globex", principal="x"), "x", "user", b)
+            c.add(TenantContext(tenant_id="globex", principal="x"), "x", layer="user", identifiers=b)
         assert exc.value.code.value == "FORBIDDEN"
         with pytest.raises(MemoryError) as exc:  # an admin route with a writer key
             c.forget_user(t, "bob")
@@ -140,7 +146,7 @@ def test_client_lifecycle_gate_and_admin(server: tuple[LiveServer, dict[str, str
         assert report.memories >= 1
     with Client(srv.url, api_key=keys["writer"][:-2] + "zz") as bad:
         with pytest.raises(MemoryError) as exc:
-            bad.list(t, "user", b)
+            bad.list(t, "user", identifiers=b)
         assert exc.value.code.value == "INVALID_TENANT_CONTEXT" and not exc.value.retryable
 
 
@@ -149,7 +155,7 @@ def test_unreachable_server_is_a_retryable_provider_error() -> None:
         Client(f"http://127.0.0.1:{free_port()}", api_key="smk_x", retries=2, timeout=2) as c,
         pytest.raises(MemoryError) as exc,
     ):
-        c.search(None, "anything", U)
+        c.search(None, "anything", identifiers=U)
     assert exc.value.code.value == "PROVIDER_ERROR" and exc.value.retryable and exc.value.operation == "search"
 
 
@@ -160,10 +166,10 @@ def test_async_client(server: tuple[LiveServer, dict[str, str]]) -> None:
 
     async def run() -> None:
         async with AsyncClient(srv.url, api_key=keys["writer"]) as c:
-            made = await c.add(t, "Carol prefers window seats", "user", c_ids)
-            found = await c.search(t, "window seats", c_ids)
+            made = await c.add(t, "Carol prefers window seats", layer="user", identifiers=c_ids)
+            found = await c.search(t, "window seats", identifiers=c_ids)
             assert found.results[0].memory.id == made.memory.id
-            page = await c.list(t, "user", c_ids, order="newest")
+            page = await c.list(t, "user", identifiers=c_ids, order="newest")
             assert [m.id for m in page.memories] == [made.memory.id]
             assert (await c.update(t, made.memory.id, expires_at=None)).memory.expires_at is None
             assert [e.id async for e in c.export(t) if e.id == made.memory.id] == [made.memory.id]

@@ -76,10 +76,10 @@ def test_expires_before_on_a_live_server(live_db: Path, live_server: Callable[[]
     # stratamem.Client sends it as the same query parameter
     with Client(srv.url, api_key=admin) as client:
         t = TenantContext(tenant_id="acme")
-        page = client.list(t, "user", {"user_id": "alice"}, expires_before=now + timedelta(days=7))
+        page = client.list(t, "user", identifiers={"user_id": "alice"}, expires_before=now + timedelta(days=7))
         assert [m.content for m in page.memories] == ["alice: in two days", "alice: in five days"]
         with pytest.raises(MemoryError) as exc:
-            client.list(t, "user", {"user_id": "alice"}, expires_before="soon")
+            client.list(t, "user", identifiers={"user_id": "alice"}, expires_before="soon")
         assert exc.value.code.value == "INVALID_PARAMS"
 
     # the MCP listMemory tool, with the key's user

@@ -27,15 +27,15 @@ ALICE_TEXTS = (
 
 def _seed(mem: Memory) -> tuple[list[str], str]:
     alice = [
-        mem.add(ACME, ALICE_TEXTS[0], "user", {"user_id": "alice"}).memory.id,
-        mem.add(ACME, ALICE_TEXTS[1], "agent", {"user_id": "alice", "agent_id": "a1"}).memory.id,
-        mem.add(ACME, ALICE_TEXTS[2], "session", {"user_id": "alice", "session_id": "s1"}).memory.id,
+        mem.add(ACME, ALICE_TEXTS[0], layer="user", identifiers={"user_id": "alice"}).memory.id,
+        mem.add(ACME, ALICE_TEXTS[1], layer="agent", identifiers={"user_id": "alice", "agent_id": "a1"}).memory.id,
+        mem.add(ACME, ALICE_TEXTS[2], layer="session", identifiers={"user_id": "alice", "session_id": "s1"}).memory.id,
     ]
     for mid in alice:
         assert mem.get(ACME, mid) is not None  # access statistics and events of reads too
     mem.update(ACME, alice[0], metadata={"tags": ["moved"]})
-    bob = mem.add(ACME, "Bob Quillfeather lives in Lisbon", "user", {"user_id": "bob"}).memory.id
-    mem.add(TenantContext(tenant_id="globex"), ALICE_TEXTS[0], "user", {"user_id": "alice"})
+    bob = mem.add(ACME, "Bob Quillfeather lives in Lisbon", layer="user", identifiers={"user_id": "bob"}).memory.id
+    mem.add(TenantContext(tenant_id="globex"), ALICE_TEXTS[0], layer="user", identifiers={"user_id": "alice"})
     return alice, bob
 
 

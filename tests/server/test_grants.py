@@ -34,11 +34,13 @@ BOB = {"user_id": "bob"}
 
 def _seed(mem: Memory) -> dict[str, str]:
     return {
-        "bob": mem.add(TRUSTED, "Bob's salary is confidential", "user", BOB).memory.id,
-        "alice": mem.add(TRUSTED, "Alice prefers tea", "user", {"user_id": "alice"}).memory.id,
-        "t1": mem.add(TRUSTED, "Team one deploys on Fridays", "team", {"team_id": "t1"}).memory.id,
-        "t2": mem.add(TRUSTED, "Team two deploys on Mondays", "team", {"team_id": "t2"}).memory.id,
-        "bob_session": mem.add(TRUSTED, "Bob's session note", "session", {**BOB, "session_id": "s1"}).memory.id,
+        "bob": mem.add(TRUSTED, "Bob's salary is confidential", layer="user", identifiers=BOB).memory.id,
+        "alice": mem.add(TRUSTED, "Alice prefers tea", layer="user", identifiers={"user_id": "alice"}).memory.id,
+        "t1": mem.add(TRUSTED, "Team one deploys on Fridays", layer="team", identifiers={"team_id": "t1"}).memory.id,
+        "t2": mem.add(TRUSTED, "Team two deploys on Mondays", layer="team", identifiers={"team_id": "t2"}).memory.id,
+        "bob_session": mem.add(
+            TRUSTED, "Bob's session note", layer="session", identifiers={**BOB, "session_id": "s1"}
+        ).memory.id,
     }
 
 
@@ -95,7 +97,9 @@ def test_rest_key_bound_to_alice_cannot_touch_bob(
     bob_entry = server_mem.get(TRUSTED, ids["bob"])
     assert bob_entry is not None and bob_entry.content == "Bob's salary is confidential" and bob_entry.version == 1
     assert server_mem.get(TRUSTED, ids["t1"]) is not None
-    assert server_mem.list(TRUSTED, "user", {"user_id": "alice"}).total_count == 1  # the bulk stored nothing
+    assert (
+        server_mem.list(TRUSTED, "user", identifiers={"user_id": "alice"}).total_count == 1
+    )  # the bulk stored nothing
     # graph traversal spans every scope: refused to a restricted key
     assert client.get("/v1/graph/related", headers=h, params={"node": ids["alice"]}).status_code == 403
 
@@ -152,12 +156,12 @@ def test_sdk_enforces_a_grant_when_given(open_mem: Callable[..., Memory]) -> Non
     alice = TenantContext(tenant_id="acme", principal="alice", grant=Grant.parse(["team:t1"], {"user_id": "alice"}))
     assert mem.get(alice, ids["bob"]) is None and mem.get(alice, ids["t1"]) is not None
     with pytest.raises(MemoryError) as exc:
-        mem.update(alice, ids["bob"], "changed")
+        mem.update(alice, ids["bob"], content="changed")
     assert exc.value.code is ErrorCode.MEMORY_NOT_FOUND
     mem.delete(alice, ids["bob"])
     assert mem.get(TRUSTED, ids["bob"]) is not None
     with pytest.raises(MemoryError) as exc:
-        mem.add(alice, "x", "team", {"team_id": "t2"})
+        mem.add(alice, "x", layer="team", identifiers={"team_id": "t2"})
     assert exc.value.code is ErrorCode.FORBIDDEN
     with pytest.raises(MemoryError) as exc:
         mem.lifecycle.promote(alice, ids["bob_session"], "user", {"user_id": "alice"})
@@ -227,7 +231,7 @@ def test_mcp_bound_to_alice_cannot_touch_bob(live_db: Path, live_server: Callabl
         for name in ("bob", "t2", "bob_session"):
             entry = after.get(TRUSTED, ids[name])
             assert entry is not None and entry.version == 1, name
-        assert after.list(TRUSTED, "team", {"team_id": "t2"}).total_count == 1
+        assert after.list(TRUSTED, "team", identifiers={"team_id": "t2"}).total_count == 1
     finally:
         after.close()
 
@@ -274,7 +278,10 @@ def test_no_read_or_write_outside_a_grant_over_rest(
         for layer, ids in SCOPES:
             snake = {"userId": "user_id", "teamId": "team_id", "sessionId": "session_id"}
             entry = mem.add(
-                TRUSTED, f"seed {layer} {sorted(ids.values())}", layer, {snake[k]: v for k, v in ids.items()}
+                TRUSTED,
+                f"seed {layer} {sorted(ids.values())}",
+                layer=layer,
+                identifiers={snake[k]: v for k, v in ids.items()},
             ).memory
             stored[entry.id] = (layer, ids, entry.content)
         with TestClient(create_app(mem, ServerSettings(mcp_enabled=False, rate_limit_per_second=0))) as client:
@@ -348,7 +355,12 @@ def test_no_read_or_write_outside_a_grant_over_mcp(live_db: Path, live_server: C
     try:
         for layer, ids in SCOPES:
             snake = {"userId": "user_id", "teamId": "team_id", "sessionId": "session_id"}
-            seed.add(TRUSTED, f"seed {layer} {sorted(ids.values())}", layer, {snake[k]: v for k, v in ids.items()})
+            seed.add(
+                TRUSTED,
+                f"seed {layer} {sorted(ids.values())}",
+                layer=layer,
+                identifiers={snake[k]: v for k, v in ids.items()},
+            )
     finally:
         seed.close()
     srv = live_server()

@@ -84,8 +84,8 @@ def test_mcp_search_history(tmp_path: Path, open_mem: Callable[..., Memory]) -> 
     db = tmp_path / "mcp.duckdb"
     mem = open_mem(db)
     ctx = TenantContext(tenant_id="acme")
-    old = mem.add(ctx, "Alice lives in Hamburg", "user", {"user_id": "alice"}).memory
-    mem.add(ctx, "Alice lives in Berlin", "user", {"user_id": "alice"}, supersedes=[old.id])
+    old = mem.add(ctx, "Alice lives in Hamburg", layer="user", identifiers={"user_id": "alice"}).memory
+    mem.add(ctx, "Alice lives in Berlin", layer="user", identifiers={"user_id": "alice"}, supersedes=[old.id])
     mem.close()
     params = StdioServerParameters(
         command=sys.executable,

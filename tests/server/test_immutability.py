@@ -14,7 +14,9 @@ def test_patch_cannot_change_scope_or_promoted_from_id(
 ) -> None:
     key = make_key()
     t = TenantContext(tenant_id="acme", principal="alice")
-    src = server_mem.add(t, "Deploys happen on Fridays", "session", {"user_id": "alice", "session_id": "s1"}).memory
+    src = server_mem.add(
+        t, "Deploys happen on Fridays", layer="session", identifiers={"user_id": "alice", "session_id": "s1"}
+    ).memory
     promoted = server_mem.promote(t, src.id, "user")
     headers = {"X-API-Key": key}
     r = client.patch(f"/v1/memories/{promoted.id}", headers=headers, json={"metadata": {"promotedFromId": "forged"}})

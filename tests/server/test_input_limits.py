@@ -72,14 +72,14 @@ def test_poisoned_scope_is_refused_and_the_scope_keeps_working(
 
 def test_metadata_depth_and_size_limits_in_the_sdk(open_mem: Callable[..., Memory]) -> None:
     mem = open_mem()
-    ok = mem.add(ACME, "Deep but allowed", "user", {"user_id": "u1"}, nested(32))
+    ok = mem.add(ACME, "Deep but allowed", layer="user", identifiers={"user_id": "u1"}, metadata=nested(32))
     assert ok.memory.metadata == nested(32)
     for bad in (nested(33), nested(300), {"k": [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}):
         with pytest.raises(MemoryError) as exc:
-            mem.add(ACME, "Too deep", "user", {"user_id": "u1"}, bad)
+            mem.add(ACME, "Too deep", layer="user", identifiers={"user_id": "u1"}, metadata=bad)
         assert exc.value.code is ErrorCode.INVALID_PARAMS and exc.value.details["field"] == "metadata"
     with pytest.raises(MemoryError) as exc:
-        mem.add(ACME, "Too big", "user", {"user_id": "u1"}, {"blob": "x" * (64 * 1024)})
+        mem.add(ACME, "Too big", layer="user", identifiers={"user_id": "u1"}, metadata={"blob": "x" * (64 * 1024)})
     assert exc.value.code is ErrorCode.INVALID_PARAMS
     with pytest.raises(MemoryError) as exc:
         mem.update(ACME, ok.memory.id, metadata={"extra": nested(40)})
@@ -98,12 +98,12 @@ def test_metadata_depth_and_size_limits_in_the_sdk(open_mem: Callable[..., Memor
 
 def test_metadata_limits_are_configurable(open_mem: Callable[..., Memory]) -> None:
     mem = open_mem(config=MemoryConfig(max_metadata_depth=4, max_metadata_bytes=2048))
-    mem.add(ACME, "Four levels", "user", {"user_id": "u1"}, nested(4))
+    mem.add(ACME, "Four levels", layer="user", identifiers={"user_id": "u1"}, metadata=nested(4))
     with pytest.raises(MemoryError) as exc:
-        mem.add(ACME, "Five levels", "user", {"user_id": "u1"}, nested(5))
+        mem.add(ACME, "Five levels", layer="user", identifiers={"user_id": "u1"}, metadata=nested(5))
     assert exc.value.code is ErrorCode.INVALID_PARAMS and exc.value.details["max_depth"] == 4
     with pytest.raises(MemoryError) as exc:
-        mem.add(ACME, "Too big", "user", {"user_id": "u1"}, {"blob": "x" * 2048})
+        mem.add(ACME, "Too big", layer="user", identifiers={"user_id": "u1"}, metadata={"blob": "x" * 2048})
     assert exc.value.code is ErrorCode.INVALID_PARAMS
     with pytest.raises(ValueError):
         MemoryConfig(max_metadata_depth=0)
@@ -137,7 +137,7 @@ def test_expires_at_in_the_past_is_invalid(client: TestClient, make_key: Callabl
 def test_expires_at_in_the_past_is_invalid_in_the_sdk(open_mem: Callable[..., Memory]) -> None:
     mem = open_mem()
     with pytest.raises(MemoryError) as exc:
-        mem.add(ACME, "Too late", "user", {"user_id": "u1"}, expires_at="2020-01-01T00:00:00Z")
+        mem.add(ACME, "Too late", layer="user", identifiers={"user_id": "u1"}, expires_at="2020-01-01T00:00:00Z")
     assert exc.value.code is ErrorCode.INVALID_PARAMS and exc.value.details["field"] == "expiresAt"
     assert mem.list(ACME).total_count == 0
 
@@ -171,11 +171,11 @@ def test_failed_if_match_stores_nothing_over_rest(client: TestClient, make_key: 
 def test_conflict_entries_never_show_in_default_search(open_mem: Callable[..., Memory]) -> None:
     """The SDK keeps the seed-001 conflict entry for review, but a default search never returns it."""
     mem = open_mem()
-    made = mem.add(ACME, "The deploy window is Tuesday", "user", {"user_id": "u1"})
+    made = mem.add(ACME, "The deploy window is Tuesday", layer="user", identifiers={"user_id": "u1"})
     with pytest.raises(MemoryError) as exc:
-        mem.update(ACME, made.memory.id, "Rejected: the deploy window is Sunday", if_match="stale")
+        mem.update(ACME, made.memory.id, content="Rejected: the deploy window is Sunday", if_match="stale")
     conflict_id = exc.value.details["conflict_id"]
-    found = mem.search(ACME, "Rejected: the deploy window is Sunday", {"user_id": "u1"}, threshold=0)
+    found = mem.search(ACME, "Rejected: the deploy window is Sunday", identifiers={"user_id": "u1"}, threshold=0)
     assert conflict_id not in [r.memory.id for r in found.results]
     assert [r.memory.id for r in found.results] == [made.memory.id]
     assert [m.id for m in mem.lifecycle.conflicts(ACME).memories] == [conflict_id]

@@ -36,7 +36,7 @@ def test_key_store_contract(name: str, tmp_path: Path) -> None:
             verify_key(provider, a.key)
         assert verify_key(provider, b.key).tenant_id == globex
 
-        mid = mem.add(TenantContext(tenant_id=acme), "x", "user", {"user_id": "u"}).memory.id
+        mid = mem.add(TenantContext(tenant_id=acme), "x", layer="user", identifiers={"user_id": "u"}).memory.id
         assert provider.id_exists_in_other_tenant(globex, mid) is True
         assert provider.id_exists_in_other_tenant(acme, mid) is False
         assert provider.id_exists_in_other_tenant(globex, "missing") is False

@@ -122,7 +122,7 @@ def test_mcp_over_stdio(tmp_path: Path, open_mem: Callable[..., Memory]) -> None
 
     asyncio.run(asyncio.wait_for(main(), 120))
     mem = open_mem(db)
-    rows = mem.list(TenantContext(tenant_id="acme"), "user", {"user_id": "alice"}).memories
+    rows = mem.list(TenantContext(tenant_id="acme"), "user", identifiers={"user_id": "alice"}).memories
     assert [r.content for r in rows] == ["The API runs on port 8080"]
     assert mem.list(TenantContext(tenant_id="default")).total_count == 0
 

@@ -48,7 +48,9 @@ def _params(db: Path, *extra: str) -> StdioServerParameters:
 def test_mcp_stdio_observed_serves_metrics_and_audits(tmp_path: Path) -> None:
     db = tmp_path / "mcp.duckdb"
     with Memory.open(db, embedder="hashing") as mem:  # a memory of another tenant in the same store
-        other = mem.add(TenantContext(tenant_id="globex"), "globex roadmap", "user", {"user_id": "alice"}).memory.id
+        other = mem.add(
+            TenantContext(tenant_id="globex"), "globex roadmap", layer="user", identifiers={"user_id": "alice"}
+        ).memory.id
     port, audit_file = _free_port(), tmp_path / "audit.jsonl"
     params = _params(db, "--metrics-port", str(port), "--audit-log", str(audit_file))
     errlog = (tmp_path / "stderr.txt").open("w")
@@ -85,7 +87,9 @@ def test_mcp_stdio_observed_serves_metrics_and_audits(tmp_path: Path) -> None:
 def test_mcp_stdio_is_not_observed_by_default(tmp_path: Path) -> None:
     db, audit_file = tmp_path / "plain.duckdb", tmp_path / "audit.jsonl"
     with Memory.open(db, embedder="hashing") as mem:
-        other = mem.add(TenantContext(tenant_id="globex"), "globex roadmap", "user", {"user_id": "alice"}).memory.id
+        other = mem.add(
+            TenantContext(tenant_id="globex"), "globex roadmap", layer="user", identifiers={"user_id": "alice"}
+        ).memory.id
     params = _params(db)
     assert params.env is not None
     params.env["STRATAMEM_AUDIT_LOG"] = str(audit_file)  # names the file; does not turn observation on

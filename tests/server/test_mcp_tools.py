@@ -28,8 +28,8 @@ def _seed_sessions(db: Path) -> tuple[str, str]:
     mem = Memory.open(db, embedder="hashing")
     try:
         t = TenantContext(tenant_id="acme", principal="seed")
-        note = mem.add(t, "Ask alice@example.com about the launch", "session", ALICE_S1).memory.id
-        hot = mem.add(t, "Deploys happen on Fridays", "session", ALICE_S1).memory.id
+        note = mem.add(t, "Ask alice@example.com about the launch", layer="session", identifiers=ALICE_S1).memory.id
+        hot = mem.add(t, "Deploys happen on Fridays", layer="session", identifiers=ALICE_S1).memory.id
         for _ in range(4):
             assert mem.get(t, hot) is not None  # importance 0.5*4/5 + 0.5*2^(-seconds/7 days) ≈ 0.9
         return note, hot
@@ -169,7 +169,7 @@ def test_new_tools_over_stdio(tmp_path: Path, open_mem: Callable[..., Memory]) -
     asyncio.run(asyncio.wait_for(main(), 180))
     mem = open_mem(db)
     t = TenantContext(tenant_id="acme")
-    users = {e.content for e in mem.list(t, "user", {"user_id": "alice"}).memories}
+    users = {e.content for e in mem.list(t, "user", identifiers={"user_id": "alice"}).memories}
     assert users == {
         "Ask [REDACTED_EMAIL] about the launch",
         "Deploys happen on Fridays",
@@ -181,9 +181,11 @@ def test_new_tools_keep_tenants_and_users_apart(live_db: Path, live_server: Call
     mem = Memory.open(live_db, embedder="hashing")
     try:
         acme = TenantContext(tenant_id="acme", principal="seed")
-        secret = mem.add(acme, "User's dog is named Max", "user", {"user_id": "alice"}).memory.id
-        bobs = mem.add(acme, "Bob's session note", "session", {"user_id": "bob", "session_id": "s1"}).memory.id
-        alices = mem.add(acme, "Alice's session note", "session", ALICE_S1).memory.id
+        secret = mem.add(acme, "User's dog is named Max", layer="user", identifiers={"user_id": "alice"}).memory.id
+        bobs = mem.add(
+            acme, "Bob's session note", layer="session", identifiers={"user_id": "bob", "session_id": "s1"}
+        ).memory.id
+        alices = mem.add(acme, "Alice's session note", layer="session", identifiers=ALICE_S1).memory.id
     finally:
         mem.close()
     acme_key = cli_key(live_db, "acme", "writer", "--user-id", "alice", "--session-id", "s1")
@@ -251,7 +253,11 @@ def test_new_tools_keep_tenants_and_users_apart(live_db: Path, live_server: Call
         acme = TenantContext(tenant_id="acme")
         assert after.get(acme, secret) is not None  # globex's forget did not reach acme
         assert after.list(TenantContext(tenant_id="globex")).total_count == 0
-        promoted = [e for e in after.list(acme, "user", {"user_id": "alice"}).memories if e.provenance.promoted_from_id]
+        promoted = [
+            e
+            for e in after.list(acme, "user", identifiers={"user_id": "alice"}).memories
+            if e.provenance.promoted_from_id
+        ]
         assert [e.provenance.promoted_from_id for e in promoted] == [alices]
     finally:
         after.close()

@@ -61,8 +61,8 @@ def test_tenant_admin_reads_only_its_tenants_series(
 ) -> None:
     from stratamem import TenantContext
 
-    server_mem.add(TenantContext(tenant_id="acme"), "a note", "user", {"user_id": "u1"})
-    server_mem.add(TenantContext(tenant_id="globex"), "b note", "team", {"team_id": "t1"})
+    server_mem.add(TenantContext(tenant_id="acme"), "a note", layer="user", identifiers={"user_id": "u1"})
+    server_mem.add(TenantContext(tenant_id="globex"), "b note", layer="team", identifiers={"team_id": "t1"})
     client = make_client(metrics_token="scrape-secret-123")
     admin = make_key("acme", "admin")
     r = client.get("/metrics", headers={"Authorization": f"Bearer {admin}"})

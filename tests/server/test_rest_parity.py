@@ -83,7 +83,7 @@ def test_write_gate_routes(client: TestClient, make_key: Callable[..., str], ser
     # the same error code as the SDK for the same bad input
     bad = client.post("/v1/remember", headers=h(key), json={"text": "x", "layer": "session", "identifiers": ALICE})
     try:
-        server_mem.remember(ACME, "x", {"user_id": "alice"}, layer="session")
+        server_mem.remember(ACME, "x", identifiers={"user_id": "alice"}, layer="session")
     except MemoryError as exc:
         assert bad.json()["code"] == exc.code.value
     else:

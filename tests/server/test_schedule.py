@@ -168,7 +168,7 @@ def test_failing_snapshot_job_does_not_take_the_server_down(clocked: tuple[Memor
     mem.configure_snapshots(
         S3Settings(endpoint_url=f"http://127.0.0.1:{dead}", bucket="nowhere", access_key_id="k", secret_access_key="s")
     )
-    mem.add(TenantContext(tenant_id="acme"), "User prefers dark mode", "user", {"user_id": "alice"})
+    mem.add(TenantContext(tenant_id="acme"), "User prefers dark mode", layer="user", identifiers={"user_id": "alice"})
     app = create_app(mem, ServerSettings(mcp_enabled=False, snapshots_enabled=True, snapshot_interval="0.2s"))
     runner = app.state.schedule
     with InProcessServer(app) as srv, httpx.Client(base_url=srv.url, timeout=30) as http:
@@ -183,7 +183,7 @@ def test_scheduled_snapshot_is_published_to_s3(clocked: tuple[Memory, Clock], s3
     mem, _ = clocked
     mem.configure_snapshots(store=s3)
     acme = TenantContext(tenant_id="acme")
-    mem.add(acme, "User prefers dark mode", "user", {"user_id": "alice"})
+    mem.add(acme, "User prefers dark mode", layer="user", identifiers={"user_id": "alice"})
     app = create_app(mem, ServerSettings(mcp_enabled=False, snapshots_enabled=True, snapshot_interval="0.2s"))
     runner = app.state.schedule
     assert list(runner.jobs) == ["snapshot"]
@@ -204,9 +204,13 @@ def test_cli_serve_runs_maintenance_and_stops_cleanly(live_db: Path) -> None:
     seed = Memory.open(live_db, embedder="hashing", clock=lambda: created - timedelta(days=4))
     try:
         mid = seed.add(
-            ctx, "Temporary door code is 4711", "user", {"user_id": "alice"}, expires_at=created - timedelta(days=3)
+            ctx,
+            "Temporary door code is 4711",
+            layer="user",
+            identifiers={"user_id": "alice"},
+            expires_at=created - timedelta(days=3),
         ).memory.id
-        kept = seed.add(ctx, "User prefers dark mode", "user", {"user_id": "alice"}).memory.id
+        kept = seed.add(ctx, "User prefers dark mode", layer="user", identifiers={"user_id": "alice"}).memory.id
     finally:
         seed.close()
     srv = LiveServer(live_db, "--maintenance-interval", "0.2s", "--no-snapshots")

@@ -26,8 +26,8 @@ def _fill(mem: Memory) -> None:
         mem.add(
             ACME,
             f"note {i}: {SECRETS[0]} met {SECRETS[1]} at the harbour",
-            "user",
-            {"user_id": "u1"},
+            layer="user",
+            identifiers={"user_id": "u1"},
             metadata={"ref": SECRETS[2]},
         )
 
@@ -59,7 +59,7 @@ def test_uploaded_objects_hold_no_plaintext_and_restore_decrypts(
     restored = Memory.open_from_snapshot("acme", settings=s3_settings, embedder="hashing", encryption_key=KEY)
     try:
         assert contents(restored, ACME) == contents(mem, ACME)
-        assert restored.search(ACME, "Pemberthwaite harbour", {"user_id": "u1"}, threshold=0.0).results
+        assert restored.search(ACME, "Pemberthwaite harbour", identifiers={"user_id": "u1"}, threshold=0.0).results
     finally:
         restored.close()
 
@@ -72,7 +72,7 @@ def test_restore_without_the_key_is_a_coded_error_and_keeps_the_rows(
     _fill(mem)
     mem.configure_snapshots(s3_settings).push("acme")
     target = open_mem(tmp_path / "target.duckdb", encryption_key=key)
-    target.add(ACME, "a row the failed restore must keep", "user", {"user_id": "u1"})
+    target.add(ACME, "a row the failed restore must keep", layer="user", identifiers={"user_id": "u1"})
     with pytest.raises(MemoryError) as err:
         target.configure_snapshots(s3_settings).restore("acme")
     assert err.value.code is ErrorCode.CONFIGURATION_ERROR

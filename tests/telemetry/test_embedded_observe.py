@@ -54,11 +54,11 @@ def test_observed_memory_emits_metrics_spans_and_audit(tmp_path: Path) -> None:
         assert observers_of(mem.engine) == ["metrics", "tracing", "audit"]
         size = _value(mem.metrics_text(), "memory_storage_size", 'layer="user"')
         secret = "the launch code is 1234"
-        mid = mem.add(ACME, secret, "user", ALICE).memory.id
-        mem.add(ACME, "prefers dark mode", "user", ALICE)
+        mid = mem.add(ACME, secret, layer="user", identifiers=ALICE).memory.id
+        mem.add(ACME, "prefers dark mode", layer="user", identifiers=ALICE)
         with pytest.raises(MemoryError):
-            mem.add(ACME, "x", "nope", ALICE)
-        assert mem.search(ACME, "dark mode", ALICE, threshold=0).results
+            mem.add(ACME, "x", layer="nope", identifiers=ALICE)
+        assert mem.search(ACME, "dark mode", identifiers=ALICE, threshold=0).results
         assert mem.get(GLOBEX, mid) is None  # another tenant asks for acme's id
 
         text = mem.metrics_text()
@@ -98,7 +98,7 @@ def test_observation_is_off_by_default(tmp_path: Path) -> None:
     adds = _sample("memory_operations_total", op="add")
     with Memory.open(tmp_path / "off.duckdb", embedder="hashing") as mem:
         assert mem.observation is None and observers_of(mem.engine) == []
-        mid = mem.add(ACME, "prefers dark mode", "user", ALICE).memory.id
+        mid = mem.add(ACME, "prefers dark mode", layer="user", identifiers=ALICE).memory.id
         assert mem.get(GLOBEX, mid) is None
         assert _sample("memory_operations_total", op="add") == adds  # no metric moved
         assert not [r for r in mem.engine.audit.recent() if r.cross_tenant]
@@ -147,7 +147,7 @@ def test_async_memory_observes_too(tmp_path: Path) -> None:
     async def main() -> str:
         async with await AsyncMemory.open(tmp_path / "async.duckdb", embedder="hashing", observe=True) as mem:
             assert mem.observation is not None
-            await mem.add(ACME, "prefers tea", "user", ALICE)
+            await mem.add(ACME, "prefers tea", layer="user", identifiers=ALICE)
             return await mem.metrics_text()
 
     assert 'memory_operations_total{op="add"}' in asyncio.run(main())

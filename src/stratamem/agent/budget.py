@@ -61,10 +61,10 @@ class BudgetStore(Protocol):
         self,
         ctx: TenantContext | None = ...,
         content: str | None = ...,
+        *,
         layer: Any = ...,
         identifiers: Any = ...,
         metadata: dict[str, Any] | None = ...,
-        *,
         tier: str | None = ...,
         expires_at: Any = ...,
         importance: float | None = ...,
@@ -76,8 +76,8 @@ class BudgetStore(Protocol):
         self,
         ctx: TenantContext | None = ...,
         layer: Any = ...,
-        identifiers: Any = ...,
         *,
+        identifiers: Any = ...,
         limit: int | None = ...,
         filter: Any = ...,
     ) -> ListMemoriesOutput: ...
@@ -140,7 +140,7 @@ def _sha(text: str) -> str:
 def _existing(
     store: BudgetStore, ctx: TenantContext | None, layer: Any, identifiers: Any, kind: str, digest: str
 ) -> str | None:
-    found = store.list(ctx, layer, identifiers, limit=1, filter={"kind": kind, "contentSha256": digest})
+    found = store.list(ctx, layer, identifiers=identifiers, limit=1, filter={"kind": kind, "contentSha256": digest})
     return found.memories[0].id if found.memories else None
 
 
@@ -275,7 +275,14 @@ def fit_context(
                 for key, field in (("name", "toolName"), ("tool_call_id", "toolCallId")):
                     if isinstance(m.get(key), str):
                         meta[field] = m[key]
-                mid = store.add(ctx, content, layer, identifiers, meta, provenance={"source": "tool_output"}).memory.id
+                mid = store.add(
+                    ctx,
+                    content,
+                    layer=layer,
+                    identifiers=identifiers,
+                    metadata=meta,
+                    provenance={"source": "tool_output"},
+                ).memory.id
         except MemoryError as exc:
             if exc.code in (
                 ErrorCode.INVALID_PARAMS,
@@ -301,7 +308,7 @@ def fit_context(
             summary_id = _existing(store, ctx, layer, identifiers, SUMMARY_KIND, digest)
             if summary_id is not None:
                 found = store.list(
-                    ctx, layer, identifiers, limit=1, filter={"kind": SUMMARY_KIND, "contentSha256": digest}
+                    ctx, layer, identifiers=identifiers, limit=1, filter={"kind": SUMMARY_KIND, "contentSha256": digest}
                 ).memories[0]
                 summary, method = found.content, str(found.metadata.get("summarizedBy", "rules"))
             else:
@@ -311,9 +318,9 @@ def fit_context(
                 summary_id = store.add(
                     ctx,
                     summary,
-                    layer,
-                    identifiers,
-                    {
+                    layer=layer,
+                    identifiers=identifiers,
+                    metadata={
                         "kind": SUMMARY_KIND,
                         "contentSha256": digest,
                         "compactedMessages": len(span),

@@ -32,10 +32,10 @@ class WriteGate(Protocol):
         self,
         ctx: TenantContext | None = ...,
         text: str | None = ...,
+        *,
         intent: str = ...,
         identifiers: Any = ...,
         recent_messages: Sequence[str] | None = ...,
-        *,
         layer: Any = ...,
     ) -> ProcessResult: ...
 
@@ -196,7 +196,9 @@ def process_conversation(
     for message in messages:
         role, text = _role_and_text(message)
         if role in _USER_ROLES and text.strip():
-            outcome = memory.process(ctx, text, "none", identifiers, history[-RECENT_MESSAGES:])
+            outcome = memory.process(
+                ctx, text, intent="none", identifiers=identifiers, recent_messages=history[-RECENT_MESSAGES:]
+            )
             getattr(result, outcome.action).append(outcome)
         if text.strip():
             history.append(text)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 
 from ..embeddings import make_embedder
@@ -18,6 +19,7 @@ from ..embeddings.batching import MicroBatchingEmbedder
 from ..errors import ErrorCode, MemoryError
 from ..model import TenantContext
 from ..sdk import DEFAULT_STORE, Memory
+from ..settings import ENV_PREFIX, Settings
 from ..telemetry.observe import ObserveConfig
 
 console = Console()
@@ -25,13 +27,70 @@ err_console = Console(stderr=True)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+#: Where the settings of one command line are kept (on the root click context).
+_SETTINGS_KEY = "stratamem.settings"
+
+
+def cli_settings(ctx: typer.Context | None = None) -> Settings:
+    """The ``STRATAMEM_*`` settings of a command line, read from the environment.
+
+    Args:
+        ctx: The command's context: the settings are read once per command line (None: read now).
+
+    Returns:
+        The settings.
+
+    Raises:
+        typer.Exit: ``error CONFIGURATION_ERROR: <variable>: …`` (exit 2) for a variable with an
+            invalid value.
+    """
+    meta: dict[str, Any] = ctx.find_root().meta if ctx is not None else {}
+    settings = meta.get(_SETTINGS_KEY)
+    if not isinstance(settings, Settings):
+        try:
+            settings = Settings()
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            name = f"{ENV_PREFIX}{str(err['loc'][0]).upper()}" if err["loc"] else "environment"
+            raise fail(ErrorCode.CONFIGURATION_ERROR.value, f"{name}: {err['msg']}") from None
+        meta[_SETTINGS_KEY] = settings
+    return settings
+
+
+def from_settings(
+    read: Callable[[Settings], Any], then: Callable[[Any], Any] | None = None
+) -> Callable[[typer.Context, typer.CallbackParam, Any], Any]:
+    """An option callback: an option not given on the command line takes its setting (the
+    ``STRATAMEM_*`` variable, read through :class:`~stratamem.settings.Settings`) when that is set,
+    else keeps its default. The command line wins over the environment, which wins over the default.
+
+    Args:
+        read: The setting's value in the settings (None or empty: unset).
+        then: Applied to the resulting value (a check or conversion).
+
+    Returns:
+        The callback to pass as ``typer.Option(callback=...)``.
+    """
+
+    def callback(ctx: typer.Context, param: typer.CallbackParam, value: Any) -> Any:
+        source = ctx.get_parameter_source(param.name) if param.name else None
+        if source is None or source.name == "DEFAULT":  # not on the command line
+            configured = read(cli_settings(ctx))
+            if configured is not None and configured != "":
+                value = configured
+        return then(value) if then is not None else value
+
+    return callback
+
+
 DbOpt = Annotated[
     str,
     typer.Option(
         "--db",
         "--store",
-        envvar=["STRATAMEM_DB", "STRATAMEM_STORE"],
-        help="DuckDB file, memory://, or postgresql:// URL (default data/stratamem.duckdb).",
+        callback=from_settings(Settings.store_location),
+        help="DuckDB file, memory://, or postgresql:// URL (default data/stratamem.duckdb; env STRATAMEM_DB, "
+        "formerly STRATAMEM_STORE).",
     ),
 ]
 
@@ -48,15 +107,18 @@ TenantOpt = Annotated[
     typer.Option(
         "--tenant",
         "-t",
-        envvar="STRATAMEM_TENANT",
         show_default=False,
-        callback=_tenant_given,
+        callback=from_settings(lambda s: s.tenant, then=_tenant_given),
         help="Tenant id (required unless STRATAMEM_TENANT is set).",
     ),
 ]
 EmbedderOpt = Annotated[
     str | None,
-    typer.Option("--embedder", envvar="STRATAMEM_EMBEDDER", help="onnx (default), local (torch), hashing, or openai."),
+    typer.Option(
+        "--embedder",
+        callback=from_settings(lambda s: s.embedder),
+        help="onnx (default), local (torch), hashing, or openai (env STRATAMEM_EMBEDDER).",
+    ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON output.")]
 AgentOpt = Annotated[str | None, typer.Option("--agent-id", help="agentId identifier.")]
@@ -156,11 +218,12 @@ def open_store(
             ErrorCode.CONFIGURATION_ERROR.value,
             f"no store at {path.resolve()} (read commands never create one; check --db or STRATAMEM_DB)",
         )
+    settings = cli_settings()
     with coded_errors():
-        model = make_embedder(embedder)
+        model = make_embedder(embedder, settings=settings)
         if batch_queries:
             model = MicroBatchingEmbedder(model)
-        mem = Memory.open(db, embedder=model, observe=observe)
+        mem = Memory.open(db, embedder=model, observe=observe, settings=settings)
     try:
         with coded_errors():
             yield mem

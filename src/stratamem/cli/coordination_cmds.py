@@ -9,9 +9,12 @@ from typing import Annotated
 import typer
 
 from ..sdk import Memory
-from .common import DEFAULT_DB, DbOpt, EmbedderOpt, coded_errors, err_console
+from .common import DEFAULT_DB, DbOpt, EmbedderOpt, cli_settings, coded_errors, err_console, from_settings
 
-RedisOpt = Annotated[str, typer.Option("--redis", envvar="STRATAMEM_REDIS_URL", help="Redis URL.")]
+RedisOpt = Annotated[
+    str,
+    typer.Option("--redis", callback=from_settings(lambda s: s.redis_url), help="Redis URL (env STRATAMEM_REDIS_URL)."),
+]
 
 
 def register(app: typer.Typer) -> None:
@@ -30,8 +33,13 @@ def register(app: typer.Typer) -> None:
         from ..coordination import WriteCoordinator  # noqa: PLC0415  redis extra (coordination needs redis)
 
         client = redis.Redis.from_url(redis_url)
+        settings = cli_settings()
         coord = WriteCoordinator(
-            lambda: Memory.open(db, embedder=embedder), client, queue, lock_ttl=lock_ttl, lock_timeout=lock_timeout
+            lambda: Memory.open(db, embedder=embedder, settings=settings),
+            client,
+            queue,
+            lock_ttl=lock_ttl,
+            lock_timeout=lock_timeout,
         )
 
         def stop(signum: int, frame: FrameType | None) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Annotated
 
@@ -11,7 +10,7 @@ import typer
 from ..encryption import EncryptionKey, generate_key, key_from_env
 from ..errors import ErrorCode
 from ..providers.duckdb import encrypted
-from .common import DEFAULT_DB, DbOpt, JsonOpt, coded_errors, console, emit_json, fail, store_file
+from .common import DEFAULT_DB, DbOpt, JsonOpt, cli_settings, coded_errors, console, emit_json, fail, store_file
 
 #: The new key of a rotation, when not given as a file (never as a command-line value: ps shows those).
 ENV_NEW_KEY = "STRATAMEM_NEW_ENCRYPTION_KEY"
@@ -51,8 +50,9 @@ def register(app: typer.Typer) -> None:
             raise fail(ErrorCode.INVALID_PARAMS.value, "rotation needs a DuckDB file (--db FILE)")
         if from_plaintext and to_plaintext:
             raise fail(ErrorCode.INVALID_PARAMS.value, "--from-plaintext and --to-plaintext exclude each other")
+        settings = cli_settings()
         with coded_errors():
-            old = None if from_plaintext else key_from_env()
+            old = None if from_plaintext else key_from_env(settings=settings)
             if old is None and not from_plaintext:
                 raise fail(
                     ErrorCode.CONFIGURATION_ERROR.value,
@@ -63,8 +63,8 @@ def register(app: typer.Typer) -> None:
             if not to_plaintext:
                 if new_key_file is not None:
                     new = EncryptionKey.from_file(new_key_file)
-                elif os.environ.get(ENV_NEW_KEY):
-                    new = EncryptionKey(os.environ[ENV_NEW_KEY])
+                elif settings.new_encryption_key:
+                    new = EncryptionKey(settings.new_encryption_key)
                 else:
                     raise fail(
                         ErrorCode.INVALID_PARAMS.value,

@@ -154,7 +154,9 @@ def register(app: typer.Typer) -> None:
         as_json: bool,
     ) -> None:
         with open_store(db, embedder) as mem:
-            res = mem.process(tenant(tenant_id), text, intent, _ids(user_id, session_id, agent_id), layer=layer)
+            res = mem.process(
+                tenant(tenant_id), text, intent=intent, identifiers=_ids(user_id, session_id, agent_id), layer=layer
+            )
         _print_result(res, as_json)
 
     @app.command()

@@ -32,6 +32,7 @@ from .common import (
     coded_errors,
     emit_json,
     fail,
+    from_settings,
     identifiers,
     open_store,
     require_tenant,
@@ -43,27 +44,27 @@ KeysTenantOpt = Annotated[
     typer.Option(
         "--tenant",
         "-t",
-        envvar="STRATAMEM_TENANT",
         show_default=False,
-        help="Tenant id (required on a store file; with --server the admin key's tenant).",
+        callback=from_settings(lambda s: s.tenant),
+        help="Tenant id (required on a store file; with --server the admin key's tenant; env STRATAMEM_TENANT).",
     ),
 ]
 ServerOpt = Annotated[
     str | None,
     typer.Option(
         "--server",
-        envvar="STRATAMEM_SERVER",
         show_default=False,
-        help="URL of a running `stratamem serve`: manage keys through its admin routes.",
+        callback=from_settings(lambda s: s.server),
+        help="URL of a running `stratamem serve`: manage keys through its admin routes (env STRATAMEM_SERVER).",
     ),
 ]
 AdminKeyOpt = Annotated[
     str | None,
     typer.Option(
         "--admin-key",
-        envvar="STRATAMEM_ADMIN_KEY",
         show_default=False,
-        help="An admin API key of the tenant (with --server).",
+        callback=from_settings(lambda s: s.admin_key),
+        help="An admin API key of the tenant (with --server; env STRATAMEM_ADMIN_KEY).",
     ),
 ]
 

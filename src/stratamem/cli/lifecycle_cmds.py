@@ -47,7 +47,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Run every maintenance task once: TTL/soft-delete purge, decay, consolidation, pruning, integrity."""
         with open_store(db, embedder) as mem:
-            report = mem.maintain(tenants or None)
+            report = mem.maintain(tenants=tenants or None)
         if as_json:
             emit_json(report.model_dump(mode="json"))
             return
@@ -96,7 +96,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Promote the session's important memories (PII-redacted) and apply session retention."""
         with open_store(db, embedder) as mem:
-            result = mem.close_session(tenant(tenant_id), user_id, session_id, project_id, agent_id=agent_id)
+            result = mem.close_session(tenant(tenant_id), user_id, session_id, project_id=project_id, agent_id=agent_id)
         emit_json(result.model_dump(mode="json"))
 
     @app.command("reflect")
@@ -115,5 +115,5 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Distil a session into agent-layer summaries and rules (LLM when configured, else rules)."""
         with open_store(db, embedder, must_exist=True) as mem:
-            result = mem.reflect(tenant(tenant_id), user_id, session_id, agent_id)
+            result = mem.reflect(tenant(tenant_id), user_id, session_id, agent_id=agent_id)
         emit_json(result.model_dump(mode="json"))

@@ -37,6 +37,26 @@ from .common import (
 
 IMPORT_BATCH = 100
 
+# -- the query options ``search`` and ``list`` share --------------------------------------------
+FilterOpt = Annotated[str | None, typer.Option("--filter", help="Metadata filter as JSON.")]
+IncludeSupersededOpt = Annotated[
+    bool, typer.Option("--include-superseded", help="Also show memories a newer one replaced (history).")
+]
+AsOfOpt = Annotated[str | None, typer.Option("--as-of", help="ISO 8601 time: the memories that were current then.")]
+SinceOpt = Annotated[str | None, typer.Option("--since", help="ISO 8601: only memories at or after it.")]
+UntilOpt = Annotated[str | None, typer.Option("--until", help="ISO 8601: only memories before it.")]
+TimeFieldOpt = Annotated[
+    str | None, typer.Option("--time-field", help="What --since/--until apply to: created (default) or updated.")
+]
+TagsOpt = Annotated[list[str] | None, typer.Option("--tag", help="Only memories with this tag (repeatable).")]
+TagsMatchOpt = Annotated[
+    str | None, typer.Option("--tags-match", help="any (default): one of the --tag values; all: every one.")
+]
+IncludeNarrowerOpt = Annotated[
+    bool,
+    typer.Option("--include-narrower", help="Also the narrower scopes whose ids are given (user + session, agent)."),
+]
+
 
 def register(app: typer.Typer) -> None:
     @app.command()
@@ -95,7 +115,7 @@ def register(app: typer.Typer) -> None:
         threshold: Annotated[
             float | None, typer.Option("--threshold", help="Minimum score 0..1 (default 0.7).")
         ] = None,
-        filter_json: Annotated[str | None, typer.Option("--filter", help="Metadata filter as JSON.")] = None,
+        filter_json: FilterOpt = None,
         recency_boost: Annotated[
             float | None,
             typer.Option("--recency-boost", help='0..1: discount older memories (README "Scores"); default off.'),
@@ -104,31 +124,15 @@ def register(app: typer.Typer) -> None:
             float | None,
             typer.Option("--importance-boost", help="0..1: discount less important memories; default off."),
         ] = None,
-        include_superseded: Annotated[
-            bool, typer.Option("--include-superseded", help="Also show memories a newer one replaced (history).")
-        ] = False,
-        as_of: Annotated[
-            str | None, typer.Option("--as-of", help="ISO 8601 time: the memories that were current then.")
-        ] = None,
+        include_superseded: IncludeSupersededOpt = False,
+        as_of: AsOfOpt = None,
         order: Annotated[str | None, typer.Option("--order", help="relevance (default), newest or oldest.")] = None,
-        since: Annotated[str | None, typer.Option("--since", help="ISO 8601: only memories at or after it.")] = None,
-        until: Annotated[str | None, typer.Option("--until", help="ISO 8601: only memories before it.")] = None,
-        time_field: Annotated[
-            str | None,
-            typer.Option("--time-field", help="What --since/--until apply to: created (default) or updated."),
-        ] = None,
-        tags: Annotated[
-            list[str] | None, typer.Option("--tag", help="Only memories with this tag (repeatable).")
-        ] = None,
-        tags_match: Annotated[
-            str | None, typer.Option("--tags-match", help="any (default): one of the --tag values; all: every one.")
-        ] = None,
-        include_narrower: Annotated[
-            bool,
-            typer.Option(
-                "--include-narrower", help="Also the narrower scopes whose ids are given (user + session, agent)."
-            ),
-        ] = False,
+        since: SinceOpt = None,
+        until: UntilOpt = None,
+        time_field: TimeFieldOpt = None,
+        tags: TagsOpt = None,
+        tags_match: TagsMatchOpt = None,
+        include_narrower: IncludeNarrowerOpt = False,
         agent_id: AgentOpt = None,
         user_id: UserOpt = None,
         session_id: SessionOpt = None,
@@ -204,32 +208,16 @@ def register(app: typer.Typer) -> None:
         layer: Annotated[str | None, typer.Option("--layer", "-l", help="Layer (omit for all layers).")] = None,
         limit: Annotated[int, typer.Option("--limit", "-n")] = 50,
         cursor: Annotated[str | None, typer.Option("--cursor", help="Cursor from a previous page.")] = None,
-        filter_json: Annotated[str | None, typer.Option("--filter", help="Metadata filter as JSON.")] = None,
-        include_superseded: Annotated[
-            bool, typer.Option("--include-superseded", help="Also show memories a newer one replaced (history).")
-        ] = False,
-        as_of: Annotated[
-            str | None, typer.Option("--as-of", help="ISO 8601 time: the memories that were current then.")
-        ] = None,
+        filter_json: FilterOpt = None,
+        include_superseded: IncludeSupersededOpt = False,
+        as_of: AsOfOpt = None,
         order: Annotated[str | None, typer.Option("--order", help="newest or oldest (default).")] = None,
-        since: Annotated[str | None, typer.Option("--since", help="ISO 8601: only memories at or after it.")] = None,
-        until: Annotated[str | None, typer.Option("--until", help="ISO 8601: only memories before it.")] = None,
-        time_field: Annotated[
-            str | None,
-            typer.Option("--time-field", help="What --since/--until apply to: created (default) or updated."),
-        ] = None,
-        tags: Annotated[
-            list[str] | None, typer.Option("--tag", help="Only memories with this tag (repeatable).")
-        ] = None,
-        tags_match: Annotated[
-            str | None, typer.Option("--tags-match", help="any (default): one of the --tag values; all: every one.")
-        ] = None,
-        include_narrower: Annotated[
-            bool,
-            typer.Option(
-                "--include-narrower", help="Also the narrower scopes whose ids are given (user + session, agent)."
-            ),
-        ] = False,
+        since: SinceOpt = None,
+        until: UntilOpt = None,
+        time_field: TimeFieldOpt = None,
+        tags: TagsOpt = None,
+        tags_match: TagsMatchOpt = None,
+        include_narrower: IncludeNarrowerOpt = False,
         expires_before: Annotated[
             str | None,
             typer.Option(

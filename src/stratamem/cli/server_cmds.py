@@ -13,7 +13,8 @@ from pydantic import ValidationError
 
 from ..model import Grant
 from ..sdk import Memory
-from ..telemetry.observe import ObserveConfig
+from ..settings import Settings
+from ..telemetry.observe import OBSERVE_ON, ObserveConfig
 from .common import (
     DEFAULT_DB,
     AgentOpt,
@@ -30,6 +31,7 @@ from .common import (
     UserOpt,
     coded_errors,
     fail,
+    from_settings,
     identifiers,
     open_store,
     tenant,
@@ -56,6 +58,12 @@ GrantOpt = Annotated[
 ]
 
 
+def _observe_setting(settings: Settings) -> bool | None:
+    """``STRATAMEM_OBSERVE`` as the ``--observe`` flag: unset → None, else whether it says on."""
+    flag = (settings.observe or "").strip().lower()
+    return flag in OBSERVE_ON if flag else None
+
+
 def _require_server_extra() -> None:
     missing = [
         m
@@ -70,53 +78,57 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def serve(
         db: DbOpt = DEFAULT_DB,
-        host: Annotated[str, typer.Option("--host", envvar="STRATAMEM_HOST", help="Bind address.")] = "127.0.0.1",
-        port: Annotated[int, typer.Option("--port", envvar="STRATAMEM_PORT", help="TCP port.")] = 8080,
+        host: Annotated[
+            str | None,
+            typer.Option("--host", show_default=False, help="Bind address (default 127.0.0.1; env STRATAMEM_HOST)."),
+        ] = None,
+        port: Annotated[
+            int | None, typer.Option("--port", show_default=False, help="TCP port (default 8080; env STRATAMEM_PORT).")
+        ] = None,
         embedder: EmbedderOpt = None,
         log_level: Annotated[str, typer.Option("--log-level", help="uvicorn log level.")] = "info",
         maintenance_interval: Annotated[
             str | None,
             typer.Option(
                 "--maintenance-interval",
-                envvar="STRATAMEM_MAINTENANCE_INTERVAL",
                 help="Run maintenance (TTL purge, decay, consolidation, pruning, integrity) every interval, "
-                "e.g. 1h, 30m, 0.2s (default: off).",
+                "e.g. 1h, 30m, 0.2s (default: off; env STRATAMEM_MAINTENANCE_INTERVAL).",
             ),
         ] = None,
         snapshot_interval: Annotated[
             str | None,
             typer.Option(
                 "--snapshot-interval",
-                envvar="STRATAMEM_SNAPSHOT_INTERVAL",
-                help="Push S3 snapshots of every tenant every interval (default 6h; 'off' disables).",
+                help="Push S3 snapshots of every tenant every interval (default 6h; 'off' disables; env "
+                "STRATAMEM_SNAPSHOT_INTERVAL).",
             ),
         ] = None,
         snapshots: Annotated[
             bool | None,
             typer.Option(
                 "--snapshots/--no-snapshots",
-                envvar="STRATAMEM_SNAPSHOTS_ENABLED",
                 show_default=False,
-                help="Scheduled snapshots on/off (default: on when STRATAMEM_S3_URL or STRATAMEM_S3_BUCKET is set).",
+                help="Scheduled snapshots on/off (default: on when STRATAMEM_S3_URL or STRATAMEM_S3_BUCKET is set; "
+                "env STRATAMEM_SNAPSHOTS_ENABLED).",
             ),
         ] = None,
         redis_url: Annotated[
             str | None,
             typer.Option(
                 "--redis",
-                envvar="STRATAMEM_REDIS_URL",
                 help="Redis URL shared by the server processes: rate limits, and scheduled jobs on one instance "
-                "at a time.",
+                "at a time (env STRATAMEM_REDIS_URL).",
             ),
         ] = None,
         batch_queries: Annotated[
-            bool,
+            bool | None,
             typer.Option(
                 "--batch-queries/--no-batch-queries",
-                envvar="STRATAMEM_BATCH_QUERIES",
-                help="Embed the queries of concurrent searches in one model run.",
+                show_default=False,
+                help="Embed the queries of concurrent searches in one model run (default: on; env "
+                "STRATAMEM_BATCH_QUERIES).",
             ),
-        ] = True,
+        ] = None,
     ) -> None:
         """Start the REST API (and MCP over streamable HTTP at /mcp) with uvicorn."""
         _require_server_extra()
@@ -125,29 +137,36 @@ def register(app: typer.Typer) -> None:
         from ..server.app import create_app  # noqa: PLC0415  server extra (fastapi)
         from ..server.settings import ServerSettings  # noqa: PLC0415  server extra (pydantic-settings)
 
+        # every value left out here is read by ServerSettings from its STRATAMEM_* variable (or defaulted)
         given: dict[str, Any] = {
+            "host": host,
+            "port": port,
+            "batch_queries": batch_queries,
             "maintenance_interval": maintenance_interval,
             "snapshot_interval": snapshot_interval,
             "snapshots_enabled": snapshots,
             "redis_url": redis_url,
         }
         try:
-            settings = ServerSettings(host=host, port=port, **{k: v for k, v in given.items() if v is not None})
+            settings = ServerSettings(**{k: v for k, v in given.items() if v is not None})
         except ValidationError as exc:
             err = exc.errors()[0]
             raise fail("INVALID_PARAMS", f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}") from None
         # the app attaches the observers itself and serves them at /metrics: no second endpoint from the env
-        with open_store(db, embedder, batch_queries=batch_queries, observe=False) as mem:
+        with open_store(db, embedder, batch_queries=settings.batch_queries, observe=False) as mem:
             with coded_errors():
                 app_ = create_app(mem, settings)
             # a PostgreSQL URL is shown without its password (the provider's redacted form)
             shown = getattr(mem.engine.provider, "display_url", None) or db
-            typer.echo(f"stratamem serving {shown} on http://{host}:{port} (docs: /docs, MCP: /mcp)", err=True)
+            typer.echo(
+                f"stratamem serving {shown} on http://{settings.host}:{settings.port} (docs: /docs, MCP: /mcp)",
+                err=True,
+            )
             runner = app_.state.schedule
             if runner is not None:
                 jobs = ", ".join(f"{j.name} every {j.interval_s:g} s" for j in runner.jobs.values())
                 typer.echo(f"schedule: {jobs}" + (" (coordinated through Redis)" if runner.redis else ""), err=True)
-            uvicorn.run(app_, host=host, port=port, log_level=log_level)
+            uvicorn.run(app_, host=settings.host, port=settings.port, log_level=log_level)
 
     @app.command("mcp")
     def mcp_stdio(
@@ -174,20 +193,21 @@ def register(app: typer.Typer) -> None:
             bool | None,
             typer.Option(
                 "--observe/--no-observe",
-                envvar="STRATAMEM_OBSERVE",
                 show_default=False,
+                callback=from_settings(_observe_setting),
                 help="Metrics, per-operation spans and the audit of writes, denials and cross-tenant attempts "
-                "(default: off; on when --metrics-port or --audit-log is given).",
+                "(default: off; on when --metrics-port or --audit-log is given; env STRATAMEM_OBSERVE).",
             ),
         ] = None,
         metrics_port: Annotated[
             int | None,
             typer.Option(
                 "--metrics-port",
-                envvar="STRATAMEM_METRICS_PORT",
                 min=0,
                 max=65535,
-                help="Serve Prometheus metrics at http://127.0.0.1:PORT/metrics (implies --observe).",
+                callback=from_settings(lambda s: s.metrics_port),
+                help="Serve Prometheus metrics at http://127.0.0.1:PORT/metrics (implies --observe; env "
+                "STRATAMEM_METRICS_PORT).",
             ),
         ] = None,
         audit_log: Annotated[

@@ -17,17 +17,33 @@ from .common import (
     coded_errors,
     console,
     emit_json,
+    from_settings,
     open_store,
     require_tenant,
 )
 
 EndpointOpt = Annotated[
-    str | None, typer.Option("--endpoint", envvar="STRATAMEM_S3_URL", help="S3-compatible endpoint URL (default: AWS).")
+    str | None,
+    typer.Option(
+        "--endpoint",
+        callback=from_settings(lambda s: s.s3_url),
+        help="S3-compatible endpoint URL (default: AWS; env STRATAMEM_S3_URL).",
+    ),
 ]
-BucketOpt = Annotated[str | None, typer.Option("--bucket", envvar="STRATAMEM_S3_BUCKET", help="Bucket name.")]
+BucketOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--bucket", callback=from_settings(lambda s: s.s3_bucket), help="Bucket name (env STRATAMEM_S3_BUCKET)."
+    ),
+]
 OptTenant = Annotated[
     str | None,
-    typer.Option("--tenant", "-t", envvar="STRATAMEM_TENANT", help="Tenant id (push/pull: default every tenant)."),
+    typer.Option(
+        "--tenant",
+        "-t",
+        callback=from_settings(lambda s: s.tenant),
+        help="Tenant id (push/pull: default every tenant; env STRATAMEM_TENANT).",
+    ),
 ]
 Tenant = TenantOpt
 

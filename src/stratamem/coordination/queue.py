@@ -124,6 +124,7 @@ class QueuedWriter:
         self,
         ctx: TenantContext | None,
         content: str | None = None,
+        *,
         layer: str | None = None,
         identifiers: Any = None,
         metadata: dict[str, Any] | None = None,
@@ -142,6 +143,7 @@ class QueuedWriter:
         self,
         ctx: TenantContext | None,
         memory_id: str,
+        *,
         content: str | None = None,
         metadata: dict[str, Any] | None = None,
         if_match: str | None = None,
@@ -154,7 +156,7 @@ class QueuedWriter:
         )
         return out
 
-    def delete(self, ctx: TenantContext | None, memory_id: str, if_match: str | None = None) -> DeleteMemoryOutput:
+    def delete(self, ctx: TenantContext | None, memory_id: str, *, if_match: str | None = None) -> DeleteMemoryOutput:
         out: DeleteMemoryOutput = self._call("delete", ctx, {"memory_id": memory_id, "if_match": if_match})
         return out
 

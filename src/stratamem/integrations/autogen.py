@@ -72,7 +72,9 @@ class StratamemMemory(AutogenMemory):
         metadata = dict(content.metadata or {})
         layer = metadata.pop("layer", None) or self.layer
         metadata["mime_type"] = mime
-        await asyncio.to_thread(self.memory.add, self.ctx, text, layer, self.identifiers, metadata)
+        await asyncio.to_thread(
+            self.memory.add, self.ctx, text, layer=layer, identifiers=self.identifiers, metadata=metadata
+        )
 
     def _content(self, entry: MemoryEntry, score: float | None) -> MemoryContent:
         metadata = dict(entry.metadata)
@@ -88,7 +90,7 @@ class StratamemMemory(AutogenMemory):
             return []
         found = await asyncio.to_thread(
             lambda: self.memory.search(
-                self.ctx, text, self.identifiers, None, limit=self.k, threshold=self.score_threshold
+                self.ctx, text, identifiers=self.identifiers, layers=None, limit=self.k, threshold=self.score_threshold
             )
         )
         return found.results

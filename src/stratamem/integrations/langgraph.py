@@ -256,7 +256,14 @@ class StratamemStore(BaseStore):
             **({_TTL: ttl} if ttl is not None else {}),
         }
         index = op.index if isinstance(op.index, list) else None
-        self.memory.add(self.ctx, _text(op.value, index), layer, identifiers, metadata, expires_at=expires_at)
+        self.memory.add(
+            self.ctx,
+            _text(op.value, index),
+            layer=layer,
+            identifiers=identifiers,
+            metadata=metadata,
+            expires_at=expires_at,
+        )
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
         flt: dict[str, Any] = dict(_flatten(op.filter or {}, _VALUE))
@@ -267,8 +274,8 @@ class StratamemStore(BaseStore):
             found = self.memory.search(
                 self.ctx,
                 op.query,
-                identifiers,
-                [layer],
+                identifiers=identifiers,
+                layers=[layer],
                 limit=min(op.offset + op.limit, self._config.max_search_limit),
                 threshold=0.0,
                 filter={_KEY: {"exists": True}, **flt},

@@ -65,7 +65,7 @@ class StratamemSession(SessionABC):
             page = self.memory.list(
                 self.ctx,
                 Layer.SESSION,
-                self.identifiers,
+                identifiers=self.identifiers,
                 cursor=cursor,
                 limit=self.memory.engine.config.max_list_limit,
                 filter={_SEQ: {"exists": True}},

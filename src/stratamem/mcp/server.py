@@ -252,9 +252,9 @@ def build_mcp_server(memory: Memory, resolve: Resolver, *, legacy_tools: bool | 
             out = memory.add(
                 b.ctx,
                 content,
-                b.layer,
-                b.identifiers,
-                {"category": category, "tags": list(tags or []), "source": {"type": "mcp"}},
+                layer=b.layer,
+                identifiers=b.identifiers,
+                metadata={"category": category, "tags": list(tags or []), "source": {"type": "mcp"}},
             )
         except MemoryError as exc:
             raise _tool_error(exc) from None
@@ -285,7 +285,7 @@ def build_mcp_server(memory: Memory, resolve: Resolver, *, legacy_tools: bool | 
             res = memory.search(
                 b.ctx,
                 query,
-                b.identifiers,
+                identifiers=b.identifiers,
                 limit=_limit(limit, "search"),
                 filter=_mcp_filter(category, tags),
                 include_superseded=includeSuperseded,
@@ -311,7 +311,7 @@ def build_mcp_server(memory: Memory, resolve: Resolver, *, legacy_tools: bool | 
     ) -> dict[str, Any]:
         b = binding(context, write=True)
         try:
-            out = memory.update(b.ctx, id, content)
+            out = memory.update(b.ctx, id, content=content)
         except MemoryError as exc:
             raise _tool_error(exc) from None
         return _view(out.memory)
@@ -359,7 +359,7 @@ def build_mcp_server(memory: Memory, resolve: Resolver, *, legacy_tools: bool | 
             res = memory.list(
                 b.ctx,
                 b.layer,
-                b.identifiers,
+                identifiers=b.identifiers,
                 limit=_limit(limit, "list"),
                 filter=_mcp_filter(category, tags),
                 order=order,
@@ -439,7 +439,9 @@ def build_mcp_server(memory: Memory, resolve: Resolver, *, legacy_tools: bool | 
     ) -> dict[str, Any]:
         b = binding(context, write=True)
         try:
-            out = memory.process(b.ctx, text, intent, b.identifiers, recent_messages, layer=b.layer)
+            out = memory.process(
+                b.ctx, text, intent=intent, identifiers=b.identifiers, recent_messages=recent_messages, layer=b.layer
+            )
         except MemoryError as exc:
             raise _tool_error(exc) from None
         return dict(out.model_dump(mode="json", exclude_none=True))
@@ -493,7 +495,7 @@ def build_mcp_server(memory: Memory, resolve: Resolver, *, legacy_tools: bool | 
                 raise MemoryError(
                     ErrorCode.MEMORY_NOT_FOUND, f"no memory with id {id!r}", operation="promote", details={"id": id}
                 )
-            out = memory.promote(b.ctx, id, target_layer, b.identifiers, delete_original=delete_original)
+            out = memory.promote(b.ctx, id, target_layer, identifiers=b.identifiers, delete_original=delete_original)
         except MemoryError as exc:
             raise _tool_error(exc) from None
         view = _view(out)
@@ -535,7 +537,7 @@ def build_mcp_server(memory: Memory, resolve: Resolver, *, legacy_tools: bool | 
                     operation="close_session",
                     details={"identifier": "userId" if not b.identifiers.user_id else "sessionId"},
                 )
-            out = memory.close_session(b.ctx, b.identifiers.user_id, sid, b.identifiers.project_id)
+            out = memory.close_session(b.ctx, b.identifiers.user_id, sid, project_id=b.identifiers.project_id)
         except MemoryError as exc:
             raise _tool_error(exc) from None
         return dict(out.model_dump(mode="json"))

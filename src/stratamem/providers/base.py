@@ -510,6 +510,12 @@ class MemoryProvider(ABC):
         raise self._unsupported("hygiene", "hygiene")
 
     @_unsupported_default
+    def delete_memory_events(self, tenant_id: str, memory_ids: Sequence[str]) -> int:
+        """Delete the tenant's memory_events rows of these memories (the right to be forgotten); the
+        number deleted."""
+        raise self._unsupported("hygiene", "hygiene")
+
+    @_unsupported_default
     def count_memory_events(self, tenant_id: str, since: datetime | None = None) -> dict[str, int]:
         """Logged events of a tenant (optionally since a time) counted per ``event`` and per
         ``event.outcome`` (e.g. ``search`` and ``search.hit``)."""

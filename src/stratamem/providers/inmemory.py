@@ -380,6 +380,15 @@ class InMemoryProvider(MemoryProvider):
             self._hygiene_state()
             self._events.extend(copy.deepcopy(dict(e)) for e in events)
 
+    def delete_memory_events(self, tenant_id: str, memory_ids: Sequence[str]) -> int:
+        wanted = set(memory_ids)
+        with self._lock:
+            self._hygiene_state()
+            kept = [e for e in self._events if not (e["tenant_id"] == tenant_id and e.get("memory_id") in wanted)]
+            removed = len(self._events) - len(kept)
+            self._events[:] = kept
+        return removed
+
     def count_memory_events(self, tenant_id: str, since: datetime | None = None) -> dict[str, int]:
         with self._lock:
             self._hygiene_state()

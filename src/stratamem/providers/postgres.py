@@ -1135,6 +1135,13 @@ class PostgresProvider(PostgresRowCopyMixin, MemoryProvider):
                 rows,
             )
 
+    def delete_memory_events(self, tenant_id: str, memory_ids: Sequence[str]) -> int:
+        with self.transaction("memory_events") as conn, conn.cursor() as cur:
+            cur.execute(
+                "DELETE FROM memory_events WHERE tenant_id = %s AND memory_id = ANY(%s)", [tenant_id, list(memory_ids)]
+            )
+            return int(cur.rowcount)
+
     def count_memory_events(self, tenant_id: str, since: datetime | None = None) -> dict[str, int]:
         where = "tenant_id = %s"
         params: builtins.list[Any] = [tenant_id]

@@ -158,7 +158,7 @@ def scope_tree(memory: Any, ctx: TenantContext) -> ScopeTree:
     scanned, cursor, truncated = 0, None, False
     limit = min(500, memory.engine.config.max_list_limit)
     while True:
-        page = memory.list(ctx, None, None, cursor=cursor, limit=limit)
+        page = memory.list(ctx, None, identifiers=None, cursor=cursor, limit=limit)
         for entry in page.memories:
             ids = _ids_of(entry)
             key = (entry.layer, scope_key(entry.layer, ids))

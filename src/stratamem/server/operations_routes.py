@@ -179,7 +179,14 @@ def build_operations_router() -> APIRouter:
         """The write gate: decide whether a message is worth storing, deduplicate, then create,
         update, delete (intent `forget`) or ignore it, with the reason."""
         check_body_tenant(request, memory, ctx, body.tenant_id, "process")
-        return memory.process(ctx, body.text, body.intent, body.identifiers, body.recent_messages, layer=body.layer)
+        return memory.process(
+            ctx,
+            body.text,
+            intent=body.intent,
+            identifiers=body.identifiers,
+            recent_messages=body.recent_messages,
+            layer=body.layer,
+        )
 
     @r.post(
         "/context/fit",
@@ -197,7 +204,7 @@ def build_operations_router() -> APIRouter:
             ctx,
             body.messages,
             body.max_tokens,
-            body.identifiers,
+            identifiers=body.identifiers,
             layer=body.layer,
             keep_recent=body.keep_recent,
             compact_at=body.compact_at,
@@ -216,7 +223,7 @@ def build_operations_router() -> APIRouter:
     def remember(body: GateRequest, request: Request, memory: MemoryDep, ctx: WriterDep) -> ProcessResult:
         """Store a text explicitly (still refused when unsafe or against the tenant's policy)."""
         check_body_tenant(request, memory, ctx, body.tenant_id, "remember")
-        return memory.remember(ctx, body.text, body.identifiers, layer=body.layer)
+        return memory.remember(ctx, body.text, identifiers=body.identifiers, layer=body.layer)
 
     @r.post(
         "/forget",
@@ -229,7 +236,7 @@ def build_operations_router() -> APIRouter:
     def forget(body: GateRequest, request: Request, memory: MemoryDep, ctx: WriterDep) -> ProcessResult:
         """Delete every memory of the scope that matches the text."""
         check_body_tenant(request, memory, ctx, body.tenant_id, "forget")
-        return memory.forget(ctx, body.text, body.identifiers, layer=body.layer)
+        return memory.forget(ctx, body.text, identifiers=body.identifiers, layer=body.layer)
 
     # -- lifecycle --------------------------------------------------------------------------
     @r.post(
@@ -247,7 +254,13 @@ def build_operations_router() -> APIRouter:
         """Copy (or move, with `deleteOriginal`) a memory to a broader layer, e.g. user → project."""
         check_body_tenant(request, memory, ctx, body.tenant_id, "promote")
         return memory.promote(
-            ctx, memory_id, body.target_layer, body.identifiers, body.delete_original, body.content, body.tags
+            ctx,
+            memory_id,
+            body.target_layer,
+            identifiers=body.identifiers,
+            delete_original=body.delete_original,
+            content=body.content,
+            tags=body.tags,
         )
 
     @r.post(
@@ -268,7 +281,7 @@ def build_operations_router() -> APIRouter:
             ctx,
             body.source_ids,
             lambda _entries: summary,
-            body.delete_sources,
+            delete_sources=body.delete_sources,
             target_layer=body.target_layer,
             tags=body.tags,
             metadata=body.metadata,
@@ -292,7 +305,7 @@ def build_operations_router() -> APIRouter:
         """End a session: promote its important memories (PII-redacted) and apply session retention."""
         check_body_tenant(request, memory, ctx, body.tenant_id, "close_session")
         result: CloseSessionResult = memory.close_session(
-            ctx, body.user_id, session_id, body.project_id, agent_id=body.agent_id
+            ctx, body.user_id, session_id, project_id=body.project_id, agent_id=body.agent_id
         )
         return result
 
@@ -314,7 +327,7 @@ def build_operations_router() -> APIRouter:
         """Distil the session's memories into agent-layer summaries and rules, with provenance (LLM when
         configured, rules otherwise); a session reflected with the same sources writes nothing."""
         check_body_tenant(request, memory, ctx, body.tenant_id, "reflect")
-        result: ReflectionResult = memory.reflect(ctx, body.user_id, session_id, body.agent_id)
+        result: ReflectionResult = memory.reflect(ctx, body.user_id, session_id, agent_id=body.agent_id)
         return result
 
     @r.post(
@@ -400,7 +413,7 @@ def build_operations_router() -> APIRouter:
         limit: Annotated[int | None, Query()] = None,
     ) -> ListMemoriesOutput:
         """Memories flagged as contradicting another (or the ones contradicting `memoryId`)."""
-        return memory.conflicts(ctx, memory_id, cursor=cursor, limit=limit)
+        return memory.conflicts(ctx, memory_id=memory_id, cursor=cursor, limit=limit)
 
     @r.post(
         "/maintenance",
@@ -413,7 +426,7 @@ def build_operations_router() -> APIRouter:
     def maintain(memory: MemoryDep, ctx: AdminDep) -> MaintenanceReport:
         """Run maintenance once for the caller's tenant (TTL purge, decay, consolidation, pruning,
         integrity). Admin keys only."""
-        report: MaintenanceReport = memory.maintain([ctx.tenant_id])
+        report: MaintenanceReport = memory.maintain(tenants=[ctx.tenant_id])
         return report
 
     # -- hygiene ----------------------------------------------------------------------------

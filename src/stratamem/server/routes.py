@@ -193,9 +193,9 @@ def build_router() -> APIRouter:
         return memory.add(
             ctx,
             body.content,
-            body.layer,
-            body.identifiers,
-            body.metadata,
+            layer=body.layer,
+            identifiers=body.identifiers,
+            metadata=body.metadata,
             tier=body.tier,
             expires_at=body.expires_at,
             importance=body.importance,
@@ -260,8 +260,8 @@ def build_router() -> APIRouter:
         return memory.search(
             ctx,
             body.query,
-            body.identifiers,
-            body.layers,
+            identifiers=body.identifiers,
+            layers=body.layers,
             limit=body.limit,
             threshold=body.threshold,
             filter=body.filter,
@@ -353,7 +353,7 @@ def build_router() -> APIRouter:
         return memory.list(
             ctx,
             layer,
-            {k: v for k, v in ids.items() if v is not None},
+            identifiers={k: v for k, v in ids.items() if v is not None},
             cursor=cursor,
             limit=limit,
             filter=flt,
@@ -411,8 +411,8 @@ def build_router() -> APIRouter:
         out = memory.update(
             ctx,
             memory_id,
-            body.content,
-            body.metadata,
+            content=body.content,
+            metadata=body.metadata,
             if_match=expected,
             expires_at=expiry,
             tier=body.tier,
@@ -433,6 +433,6 @@ def build_router() -> APIRouter:
     ) -> DeleteMemoryOutput:
         """Delete a memory (idempotent: `success` is false when there was none); `If-Match` makes it
         conditional on the version."""
-        return memory.delete(ctx, memory_id, expected_etag(memory, ctx, memory_id, if_match))
+        return memory.delete(ctx, memory_id, if_match=expected_etag(memory, ctx, memory_id, if_match))
 
     return r

@@ -16,7 +16,6 @@ observers and feeds no metric.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import weakref
 from collections.abc import Iterable, Iterator
@@ -28,6 +27,7 @@ from prometheus_client.metrics_core import Metric
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import ErrorCode, MemoryError
+from ..settings import Settings
 from . import audit_observer, metrics, tracing
 from .audit import AuditLog
 
@@ -38,7 +38,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("stratamem.telemetry")
 
-_TRUE = frozenset({"1", "true", "yes", "on"})
+#: The values of ``STRATAMEM_OBSERVE`` that turn observation on.
+OBSERVE_ON = frozenset({"1", "true", "yes", "on"})
 
 
 class ObserveConfig(BaseModel):
@@ -62,22 +63,30 @@ class ObserveConfig(BaseModel):
     tracer_provider: Any = None
 
     @classmethod
-    def from_env(cls, env: dict[str, str] | None = None) -> ObserveConfig | None:
-        """``STRATAMEM_OBSERVE`` (1/true/yes/on) or ``STRATAMEM_METRICS_PORT``; None when neither is set."""
-        env = dict(os.environ) if env is None else env
-        port = env.get("STRATAMEM_METRICS_PORT", "").strip()
-        flag = env.get("STRATAMEM_OBSERVE", "").strip().lower()
-        if not port and flag not in _TRUE:
+    def from_env(cls, settings: Settings | None = None) -> ObserveConfig | None:
+        """``STRATAMEM_OBSERVE`` (1/true/yes/on) or ``STRATAMEM_METRICS_PORT``; None when neither is set.
+
+        Args:
+            settings: The environment's settings (None: read the environment now).
+
+        Returns:
+            The configuration, or None when observation is off.
+        """
+        settings = settings or Settings()
+        port = settings.metrics_port
+        flag = (settings.observe or "").strip().lower()
+        if port is None and flag not in OBSERVE_ON:
             return None
-        return cls.model_validate({"metrics_port": int(port)} if port else {})
+        return cls.model_validate({"metrics_port": port} if port is not None else {})
 
 
-def resolve(observe: bool | ObserveConfig | None) -> ObserveConfig | None:
-    """The configuration an ``observe`` argument means: True → defaults, False → off, None → environment."""
+def resolve(observe: bool | ObserveConfig | None, settings: Settings | None = None) -> ObserveConfig | None:
+    """The configuration an ``observe`` argument means: True → defaults, False → off, None → the
+    settings (``STRATAMEM_OBSERVE`` / ``STRATAMEM_METRICS_PORT``; None: read the environment now)."""
     if isinstance(observe, ObserveConfig):
         return observe
     if observe is None:
-        return ObserveConfig.from_env()
+        return ObserveConfig.from_env(settings)
     return ObserveConfig() if observe else None
 
 

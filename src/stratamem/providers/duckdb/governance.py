@@ -82,6 +82,14 @@ class GovernanceMixin(DuckDBConnection):
 
         self._append(write)
 
+    def delete_memory_events(self, tenant_id: str, memory_ids: Sequence[str]) -> int:
+        with self.transaction() as cur:
+            row = cur.execute(
+                "DELETE FROM memory_events WHERE tenant_id = ? AND list_contains(?::JSON::VARCHAR[], memory_id)",
+                [tenant_id, json.dumps(list(memory_ids))],
+            ).fetchone()
+        return int(row[0]) if row else 0
+
     def count_memory_events(self, tenant_id: str, since: datetime | None = None) -> dict[str, int]:
         with self._read() as cur:
             rows = cur.execute(
