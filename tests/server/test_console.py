@@ -15,7 +15,11 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
+from stratamem import Memory
+from stratamem.persistence import S3Settings, S3Store
+
 from ..conftest import require_service
+from ..snapshots.conftest import s3, s3_settings  # noqa: F401  (fixtures)
 from .cdp import Browser, chromium_binary
 from .conftest import LiveServer, cli_key
 
@@ -125,11 +129,69 @@ def test_memory_events_trends_and_maintenance_runs_over_rest(client: TestClient,
     assert len(trends["days"]) == 3
     today = trends["days"][-1]
     assert (today["writes"], today["searches"], today["rejections"]) == (5, 1, 0)
+    # the write-gate decisions one by one
+    gate = ("created", "deduplicated", "updated", "deleted", "ignored", "rejected")
+    assert [today[k] for k in gate] == [4, 0, 1, 0, 0, 0]
+    assert client.post("/v1/process", json={"text": "hi", "identifiers": {"userId": "alice"}}, headers=admin).json()[
+        "action"
+    ] == "ignored"
+    today = client.get("/v1/health-report/trends", params={"days": 1}, headers=admin).json()["days"][-1]
+    assert today["ignored"] == 1 and today["rejections"] == 1
+
+    # access history: every get or search that returned the memory, by whom and through which operation
+    client.get(f"/v1/memories/{mid}", headers=admin)
+    found = client.post(
+        "/v1/memories/search", json={"query": ALICE_PREF, "identifiers": {"userId": "alice"}, "limit": 1}, headers=admin
+    ).json()
+    assert [r["memory"]["id"] for r in found["results"]] == [mid]
+    r = client.get(f"/v1/memories/{mid}/events", params={"event": "access"}, headers=admin)
+    assert r.status_code == 200, r.text
+    accesses = r.json()["events"]
+    assert [(e["event"], e["details"]["operation"]) for e in accesses] == [("access", "search"), ("access", "get")]
+    assert accesses[0]["details"]["rank"] == 1 and accesses[0]["principal"] == accesses[1]["principal"]
+    kinds = client.get(f"/v1/memories/{mid}/events", params=[("event", "create"), ("event", "update")], headers=admin)
+    assert [e["event"] for e in kinds.json()["events"]] == ["update", "create"]
+    bad = client.get(f"/v1/memories/{mid}/events", params={"event": "nonsense"}, headers=admin)
+    assert bad.status_code == 400 and bad.json()["code"] == "INVALID_PARAMS"
 
     assert client.get("/v1/maintenance/runs", headers=admin).json()["runs"] == []
     assert client.post("/v1/maintenance", headers=admin).status_code == 200
     runs = client.get("/v1/maintenance/runs", headers=bob).json()["runs"]
     assert len(runs) == 1 and runs[0]["outcome"] == "ok" and runs[0]["errors"] == {}
+
+
+def test_snapshot_status_without_and_with_a_target(
+    client: TestClient,
+    make_key: Callable[..., str],
+    server_mem: Memory,
+    s3: S3Store,  # noqa: F811  (fixture)
+    s3_settings: S3Settings,  # noqa: F811  (fixture)
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for var in ("STRATAMEM_S3_URL", "STRATAMEM_S3_BUCKET"):
+        monkeypatch.delenv(var, raising=False)
+    admin = {"Authorization": f"Bearer {make_key(role='admin')}"}
+    reader = {"Authorization": f"Bearer {make_key(role='reader')}"}
+    # no target: a plain answer, no S3 call (and no error)
+    r = client.get("/v1/snapshots/status", headers=admin)
+    assert r.status_code == 200, r.text
+    assert r.json() == {"configured": False, "bucket": None, "count": 0, "latest": None}
+    assert client.get("/v1/snapshots/status", headers=reader).status_code == 403  # admin only, like the list
+    # a target (SeaweedFS): configured, then the newest snapshot once one is pushed
+    server_mem.configure_snapshots(s3_settings)
+    status = client.get("/v1/snapshots/status", headers=admin).json()
+    assert (status["configured"], status["bucket"], status["count"], status["latest"]) == (
+        True,
+        s3_settings.bucket,
+        0,
+        None,
+    )
+    _seed(client, admin)
+    pushed = client.post("/v1/snapshots", headers=admin)
+    assert pushed.status_code == 201, pushed.text
+    status = client.get("/v1/snapshots/status", headers=admin).json()
+    assert status["count"] == 1 and status["latest"]["snapshot_id"] == pushed.json()["snapshot_id"]
+    assert status["latest"]["rows"] >= 4
 
 
 def _screens() -> Path | None:

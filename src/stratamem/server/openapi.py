@@ -218,6 +218,7 @@ FIELDS: dict[str, tuple[str, Any]] = {
     "writes": ("Memories created, updated or deleted that day.", 12),
     "searches": ("Searches that day.", 40),
     "rejections": ("Writes refused or ignored by the gate or the policy that day.", 1),
+    "SnapshotStatus.latest": ("The newest snapshot of the caller's tenant (null when none).", None),
     "TrendDay.created": ("Write-gate decision: new memories created that day.", 10),
     "TrendDay.deduplicated": ("Write-gate decision: writes merged into an existing memory that day.", 2),
     "TrendDay.updated": ("Write-gate decision: memories updated that day.", 2),
