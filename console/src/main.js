@@ -237,7 +237,7 @@ async function showDetail(detail, id) {
       h("dt", {}, "Created / updated"), h("dd", {}, `${fmtTime(m.createdAt)} / ${fmtTime(m.updatedAt)}`),
       h("dt", {}, "Expires"), h("dd", {}, fmtTime(m.expiresAt)),
       h("dt", {}, "Accesses"), h("dd", { id: "detail-access-count" },
-        `${m.accessCount}, last ${fmtTime(m.lastAccessedAt)}`),
+        `${m.accessCount} before this view, last ${fmtTime(m.lastAccessedAt)}`),
       h("dt", {}, "Source"), h("dd", {}, `${p.source || "—"}${p.agentId ? ` by ${p.agentId}` : ""}` +
                                       `${p.confidence != null ? `, confidence ${p.confidence}` : ""}`)),
     h("h3", {}, "Provenance"),
@@ -485,6 +485,7 @@ async function health(main) {
       h("p", { class: "legend" }, series.map(([key, label, cls]) =>
         h("span", { class: "check" }, h("span", { class: `sw ${cls}` }), ` ${label} `,
           h("span", { class: "count", "data-total": key }, total(key))))))),
+    card("Write gate (14 days)", trends.error ? errorBox(trends.error) : writeGate(trends.days)),
     card("Storage per layer", stats.error ? errorBox(stats.error) : [
       h("p", {}, `${stats.total} memories · ${stats.provider} · ${stats.embeddingModel} (${stats.embeddingDimensions}d)`),
       barChart(stats.byLayer)]),
@@ -506,7 +507,6 @@ async function health(main) {
             ([k, v]) => `${k}: ${v}`).join("\n") || null }, r.outcome),
           h("td", {}, runSummary(r))))))),
     card("Knowledge graph", [status(graphHealth), comps(graphHealth)]),
-    card("Write gate (14 days)", trends.error ? errorBox(trends.error) : writeGate(trends.days)),
     card("Snapshots", snapshotCard(snapStatus, snapshots))));
 }
 

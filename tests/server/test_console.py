@@ -340,16 +340,16 @@ def test_console_end_to_end_in_chromium(live_db: Path, live_server: Callable[[],
 
         # Admin actions from the detail pane: delete (two clicks, If-Match) and promote
         def open_row(text: str) -> str:
-            b.wait(f"[...document.querySelectorAll('#memories tbody tr')].some(r => r.innerText.includes({text!r}))")
-            b.eval(
-                f"[...document.querySelectorAll('#memories tbody tr')].find(r => r.innerText.includes({text!r}))"
-                ".click(); true"
-            )
+            """Open the first row showing the text; returns its memory id once the detail shows it."""
+            row = f"[...document.querySelectorAll('#memories tbody tr')].find(r => r.innerText.includes({text!r}))"
+            mid = str(b.wait(f"{row} && {row}.dataset.id"))
+            b.eval(f"{row}.click(); true")
             b.wait(
-                f"document.getElementById('detail-content') && document.getElementById('detail-content')"
-                f".textContent.includes({text!r})"
+                f"document.querySelector('#detail h2 .mono') && "
+                f"document.querySelector('#detail h2 .mono').textContent === {mid!r} && "
+                "document.getElementById('detail-graph')"
             )
-            return str(b.eval("document.querySelector('#detail h2 .mono').textContent"))
+            return mid
 
         fridays = open_row("deploys on Fridays")
         b.eval("document.getElementById('delete').click(); true")
