@@ -18,8 +18,8 @@ def _store_for(settings: S3Settings) -> S3Store:
 
 
 def configured_store(memory: Any) -> S3Store | None:
-    """The snapshot store: the `Memory`'s configured manager's, else one from `STRATAMEM_S3_*`; None when
-    snapshots are not configured."""
+    """The snapshot store: the `Memory`'s configured manager's, else one from `STRATAMEM_S3_URL` /
+    `STRATAMEM_S3_BUCKET`; None when snapshots are not configured."""
     manager = getattr(memory, "_snapshots", None)
     if manager is not None:
         store: S3Store = manager.s3

@@ -84,7 +84,9 @@ def build_snapshot_router() -> APIRouter:
         if store is None:
             return SnapshotStatus(configured=False)
         snaps = memory.snapshots.list(ctx.tenant_id)
-        return SnapshotStatus(configured=True, bucket=store.bucket, count=len(snaps), latest=snaps[0] if snaps else None)
+        return SnapshotStatus(
+            configured=True, bucket=store.bucket, count=len(snaps), latest=snaps[0] if snaps else None
+        )
 
     @r.post(
         "/restore",
