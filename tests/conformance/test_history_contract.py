@@ -68,6 +68,12 @@ def test_access_history_lists_each_search_and_get_that_returned_the_memory(
     with pytest.raises(MemoryError) as err:
         store.memory_events(tenant, tea.memory.id, events=["nonsense"])
     assert err.value.code.value == "INVALID_PARAMS"
+    # switched off, reads log only their search row (the access statistics still count)
+    logged = len(store.memory_events(tenant, tea.memory.id, events=["access"]).events)
+    store.hygiene.configure(access_history=False)
+    store.search(tenant, "green tea", identifiers=U1, limit=1)
+    assert len(store.memory_events(tenant, tea.memory.id, events=["access"]).events) == logged == 3
+    assert store.get(tenant, tea.memory.id).access_count == 4
 
 
 def test_event_trends_count_writes_searches_rejections_per_day(

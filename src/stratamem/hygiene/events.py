@@ -41,6 +41,8 @@ class EventLog:
     def __init__(self, engine: MemoryEngine) -> None:
         self.engine = engine
         self.enabled = True
+        #: Log an ``access`` row per memory a search or get returned (``HygieneConfig.access_history``).
+        self.access_history = True
         #: per thread: (memory id, layer) read by the operation running on it, until it is observed
         self._local = threading.local()
         self.background = False
@@ -142,7 +144,7 @@ class EventLog:
     def accessed(self, ctx: TenantContext, entries: Sequence[MemoryEntry]) -> None:
         """Engine access hook: remember which memories this thread's operation read; ``observe`` logs
         them as ``access`` rows when that operation (a search or a get) has finished."""
-        if not self.enabled or not entries:
+        if not self.enabled or not self.access_history or not entries:
             return
         pending: list[tuple[str, str]] | None = getattr(self._local, "accessed", None)
         if pending is None:

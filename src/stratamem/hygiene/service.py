@@ -36,6 +36,7 @@ class Hygiene:
         self.policies = PolicyManager(engine)
         self.events = EventLog(engine)
         self.events.background = self.config.events_write == "background"
+        self.events.access_history = self.config.access_history
         self.gate = WriteGate(self)
 
     @classmethod
@@ -64,6 +65,7 @@ class Hygiene:
         if fields:
             self.config = HygieneConfig.model_validate({**self.config.model_dump(), **fields})
             self.events.background = self.config.events_write == "background"
+            self.events.access_history = self.config.access_history
             if not self.events.background:
                 self.events.flush()
         return self.config
