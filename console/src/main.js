@@ -176,6 +176,13 @@ async function loadTable(table, detail) {
   }
 }
 
+/** Reload the Browse table (after a delete or promote changed what it lists). */
+function reloadTable() {
+  const table = document.querySelector("section.table");
+  const detail = document.getElementById("detail");
+  if (table && detail) loadTable(table, detail);
+}
+
 function provLink(detail, label, id) {
   return id ? h("li", {}, `${label}: `, h("button", { class: "link mono", onclick: () => showDetail(detail, id) }, id))
             : null;
@@ -198,7 +205,19 @@ async function showDetail(detail, id) {
   const promoteIds = h("input", { id: "promote-ids", placeholder: "projectId=web" });
   let armed = false;
   const events = h("div", { id: "detail-events" }, "Loading events…");
-  api("GET", `/v1/memories/${encodeURIComponent(m.id)}/events`, { query: { limit: 20 } }).then(
+  const accesses = h("div", { id: "detail-access" }, "Loading access history…");
+  // the access history: every search or get that returned this memory (who, how, the search's rank)
+  api("GET", `/v1/memories/${encodeURIComponent(m.id)}/events`, { query: { limit: 20, event: ["access"] } }).then(
+    ({ data }) => clear(accesses, data.events.length === 0 ? h("p", { class: "hint" }, "Not read yet.") :
+      h("table", { class: "events" },
+        h("thead", {}, h("tr", {}, h("th", {}, "When"), h("th", {}, "Read by"), h("th", {}, "Through"))),
+        h("tbody", {}, data.events.map((e) => h("tr", { class: `access via-${e.details.operation}` },
+          h("td", {}, fmtTime(e.ts)), h("td", {}, e.principal || "—"),
+          h("td", { title: e.details.search_id ? `search ${e.details.search_id}` : null },
+            e.details.operation === "search" ? `search, rank ${e.details.rank}` : e.details.operation)))))),
+    (err) => clear(accesses, errorBox(err)));
+  api("GET", `/v1/memories/${encodeURIComponent(m.id)}/events`,
+    { query: { limit: 20, event: ["create", "update", "delete", "dedupe"] } }).then(
     ({ data }) => clear(events, data.events.length === 0 ? h("p", { class: "hint" }, "No events logged.") :
       h("table", { class: "events" },
         h("thead", {}, h("tr", {}, h("th", {}, "When"), h("th", {}, "Event"), h("th", {}, "By"), h("th", {}, "Outcome"))),
@@ -217,7 +236,8 @@ async function showDetail(detail, id) {
                                         ` ${(m.importance ?? 0).toFixed(2)}`),
       h("dt", {}, "Created / updated"), h("dd", {}, `${fmtTime(m.createdAt)} / ${fmtTime(m.updatedAt)}`),
       h("dt", {}, "Expires"), h("dd", {}, fmtTime(m.expiresAt)),
-      h("dt", {}, "Access history"), h("dd", {}, `${m.accessCount} reads, last ${fmtTime(m.lastAccessedAt)}`),
+      h("dt", {}, "Accesses"), h("dd", { id: "detail-access-count" },
+        `${m.accessCount} before this view, last ${fmtTime(m.lastAccessedAt)}`),
       h("dt", {}, "Source"), h("dd", {}, `${p.source || "—"}${p.agentId ? ` by ${p.agentId}` : ""}` +
                                       `${p.confidence != null ? `, confidence ${p.confidence}` : ""}`)),
     h("h3", {}, "Provenance"),
@@ -231,6 +251,10 @@ async function showDetail(detail, id) {
       p.threadId ? h("li", {}, `Thread ${p.threadId} #${p.position ?? "?"}`) : null),
     h("h3", {}, "Events"),
     events,
+    h("h3", {}, "Access history"),
+    accesses,
+    h("div", { class: "row" }, h("button", { id: "detail-graph", class: "link",
+      onclick: () => { location.hash = `#graph/${encodeURIComponent(m.id)}`; } }, "Show in the graph →")),
     h("h3", {}, "Metadata"),
     h("pre", {}, JSON.stringify(m.metadata, null, 2)),
     h("h3", {}, "Edit"),
@@ -255,7 +279,8 @@ async function showDetail(detail, id) {
         try {
           await api("DELETE", `/v1/memories/${encodeURIComponent(m.id)}`, { headers: { "If-Match": `"${m.etag}"` } });
           browseState.selected = null;
-          clear(detail, h("p", { class: "ok" }, `Deleted ${m.id}.`));
+          clear(detail, h("p", { class: "ok", id: "deleted-msg" }, `Deleted ${m.id}.`));
+          reloadTable();
         } catch (err) {
           clear(msg, errorBox(err));
         }
@@ -266,7 +291,9 @@ async function showDetail(detail, id) {
         try {
           const { data } = await api("POST", `/v1/memories/${encodeURIComponent(m.id)}/promote`,
             { body: { targetLayer: target.value, identifiers: parseIds(promoteIds.value) } });
-          clear(msg, h("p", { class: "ok" }, `Promoted: ${JSON.stringify(data).slice(0, 200)}`));
+          clear(msg, h("p", { class: "ok", id: "promoted-msg" }, `Promoted to ${data.layer} (${formatIds(data.identifiers)}): `,
+            h("button", { class: "link mono", id: "promoted-link", onclick: () => showDetail(detail, data.id) }, data.id)));
+          reloadTable();
         } catch (err) {
           clear(msg, errorBox(err));
         }
@@ -418,6 +445,11 @@ function graph(main) {
     }
   } }, field("From", a), field("To", b), h("button", { type: "submit" }, "Path"));
   clear(main, hood, path, out);
+  const start = location.hash.split("/").slice(1).join("/");
+  if (start) {
+    node.value = decodeURIComponent(start);
+    hood.requestSubmit();
+  }
 }
 
 // ------------------------------------------------------------------ Health
@@ -434,9 +466,11 @@ function runSummary(r) {
 async function health(main) {
   clear(main, "Loading…");
   const get = (path) => api("GET", path).then((r) => r.data, (err) => ({ error: err }));
-  const [live, stats, report, graphHealth, snapshots, trends, runs] = await Promise.all(
-    ["/health", "/v1/stats", "/v1/health-report", "/health/graph", "/v1/snapshots",
+  const [live, stats, report, graphHealth, snapStatus, trends, runs] = await Promise.all(
+    ["/health", "/v1/stats", "/v1/health-report", "/health/graph", "/v1/snapshots/status",
      "/v1/health-report/trends?days=14", "/v1/maintenance/runs?limit=10"].map(get));
+  // the list of snapshots only when a target is configured (unconfigured, the status says so)
+  const snapshots = snapStatus.configured ? await get("/v1/snapshots") : [];
   const series = [["writes", "Writes", "writes"], ["searches", "Searches", "searches"],
                   ["rejections", "Rejected writes", "rejections"]];
   const total = (key) => (trends.days || []).reduce((a, d) => a + (Number(d[key]) || 0), 0);
@@ -451,6 +485,7 @@ async function health(main) {
       h("p", { class: "legend" }, series.map(([key, label, cls]) =>
         h("span", { class: "check" }, h("span", { class: `sw ${cls}` }), ` ${label} `,
           h("span", { class: "count", "data-total": key }, total(key))))))),
+    card("Write gate (14 days)", trends.error ? errorBox(trends.error) : writeGate(trends.days)),
     card("Storage per layer", stats.error ? errorBox(stats.error) : [
       h("p", {}, `${stats.total} memories · ${stats.provider} · ${stats.embeddingModel} (${stats.embeddingDimensions}d)`),
       barChart(stats.byLayer)]),
@@ -472,9 +507,47 @@ async function health(main) {
             ([k, v]) => `${k}: ${v}`).join("\n") || null }, r.outcome),
           h("td", {}, runSummary(r))))))),
     card("Knowledge graph", [status(graphHealth), comps(graphHealth)]),
-    card("Snapshots", snapshots.error ? errorBox(snapshots.error) : snapshots.length === 0 ? h("p", {}, "None yet.") :
+    card("Snapshots", snapshotCard(snapStatus, snapshots))));
+}
+
+const GATE = [["created", "Created", "created"], ["deduplicated", "Merged (dedupe)", "deduplicated"],
+              ["updated", "Updated", "updated"], ["deleted", "Deleted", "deleted"],
+              ["ignored", "Ignored", "ignored"], ["rejected", "Rejected", "rejected"]];
+
+/** The write gate's decisions over the trend window: totals as bars, and a line per decision. */
+function writeGate(days) {
+  const totals = Object.fromEntries(GATE.map(([key, label]) =>
+    [label, days.reduce((a, d) => a + (Number(d[key]) || 0), 0)]));
+  const sum = Object.values(totals).reduce((a, b) => a + b, 0);
+  return h("div", { id: "write-gate" },
+    h("p", { class: "hint" }, `${sum} write decisions: what process(), add, update and delete did, per UTC day.`),
+    barChart(totals),
+    trendChart(days, GATE),
+    h("p", { class: "legend" }, GATE.map(([key, label, cls]) =>
+      h("span", { class: "check" }, h("span", { class: `sw ${cls}` }), ` ${label} `,
+        h("span", { class: "count", "data-gate": key }, days.reduce((a, d) => a + (Number(d[key]) || 0), 0))))));
+}
+
+/** Snapshot status: not configured (a hint, no error), or the bucket, count, newest and the list. */
+function snapshotCard(status, snapshots) {
+  if (status.error) {
+    if (status.error.status === 403) return h("p", { id: "snapshots-status", class: "hint" }, "Snapshots need an admin key.");
+    return errorBox(status.error);
+  }
+  if (!status.configured) {
+    return h("div", { id: "snapshots-status", "data-state": "unconfigured" },
+      h("p", {}, "Snapshots are not configured."),
+      h("p", { class: "hint" }, "Set STRATAMEM_S3_URL (or STRATAMEM_S3_BUCKET) and the AWS_* credentials " +
+        "for the server to publish snapshots of the store; see docs/snapshots.md."));
+  }
+  const l = status.latest;
+  return h("div", { id: "snapshots-status", "data-state": "configured" },
+    h("p", {}, `Bucket ${status.bucket} · ${status.count} snapshot${status.count === 1 ? "" : "s"}`),
+    l ? h("p", { id: "snapshot-latest" }, `Newest: ${fmtTime(l.created_at)} · ${l.rows} rows · ${l.bytes} bytes`)
+      : h("p", { class: "hint" }, "None published yet."),
+    snapshots.error ? errorBox(snapshots.error) :
       h("ul", {}, snapshots.slice(0, 10).map((x) =>
-        h("li", {}, `${fmtTime(x.createdAt)} · ${x.rows} rows · ${x.bytes} bytes`))))));
+        h("li", {}, `${fmtTime(x.created_at)} · ${x.rows} rows · ${x.bytes} bytes`))));
 }
 
 // ------------------------------------------------------------------ Actions (admin)

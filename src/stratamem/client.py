@@ -781,7 +781,12 @@ class Client(_Base):
         return out
 
     def memory_events(
-        self, ctx: TenantContext | None = None, memory_id: str | None = None, *, limit: int = 50
+        self,
+        ctx: TenantContext | None = None,
+        memory_id: str | None = None,
+        *,
+        limit: int = 50,
+        events: Sequence[str] | None = None,
     ) -> MemoryEventsOutput:
         path = f"/v1/memories/{quote(str(memory_id), safe='')}/events"
         out: MemoryEventsOutput = self._send(
@@ -790,7 +795,7 @@ class Client(_Base):
                 path,
                 "memory_events",
                 _model(MemoryEventsOutput),
-                params=[("limit", str(limit))],
+                params=[("limit", str(limit)), *(("event", str(e)) for e in events or ())],
                 idempotent=True,
             )
         )
@@ -1309,7 +1314,12 @@ class AsyncClient(_Base):
         return out
 
     async def memory_events(
-        self, ctx: TenantContext | None = None, memory_id: str | None = None, *, limit: int = 50
+        self,
+        ctx: TenantContext | None = None,
+        memory_id: str | None = None,
+        *,
+        limit: int = 50,
+        events: Sequence[str] | None = None,
     ) -> MemoryEventsOutput:
         path = f"/v1/memories/{quote(str(memory_id), safe='')}/events"
         out: MemoryEventsOutput = await self._send(
@@ -1318,7 +1328,7 @@ class AsyncClient(_Base):
                 path,
                 "memory_events",
                 _model(MemoryEventsOutput),
-                params=[("limit", str(limit))],
+                params=[("limit", str(limit)), *(("event", str(e)) for e in events or ())],
                 idempotent=True,
             )
         )

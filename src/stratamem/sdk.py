@@ -1024,14 +1024,25 @@ class Memory:
         return hygiene_of(self.engine).health(ctx, since=since)
 
     def memory_events(
-        self, ctx: TenantContext | None = None, memory_id: str | None = None, *, limit: int = 50
+        self,
+        ctx: TenantContext | None = None,
+        memory_id: str | None = None,
+        *,
+        limit: int = 50,
+        events: Sequence[str] | None = None,
     ) -> MemoryEventsOutput:
-        """One memory's logged events (create, update, delete…), newest first.
+        """One memory's logged events (create, update, delete, access…), newest first.
+
+        Every ``search`` or ``get`` that returned the memory is logged as an ``access`` event (who,
+        by which operation, and for a search its ``search_id`` and ``rank``): ``events=["access"]``
+        is the memory's access history.
 
         Args:
             ctx: The caller's tenant context; every row read or written belongs to its tenant.
             memory_id: The memory; it must be visible to the caller's grant.
             limit: At most this many events (1-500).
+            events: Only events of these kinds (create, update, delete, search, access, ignore,
+                reject, dedupe, maintenance); all kinds when None.
 
         Returns:
             The events (they never hold memory content).
@@ -1043,7 +1054,7 @@ class Memory:
             MemoryError: ``MEMORY_NOT_FOUND`` when the memory is missing, another tenant's or outside
                 the caller's grant (one answer for all three).
         """
-        return hygiene_of(self.engine).memory_events(ctx, memory_id, limit=limit)
+        return hygiene_of(self.engine).memory_events(ctx, memory_id, limit=limit, events=events)
 
     def event_trends(self, ctx: TenantContext | None = None, *, days: int = 14) -> EventTrends:
         """Per-day counts of the tenant's writes, searches and rejected writes.
@@ -1660,9 +1671,14 @@ class AsyncMemory:
         return await asyncio.to_thread(self.sync.health, ctx, since=since)
 
     async def memory_events(
-        self, ctx: TenantContext | None = None, memory_id: str | None = None, *, limit: int = 50
+        self,
+        ctx: TenantContext | None = None,
+        memory_id: str | None = None,
+        *,
+        limit: int = 50,
+        events: Sequence[str] | None = None,
     ) -> MemoryEventsOutput:
-        return await asyncio.to_thread(self.sync.memory_events, ctx, memory_id, limit=limit)
+        return await asyncio.to_thread(self.sync.memory_events, ctx, memory_id, limit=limit, events=events)
 
     async def event_trends(self, ctx: TenantContext | None = None, *, days: int = 14) -> EventTrends:
         return await asyncio.to_thread(self.sync.event_trends, ctx, days=days)

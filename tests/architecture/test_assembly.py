@@ -43,7 +43,8 @@ def test_memory_open_goes_through_the_assembly_and_lifecycle_registers_its_hooks
         hooks = mem.engine.hooks
         assert isinstance(mem.graph, GraphUnavailable)  # the in-memory provider is no GraphBackend
         assert hooks.conflict is not None and mem.engine.conflict_hook is hooks.conflict
-        assert len(hooks.access_hooks) == 1
+        # the hygiene's access history (memory_events) and the lifecycle's access statistics (importance)
+        assert [h.__qualname__ for h in hooks.access_hooks] == ["EventLog.accessed", "Lifecycle._on_access"]
         t = TenantContext(tenant_id="acme", principal="u1")
         added = mem.add(t, "the user prefers tea", layer="user", identifiers={"user_id": "u1"})
         found = mem.search(t, "tea", identifiers={"user_id": "u1"})

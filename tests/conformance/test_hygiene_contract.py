@@ -322,6 +322,8 @@ def test_events_and_health(store: Memory, tenant: TenantContext) -> None:
     assert h.memories_by_category == {"preference": 2, "uncategorized": 1}
     assert h.memories_by_source == {"inferred": 1, "explicit": 0, "other": 2}
     assert h.events == {
+        "access": 2,  # the two memories the hit search returned
+        "access.ok": 2,
         "create": 4,
         "create.ok": 4,
         "dedupe": 1,

@@ -138,6 +138,7 @@ def test_client_lifecycle_gate_and_admin(server: tuple[LiveServer, dict[str, str
         assert admin.maintenance_runs(t, limit=1).runs[0].outcome == "ok"
         history = admin.memory_events(t, two.id).events
         assert [e.event for e in history][-1] == "create" and history[-1].memory_id == two.id
+        assert all(e.event == "access" for e in admin.memory_events(t, two.id, events=["access"]).events)
         assert admin.event_trends(t, days=2).days[-1].writes >= 3
         with pytest.raises(MemoryError) as exc:
             admin.memory_events(t, "no-such-id")
@@ -174,7 +175,10 @@ def test_async_client(server: tuple[LiveServer, dict[str, str]]) -> None:
             assert (await c.update(t, made.memory.id, expires_at=None)).memory.expires_at is None
             assert [e.id async for e in c.export(t) if e.id == made.memory.id] == [made.memory.id]
             assert await c.get(t, "missing") is None
-            assert [e.event for e in (await c.memory_events(t, made.memory.id)).events] == ["update", "create"]
+            writes = await c.memory_events(t, made.memory.id, events=["create", "update"])
+            assert [e.event for e in writes.events] == ["update", "create"]
+            reads = (await c.memory_events(t, made.memory.id, events=["access"])).events
+            assert [e.details["operation"] for e in reads] == ["search"]  # the search above returned it
             assert len((await c.event_trends(t, days=3)).days) == 3
             assert (await c.maintenance_runs(t)).tenant_id == "acme"
             assert (await c.delete(t, made.memory.id)).success

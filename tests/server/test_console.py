@@ -15,7 +15,11 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
+from stratamem import Memory
+from stratamem.persistence import S3Settings, S3Store
+
 from ..conftest import require_service
+from ..snapshots.conftest import s3, s3_settings  # noqa: F401  (fixtures)
 from .cdp import Browser, chromium_binary
 from .conftest import LiveServer, cli_key
 
@@ -125,11 +129,72 @@ def test_memory_events_trends_and_maintenance_runs_over_rest(client: TestClient,
     assert len(trends["days"]) == 3
     today = trends["days"][-1]
     assert (today["writes"], today["searches"], today["rejections"]) == (5, 1, 0)
+    # the write-gate decisions one by one
+    gate = ("created", "deduplicated", "updated", "deleted", "ignored", "rejected")
+    assert [today[k] for k in gate] == [4, 0, 1, 0, 0, 0]
+    assert (
+        client.post("/v1/process", json={"text": "hi", "identifiers": {"userId": "alice"}}, headers=admin).json()[
+            "action"
+        ]
+        == "ignored"
+    )
+    today = client.get("/v1/health-report/trends", params={"days": 1}, headers=admin).json()["days"][-1]
+    assert today["ignored"] == 1 and today["rejections"] == 1
+
+    # access history: every get or search that returned the memory, by whom and through which operation
+    client.get(f"/v1/memories/{mid}", headers=admin)
+    found = client.post(
+        "/v1/memories/search", json={"query": ALICE_PREF, "identifiers": {"userId": "alice"}, "limit": 1}, headers=admin
+    ).json()
+    assert [r["memory"]["id"] for r in found["results"]] == [mid]
+    r = client.get(f"/v1/memories/{mid}/events", params={"event": "access"}, headers=admin)
+    assert r.status_code == 200, r.text
+    accesses = r.json()["events"]
+    assert [(e["event"], e["details"]["operation"]) for e in accesses] == [("access", "search"), ("access", "get")]
+    assert accesses[0]["details"]["rank"] == 1 and accesses[0]["principal"] == accesses[1]["principal"]
+    kinds = client.get(f"/v1/memories/{mid}/events", params=[("event", "create"), ("event", "update")], headers=admin)
+    assert [e["event"] for e in kinds.json()["events"]] == ["update", "create"]
+    bad = client.get(f"/v1/memories/{mid}/events", params={"event": "nonsense"}, headers=admin)
+    assert bad.status_code == 400 and bad.json()["code"] == "INVALID_PARAMS"
 
     assert client.get("/v1/maintenance/runs", headers=admin).json()["runs"] == []
     assert client.post("/v1/maintenance", headers=admin).status_code == 200
     runs = client.get("/v1/maintenance/runs", headers=bob).json()["runs"]
     assert len(runs) == 1 and runs[0]["outcome"] == "ok" and runs[0]["errors"] == {}
+
+
+def test_snapshot_status_without_and_with_a_target(
+    client: TestClient,
+    make_key: Callable[..., str],
+    server_mem: Memory,
+    s3: S3Store,  # noqa: F811  (fixture)
+    s3_settings: S3Settings,  # noqa: F811  (fixture)
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for var in ("STRATAMEM_S3_URL", "STRATAMEM_S3_BUCKET"):
+        monkeypatch.delenv(var, raising=False)
+    admin = {"Authorization": f"Bearer {make_key(role='admin')}"}
+    reader = {"Authorization": f"Bearer {make_key(role='reader')}"}
+    # no target: a plain answer, no S3 call (and no error)
+    r = client.get("/v1/snapshots/status", headers=admin)
+    assert r.status_code == 200, r.text
+    assert r.json() == {"configured": False, "bucket": None, "count": 0, "latest": None}
+    assert client.get("/v1/snapshots/status", headers=reader).status_code == 403  # admin only, like the list
+    # a target (SeaweedFS): configured, then the newest snapshot once one is pushed
+    server_mem.configure_snapshots(s3_settings)
+    status = client.get("/v1/snapshots/status", headers=admin).json()
+    assert (status["configured"], status["bucket"], status["count"], status["latest"]) == (
+        True,
+        s3_settings.bucket,
+        0,
+        None,
+    )
+    _seed(client, admin)
+    pushed = client.post("/v1/snapshots", headers=admin)
+    assert pushed.status_code == 201, pushed.text
+    status = client.get("/v1/snapshots/status", headers=admin).json()
+    assert status["count"] == 1 and status["latest"]["snapshot_id"] == pushed.json()["snapshot_id"]
+    assert status["latest"]["rows"] >= 4
 
 
 def _screens() -> Path | None:
@@ -231,6 +296,20 @@ def test_console_end_to_end_in_chromium(live_db: Path, live_server: Callable[[],
         assert b.eval("sessionStorage.getItem('stratamem.apiKey')") == admin
         b.eval("location.hash = '#browse'; true")
         b.wait("document.getElementById('detail-content')")
+        # the access history: the playground's searches returned it (rank 1), the detail pane read it
+        b.wait(
+            "document.querySelector('#detail-access tr.via-search') && "
+            "document.querySelector('#detail-access tr.via-get')"
+        )
+        reads = b.eval("[...document.querySelectorAll('#detail-access tbody tr')].map(r => r.innerText)")
+        assert any("search, rank 1" in r for r in reads) and any("get" in r for r in reads), reads
+        with httpx.Client(base_url=srv.url, timeout=30) as http:
+            history = http.get(
+                f"/v1/memories/{memory_id}/events",
+                params={"event": "access", "limit": 20},
+                headers={"Authorization": f"Bearer {admin}"},
+            ).json()["events"]
+        assert len(reads) == len(history) and all(e["principal"] for e in history)
 
         # Edit with If-Match: the detail shows the new version
         _type(b, "edit-content", "Alice prefers dark mode everywhere")
@@ -258,6 +337,58 @@ def test_console_end_to_end_in_chromium(live_db: Path, live_server: Callable[[],
             "document.querySelector('#detail-msg .error') && document.querySelector('#detail-msg .error').textContent"
         )
         assert conflict.startswith("CONFLICT"), conflict
+
+        # Admin actions from the detail pane: delete (two clicks, If-Match) and promote
+        def open_row(text: str) -> str:
+            """Open the first row showing the text; returns its memory id once the detail shows it."""
+            row = f"[...document.querySelectorAll('#memories tbody tr')].find(r => r.innerText.includes({text!r}))"
+            mid = str(b.wait(f"{row} && {row}.dataset.id"))
+            b.eval(f"{row}.click(); true")
+            b.wait(
+                f"document.querySelector('#detail h2 .mono') && "
+                f"document.querySelector('#detail h2 .mono').textContent === {mid!r} && "
+                "document.getElementById('detail-graph')"
+            )
+            return mid
+
+        fridays = open_row("deploys on Fridays")
+        b.eval("document.getElementById('delete').click(); true")
+        assert b.eval("document.getElementById('delete').textContent") == "Confirm delete"
+        b.eval("document.getElementById('delete').click(); true")
+        b.wait("document.getElementById('deleted-msg')")
+        b.wait("!document.getElementById('memories').innerText.includes('deploys on Fridays')")
+        with httpx.Client(base_url=srv.url, timeout=30) as http:
+            gone = http.get(f"/v1/memories/{fridays}", headers={"Authorization": f"Bearer {admin}"})
+        assert gone.status_code == 404, gone.text
+        project_a = open_row("Alice works on Project A.")
+        b.eval("document.getElementById('promote-layer').value = 'team'; true")
+        _type(b, "promote-ids", "teamId=core")
+        b.eval("document.getElementById('promote').click(); true")
+        promoted = b.wait(
+            "document.getElementById('promoted-msg') && document.getElementById('promoted-msg').innerText"
+        )
+        assert "Promoted to team (teamId=core)" in promoted, promoted
+        b.wait(
+            "[...document.querySelectorAll('#memories tbody tr')]"
+            ".filter(r => r.innerText.includes('Alice works on Project A.')).length === 2"
+        )
+        b.eval("document.getElementById('promoted-link').click(); true")
+        b.wait(
+            "document.querySelector('#detail .prov') && "
+            "document.querySelector('#detail .prov').innerText.includes('Promoted from')"
+        )
+        assert project_a in b.eval("document.querySelector('#detail .prov').innerText")
+        assert b.eval("document.getElementById('detail').innerText").count("team") >= 1
+
+        # A memory's graph neighbourhood, from its detail pane (the memory is the centre)
+        opened = open_row("Alice works on Project A.")  # the newest first: the promoted copy
+        b.eval("document.getElementById('detail-graph').click(); true")
+        b.wait("document.querySelectorAll('#graph-svg .node').length > 1")
+        assert b.eval("document.getElementById('g-node').value") == opened  # the memory is the start
+        centre = b.eval("[...document.querySelectorAll('#graph-svg .node.centre title')].map(t => t.textContent)")
+        assert any("Alice works on Project A." in c for c in centre), centre
+        labels = b.eval("[...document.querySelectorAll('#graph-svg .node.entity title')].map(t => t.textContent)")
+        assert any("Alice" in x for x in labels) and any("Project A" in x for x in labels), labels
 
         # Graph view: the neighbourhood of an entity, and a path between two entities
         b.eval("location.hash = '#graph'; true")
@@ -288,10 +419,28 @@ def test_console_end_to_end_in_chromium(live_db: Path, live_server: Callable[[],
             "Object.fromEntries([...document.querySelectorAll('#trends [data-total]')]"
             ".map(e => [e.dataset.total, Number(e.textContent)]))"
         )
-        # 6 creates and 2 updates (the console's save, the change behind its back; the 409 stores nothing)
-        assert totals["writes"] == 8 and totals["searches"] >= 2 and totals["rejections"] == 0, totals
+        # 6 creates, 2 updates (the console's save, the change behind its back; the 409 stores nothing)
+        # and the console's delete
+        assert totals["writes"] == 9 and totals["searches"] >= 2 and totals["rejections"] == 0, totals
         runs = b.eval("[...document.querySelectorAll('#maintenance-runs tbody tr')].map(r => r.innerText)")
         assert len(runs) == 1 and "ok" in runs[0], runs
+        # the write gate's decisions: a bar per decision and a line per decision over the 14 days
+        b.wait("document.querySelector('#write-gate svg.trend')")
+        gate = b.eval(
+            "Object.fromEntries([...document.querySelectorAll('#write-gate [data-gate]')]"
+            ".map(e => [e.dataset.gate, Number(e.textContent)]))"
+        )
+        assert gate == {"created": 6, "deduplicated": 0, "updated": 2, "deleted": 1, "ignored": 0, "rejected": 0}, gate
+        gate_lines = b.eval("[...document.querySelectorAll('#write-gate polyline')].map(p => p.dataset.series)")
+        assert gate_lines == list(gate), gate_lines
+        assert b.eval("document.querySelectorAll('#write-gate svg.chart:not(.trend) rect.bar').length") == 6
+        # no snapshot target on this server: a plain "not configured" state, no error box
+        snap = b.wait(
+            "document.getElementById('snapshots-status') && document.getElementById('snapshots-status').dataset.state"
+        )
+        assert snap == "unconfigured"
+        assert "not configured" in b.eval("document.getElementById('snapshots-status').innerText")
+        assert b.eval("document.querySelectorAll('#health .error').length") == 0
         b.screenshot(shots / "health.png")
         b.eval("location.hash = '#actions'; true")
         b.wait("document.querySelector('#keys table')")
@@ -345,7 +494,7 @@ def test_console_end_to_end_in_chromium(live_db: Path, live_server: Callable[[],
         assert len(last) == 1 and last[0].startswith("Carol's pass") and last[0] not in shown, last
         b.eval("document.getElementById('f-expiring').checked = false; true")
         b.eval("document.getElementById('filters').requestSubmit(); true")
-        b.wait("document.querySelector('.pager').innerText.includes('25 shown of 33')")
+        b.wait("document.querySelector('.pager').innerText.includes('25 shown of 33')")  # -1 deleted, +1 promoted
 
         # The key is kept in session storage only and never appears in a URL
         assert b.eval("sessionStorage.getItem('stratamem.apiKey')") == admin
@@ -369,3 +518,44 @@ def test_console_end_to_end_in_chromium(live_db: Path, live_server: Callable[[],
         assert "Alice" not in table and "alice" not in tree and "project" not in tree
     finally:
         b.close()
+
+
+def test_console_snapshot_card_with_a_target_in_chromium(
+    live_db: Path,
+    s3: S3Store,  # noqa: F811  (fixture)
+    s3_settings: S3Settings,  # noqa: F811  (fixture)
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    binary = chromium_binary()
+    require_service("chromium", binary is not None, "no chromium binary (apt-get install chromium)")
+    assert binary is not None and s3_settings.endpoint_url is not None
+    # the server's snapshot target comes from its environment (SeaweedFS, this test's bucket)
+    monkeypatch.setenv("STRATAMEM_S3_URL", s3_settings.endpoint_url)
+    monkeypatch.setenv("STRATAMEM_S3_BUCKET", s3_settings.bucket)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", s3_settings.access_key_id or "")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", s3_settings.secret_access_key or "")
+    admin = cli_key(live_db, "acme", "admin")
+    srv = LiveServer(live_db)
+    srv.start()
+    b = Browser(binary)
+    try:
+        auth = {"Authorization": f"Bearer {admin}"}
+        with httpx.Client(base_url=srv.url, timeout=60) as http:
+            _seed(http, auth)
+            assert http.post("/v1/snapshots", headers=auth).status_code == 201
+            status = http.get("/v1/snapshots/status", headers=auth).json()
+        assert status["configured"] and status["count"] >= 1
+        b.navigate(srv.url + "/console/#health")
+        _sign_in(b, admin)
+        state = b.wait(
+            "document.getElementById('snapshots-status') && document.getElementById('snapshots-status').dataset.state"
+        )
+        assert state == "configured"
+        text = b.eval("document.getElementById('snapshots-status').innerText")
+        assert f"Bucket {s3_settings.bucket}" in text and f"{status['count']} snapshot" in text, text
+        latest = b.eval("document.getElementById('snapshot-latest').innerText")
+        assert f"{status['latest']['rows']} rows" in latest, latest
+        assert b.eval("document.querySelectorAll('#snapshots-status li').length") == status["count"]
+    finally:
+        b.close()
+        srv.stop()

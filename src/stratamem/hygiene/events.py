@@ -1,9 +1,12 @@
-"""The memory_events log: create, update, delete, search, ignore, reject, dedupe.
+"""The memory_events log: create, update, delete, search, access, ignore, reject, dedupe.
 
 The health report is built from it.
 
 Engine operations are logged by an observer; ``process()`` adds ``ignore`` and ``dedupe`` events.
-Rows carry no memory content. A provider without event support simply disables the log.
+Reads are logged per memory too: every memory a ``search`` or ``get`` returned gets an ``access``
+row (who read it, by which operation, and for a search the search event's id and the rank), so a
+memory's access history is its ``access`` events. Rows carry no memory content (nor query text).
+A provider without event support simply disables the log.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ErrorCode, MemoryError
@@ -18,6 +22,7 @@ from ..errors import ErrorCode, MemoryError
 if TYPE_CHECKING:
     from ..engine import MemoryEngine
     from ..hooks import OperationEvent
+    from ..model import MemoryEntry, TenantContext
 
 log = logging.getLogger("stratamem.hygiene")
 
@@ -36,6 +41,10 @@ class EventLog:
     def __init__(self, engine: MemoryEngine) -> None:
         self.engine = engine
         self.enabled = True
+        #: Log an ``access`` row per memory a search or get returned (``HygieneConfig.access_history``).
+        self.access_history = True
+        #: per thread: (memory id, layer) read by the operation running on it, until it is observed
+        self._local = threading.local()
         self.background = False
         self._queue: list[dict[str, Any]] = []
         self._cond = threading.Condition()
@@ -74,6 +83,11 @@ class EventLog:
             }
             for _ in range(count)
         ]
+        self._emit(rows)
+
+    def _emit(self, rows: list[dict[str, Any]]) -> None:
+        if not rows:
+            return
         if self.background:
             with self._cond:
                 if not self._closed:
@@ -127,9 +141,67 @@ class EventLog:
         if worker is not None:
             worker.join()
 
+    def accessed(self, ctx: TenantContext, entries: Sequence[MemoryEntry]) -> None:
+        """Engine access hook: remember which memories this thread's operation read; ``observe`` logs
+        them as ``access`` rows when that operation (a search or a get) has finished."""
+        if not self.enabled or not self.access_history or not entries:
+            return
+        pending: list[tuple[str, str]] | None = getattr(self._local, "accessed", None)
+        if pending is None:
+            pending = self._local.accessed = []
+        pending.extend((e.id, e.layer.value) for e in entries)
+
+    def _take_accessed(self) -> list[tuple[str, str]]:
+        pending: list[tuple[str, str]] = getattr(self._local, "accessed", None) or []
+        self._local.accessed = []
+        return pending
+
+    def _access_rows(
+        self, ev: OperationEvent, accessed: list[tuple[str, str]], details: dict[str, Any]
+    ) -> list[dict[str, Any]]:
+        now = self.engine.now()
+        return [
+            {
+                "tenant_id": ev.tenant_id,
+                "id": str(uuid.uuid4()),
+                "ts": now,
+                "event": "access",
+                "memory_id": memory_id,
+                "layer": layer,
+                "principal": ev.principal,
+                "code": None,
+                "outcome": "ok",
+                "details": {**details, **({"rank": rank} if ev.operation == "search" else {})},
+            }
+            for rank, (memory_id, layer) in enumerate(accessed, start=1)
+        ]
+
     def observe(self, ev: OperationEvent) -> None:
         """Engine observer: maps finished operations to events."""
         x = ev.extra
+        # reads of a finished search or get become access rows (an update also counts as an access
+        # for importance, but its own ``update`` row already records it)
+        accessed = self._take_accessed()
+        if ev.error_code is None and ev.tenant_id is not None and self.enabled and accessed:
+            if ev.operation == "get":
+                self._emit(self._access_rows(ev, accessed, {"operation": "get"}))
+            elif ev.operation == "search":
+                hits = int(x.get("result_count", 0))
+                search_id = str(uuid.uuid4())
+                search = {
+                    "tenant_id": ev.tenant_id,
+                    "id": search_id,
+                    "ts": self.engine.now(),
+                    "event": "search",
+                    "memory_id": None,
+                    "layer": None,
+                    "principal": None,
+                    "code": None,
+                    "outcome": "hit" if hits else "miss",
+                    "details": {"results": hits},
+                }
+                self._emit([search, *self._access_rows(ev, accessed, {"operation": "search", "search_id": search_id})])
+                return
         if ev.error_code is not None:
             if ev.operation in ("add", "bulk_add", "update") and ev.error_code in REJECTION_CODES:
                 self.record(

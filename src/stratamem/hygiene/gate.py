@@ -79,6 +79,9 @@ class HygieneConfig(BaseModel):
     #: access statistics, see ``providers/append_queue.py``) or ``"background"`` (queued in the engine and
     #: written in batches by one worker thread; counted a few milliseconds later).
     events_write: Literal["sync", "background"] = "sync"
+    #: Log an ``access`` row per memory each search or get returns (the memories' access history,
+    #: ``memory_events(..., events=["access"])``); off, reads log only the ``search`` row.
+    access_history: bool = True
     prompts: PromptTemplates = Field(default_factory=PromptTemplates)
 
 

@@ -8,6 +8,7 @@ visible to the caller's grant; a denied id answers exactly like a missing one (M
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -19,12 +20,24 @@ if TYPE_CHECKING:
     from ..engine import MemoryEngine
     from ..model import TenantContext
 
-#: Event kinds summed into each trend series.
+#: Event kinds summed into each trend series: the three totals, then the write-gate decisions one by
+#: one (``created`` a new memory, ``deduplicated`` into an existing one by ``process()``, ``updated``,
+#: ``deleted``, ``ignored`` by the gate as not worth keeping, ``rejected`` by a guard, policy or quota).
 TREND_KINDS: dict[str, tuple[str, ...]] = {
     "writes": ("create", "update", "delete"),
     "searches": ("search",),
     "rejections": ("reject", "ignore"),
+    "created": ("create",),
+    "deduplicated": ("dedupe",),
+    "updated": ("update",),
+    "deleted": ("delete",),
+    "ignored": ("ignore",),
+    "rejected": ("reject",),
 }
+#: The write-gate decisions of a trend day, in the order the console shows them.
+GATE_DECISIONS = ("created", "deduplicated", "updated", "deleted", "ignored", "rejected")
+#: Event kinds a caller may ask ``memory_events`` for (``events=``).
+EVENT_KINDS = frozenset({"create", "update", "delete", "search", "access", "ignore", "reject", "dedupe", "maintenance"})
 MAX_EVENTS = 500
 MAX_DAYS = 366
 
@@ -53,6 +66,12 @@ class TrendDay(BaseModel):
     writes: int = 0
     searches: int = 0
     rejections: int = 0
+    created: int = 0
+    deduplicated: int = 0
+    updated: int = 0
+    deleted: int = 0
+    ignored: int = 0
+    rejected: int = 0
 
 
 class EventTrends(BaseModel):
@@ -93,12 +112,36 @@ def _limit(value: Any, operation: str, maximum: int, name: str = "limit") -> int
     return value
 
 
+def _kinds(events: Any, operation: str) -> list[str] | None:
+    if events is None:
+        return None
+    if (
+        isinstance(events, str | bytes)
+        or not isinstance(events, Sequence)
+        or not events
+        or any(e not in EVENT_KINDS for e in events)
+    ):
+        raise MemoryError(
+            ErrorCode.INVALID_PARAMS,
+            f"events must be a non-empty list of: {', '.join(sorted(EVENT_KINDS))}",
+            operation=operation,
+            details={"field": "events"},
+        )
+    return list(dict.fromkeys(events))
+
+
 def memory_events(
-    engine: MemoryEngine, ctx: TenantContext | None, memory_id: Any, *, limit: int = 50
+    engine: MemoryEngine,
+    ctx: TenantContext | None,
+    memory_id: Any,
+    *,
+    limit: int = 50,
+    events: Sequence[str] | None = None,
 ) -> MemoryEventsOutput:
     op = "memory_events"
     with engine.operation(op, ctx) as (tctx, extra):
         n = _limit(limit, op, MAX_EVENTS)
+        kinds = _kinds(events, op)
         if not isinstance(memory_id, str) or not memory_id or len(memory_id) > 256:
             raise MemoryError(
                 ErrorCode.INVALID_PARAMS,
@@ -116,7 +159,7 @@ def memory_events(
                 details={"id": memory_id},
                 retryable=False,
             )
-        rows = engine.provider.list_memory_events(tctx.tenant_id, memory_id=memory_id, limit=n)
+        rows = engine.provider.list_memory_events(tctx.tenant_id, memory_id=memory_id, events=kinds, limit=n)
         return MemoryEventsOutput(memory_id=memory_id, events=[MemoryEvent.model_validate(r) for r in rows])
 
 

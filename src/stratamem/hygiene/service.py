@@ -36,6 +36,7 @@ class Hygiene:
         self.policies = PolicyManager(engine)
         self.events = EventLog(engine)
         self.events.background = self.config.events_write == "background"
+        self.events.access_history = self.config.access_history
         self.gate = WriteGate(self)
 
     @classmethod
@@ -47,6 +48,7 @@ class Hygiene:
         engine.hooks.write_hooks.append(QuotaHook(engine, hygiene.policies))
         engine.hooks.result_filters.append(PolicySearchFilter(engine, hygiene.policies))
         engine.hooks.observers.append(hygiene.events.observe)
+        engine.hooks.access_hooks.append(hygiene.events.accessed)
         return hygiene
 
     @property
@@ -63,6 +65,7 @@ class Hygiene:
         if fields:
             self.config = HygieneConfig.model_validate({**self.config.model_dump(), **fields})
             self.events.background = self.config.events_write == "background"
+            self.events.access_history = self.config.access_history
             if not self.events.background:
                 self.events.flush()
         return self.config
@@ -86,9 +89,11 @@ class Hygiene:
                 self.engine, tctx.tenant_id, since=since, duplicate_score=self.engine.config.dedup_threshold
             )
 
-    def memory_events(self, ctx: Any, memory_id: Any, *, limit: int = 50) -> MemoryEventsOutput:
+    def memory_events(
+        self, ctx: Any, memory_id: Any, *, limit: int = 50, events: Sequence[str] | None = None
+    ) -> MemoryEventsOutput:
         self.events.flush()
-        return memory_events(self.engine, ctx, memory_id, limit=limit)
+        return memory_events(self.engine, ctx, memory_id, limit=limit, events=events)
 
     def event_trends(self, ctx: Any, *, days: int = 14) -> EventTrends:
         self.events.flush()

@@ -17,7 +17,9 @@ def _store_for(settings: S3Settings) -> S3Store:
     return S3Store(settings)
 
 
-def _configured_store(memory: Any) -> S3Store | None:
+def configured_store(memory: Any) -> S3Store | None:
+    """The snapshot store: the `Memory`'s configured manager's, else one from `STRATAMEM_S3_URL` /
+    `STRATAMEM_S3_BUCKET`; None when snapshots are not configured."""
     manager = getattr(memory, "_snapshots", None)
     if manager is not None:
         store: S3Store = manager.s3
@@ -30,7 +32,7 @@ def _configured_store(memory: Any) -> S3Store | None:
 
 def snapshot_bucket_health(memory: Any) -> ComponentHealth | None:
     """None when snapshots are not configured; else healthy or unhealthy with the bucket's name."""
-    store = _configured_store(memory)
+    store = configured_store(memory)
     if store is None:
         return None
     try:

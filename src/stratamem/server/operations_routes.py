@@ -451,11 +451,16 @@ def build_operations_router() -> APIRouter:
         tags=["hygiene"],
     )
     def memory_events(
-        memory_id: MemoryId, memory: MemoryDep, ctx: ReaderDep, limit: Annotated[int, Query()] = 50
+        memory_id: MemoryId,
+        memory: MemoryDep,
+        ctx: ReaderDep,
+        limit: Annotated[int, Query()] = 50,
+        event: Annotated[list[str] | None, Query()] = None,
     ) -> MemoryEventsOutput:
-        """Logged events of one memory (create, update, delete), newest first. A memory outside the
-        key's grant answers 404 like a missing one."""
-        return memory.memory_events(ctx, memory_id, limit=limit)
+        """Logged events of one memory (create, update, delete, access…), newest first; `event`
+        (repeatable) keeps only those kinds: `event=access` is the memory's access history (each
+        search or get that returned it). A memory outside the key's grant answers 404 like a missing one."""
+        return memory.memory_events(ctx, memory_id, limit=limit, events=event)
 
     @r.get(
         "/health-report/trends",
@@ -466,7 +471,9 @@ def build_operations_router() -> APIRouter:
         tags=["hygiene"],
     )
     def event_trends(memory: MemoryDep, ctx: ReaderDep, days: Annotated[int, Query()] = 14) -> EventTrends:
-        """Per-day counts (UTC days) of the tenant's writes, searches and rejected writes over the last `days` days."""
+        """Per-day counts (UTC days) of the tenant's writes, searches and rejected writes over the last
+        `days` days, and the write-gate decisions one by one (created, deduplicated, updated, deleted,
+        ignored, rejected)."""
         return memory.event_trends(ctx, days=days)
 
     @r.get(

@@ -3,6 +3,8 @@
 The server's snapshot settings come from its environment (``STRATAMEM_S3_URL``, ``STRATAMEM_S3_BUCKET``
 …) or from ``memory.configure_snapshots`` before ``create_app``; without them these routes answer
 ``CONFIGURATION_ERROR``. A restore replaces the tenant's data in the running store.
+``GET /v1/snapshots/status`` says whether snapshots are configured at all (without touching S3 when
+they are not) and, when they are, how many the tenant has and the newest one.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from ..persistence.health import configured_store
 from ..persistence.manifest import PullReport, PushReport, SnapshotInfo
 from .deps import MemoryDep
 from .http_errors import COMMON, responses
@@ -26,6 +29,19 @@ class RestoreRequest(BaseModel):
     at: datetime | None = None
     #: One snapshot by id instead.
     snapshot_id: str | None = Field(None, max_length=128)
+
+
+class SnapshotStatus(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+    configured: bool = Field(
+        description="False when the server has no snapshot target (no `STRATAMEM_S3_URL` or "
+        "`STRATAMEM_S3_BUCKET`, no manager configured in code): the other fields are then empty.",
+        examples=[True],
+    )
+    bucket: str | None = Field(None, description="The snapshot bucket, when configured.", examples=["stratamem"])
+    count: int = Field(0, description="Published snapshots of the caller's tenant.", examples=[3])
+    latest: SnapshotInfo | None = Field(None, description="The newest snapshot of the caller's tenant, if any.")
 
 
 def build_snapshot_router() -> APIRouter:
@@ -53,6 +69,24 @@ def build_snapshot_router() -> APIRouter:
     def list_snapshots(memory: MemoryDep, ctx: AdminDep) -> list[SnapshotInfo]:
         """Published snapshots of the caller's tenant, newest first."""
         return memory.snapshots.list(ctx.tenant_id)
+
+    @r.get(
+        "/status",
+        response_model=SnapshotStatus,
+        responses=responses(*COMMON),
+        name="snapshot_status",
+        operation_id="getSnapshotStatus",
+    )
+    def status(memory: MemoryDep, ctx: AdminDep) -> SnapshotStatus:
+        """Whether snapshots are configured on this server and, when they are, how many the caller's
+        tenant has and the newest one. Unconfigured, it answers `configured: false` without calling S3."""
+        store = configured_store(memory)
+        if store is None:
+            return SnapshotStatus(configured=False)
+        snaps = memory.snapshots.list(ctx.tenant_id)
+        return SnapshotStatus(
+            configured=True, bucket=store.bucket, count=len(snaps), latest=snaps[0] if snaps else None
+        )
 
     @r.post(
         "/restore",
