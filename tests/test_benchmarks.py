@@ -13,28 +13,22 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_ingest_ratio_runs_and_writes_its_json(tmp_path: Path) -> None:
-    out = tmp_path / "ingest_ratio.json"
+def _bench(script: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run ``benchmarks/<script>`` with ``args`` on the checkout's sources; its output captured."""
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    run = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "benchmarks" / "ingest_ratio.py"),
-            "--rounds",
-            "2",
-            "--batch",
-            "40",
-            "--embedder",
-            "hashing",
-            "--out",
-            str(out),
-        ],
+    return subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / script), *args],
         capture_output=True,
         text=True,
         env=env,
         timeout=300,
         check=False,
     )
+
+
+def test_ingest_ratio_runs_and_writes_its_json(tmp_path: Path) -> None:
+    out = tmp_path / "ingest_ratio.json"
+    run = _bench("ingest_ratio.py", "--rounds", "2", "--batch", "40", "--embedder", "hashing", "--out", str(out))
     assert run.returncode == 0, run.stderr
     assert "graph on (default)" in run.stdout and "graph off" in run.stdout
     data = json.loads(out.read_text())
@@ -47,29 +41,20 @@ def test_ingest_ratio_runs_and_writes_its_json(tmp_path: Path) -> None:
 def test_boosts_benchmark_runs_and_writes_its_json(tmp_path: Path) -> None:
     """Without LoCoMo data (a path that does not exist) only the superseded-facts workload runs."""
     out = tmp_path / "boosts.json"
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    run = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "benchmarks" / "boosts.py"),
-            "--embedder",
-            "hashing",
-            "--distractors",
-            "50",
-            "--recency",
-            "0.1",
-            "--importance",
-            "0.3",
-            "--data",
-            str(tmp_path / "absent.json"),
-            "--out",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        check=False,
+    run = _bench(
+        "boosts.py",
+        "--embedder",
+        "hashing",
+        "--distractors",
+        "50",
+        "--recency",
+        "0.1",
+        "--importance",
+        "0.3",
+        "--data",
+        str(tmp_path / "absent.json"),
+        "--out",
+        str(out),
     )
     assert run.returncode == 0, run.stderr
     assert "LoCoMo skipped" in run.stderr and "recency 0.1" in run.stdout
@@ -139,21 +124,13 @@ def test_locomo_offline_replays_the_engine_score(tmp_path: Path) -> None:
     """The offline replay's default row gives the recall that the engine gives on the same data."""
     data = tmp_path / "locomo.json"
     _tiny_locomo(data)
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     common = ["--embedder", "hashing", "--data", str(data)]
     offline, engine = tmp_path / "offline.json", tmp_path / "engine.json"
     for script, extra in (
         ("locomo_offline.py", ["--cache", str(tmp_path / "cache"), "--out", str(offline)]),
         ("locomo_recall.py", ["--config", "default", "--out", str(engine)]),
     ):
-        run = subprocess.run(
-            [sys.executable, str(ROOT / "benchmarks" / script), *common, *extra],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=300,
-            check=False,
-        )
+        run = _bench(script, *common, *extra)
         assert run.returncode == 0, run.stderr
     replay = json.loads(offline.read_text())["variants"]["engine default (MemoryConfig, retrieval/context.py)"]
     measured = json.loads(engine.read_text())["configs"]["default"]
@@ -166,26 +143,7 @@ def test_locomo_offline_replays_the_engine_score(tmp_path: Path) -> None:
 
 def test_floor_options_runs_and_writes_its_json(tmp_path: Path) -> None:
     out = tmp_path / "floor_options.json"
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    run = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "benchmarks" / "floor_options.py"),
-            "--embedder",
-            "hashing",
-            "--sizes",
-            "7",
-            "--trials",
-            "2",
-            "--out",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        check=False,
-    )
+    run = _bench("floor_options.py", "--embedder", "hashing", "--sizes", "7", "--trials", "2", "--out", str(out))
     assert run.returncode == 0, run.stderr
     data = json.loads(out.read_text())
     assert set(data["small scopes"]["7"]) == {"floor", "off"}
