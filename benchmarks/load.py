@@ -124,11 +124,14 @@ def start_server(db: Path, port: int, embedder: str, batch_queries: bool) -> sub
         "warning",
         "--batch-queries" if batch_queries else "--no-batch-queries",
     ]
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    # stderr goes to a file, not a pipe: a pipe nobody reads fills up and blocks the server's logging
+    log = tempfile.TemporaryFile()  # noqa: SIM115  open while the server runs; closed when collected
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=log)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"server exited: {proc.stderr.read().decode() if proc.stderr else ''}")
+            log.seek(0)
+            raise RuntimeError(f"server exited: {log.read().decode(errors='replace')}")
         try:
             if httpx.get(f"http://127.0.0.1:{port}/ready", timeout=1).status_code == 200:
                 return proc

@@ -68,7 +68,12 @@ def authenticate_request(request: Request, authorization: str | None, api_key: s
     result: AuthResult | None = None
     try:
         failures.check(address)
-        result = authenticate(credential_from_headers(authorization, api_key), memory.engine.provider, settings)
+        result = authenticate(
+            credential_from_headers(authorization, api_key),
+            memory.engine.provider,
+            settings,
+            request.app.state.key_cache,
+        )
     except MemoryError as exc:
         # unauthenticated: counted per address, audited once per address and window
         refused = exc if exc.code is ErrorCode.RATE_LIMITED else failures.failed(address)
