@@ -50,7 +50,7 @@ class CreatedKeyResponse(KeyInfo):
     key: str
 
 
-def _admin(request: Request, ctx: Annotated[TenantContext, Depends(get_tenant)]) -> TenantContext:
+async def _admin(request: Request, ctx: Annotated[TenantContext, Depends(get_tenant)]) -> TenantContext:
     try:
         require_role(ctx, frozenset({"admin"}), "manage API keys")
     except MemoryError as exc:
