@@ -75,7 +75,14 @@ PHASES: list[tuple[str, str]] = [
 
 
 #: Leaf frames of a thread that waits (py-spy counts some lock waits as active): left out of the shares.
-WAITS = ("Condition.wait", "_worker (concurrent/futures", "select (selectors", "_run (stratamem/embeddings/batching")
+WAITS = (
+    "Condition.wait",
+    "_worker (concurrent/futures",
+    "EpollSelector.select (",
+    "MicroBatchingEmbedder._run (",
+    "_run (stratamem/embeddings/batching",
+    "Runner.run (asyncio/runners",  # uvloop: its loop (waiting or not) is C code below this frame
+)
 
 
 def cpu_seconds(pid: int) -> float:
