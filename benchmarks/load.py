@@ -8,7 +8,8 @@
 2. Measures the embedder's own batched throughput (texts/s, batches of 64) in this process, on
    texts like the ones the clients send, just before the load: the ratio of the server's search
    throughput to it is what carries over between machines.
-3. Starts ``stratamem serve`` on the store (a subprocess, waits for /ready) and runs ``--clients``
+3. Starts ``stratamem serve`` on the store (a subprocess, waits for /ready; the per-key rate limit
+   off unless ``STRATAMEM_RATE_LIMIT_PER_SECOND`` is set, since one key serves every client) and runs ``--clients``
    asyncio httpx clients for ``--seconds``: each request is a search (``--search-share``) or an add
    of a new memory. Then the server's resident memory is read at the start and the end.
 
@@ -108,7 +109,12 @@ def embedder_throughput(embedder: str, texts: list[str]) -> float:
 
 
 def start_server(db: Path, port: int, embedder: str, batch_queries: bool) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""),
+        # one key stands for all the clients: its per-key rate limit (50/s by default) would cap the load
+        "STRATAMEM_RATE_LIMIT_PER_SECOND": os.environ.get("STRATAMEM_RATE_LIMIT_PER_SECOND", "0"),
+    }
     cmd = [
         sys.executable,
         "-m",
@@ -124,11 +130,14 @@ def start_server(db: Path, port: int, embedder: str, batch_queries: bool) -> sub
         "warning",
         "--batch-queries" if batch_queries else "--no-batch-queries",
     ]
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    # stderr goes to a file, not a pipe: a pipe nobody reads fills up and blocks the server's logging
+    log = tempfile.TemporaryFile()  # noqa: SIM115  open while the server runs; closed when collected
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=log)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"server exited: {proc.stderr.read().decode() if proc.stderr else ''}")
+            log.seek(0)
+            raise RuntimeError(f"server exited: {log.read().decode(errors='replace')}")
         try:
             if httpx.get(f"http://127.0.0.1:{port}/ready", timeout=1).status_code == 200:
                 return proc

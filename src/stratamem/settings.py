@@ -156,6 +156,12 @@ class ServerSettings(Settings):
         1.0, ge=0.0, description="Failed authentications per second per client address (0 disables)."
     )
     auth_failure_burst: int = Field(30, ge=1, description="Burst of failed authentications per client address.")
+    key_cache_ttl: float = Field(
+        5.0,
+        ge=0.0,
+        description="Seconds a verified API key is reused without reading the store again; a key revoked "
+        "through this server is refused at once, elsewhere (CLI, another server) within this time (0 disables).",
+    )
     auth_failure_audit_window_s: float = Field(
         60.0, gt=0.0, description="Window folding repeated authentication failures into one audit line."
     )

@@ -58,7 +58,10 @@ def test_invalid_credentials(client: TestClient, header: dict[str, str]) -> None
     assert r.status_code == 401 and r.json()["code"] == "INVALID_TENANT_CONTEXT", r.text
 
 
-def test_wrong_secret_and_revoked_key(client: TestClient, server_mem: Memory) -> None:
+def test_wrong_secret_and_revoked_key(make_client: Callable[..., TestClient], server_mem: Memory) -> None:
+    # revoked in the store directly (as the CLI does): refused at once with the key cache off; with it
+    # on, within key_cache_ttl (tests/server/test_key_cache.py)
+    client = make_client(key_cache_ttl=0)
     created = create_key(server_mem.engine.provider, "acme", "writer")
     assert client.get("/v1/memories", headers=h(created.key)).status_code == 200
     tampered = created.key[:-4] + ("AAAA" if not created.key.endswith("AAAA") else "BBBB")

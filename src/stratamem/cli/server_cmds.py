@@ -152,6 +152,10 @@ def register(app: typer.Typer) -> None:
         except ValidationError as exc:
             err = exc.errors()[0]
             raise fail("INVALID_PARAMS", f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}") from None
+        # stratamem's own log lines (schedule, audit lines of writes, warnings) on stderr at INFO, as
+        # before (--log-level is uvicorn's), plainly formatted: create_app leaves the root logger to
+        # its host, and this command is the host
+        logging.basicConfig(level=logging.INFO, format="%(levelname)s: %(name)s: %(message)s")
         # the app attaches the observers itself and serves them at /metrics: no second endpoint from the env
         with open_store(db, embedder, batch_queries=settings.batch_queries, observe=False) as mem:
             with coded_errors():

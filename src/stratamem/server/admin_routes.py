@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path
+from fastapi import APIRouter, Path, Request
 
 from ..erasure import ForgetUserReport
 from .deps import MemoryDep
@@ -19,10 +19,16 @@ def build_admin_router() -> APIRouter:
         "/users/{user_id}", response_model=ForgetUserReport, responses=responses(*COMMON), operation_id="forgetUser"
     )
     def forget_user(
-        user_id: Annotated[str, Path(min_length=1, max_length=256)], memory: MemoryDep, ctx: AdminDep
+        user_id: Annotated[str, Path(min_length=1, max_length=256)],
+        request: Request,
+        memory: MemoryDep,
+        ctx: AdminDep,
     ) -> ForgetUserReport:
         """Remove every memory, graph node/edge, event row and cached vector of the user in the
         caller's tenant and revoke the user's API keys; returns the counts."""
-        return memory.forget_user(ctx, user_id)
+        try:
+            return memory.forget_user(ctx, user_id=user_id)
+        finally:  # the user's keys were revoked: no cached verification may outlive that
+            request.app.state.key_cache.clear()
 
     return r

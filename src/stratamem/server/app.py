@@ -31,6 +31,7 @@ from .auth import require_role
 from .auth_failures import AuthFailures
 from .deps import authenticate_request, get_memory, get_tenant
 from .graph_routes import graph_router
+from .keys import KeyCache
 from .keys_routes import build_keys_router
 from .operations_routes import build_operations_router
 from .ratelimit import build_limiter
@@ -154,7 +155,16 @@ def create_app(
     if settings.mcp_enabled:
         from ..mcp.server import build_http_app  # noqa: PLC0415  server extra (mcp), loaded only when MCP is enabled
 
-        mcp_app = build_http_app(memory, settings)
+        # The MCP SDK's server configures the root logger (INFO, a rich console handler) when it is
+        # built; the server keeps the logging its host set up instead: otherwise every audit line of
+        # every write is rendered by rich on stderr, in the request path, under one handler lock.
+        root = logging.getLogger()
+        handlers, level = list(root.handlers), root.level
+        try:
+            mcp_app = build_http_app(memory, settings)
+        finally:
+            root.handlers[:] = handlers
+            root.setLevel(level)
 
     runner = build_schedule(memory, settings)
 
@@ -191,6 +201,8 @@ def create_app(
     app.state.schedule = runner
     app.state.limiter = build_limiter(settings, memory)  # shared through Redis when configured
     app.state.auth_failures = AuthFailures(app.state.limiter, settings)
+    #: Verified API keys, kept for key_cache_ttl seconds (server/keys.py KeyCache).
+    app.state.key_cache = KeyCache(settings.key_cache_ttl)
     http_errors.install(app)
     app.add_middleware(BodySizeLimit, limit=settings.max_body_bytes)
 

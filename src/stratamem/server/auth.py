@@ -21,7 +21,7 @@ import jwt
 from ..errors import ErrorCode, MemoryError
 from ..model import TenantContext
 from ..providers.base import MemoryProvider
-from .keys import PREFIX, credential_grant, key_grants, key_identifiers, verify_key
+from .keys import PREFIX, KeyCache, credential_grant, key_grants, key_identifiers, verify_key
 from .settings import ServerSettings
 
 READ_ROLES = frozenset({"reader", "writer", "admin"})
@@ -132,10 +132,13 @@ def _check_times(claims: dict[str, Any], settings: ServerSettings) -> None:
         raise _invalid(f"the bearer token's lifetime is longer than {int(longest.total_seconds())} s")
 
 
-def authenticate(credential: str, provider: MemoryProvider, settings: ServerSettings) -> AuthResult:
+def authenticate(
+    credential: str, provider: MemoryProvider, settings: ServerSettings, keys: KeyCache | None = None
+) -> AuthResult:
+    """The caller of a credential (API key, through ``keys`` when given, or signed JWT)."""
     now = datetime.now(UTC)
     if credential.startswith(PREFIX + "_"):
-        rec = verify_key(provider, credential)
+        rec = keys.verify(provider, credential) if keys is not None else verify_key(provider, credential)
         ids = key_identifiers(rec)
         ctx = TenantContext(
             tenant_id=rec.tenant_id,

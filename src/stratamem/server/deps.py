@@ -27,12 +27,17 @@ bearer_scheme = HTTPBearer(auto_error=False, description="API key (smk_…) or s
 api_key_scheme = APIKeyHeader(name="X-API-Key", auto_error=False, description="API key (smk_…)")
 
 
-def get_memory(request: Request) -> Memory:
+# The dependencies that only read request state are ``async def``: FastAPI runs a plain ``def``
+# dependency on a worker thread, one thread hand-off each per request. ``get_auth`` stays a plain
+# ``def``: a key's first verification reads the store and the rate limit may ask Redis.
+
+
+async def get_memory(request: Request) -> Memory:
     memory: Memory = request.app.state.memory
     return memory
 
 
-def get_settings(request: Request) -> ServerSettings:
+async def get_settings(request: Request) -> ServerSettings:
     settings: ServerSettings = request.app.state.settings
     return settings
 
@@ -68,7 +73,12 @@ def authenticate_request(request: Request, authorization: str | None, api_key: s
     result: AuthResult | None = None
     try:
         failures.check(address)
-        result = authenticate(credential_from_headers(authorization, api_key), memory.engine.provider, settings)
+        result = authenticate(
+            credential_from_headers(authorization, api_key),
+            memory.engine.provider,
+            settings,
+            request.app.state.key_cache,
+        )
     except MemoryError as exc:
         # unauthenticated: counted per address, audited once per address and window
         refused = exc if exc.code is ErrorCode.RATE_LIMITED else failures.failed(address)
@@ -97,13 +107,13 @@ def get_auth(
     return authenticate_request(request, authorization, api_key)
 
 
-def get_tenant(auth: Annotated[AuthResult, Depends(get_auth)]) -> TenantContext:
+async def get_tenant(auth: Annotated[AuthResult, Depends(get_auth)]) -> TenantContext:
     """The caller's tenant context (any role)."""
     return auth.ctx
 
 
 def _role_dep(allowed: frozenset[str], what: str):  # type: ignore[no-untyped-def]
-    def dep(request: Request, ctx: Annotated[TenantContext, Depends(get_tenant)]) -> TenantContext:
+    async def dep(request: Request, ctx: Annotated[TenantContext, Depends(get_tenant)]) -> TenantContext:
         try:
             require_role(ctx, allowed, what)
         except MemoryError as exc:

@@ -13,7 +13,10 @@ import hashlib
 import hmac
 import re
 import secrets
-from collections.abc import Mapping, Sequence
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -117,3 +120,79 @@ def verify_key(provider: MemoryProvider, key: str) -> ApiKeyRecord:
     if not hmac.compare_digest(record.key_hash, hash_secret(m.group(2), record.salt)) or record.revoked_at:
         raise invalid
     return record
+
+
+class KeyCache:
+    """Verified API keys for ``ttl`` seconds, so a request need not read the key's record and hash
+    its secret again (the read is a store round trip and, on DuckDB, waits for queued writes).
+
+    Entries are keyed by the SHA-256 of the presented key (the plaintext is never kept) and hold
+    the verified record; only successful verifications are cached. A key revoked through this
+    server (``invalidate``/``clear`` from the revoke and forget-user routes) is refused at once; one
+    revoked elsewhere (the CLI, another server on the same database) within ``ttl`` seconds. At most
+    ``max_entries`` keys are kept (least recently used out first). Thread-safe. ``ttl`` 0 disables it.
+    """
+
+    def __init__(self, ttl: float, max_entries: int = 10_000, clock: Callable[[], float] = time.monotonic) -> None:
+        self.ttl = ttl
+        self.max_entries = max_entries
+        self._clock = clock
+        self._entries: OrderedDict[str, tuple[float, ApiKeyRecord]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _digest(key: str) -> str:
+        return hashlib.sha256(key.strip().encode()).hexdigest()
+
+    def verify(self, provider: MemoryProvider, key: str) -> ApiKeyRecord:
+        """The live record of ``key``: from the cache while fresh, else :func:`verify_key` (cached).
+
+        Args:
+            provider: The store holding the keys.
+            key: The presented API key.
+
+        Returns:
+            The key's record.
+
+        Raises:
+            MemoryError: INVALID_TENANT_CONTEXT for a malformed, unknown or revoked key.
+        """
+        if self.ttl <= 0:
+            return verify_key(provider, key)
+        digest = self._digest(key)
+        now = self._clock()
+        with self._lock:
+            hit = self._entries.get(digest)
+            if hit is not None and hit[0] > now:
+                self._entries.move_to_end(digest)
+                return hit[1]
+        record = verify_key(provider, key)
+        with self._lock:
+            self._entries[digest] = (now + self.ttl, record)
+            self._entries.move_to_end(digest)
+            while len(self._entries) > self.max_entries:
+                self._entries.popitem(last=False)
+        return record
+
+    def invalidate(self, key_id: str) -> None:
+        """Forget every cached verification of the key ``key_id`` (it was revoked).
+
+        Args:
+            key_id: The key's id.
+        """
+        with self._lock:
+            for digest in [d for d, (_, rec) in self._entries.items() if rec.key_id == key_id]:
+                del self._entries[digest]
+
+    def clear(self) -> None:
+        """Forget every cached verification."""
+        with self._lock:
+            self._entries.clear()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def digests(self) -> list[str]:
+        """The keys' SHA-256 digests held (what the cache stores instead of the keys)."""
+        with self._lock:
+            return list(self._entries)

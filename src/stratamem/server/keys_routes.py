@@ -50,7 +50,7 @@ class CreatedKeyResponse(KeyInfo):
     key: str
 
 
-def _admin(request: Request, ctx: Annotated[TenantContext, Depends(get_tenant)]) -> TenantContext:
+async def _admin(request: Request, ctx: Annotated[TenantContext, Depends(get_tenant)]) -> TenantContext:
     try:
         require_role(ctx, frozenset({"admin"}), "manage API keys")
     except MemoryError as exc:
@@ -107,9 +107,13 @@ def build_keys_router() -> APIRouter:
         return [KeyInfo.model_validate(_info(k)) for k in memory.engine.provider.api_key_list(ctx.tenant_id)]
 
     @r.delete("/{key_id}", response_model=KeyInfo, responses=responses(*COMMON, 404), operation_id="revokeApiKey")
-    def revoke(key_id: Annotated[str, Path(max_length=64)], memory: MemoryDep, ctx: AdminDep) -> KeyInfo:
+    def revoke(
+        key_id: Annotated[str, Path(max_length=64)], request: Request, memory: MemoryDep, ctx: AdminDep
+    ) -> KeyInfo:
         """Revoke a key of the tenant; requests with it get 401 from then on."""
-        if not memory.engine.provider.api_key_revoke(ctx.tenant_id, key_id, datetime.now(UTC)):
+        revoked = memory.engine.provider.api_key_revoke(ctx.tenant_id, key_id, datetime.now(UTC))
+        request.app.state.key_cache.invalidate(key_id)  # refused from the next request on
+        if not revoked:
             raise MemoryError(
                 ErrorCode.MEMORY_NOT_FOUND,
                 f"no active key {key_id!r}",
