@@ -176,6 +176,12 @@ class ServerSettings(Settings):
     maintenance_interval: Interval = Field(
         None, description="Run maintenance (TTL purge, decay, consolidation, pruning) every interval; off by default."
     )
+    access_history_days: int | None = Field(
+        None,
+        ge=0,
+        description="Days scheduled maintenance keeps `access` events (the per-memory read history); "
+        "unset: 30 (`LifecycleConfig.access_history_days`), `0` keeps them all.",
+    )
     snapshot_interval: Interval = Field(
         timedelta(hours=6), description="Push snapshots of every tenant every interval when snapshots are enabled."
     )

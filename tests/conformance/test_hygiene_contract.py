@@ -424,3 +424,55 @@ def test_policies_and_events_are_isolated_per_tenant(
     assert store.policies.get(tenant).deny_patterns == ["blue whale"]
     assert p.count_memory_events(tenant.tenant_id) == a_events
     assert store.health(tenant).total_memories == 1
+
+
+def test_prune_memory_events_deletes_old_rows_of_the_kinds_only(
+    store: Memory, tenant: TenantContext, other_tenant: TenantContext
+) -> None:
+    """The access-history retention: rows of the named kinds logged before the cut are deleted for this
+    tenant only; newer rows, other kinds and other tenants' rows stay."""
+    p = store.engine.provider
+    t0 = datetime(2031, 5, 4, 12, 0, tzinfo=UTC)
+
+    def event(tenant_id: str, days: int, name: str) -> dict[str, Any]:
+        return {
+            "tenant_id": tenant_id,
+            "id": str(uuid.uuid4()),
+            "ts": t0 + timedelta(days=days),
+            "event": name,
+            "memory_id": "m1",
+            "layer": "user",
+            "principal": "u1",
+            "code": None,
+            "outcome": "ok",
+            "details": {},
+        }
+
+    rows = [
+        event(t, d, k)
+        for t in (tenant.tenant_id, other_tenant.tenant_id)
+        for d in (0, 1, 5)
+        for k in ("access", "search", "create")
+    ]
+    p.append_memory_events(rows)
+    cut = t0 + timedelta(days=1)  # strictly before: the row logged at the cut stays
+    assert p.prune_memory_events(tenant.tenant_id, ["access"], cut) == 1
+    assert p.prune_memory_events(tenant.tenant_id, ["access"], cut) == 0
+    assert p.count_memory_events(tenant.tenant_id) == {
+        "access": 2,
+        "access.ok": 2,
+        "search": 3,
+        "search.ok": 3,
+        "create": 3,
+        "create.ok": 3,
+    }
+    kept = p.list_memory_events(tenant.tenant_id, events=["access"])
+    assert sorted(r["ts"] for r in kept) == [t0 + timedelta(days=1), t0 + timedelta(days=5)]
+    assert p.count_memory_events(other_tenant.tenant_id)["access"] == 3  # untouched
+    # a non-UTC aware cut names the same instant; a tenant id with SQL in it matches nothing
+    plus2 = (t0 + timedelta(days=5, seconds=1)).astimezone(timezone(timedelta(hours=2)))
+    assert p.prune_memory_events(tenant.tenant_id, ["access", "search"], plus2) == 5
+    assert p.count_memory_events(tenant.tenant_id) == {"create": 3, "create.ok": 3}
+    assert p.prune_memory_events("x' OR '1'='1", ["access"], plus2) == 0
+    assert p.prune_memory_events(other_tenant.tenant_id, [], plus2) == 0
+    assert p.count_memory_events(other_tenant.tenant_id)["access"] == 3

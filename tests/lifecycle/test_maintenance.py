@@ -69,3 +69,41 @@ def test_scheduler_runs_in_background(local_lmem: Memory, acme: TenantContext) -
     finally:
         sched.stop()
     assert sched.last_report is not None and sched.last_report.tenants[0].tenant_id == acme.tenant_id
+
+
+def test_maintain_prunes_access_events_past_retention(
+    lmem: Memory, acme: TenantContext, globex: TenantContext, clock: Clock
+) -> None:
+    """Every search/get result logs an ``access`` event; ``maintain`` deletes those older than
+    ``access_history_days`` (per tenant), keeps the other kinds, and reports the count."""
+    lmem.lifecycle.config = LifecycleConfig(access_history_days=30)
+    p = lmem.engine.provider
+    mid = lmem.add(acme, "User prefers dark mode", layer="user", identifiers=U).memory.id
+    other = lmem.add(globex, "User prefers dark mode", layer="user", identifiers=U).memory.id
+    assert len(lmem.search(acme, "dark mode", identifiers=U, threshold=0.0).results) == 1
+    assert lmem.get(acme, mid) is not None
+    assert lmem.get(globex, other) is not None
+    clock.advance(days=20)
+    assert lmem.get(acme, mid) is not None  # 20 days old at the run below: kept
+    clock.advance(days=11)  # the first accesses are now 31 days old
+    before = (
+        REGISTRY.get_sample_value("stratamem_lifecycle_maintenance_items_total", {"task": "access_retention"}) or 0.0
+    )
+    rep = lmem.maintain(tenants=[acme.tenant_id]).tenants[0]
+    assert (rep.access_events_pruned, rep.errors) == (2, {})
+    assert (
+        REGISTRY.get_sample_value("stratamem_lifecycle_maintenance_items_total", {"task": "access_retention"})
+        == before + 2
+    )
+    counts = p.count_memory_events(acme.tenant_id)
+    assert (counts["access"], counts["search"], counts["create"]) == (1, 1, 1)
+    assert p.count_memory_events(globex.tenant_id)["access"] == 1  # not in this run
+    # the run is listed with its count (the console's Health page reads these)
+    assert lmem.maintenance_runs(acme).runs[0].access_events_pruned == 2
+    assert lmem.maintain(tenants=[acme.tenant_id]).tenants[0].access_events_pruned == 0
+
+    # None keeps every access event
+    lmem.lifecycle.config = LifecycleConfig(access_history_days=None)
+    clock.advance(days=365)
+    assert lmem.maintain(tenants=[acme.tenant_id]).tenants[0].access_events_pruned == 0
+    assert p.count_memory_events(acme.tenant_id)["access"] == 1

@@ -45,14 +45,24 @@ def register(app: typer.Typer) -> None:
         embedder: EmbedderOpt = None,
         as_json: JsonOpt = False,
     ) -> None:
-        """Run every maintenance task once: TTL/soft-delete purge, decay, consolidation, pruning, integrity."""
+        """Run every maintenance task once: TTL purge, decay, consolidation, pruning, integrity, access retention."""
         with open_store(db, embedder) as mem:
             report = mem.maintain(tenants=tenants or None)
         if as_json:
             emit_json(report.model_dump(mode="json"))
             return
         table = Table(title=f"maintenance of {len(report.tenants)} tenant(s) in {report.duration_s:.3f}s")
-        for col in ("tenant", "purged", "archived", "consolidated", "prune candidates", "pruned", "repaired", "errors"):
+        for col in (
+            "tenant",
+            "purged",
+            "archived",
+            "consolidated",
+            "prune candidates",
+            "pruned",
+            "repaired",
+            "access pruned",
+            "errors",
+        ):
             table.add_column(col)
         for r in report.tenants:
             table.add_row(
@@ -63,6 +73,7 @@ def register(app: typer.Typer) -> None:
                 str(r.prune_candidates),
                 str(r.pruned),
                 str(r.integrity_repaired),
+                str(r.access_events_pruned),
                 ", ".join(r.errors) or "-",
             )
         console.print(table)

@@ -92,6 +92,8 @@ class MaintenanceRun(BaseModel):
     prune_candidates: int = 0
     pruned: int = 0
     integrity_repaired: int = 0
+    #: ``access`` events past the retention (``LifecycleConfig.access_history_days``) deleted.
+    access_events_pruned: int = 0
     duration_s: float = 0.0
     errors: dict[str, str] = Field(default_factory=dict)
 

@@ -138,6 +138,10 @@ class LifecycleConfig(_Cfg):
     reflection: ReflectionConfig = ReflectionConfig()
     #: Track access_count/last_accessed_at/importance on get and search hits.
     track_access: bool = True
+    #: ``maintain`` deletes ``access`` events (the per-memory read history of the memory_events log,
+    #: one row per returned search or get result) older than this many days; None keeps them all.
+    #: Other event kinds (create, update, delete, search, ...) are audit history and are kept.
+    access_history_days: int | None = Field(30, ge=1)
     #: ``"sync"``: the batched access write is handed to the store before the read returns, so every later
     #: read sees exact counts (the embedded store writes it on its append worker right after the
     #: operation, ``providers/append_queue.py``); ``"background"``: it is queued in the engine and written

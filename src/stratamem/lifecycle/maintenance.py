@@ -1,4 +1,5 @@
-"""Background maintenance: TTL/soft-delete purge, decay, reflection, consolidation, pruning, integrity.
+"""Background maintenance: TTL/soft-delete purge, decay, reflection, consolidation, pruning, integrity,
+retention of the access history.
 
 ``run_maintenance`` runs every task for every tenant (or the given ones), records Prometheus
 metrics, and never lets one failing task stop the others. ``MaintenanceScheduler`` runs it on an
@@ -12,6 +13,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
+from datetime import timedelta
 from typing import TYPE_CHECKING, Protocol
 
 from pydantic import BaseModel, Field
@@ -50,7 +52,15 @@ class Lifecycle(Protocol):
 
 log = logging.getLogger("stratamem.lifecycle")
 
-TASKS: tuple[str, ...] = ("ttl_purge", "decay", "reflection", "consolidation", "pruning", "integrity")
+TASKS: tuple[str, ...] = (
+    "ttl_purge",
+    "decay",
+    "reflection",
+    "consolidation",
+    "pruning",
+    "integrity",
+    "access_retention",
+)
 
 
 class TenantReport(BaseModel):
@@ -63,6 +73,8 @@ class TenantReport(BaseModel):
     prune_candidates: int = 0
     pruned: int = 0
     integrity_repaired: int = 0
+    #: ``access`` events older than ``LifecycleConfig.access_history_days`` deleted from the event log.
+    access_events_pruned: int = 0
     errors: dict[str, str] = Field(default_factory=dict)
 
 
@@ -82,6 +94,26 @@ def _integrity(lc: Lifecycle, tenant_id: str) -> int:
     ]
     provider.clear_feedback(tenant_id, orphans)
     return len(orphans)
+
+
+#: The event kinds the access-history retention deletes; every other kind is audit history and kept.
+ACCESS_EVENTS: tuple[str, ...] = ("access",)
+
+
+def _access_retention(lc: Lifecycle, tenant_id: str) -> int:
+    """``access`` events of the tenant older than ``access_history_days`` are deleted; returns how many.
+
+    None keeps them all; a store without the event log has nothing to prune."""
+    days = lc.config.access_history_days
+    if days is None:
+        return 0
+    before = lc.engine.now() - timedelta(days=days)
+    try:
+        return lc.engine.provider.prune_memory_events(tenant_id, ACCESS_EVENTS, before)
+    except MemoryError as exc:
+        if exc.code == ErrorCode.CONFIGURATION_ERROR:  # the store has no event log
+            return 0
+        raise
 
 
 def _record_run(engine: MemoryEngine, rep: TenantReport, duration_s: float) -> None:
@@ -143,6 +175,9 @@ def run_maintenance(lc: Lifecycle, tenants: Sequence[str] | None = None) -> Main
         def do_integrity(t: str = tenant_id) -> int:
             return _integrity(lc, t)
 
+        def do_access_retention(t: str = tenant_id) -> int:
+            return _access_retention(lc, t)
+
         steps: list[tuple[str, Callable[[], int], str]] = [
             ("ttl_purge", do_purge, "purged"),
             ("decay", do_decay, "archived"),
@@ -150,6 +185,7 @@ def run_maintenance(lc: Lifecycle, tenants: Sequence[str] | None = None) -> Main
             ("consolidation", do_consolidate, "consolidated"),
             ("pruning", do_prune, "pruned"),
             ("integrity", do_integrity, "integrity_repaired"),
+            ("access_retention", do_access_retention, "access_events_pruned"),
         ]
         for task, fn, field in steps:
             t0 = time.perf_counter()

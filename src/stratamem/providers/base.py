@@ -516,6 +516,12 @@ class MemoryProvider(ABC):
         raise self._unsupported("hygiene", "hygiene")
 
     @_unsupported_default
+    def prune_memory_events(self, tenant_id: str, events: Sequence[str], before: datetime) -> int:
+        """Delete the tenant's memory_events rows of these ``events`` kinds logged before ``before``
+        (retention of the ``access`` history, run by maintenance); the number deleted."""
+        raise self._unsupported("hygiene", "hygiene")
+
+    @_unsupported_default
     def count_memory_events(self, tenant_id: str, since: datetime | None = None) -> dict[str, int]:
         """Logged events of a tenant (optionally since a time) counted per ``event`` and per
         ``event.outcome`` (e.g. ``search`` and ``search.hit``)."""

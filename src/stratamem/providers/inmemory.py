@@ -389,6 +389,19 @@ class InMemoryProvider(MemoryProvider):
             self._events[:] = kept
         return removed
 
+    def prune_memory_events(self, tenant_id: str, events: Sequence[str], before: datetime) -> int:
+        kinds = set(events)
+        with self._lock:
+            self._hygiene_state()
+            kept = [
+                e
+                for e in self._events
+                if not (e["tenant_id"] == tenant_id and e["event"] in kinds and e["ts"] < before)
+            ]
+            removed = len(self._events) - len(kept)
+            self._events[:] = kept
+        return removed
+
     def count_memory_events(self, tenant_id: str, since: datetime | None = None) -> dict[str, int]:
         with self._lock:
             self._hygiene_state()

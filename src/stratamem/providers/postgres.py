@@ -1142,6 +1142,14 @@ class PostgresProvider(PostgresRowCopyMixin, MemoryProvider):
             )
             return int(cur.rowcount)
 
+    def prune_memory_events(self, tenant_id: str, events: Sequence[str], before: datetime) -> int:
+        with self.transaction("memory_events") as conn, conn.cursor() as cur:
+            cur.execute(
+                "DELETE FROM memory_events WHERE tenant_id = %s AND event = ANY(%s) AND ts < %s",
+                [tenant_id, builtins.list(events), to_utc(before)],
+            )
+            return int(cur.rowcount)
+
     def count_memory_events(self, tenant_id: str, since: datetime | None = None) -> dict[str, int]:
         where = "tenant_id = %s"
         params: builtins.list[Any] = [tenant_id]

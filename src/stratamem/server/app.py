@@ -60,6 +60,10 @@ def build_schedule(memory: Memory, settings: ServerSettings) -> ScheduleRunner |
     jobs: list[Job] = []
     at_start = settings.schedule_run_at_start
     if settings.maintenance_interval is not None:
+        if settings.access_history_days is not None:  # 0: keep every access event
+            memory.lifecycle.config = memory.lifecycle.config.model_copy(
+                update={"access_history_days": settings.access_history_days or None}
+            )
         jobs.append(
             maintenance_job(memory.lifecycle, settings.maintenance_interval.total_seconds(), run_at_start=at_start)
         )

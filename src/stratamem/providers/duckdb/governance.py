@@ -90,6 +90,14 @@ class GovernanceMixin(DuckDBConnection):
             ).fetchone()
         return int(row[0]) if row else 0
 
+    def prune_memory_events(self, tenant_id: str, events: Sequence[str], before: datetime) -> int:
+        with self.transaction() as cur:
+            row = cur.execute(
+                "DELETE FROM memory_events WHERE tenant_id = ? AND list_contains(?::JSON::VARCHAR[], event) AND ts < ?",
+                [tenant_id, _text_list(events), to_naive_utc(before)],
+            ).fetchone()
+        return int(row[0]) if row else 0
+
     def count_memory_events(self, tenant_id: str, since: datetime | None = None) -> dict[str, int]:
         with self._read() as cur:
             rows = cur.execute(
