@@ -35,6 +35,7 @@ S3_ENV = (
     "STRATAMEM_SNAPSHOTS_ENABLED",
     "STRATAMEM_REDIS_URL",
     "STRATAMEM_REDIS_PREFIX",
+    "STRATAMEM_ACCESS_HISTORY_DAYS",
 )
 
 
@@ -125,6 +126,22 @@ def test_settings_decide_which_jobs_run(
         assert err.value.code.value == "CONFIGURATION_ERROR"
     finally:
         inmem.close()
+
+
+def test_access_history_days_setting_reaches_the_scheduled_maintenance(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mem = Memory.open(tmp_path / "retention.duckdb", embedder="hashing")
+    try:
+        assert build_schedule(mem, ServerSettings(maintenance_interval="1h")) is not None
+        assert mem.lifecycle.config.access_history_days == 30  # unset: the library default
+        monkeypatch.setenv("STRATAMEM_ACCESS_HISTORY_DAYS", "7")
+        build_schedule(mem, ServerSettings(maintenance_interval="1h"))
+        assert mem.lifecycle.config.access_history_days == 7
+        build_schedule(mem, ServerSettings(maintenance_interval="1h", access_history_days=0))
+        assert mem.lifecycle.config.access_history_days is None  # 0: keep every access event
+    finally:
+        mem.close()
 
 
 def test_in_server_maintenance_purges_expired_memory(clocked: tuple[Memory, Clock]) -> None:

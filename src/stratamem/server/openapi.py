@@ -330,6 +330,10 @@ FIELDS: dict[str, tuple[str, Any]] = {
     "pruneCandidates": ("Pruning candidates found.", 0),
     "pruned": ("Memories pruned.", 0),
     "integrityRepaired": ("Index or graph entries repaired.", 0),
+    "accessEventsPruned": (
+        "Access events older than the retention (LifecycleConfig.access_history_days) deleted.",
+        120,
+    ),
     "errors": ("Errors, by task or by item.", []),
     "TenantReport.errors": ("Errors by maintenance task.", {}),
     "hasMore": ("Whether another page exists.", False),
