@@ -456,7 +456,8 @@ function graph(main) {
 /** "purged 2 · archived 1 (0.03 s)": the non-zero counts of one maintenance run. */
 function runSummary(r) {
   const parts = [["purged", r.purged], ["archived", r.archived], ["reflected", r.reflected], ["merged", r.consolidated],
-                 ["pruned", r.pruned], ["prune candidates", r.prune_candidates], ["repaired", r.integrity_repaired]]
+                 ["pruned", r.pruned], ["prune candidates", r.prune_candidates], ["repaired", r.integrity_repaired],
+                 ["old access events deleted", r.access_events_pruned]]
     .filter(([, n]) => n).map(([label, n]) => `${label} ${n}`);
   const errors = Object.keys(r.errors || {});
   if (errors.length) parts.push(`failed: ${errors.join(", ")}`);
