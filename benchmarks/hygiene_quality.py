@@ -5,7 +5,8 @@
 Runs every labelled scenario of benchmarks/data/hygiene_cases.jsonl (written for this project:
 stable preferences, facts, instructions, project context, transient states, questions, emotions,
 guesses, small talk, the same fact said three ways, paraphrased updates, remember, forget,
-secrets) through ``Memory.process`` on a fresh DuckDB file, each scenario under its own user.
+secrets, and the user's name: a step may also pin the stored wording, "Dana prefers dark mode" once
+"My name is Dana" was said) through ``Memory.process`` on a fresh DuckDB file, each scenario under its own user.
 
 Metrics (seed 003 §1.4 targets): decision accuracy; duplicate rate = memories stored beyond each
 scenario's expected count / memories stored (< 5%); noise rejected = noise inputs ignored / noise
@@ -55,10 +56,11 @@ def run(embedder: str, llm: str | None, verbose: bool) -> dict[str, Any]:
                 steps += 1
                 try:
                     res = mem.process(tenant, step["text"], intent=step["intent"], identifiers=ids)
-                    action, count = res.action, res.count
+                    action, count, content = res.action, res.count, res.content
                 except MemoryError as exc:
-                    action, count = f"error:{exc.code.value}", None
-                ok = action == step["expect"]
+                    action, count, content = f"error:{exc.code.value}", None, None
+                # a step may pin the stored wording too (name resolution: "Dana prefers dark mode")
+                ok = action == step["expect"] and content == step.get("content", content)
                 if step["intent"] == "forget":
                     gone = step.get("gone")
                     found = mem.search(tenant, gone, identifiers=ids, threshold=0.8).results if gone else []
@@ -72,7 +74,16 @@ def run(embedder: str, llm: str | None, verbose: bool) -> dict[str, Any]:
                 correct += int(ok)
                 per_kind[sc["kind"]]["ok" if ok else "fail"] += 1
                 if not ok:
-                    failures.append({"id": sc["id"], "text": step["text"], "expected": step["expect"], "got": action})
+                    failures.append(
+                        {
+                            "id": sc["id"],
+                            "text": step["text"],
+                            "expected": step["expect"],
+                            "got": action,
+                            "expected_content": step.get("content"),
+                            "content": content,
+                        }
+                    )
             live = mem.list(tenant, "user", identifiers=ids).total_count
             stored += live
             excess += max(0, live - int(sc["final_count"]))
@@ -103,7 +114,8 @@ def run(embedder: str, llm: str | None, verbose: bool) -> dict[str, Any]:
     }
     if verbose:
         for f in failures:
-            print(f"FAIL {f['id']}: {f['text']!r} expected {f['expected']} got {f['got']}")
+            wording = f" ({f['content']!r}, expected {f['expected_content']!r})" if f["expected_content"] else ""
+            print(f"FAIL {f['id']}: {f['text']!r} expected {f['expected']} got {f['got']}{wording}")
     return out
 
 

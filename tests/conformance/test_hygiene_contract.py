@@ -476,3 +476,69 @@ def test_prune_memory_events_deletes_old_rows_of_the_kinds_only(
     assert p.prune_memory_events("x' OR '1'='1", ["access"], plus2) == 0
     assert p.prune_memory_events(other_tenant.tenant_id, [], plus2) == 0
     assert p.count_memory_events(other_tenant.tenant_id)["access"] == 3
+
+
+# ------------------------------------------------------------------------------ name resolution
+
+
+@pytest.mark.model
+def test_a_question_naming_the_user_finds_their_preference(model_store: Memory, tenant: TenantContext) -> None:
+    """Issue repro: once the user's name is known, facts are stored about the name, so "what theme does
+    Alice like" returns the dark-mode memory first (it used to read "User prefers dark mode", score
+    under the default threshold, and the name fact and Alice's other memories were returned instead)."""
+    for text in ("My name is Alice", "I prefer dark mode", "My favourite editor is Neovim", "My manager is Bob Chen"):
+        assert model_store.process(tenant, text, identifiers=U1).action == "created"
+    contents = {m.content for m in model_store.list(tenant, "user", identifiers=U1).memories}
+    assert contents == {
+        "User's name is Alice",
+        "Alice prefers dark mode",
+        "Alice's favourite editor is Neovim",
+        "Alice's manager is Bob Chen",
+    }
+    hits = model_store.search(tenant, "what theme does Alice like", identifiers=U1).results
+    assert hits and hits[0].memory.content == "Alice prefers dark mode"
+
+
+def test_facts_are_written_about_the_known_name(store: Memory, tenant: TenantContext) -> None:
+    """The name comes from a stored memory that states it, or from the same text; without a name the
+    neutral "User" stays; instructions to the assistant stay as they are."""
+    u2 = {"user_id": "u2"}
+    assert store.process(tenant, "I prefer dark mode", identifiers=u2).content == "User prefers dark mode"
+    assert store.process(tenant, "My name is Dana", identifiers=U1).content == "User's name is Dana"
+    daughter = store.process(tenant, "My daughter Emma starts school in September", identifiers=U1)
+    assert daughter.content == "Dana's daughter Emma starts school in September"
+    style = store.process(tenant, "Please keep your answers short, bullet points", identifiers=U1)
+    assert (style.content, style.category) == ("Keep your answers short, bullet points", "instruction")
+    # the name stated in the same text, and a session write that finds it in the user layer
+    u3 = {"user_id": "u3"}
+    both = store.process(tenant, "My name is Sam, I prefer dark mode", identifiers=u3)
+    assert both.content == "User's name is Sam, Sam prefers dark mode"
+    session = store.process(tenant, "I drive a red Volvo", identifiers={**u3, "session_id": "s1"}, layer="session")
+    assert session.content == "Sam drives a red Volvo"
+    # another user of the tenant does not get Dana's name
+    assert store.process(tenant, "I drive a blue bike", identifiers=u2).content == "User drives a blue bike"
+
+
+def test_a_change_supersedes_the_fact_stored_before_the_name_was_known(store: Memory, tenant: TenantContext) -> None:
+    old = store.process(tenant, "I am vegetarian", identifiers=U1)
+    assert old.content == "User is vegetarian"
+    store.process(tenant, "My name is Dana", identifiers=U1)
+    new = store.process(tenant, "I'm not vegetarian anymore, I eat fish now", identifiers=U1)
+    assert new.action == "created" and new.superseded == [old.memory_id]
+    assert new.content == "Dana is not vegetarian anymore, Dana eats fish"
+    current = {m.content for m in store.list(tenant, "user", identifiers=U1).memories}
+    assert current == {"User's name is Dana", "Dana is not vegetarian anymore, Dana eats fish"}
+    # a single-valued attribute: "User lives in …" is replaced by "Dana lives in …"
+    city = store.process(tenant, "I live in Hamburg", identifiers={"user_id": "u4"})
+    store.process(tenant, "Call me Kit", identifiers={"user_id": "u4"})
+    moved = store.process(tenant, "I live in Berlin", identifiers={"user_id": "u4"})
+    assert moved.content == "Kit lives in Berlin" and moved.superseded == [city.memory_id]
+
+
+def test_a_restated_fact_updates_the_memory_written_before_the_name_was_known(
+    store: Memory, tenant: TenantContext
+) -> None:
+    first = store.process(tenant, "I prefer dark mode", identifiers=U1)
+    store.process(tenant, "My name is Dana", identifiers=U1)
+    again = store.process(tenant, "I prefer dark mode", identifiers=U1)
+    assert (again.action, again.memory_id, again.content) == ("updated", first.memory_id, "Dana prefers dark mode")

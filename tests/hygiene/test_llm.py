@@ -166,3 +166,50 @@ def test_an_llm_update_decision_supersedes_the_memory_it_names(
     assert [m.content for m in mem.list(acme, "user", identifiers=u).memories] == ["User lives in Berlin"]
     history = mem.get(acme, old.id)
     assert history is not None and history.status == "superseded" and history.provenance.superseded_by == res.memory_id
+
+
+@pytest.mark.parametrize(
+    ("text", "formatted"),
+    [
+        ("I prefer dark mode", "Dana prefers dark mode"),
+        ("My daughter Emma starts school in September", "Dana's daughter Emma starts school in September"),
+        ("My name is Dana", "User's name is Dana"),
+        ("Call me Dee", "User wants to be called Dee"),
+        ("We deploy on Kubernetes", "Dana's team deploys on Kubernetes"),
+        ("I'm not vegetarian anymore, I eat fish now", "Dana is not vegetarian anymore, Dana eats fish"),
+        ("Please keep your answers short", "Keep your answers short"),
+    ],
+)
+def test_rule_engine_writes_the_known_name(text: str, formatted: str) -> None:
+    assert RuleBasedLLM().format(text, user_name="Dana").content == formatted
+
+
+def test_the_llm_is_told_the_known_name(chat: ChatServer, open_mem: Callable[..., Memory], acme: TenantContext) -> None:
+    """The format prompt carries the user's name; a statement the LLM still opens with "User" is
+    written about the name all the same."""
+    u = {"user_id": "u1"}
+    mem = open_mem()
+    mem.add(acme, "User's name is Dana", layer="user", identifiers=u)
+
+    def respond(body: dict[str, Any]) -> tuple[int, Any]:
+        system = body["messages"][0]["content"]
+        if "Judge whether" in system:
+            return 200, {"action": "store", "reason": "durable"}
+        if "named entities" in system:
+            return 200, {"entities": [], "relations": []}
+        return 200, {"content": "User drinks oolong tea every morning", "category": "preference"}
+
+    chat.respond = respond
+    mem.hygiene.configure(llm=OpenAIChatLLM(chat.url, "m"))
+    res = mem.process(acme, "oolong every morning, that's me", identifiers=u)
+    assert res.content == "Dana drinks oolong tea every morning"
+    formats = [r["body"]["messages"][0]["content"] for r in chat.requests]
+    formats = [s for s in formats if "one short factual statement" in s]
+    assert len(formats) == 1 and 'The user\'s name is Dana. Write "Dana"' in formats[0]
+    # no name known: the prompt is the plain format prompt
+    chat.requests.clear()
+    assert mem.process(acme, "oolong every morning, that's me", identifiers={"user_id": "u2"}).content == (
+        "User drinks oolong tea every morning"
+    )
+    formats = [r["body"]["messages"][0]["content"] for r in chat.requests if "one short factual" in str(r["body"])]
+    assert formats and all("name is" not in s for s in formats)

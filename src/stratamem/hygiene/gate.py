@@ -13,6 +13,12 @@
    (preference | fact | context | instruction) and ``metadata.source = {"type": "inferred" |
    "explicit", "reference": "process"}``.
 
+Name resolution: when the user's name is known, facts are written about the name ("Dana prefers dark
+mode") instead of the neutral "User". The name comes from the text itself ("My name is Dana, I prefer
+dark mode") or from a current memory of the scope that states it ("User's name is Dana", "User wants
+to be called Dee"; that statement keeps "User": it links the neutral form to the name). Matching in
+step 4 compares both forms alike (the name read as "User").
+
 Which layer: ``HygieneConfig.layer`` (default ``user``: durable facts about a user belong to the
 user, not to a session), or ``layer=`` per call. Forget searches that layer plus every other
 personal layer the identifiers reach (agent, user, session).
@@ -26,18 +32,19 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .. import supersession
 from ..errors import ErrorCode, MemoryError
 from ..layers import get_accessible_layers, parse_identifiers, parse_layer, require_identifiers, scope_key
-from ..llm.base import Category, DecisionContext, LLMClient, WriteDecision
+from ..llm.base import Category, DecisionContext, FormattedMemory, LLMClient, WriteDecision
 from ..llm.metrics import record_fallback
-from ..llm.rules import RuleBasedLLM, strip_forget, to_third_person
+from ..llm.rules import RuleBasedLLM, strip_forget, strip_remember, to_third_person
 from ..model import Layer, LayerIdentifiers, TenantContext
 from ..providers.base import Scope, ScoredEntry, SearchQuery
 from .events import EventLog
 from .prompts import PromptTemplates
 from .sanitize import sanitize
 from .secrets import find_secrets
-from .text import containment, fact_slot, jaccard, key_terms
+from .text import containment, fact_slot, jaccard, key_terms, name_user, neutral, stated_name
 
 if TYPE_CHECKING:
     from ..engine import MemoryEngine
@@ -157,23 +164,32 @@ class WriteGate:
         return [h for h, _ in self._matches(tctx, layer, ids, content)]
 
     def _matches(
-        self, tctx: TenantContext, layer: Layer, ids: LayerIdentifiers, content: str
+        self, tctx: TenantContext, layer: Layer, ids: LayerIdentifiers, content: str, name: str | None = None
     ) -> list[tuple[ScoredEntry, Literal["same", "changed"]]]:
         """Stored memories about the same fact: ``same`` (the same statement in other words: the new
         wording updates it) or ``changed`` (the same single-valued attribute with another value: the
-        new memory supersedes it, and the old one is kept as history)."""
+        new memory supersedes it, and the old one is kept as history). With the user's ``name``, a
+        memory written about the name and one written about "User" compare alike: both are searched
+        for, and compared with the name read as "User"."""
         cfg = self.hygiene.config
-        terms = key_terms(content)
-        slot = fact_slot(content)
+        plain = neutral(content, name)
+        terms = key_terms(plain)
+        slot = fact_slot(plain)
         floor = min(cfg.duplicate_threshold, cfg.same_terms_threshold, cfg.slot_threshold)
+        hits: dict[str, ScoredEntry] = {}
+        for text in dict.fromkeys((content, plain)):  # the named form, then the neutral one
+            for h in self._search(tctx, layer, ids, text, 10, floor):
+                if h.entry.id not in hits or h.score > hits[h.entry.id].score:
+                    hits[h.entry.id] = h
         out: list[tuple[ScoredEntry, Literal["same", "changed"]]] = []
-        for h in self._search(tctx, layer, ids, content, 10, floor):
-            overlap = jaccard(terms, key_terms(h.entry.content))
+        for h in sorted(hits.values(), key=lambda hit: -hit.score):
+            stored = neutral(h.entry.content, name)
+            overlap = jaccard(terms, key_terms(stored))
             if (
                 h.score >= cfg.duplicate_threshold and (overlap >= cfg.term_overlap or h.score >= cfg.near_identical)
             ) or (h.score >= cfg.same_terms_threshold and overlap >= 0.999 and len(terms) >= 2):
                 out.append((h, "same"))
-            elif slot is not None and h.score >= cfg.slot_threshold and fact_slot(h.entry.content) == slot:
+            elif slot is not None and h.score >= cfg.slot_threshold and fact_slot(stored) == slot:
                 out.append((h, "changed"))
         return out
 
@@ -254,7 +270,8 @@ class WriteGate:
         decision = self._llm(lambda llm: llm.decide(clean, context, system=prompts.system("write_decision")))
         if decision.action == "ignore" and intent != "remember":
             return self._ignore(tctx, decision.reason or "not worth remembering", layer)
-        formatted = self._llm(lambda llm: llm.format(clean, system=prompts.system("format_memory")))
+        name = self._user_name(tctx, layer, ids, clean)
+        formatted = self._llm(lambda llm: self._format(llm, clean, name))
         content = sanitize(formatted.content)
         if not content or find_secrets(content):  # output validation: the LLM's text is checked too
             return self._ignore(tctx, "formatted memory failed validation", layer)
@@ -262,7 +279,7 @@ class WriteGate:
         reason = decision.reason or ("explicitly requested" if intent == "remember" else "")
         metadata = {"category": formatted.category, "source": {"type": source, "reference": "process"}}
         replaced = self._replaced_by_llm(tctx, decision)
-        duplicates = [] if replaced else self._matches(tctx, layer, ids, content)
+        duplicates = [] if replaced else self._matches(tctx, layer, ids, content, name)
         if duplicates and duplicates[0][1] == "changed":
             replaced = [duplicates[0][0].entry.id]
         if replaced:  # a changed fact: the new memory supersedes the old one, which stays as history
@@ -305,7 +322,10 @@ class WriteGate:
                 category=formatted.category,
                 source=source,
             )
-        added = self.engine.add(tctx, content, layer.value, ids.model_dump(exclude_none=True), metadata)
+        across = self._superseded_across_forms(tctx, layer, ids, content, name)
+        added = self.engine.add(
+            tctx, content, layer.value, ids.model_dump(exclude_none=True), metadata, supersedes=across or None
+        )
         return ProcessResult(
             action="created",
             memory_id=added.memory.id,
@@ -315,6 +335,55 @@ class WriteGate:
             source=source,
             superseded=added.superseded,
         )
+
+    def _superseded_across_forms(
+        self, tctx: TenantContext, layer: Layer, ids: LayerIdentifiers, content: str, name: str | None
+    ) -> list[str]:
+        """Older memories a change written about the user's name makes out of date although they were
+        written about "User" (or the other way round): the store's rule-based detection
+        (``supersession.py``) run on the neutral form of both, so "User is vegetarian" stored before the
+        name was known is superseded by "Dana is not vegetarian anymore". The store runs the same rules
+        on the named form itself when the memory is added."""
+        plain = neutral(content, name)
+        if plain == content or not self.engine.config.detect_supersession or not supersession.may_supersede(plain):
+            return []
+        hits = self._search(
+            tctx, layer, ids, plain, supersession.CANDIDATES, (1.0 + supersession.MIN_COSINE_FROM_TO) / 2.0
+        )
+        candidates = [
+            supersession.Candidate(
+                h.entry.model_copy(update={"content": neutral(h.entry.content, name)}), 2.0 * h.score - 1.0
+            )
+            for h in hits
+        ]
+        return [old.id for old in supersession.superseded(plain, candidates)]
+
+    def _format(self, llm: LLMClient, text: str, name: str | None) -> FormattedMemory:
+        """The format call, told the user's name: the rule engine writes the name itself; an LLM gets
+        it in its prompt, and a statement it still opens with "User" is rewritten to the name."""
+        prompts = self.hygiene.config.prompts
+        if isinstance(llm, RuleBasedLLM):
+            return llm.format(text, system=prompts.system("format_memory"), user_name=name)
+        out = llm.format(text, system=prompts.format_system(name))
+        return out.model_copy(update={"content": name_user(out.content, name)}) if name else out
+
+    def _user_name(self, tctx: TenantContext, layer: Layer, ids: LayerIdentifiers, text: str) -> str | None:
+        """The user's name for this write: stated in the text itself ("My name is Dana, …"), else the
+        newest current memory of the scope (and of the user layer, for a session or agent write) that
+        states it, else None (facts keep the neutral "User")."""
+        own = stated_name(to_third_person(strip_remember(text)))
+        if own:
+            return own
+        layers = [layer]
+        if layer != Layer.USER and ids.user_id:
+            layers.append(Layer.USER)
+        found: list[tuple[float, str]] = []
+        for lyr in layers:
+            for hit in self._search(tctx, lyr, ids, "User's name is", 20, 0.0):
+                stated = stated_name(hit.entry.content)
+                if stated:
+                    found.append((hit.entry.created_at.timestamp(), stated))
+        return max(found)[1] if found else None
 
     def _replaced_by_llm(self, tctx: TenantContext, decision: WriteDecision) -> list[str]:
         """The memory an LLM's ``update`` decision names, when it exists in this tenant (else none)."""

@@ -34,6 +34,10 @@ Rewrite the message as one short factual statement about the user, in the third 
 numbers and specifics. Pick a category: preference, fact, context or instruction.
 Answer with a JSON object {"content": "<statement>", "category": "<category>"}."""
 
+USER_NAME = """\
+The user's name is {name}. Write "{name}" where the statement would say "User" (for example
+"{name} prefers dark mode"), except in the statement of the name itself ("User's name is {name}")."""
+
 UPDATE_MEMORY = """\
 Revise the stored memory so it states only the newest information. Do not mention earlier values or
 that anything changed. Trust the newest message unless it says otherwise.
@@ -86,6 +90,8 @@ class PromptTemplates(BaseModel):
     write_decision: str = WRITE_DECISION
     search_before_write: str = SEARCH_BEFORE_WRITE
     format_memory: str = FORMAT_MEMORY
+    #: Appended to ``format_memory`` when the user's name is known (``{name}`` is replaced).
+    user_name: str = USER_NAME
     update_memory: str = UPDATE_MEMORY
     retrieval_usage: str = RETRIEVAL_USAGE
     explicit_remember: str = EXPLICIT_REMEMBER
@@ -98,6 +104,18 @@ class PromptTemplates(BaseModel):
     def system(self, task: str) -> str:
         """The system contract followed by one task template."""
         return f"{self.system_contract}\n\n{getattr(self, task)}"
+
+    def format_system(self, name: str | None) -> str:
+        """The format prompt, with the user's name when the write gate knows it.
+
+        Args:
+            name: The user's name, or None (the statement is written about "User").
+
+        Returns:
+            The system message of the format call.
+        """
+        base = self.system("format_memory")
+        return f"{base}\n\n{self.user_name.replace('{name}', name)}" if name else base
 
 
 DEFAULT_PROMPTS = PromptTemplates()

@@ -285,3 +285,41 @@ def fact_slot(content: str) -> str | None:
         rel = m.group(1).lower()
         return f"rel:{_RELATION_ALIASES.get(rel, rel)}"
     return None
+
+
+#: The formatted statement of the user's name: "User's name is Dana", "User wants to be called Dee".
+#: It keeps the neutral "User" on purpose: it is the one memory that links "User" to the name.
+_NAME_FACT = re.compile(
+    r"^User(?:'s (?:first |full |given )?name is| wants to be called| is called| goes by) "
+    r"(?P<name>[A-Za-z][\w'\u2019-]*(?: [A-Z][\w'\u2019-]*){0,2})\s*(?:$|[,.;!])"
+)
+_NAME_CLAUSE = r"(?:'s (?:first |full |given )?name\b| wants to be called\b| is called\b| goes by\b)"
+_LEADING_USER = re.compile(r"^User\b(?!" + _NAME_CLAUSE + ")")
+
+
+def stated_name(content: str) -> str | None:
+    """The name a formatted memory gives the user ("User's name is Dana" → "Dana"), or None."""
+    m = _NAME_FACT.match(content.strip().replace("\u2019", "'"))
+    if m is None:
+        return None
+    name = m.group("name")
+    if name.split()[0].lower() in STOP_WORDS or name.lower() in {"not", "unknown", "private"}:
+        return None
+    return name[:1].upper() + name[1:]
+
+
+def name_user(content: str, name: str | None) -> str:
+    """A formatted memory that opens with the neutral "User" rewritten to open with the user's name
+    ("User prefers dark mode" → "Dana prefers dark mode"); the statement of the name itself and
+    memories that do not open with "User" are returned as they are."""
+    if not name:
+        return content
+    return _LEADING_USER.sub(lambda _m: name, content, count=1)
+
+
+def neutral(content: str, name: str | None) -> str:
+    """The inverse of :func:`name_user`: every mention of the user's name as "User", so memories
+    written before and after the name was known compare alike (key terms, ``fact_slot``)."""
+    if not name:
+        return content
+    return re.sub(r"(?<![\w'])" + re.escape(name) + r"(?![\w-])", "User", content)

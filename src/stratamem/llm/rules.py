@@ -5,8 +5,8 @@ It follows the same rules as the prompt templates in :mod:`stratamem.hygiene.pro
 * **decide**: small talk, one-off questions/requests, emotions, guesses, and transient goals or
   states are ignored; stable preferences, durable facts, standing instructions and project context
   are stored; anything else is ignored ("when unsure, do not store").
-* **format**: first person → third person ("I prefer vim" → "User prefers vim"), filler and
-  chat phrasing removed.
+* **format**: first person → third person ("I prefer vim" → "User prefers vim", or "Dana prefers
+  vim" when the user's name is known), filler and chat phrasing removed.
 * **classify**: preference | fact | context | instruction by keyword.
 """
 
@@ -250,8 +250,21 @@ def clean(text: str) -> str:
     return text
 
 
-def to_third_person(text: str) -> str:
-    """Rewrite a first-person sentence about the user as a third-person fact starting with "User"."""
+def to_third_person(text: str, name: str | None = None) -> str:
+    """Rewrite a first-person sentence about the user as a third-person fact about the user.
+
+    Args:
+        text: The first-person sentence ("I prefer dark mode").
+        name: The user's name when known: the fact is written about the name ("Dana prefers dark
+            mode", "Dana's daughter Emma …"); without it, the neutral "User" ("User prefers dark mode").
+            The statement of the name itself keeps "User" ("User's name is Dana").
+
+    Returns:
+        The third-person fact, or an empty string for empty input.
+    """
+    subj = name or "User"
+    mid = name or "the user"
+    mid_poss = f"{name}'s" if name else "the user's"
     s = clean(text).replace("\u2019", "'")
     s = first_person(s)
     s = re.sub(r"^please\s+", "", s, flags=_I)
@@ -259,39 +272,41 @@ def to_third_person(text: str) -> str:
         s = re.sub(r"^(?:call me|address me as|refer to me as)\s+", "User wants to be called ", s, flags=_I)
     elif re.match(r"^(?:always|never|from now on|going forward|by default|in (?:the )?future)\b", s, _I):
         s = re.sub(r"^(?:from now on|going forward|by default|in (?:the )?future),?\s*", "", s, flags=_I)
-        s = "User wants the assistant to " + s[0].lower() + s[1:] if s else s
-    elif re.match(r"^my\b", s, _I):
+        s = f"{subj} wants the assistant to " + s[0].lower() + s[1:] if s else s
+    elif re.match(r"^my (?:first |full |given )?name\b", s, _I):
         s = re.sub(r"^my\b", "User's", s, flags=_I)
+    elif re.match(r"^my\b", s, _I):
+        s = re.sub(r"^my\b", lambda _m: f"{subj}'s", s, flags=_I)
     elif re.match(r"^(?:our)\b", s, _I):
-        s = re.sub(r"^our\b", "User's", s, flags=_I)
+        s = re.sub(r"^our\b", lambda _m: f"{subj}'s", s, flags=_I)
     elif re.match(r"^we\b", s, _I):
         m = re.match(r"^we\s+(?:(" + "|".join(_ADVERBS) + r")\s+)?([\w'-]+)", s, _I)
         if m:
             adv = f"{m.group(1)} " if m.group(1) else ""
-            s = f"User's team {adv}{_third_person(m.group(2))}" + s[m.end() :]
+            s = f"{subj}'s team {adv}{_third_person(m.group(2))}" + s[m.end() :]
     elif re.match(r"^i(?:'m|'ve|'d|'ll)\b", s, _I):
-        s = re.sub(r"^i('m|'ve|'d|'ll)", lambda m: "User " + _IRREGULAR[m.group(1).lower()], s, flags=_I)
-        s = re.sub(r"^User has got\b", "User has", s)
+        s = re.sub(r"^i('m|'ve|'d|'ll)", lambda m: f"{subj} " + _IRREGULAR[m.group(1).lower()], s, flags=_I)
+        s = re.sub(r"^" + re.escape(subj) + r" has got\b", lambda _m: f"{subj} has", s)
     elif re.match(r"^i\s", s, _I):
         m = re.match(r"^i\s+((?:(?:" + "|".join(_ADVERBS) + r")\s+)*)([\w'-]+)", s, _I)
         if m:
-            s = f"User {m.group(1)}{_third_person(m.group(2))}" + s[m.end() :]
+            s = f"{subj} {m.group(1)}{_third_person(m.group(2))}" + s[m.end() :]
     # the rest of the sentence
-    s = re.sub(r"\bI'm\b", "the user is", s)
-    s = re.sub(r"\bI've\b", "the user has", s)
+    s = re.sub(r"\bI'm\b", lambda _m: f"{mid} is", s)
+    s = re.sub(r"\bI've\b", lambda _m: f"{mid} has", s)
     s = re.sub(
         r"\bI\s+((?:(?:" + "|".join(_ADVERBS) + r")\s+)*)([a-z][\w'-]*)",
-        lambda m: f"the user {m.group(1)}{_third_person(m.group(2))}",
+        lambda m: f"{mid} {m.group(1)}{_third_person(m.group(2))}",
         s,
     )
-    s = re.sub(r"\bI\b", "the user", s)
-    s = re.sub(r"\bmy\b", "the user's", s, flags=_I)
+    s = re.sub(r"\bI\b", lambda _m: mid, s)
+    s = re.sub(r"\bmy\b", lambda _m: mid_poss, s, flags=_I)
     s = re.sub(r"\bmine\b", "theirs", s, flags=_I)
     s = re.sub(r"\bmyself\b", "themselves", s, flags=_I)
-    s = re.sub(r"\bme\b", "the user", s, flags=_I)
+    s = re.sub(r"\bme\b", lambda _m: mid, s, flags=_I)
     s = re.sub(r"\s+", " ", s).strip().rstrip(".!;, ")
     # state only the newest fact: no "now" / "anymore" pointing at an earlier version
-    s = re.sub(r"^User now\b", "User", s)
+    s = re.sub(r"^" + re.escape(subj) + r" now\b", lambda _m: subj, s)
     s = re.sub(r",? (?:now|nowadays|these days)$", "", s, flags=_I)
     return s[:1].upper() + s[1:] if s else s
 
@@ -390,9 +405,19 @@ class RuleBasedLLM:
             return WriteDecision(action="store", reason="a dated plan or event")
         return WriteDecision(action="ignore", reason="not a stable fact about the user")
 
-    def format(self, text: str, *, system: str | None = None) -> FormattedMemory:
+    def format(self, text: str, *, system: str | None = None, user_name: str | None = None) -> FormattedMemory:
+        """Rewrite ``text`` as a concise third-person fact with a category.
+
+        Args:
+            text: The message.
+            system: The prompt an LLM would get (the rule engine implements it in code).
+            user_name: The user's name when known: the fact is written about the name instead of "User".
+
+        Returns:
+            The formatted memory.
+        """
         body = strip_remember(text)
-        content = to_third_person(body) or clean(body) or text.strip()
+        content = to_third_person(body, user_name) or clean(body) or text.strip()
         return FormattedMemory(content=content, category=categorize(first_person(clean(body))))
 
     def classify(self, text: str) -> Classification:
