@@ -348,27 +348,51 @@ function search(main) {
   q.focus();
 }
 
+function sigmaText(floor) {
+  if (!floor) return "—";
+  if (floor.sigma == null) return "n/a";
+  return `${floor.sigma.toFixed(2)}σ${floor.identifierException ? " (identifier)" : ""}`;
+}
+
+function sigmaTitle(floor) {
+  if (!floor) return "no relevance floor applied (a threshold was given or the floor is off)";
+  if (floor.sigma == null) return "the scope is too small or has no background: not floored";
+  return `relevance ${floor.sigma.toFixed(2)} standard deviations above the scope's background; floor ${floor.floor}σ${
+    floor.identifierException ? "; kept by its lexical match (identifier exception)" : ""}`;
+}
+
 function renderSearch(out, data) {
+  const floorNote = data.relevanceFloor == null ? "" : ` · relevance floor ${data.relevanceFloor}σ`;
   const legend = h("p", { class: "legend" },
     h("span", { class: "sw dense" }), " dense ", h("span", { class: "sw lexical" }), " lexical ",
     h("span", { class: "sw threshold" }), ` threshold ${data.threshold} `,
-    h("span", { class: "sw final" }), ` ranked score · lexical weight ${data.hybridWeight}`);
+    h("span", { class: "sw final" }), ` ranked score · lexical weight ${data.hybridWeight}${floorNote}`);
   const groups = data.searchedLayers.map((layer) => {
     const rows = data.results.filter((r) => r.layer === layer);
     return h("div", { class: "layer-group", "data-layer": layer },
       h("h3", {}, `${layer} (${rows.length})`),
-      rows.length ? h("table", { class: "results" }, h("tbody", {}, rows.map((r) => h("tr", { class: "result" },
+      rows.length ? h("table", { class: "results" },
+        h("thead", {}, h("tr", {}, h("th", {}, "score parts"), h("th", {}, "score"),
+          h("th", { class: "sigma" }, "relevance σ"), h("th", {}, "memory"))),
+        h("tbody", {}, rows.map((r) => h("tr", { class: "result" },
         h("td", {}, scoreBar(r, data.threshold)),
         h("td", { class: "num" }, h("span", { class: "score" }, r.score.toFixed(3)),
           h("small", { class: "parts" }, ` dense ${r.parts.dense.toFixed(3)} + lexical ${
             r.parts.lexical == null ? "n/a" : r.parts.lexical.toFixed(3)}${
             r.parts.boostFactor !== 1 ? ` × boost ${r.parts.boostFactor.toFixed(3)}` : ""}`)),
+        h("td", { class: "num sigma", title: sigmaTitle(r.floor) }, sigmaText(r.floor)),
         h("td", { class: "content" }, r.memory.content))))) : h("p", { class: "hint" }, "No result above the threshold."));
   });
-  const removed = data.removed.length ? h("div", { id: "removed" }, h("h3", {}, "Removed by the merge"),
-    h("ul", {}, data.removed.map((r) => h("li", {}, `${r.layer} · ${r.score.toFixed(3)} · ${r.reason}`,
+  const byMerge = data.removed.filter((r) => r.reason !== "relevance_floor");
+  const byFloor = data.removed.filter((r) => r.reason === "relevance_floor");
+  const removed = byMerge.length ? h("div", { id: "removed" }, h("h3", {}, "Removed by the merge"),
+    h("ul", {}, byMerge.map((r) => h("li", {}, `${r.layer} · ${r.score.toFixed(3)} · ${r.reason}`,
       r.duplicateOf ? ` of ${short(r.duplicateOf)}` : "", ` — ${r.memory.content}`)))) : null;
-  clear(out, legend, groups, removed);
+  const floored = byFloor.length ? h("div", { id: "removed-floor" },
+    h("h3", {}, `Removed by the relevance floor (${data.relevanceFloor}σ)`),
+    h("ul", {}, byFloor.map((r) => h("li", { title: sigmaTitle(r.floor) },
+      `${r.layer} · ${r.score.toFixed(3)} · ${sigmaText(r.floor)} — ${r.memory.content}`)))) : null;
+  clear(out, legend, groups, removed, floored);
 }
 
 // ------------------------------------------------------------------ Graph view

@@ -72,7 +72,7 @@ from .query import UNSET, QueryOptions, narrower_layers, parse_options, parse_ti
 from .retrieval.boosts import Boosts, boosted_page
 from .retrieval.context import context_page
 from .retry import call_with_retry
-from .search import above_relevance_floor, merge_results
+from .search import FloorMeasure, above_relevance_floor, merge_results
 from .telemetry.audit import AuditLog
 from .validation import check_id, check_limit
 
@@ -844,7 +844,10 @@ class MemoryEngine:
         time_field: Any = None,
         tags_match: Any = None,
         include_narrower: Any = False,
+        floor_report: list[FloorMeasure] | None = None,
     ) -> SearchMemoryOutput:
+        """``floor_report``: when a list is given, default search appends how each merged candidate
+        fared against the relevance floor (the console's search explanation); results are unchanged."""
         with self.operation("search", ctx) as (tctx, extra):
             op = "search"
             opts = parse_options(
@@ -965,7 +968,7 @@ class MemoryEngine:
                     )
                     for layer in {lr for lr, _ in merged}
                 }
-                kept = above_relevance_floor(merged, vector, centroids, floor, lexical_weight)
+                kept = above_relevance_floor(merged, vector, centroids, floor, lexical_weight, floor_report)
                 # every candidate was seen when fewer than ``limit`` came back: the count is exact
                 seen_all = len(merged) < limit or not kept
                 total = len(kept) if seen_all else max(len(kept), total - (len(merged) - len(kept)))

@@ -8,6 +8,7 @@ kept is dropped, so the more specific layer wins ("project overrides company").
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -54,20 +55,57 @@ def merge_results(
 LEXICAL_KEEP = 0.5
 
 
+@dataclass(frozen=True)
+class FloorMeasure:
+    """How one candidate of a default search fared against the relevance floor.
+
+    ``sigma`` is its relevance in standard deviations above its scope's background (None when the
+    floor does not apply to it: no vector, or a scope without a centroid, a background or
+    ``MIN_ROWS`` memories); ``lexical_exception`` is True when it was below the floor and kept
+    because its lexical match is at least ``LEXICAL_KEEP``.
+    """
+
+    layer: Layer
+    hit: ScoredEntry
+    sigma: float | None
+    floor: float
+    lexical_exception: bool
+    kept: bool
+
+
 def above_relevance_floor(
     merged: list[tuple[Layer, ScoredEntry]],
     query: Vector,
     centroids: Mapping[Layer, Centroid | None],
     floor: float,
     lexical_weight: float = 0.0,
+    report: list[FloorMeasure] | None = None,
 ) -> list[tuple[Layer, ScoredEntry]]:
     """The results whose relevance to the query, measured from their scope's centroid, is at least
     ``floor`` standard deviations above the scope's background (``retrieval/centering.py``), or whose
     lexical match is at least ``LEXICAL_KEEP``; a result without a vector, or whose scope has no
-    centroid, no background or fewer than ``MIN_ROWS`` memories, is kept."""
-    return [
-        (layer, hit) for layer, hit in merged if _above_floor(query, hit, centroids.get(layer), floor, lexical_weight)
-    ]
+    centroid, no background or fewer than ``MIN_ROWS`` memories, is kept.
+
+    Args:
+        merged: the merged candidates, in order.
+        query: the query vector.
+        centroids: each layer's scope centroid (None when the scope has none).
+        floor: standard deviations above the background a result needs.
+        lexical_weight: the lexical weight of the fused scores (0: no identifier exception).
+        report: when given, one :class:`FloorMeasure` per candidate is appended to it (the
+            search console's explanation); the kept results are the same either way.
+
+    Returns:
+        The kept candidates, in order.
+    """
+    kept: list[tuple[Layer, ScoredEntry]] = []
+    for layer, hit in merged:
+        measure = floor_measure(layer, hit, query, centroids.get(layer), floor, lexical_weight)
+        if report is not None:
+            report.append(measure)
+        if measure.kept:
+            kept.append((layer, hit))
+    return kept
 
 
 def lexical_match(score: float, query: Vector, vector: Sequence[float], weight: float) -> float:
@@ -81,13 +119,30 @@ def lexical_match(score: float, query: Vector, vector: Sequence[float], weight: 
     return max(0.0, (score - dense) / share) if share > 1e-9 else 0.0
 
 
-def _above_floor(
-    query: Vector, hit: ScoredEntry, centroid: Centroid | None, floor: float, lexical_weight: float
-) -> bool:
+def floor_measure(
+    layer: Layer, hit: ScoredEntry, query: Vector, centroid: Centroid | None, floor: float, lexical_weight: float
+) -> FloorMeasure:
+    """One candidate against the relevance floor (see :func:`above_relevance_floor`).
+
+    Args:
+        layer: the candidate's layer.
+        hit: the candidate.
+        query: the query vector.
+        centroid: the centroid of the candidate's scope, None when it has none.
+        floor: standard deviations above the background a result needs.
+        lexical_weight: the lexical weight of the fused score.
+
+    Returns:
+        Its relevance in standard deviations, and whether it is kept (and by the identifier exception).
+    """
     vector = hit.entry.embedding
     if centroid is None or centroid.rows < MIN_ROWS or vector is None:
-        return True
+        return FloorMeasure(layer, hit, None, floor, lexical_exception=False, kept=True)
     z = relevance_z(query, [vector], centroid)
-    if z is None or float(z[0]) >= floor:
-        return True
-    return lexical_weight > 0 and lexical_match(hit.score, query, vector, lexical_weight) >= LEXICAL_KEEP
+    if z is None:
+        return FloorMeasure(layer, hit, None, floor, lexical_exception=False, kept=True)
+    sigma = float(z[0])
+    if sigma >= floor:
+        return FloorMeasure(layer, hit, sigma, floor, lexical_exception=False, kept=True)
+    exception = lexical_weight > 0 and lexical_match(hit.score, query, vector, lexical_weight) >= LEXICAL_KEEP
+    return FloorMeasure(layer, hit, sigma, floor, lexical_exception=exception, kept=exception)

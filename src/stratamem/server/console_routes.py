@@ -7,8 +7,9 @@
 * ``GET /v1/scopes``: the caller's memories counted per layer and scope (the tree of the console's
   Browse pane), over what the key's grant sees.
 * ``POST /v1/memories/search/explain``: a search with each result's score taken apart (dense and
-  lexical parts, boost factor) and the hits of each layer that the merge removed (a near-duplicate
-  of a more specific layer's result, or past the limit).
+  lexical parts, boost factor, relevance in standard deviations above the scope's background), the
+  hits of each layer that the merge removed (a near-duplicate of a more specific layer's result, or
+  past the limit) and the candidates the relevance floor removed.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from ..layers import precedence, scope_key
 from ..model import Layer, LayerIdentifiers, MemoryEntry, TenantContext
 from ..retrieval.boosts import Boosts
 from ..retrieval.lexical import lexical_gate
+from ..search import FloorMeasure
 from .deps import MemoryDep, ReaderDep
 from .http_errors import COMMON, responses
 from .routes import SearchRequest, check_body_tenant
@@ -84,6 +86,25 @@ class ScoreParts(_Out):
     boost_factor: float = Field(description="Recency and importance boost multiplier (1 = no boost).", examples=[1.0])
 
 
+class FloorParts(_Out):
+    sigma: float | None = Field(
+        description="Relevance to the query, unit(q−c)·(m−c) with c the scope's centroid, in standard "
+        "deviations above the scope's background (docs/ranking.md \"Relevance floor\"); null when the "
+        "floor does not apply to this memory (its scope has too few memories or no background).",
+        examples=[4.2],
+    )
+    floor: float = Field(description="Standard deviations above the background a result needs.", examples=[3.0])
+    identifier_exception: bool = Field(
+        description="True when the result is below the floor and kept because its lexical match is at "
+        "least 0.5 (an identifier or rare name the embedder does not represent).",
+        examples=[False],
+    )
+    kept: bool = Field(description="Whether the floor kept it.", examples=[True])
+
+
+_FLOOR_EXAMPLE = {"sigma": 4.2, "floor": 3.0, "identifierException": False, "kept": True}
+
+
 class ExplainedResult(_Out):
     memory: MemoryEntry
     layer: Layer
@@ -92,6 +113,12 @@ class ExplainedResult(_Out):
         description="The score taken apart.",
         examples=[{"dense": 0.78, "lexical": 0.05, "relevance": 0.83, "boostFactor": 1.0}],
     )
+    floor: FloorParts | None = Field(
+        None,
+        description="How the result fared against the relevance floor; null when no floor applied "
+        "(a threshold was given, the floor is off, or the result came from graph expansion).",
+        examples=[_FLOOR_EXAMPLE],
+    )
 
 
 class RemovedResult(_Out):
@@ -99,17 +126,25 @@ class RemovedResult(_Out):
     layer: Layer
     score: float = Field(description="The ranked score this hit had in its own layer.", examples=[0.8])
     reason: str = Field(
-        description="Why the merge dropped it: `duplicate` (a near-duplicate of a more "
-        "specific layer's result) or `limit` (ranked past the limit).",
+        description="Why the answer left it out: `duplicate` (a near-duplicate of a more "
+        "specific layer's result), `limit` (ranked past the limit) or `relevance_floor` (less than "
+        "the floor's standard deviations above its scope's background).",
         examples=["duplicate"],
     )
     duplicate_of: str | None = Field(None, description="Id of the kept result it duplicates.", examples=[None])
+    floor: FloorParts | None = Field(
+        None,
+        description="Its relevance floor measure, for `relevance_floor` removals (null otherwise).",
+        examples=[None],
+    )
 
 
 class SearchExplanation(_Out):
     results: list[ExplainedResult] = Field(description="The results, in the order search returns them.", examples=[[]])
     removed: list[RemovedResult] = Field(
-        description="Hits of single layers that the merged answer left out.", examples=[[]]
+        description="Hits that the answer left out: single layers' hits the merge removed, and merged "
+        "candidates the relevance floor removed.",
+        examples=[[]],
     )
     searched_layers: list[Layer] = Field(
         description="Layers that were searched, most specific first.", examples=[["user", "project"]]
@@ -118,6 +153,12 @@ class SearchExplanation(_Out):
     hybrid_weight: float = Field(description="Lexical weight of the fused score.", examples=[1.0])
     dedup_threshold: float = Field(
         description="Similarity at which a broader layer's hit is a duplicate.", examples=[0.95]
+    )
+    relevance_floor: float | None = Field(
+        None,
+        description="Standard deviations above its scope's background a result's relevance needs "
+        "(default search); null when a threshold was given or the floor is off.",
+        examples=[3.0],
     )
 
 
@@ -196,9 +237,26 @@ def explain_search(memory: Any, ctx: TenantContext, body: SearchRequest) -> Sear
         "as_of": body.as_of,
         "include_embedding": True,
     }
+    report: list[FloorMeasure] = []
     merged = engine.search(
-        ctx, body.query, body.identifiers, body.layers, body.limit, body.threshold, body.filter, **args
+        ctx,
+        body.query,
+        body.identifiers,
+        body.layers,
+        body.limit,
+        body.threshold,
+        body.filter,
+        floor_report=report,
+        **args,
     )
+    measures = {m.hit.entry.id: m for m in report}
+
+    def floor_parts(entry_id: str) -> FloorParts | None:
+        m = measures.get(entry_id)
+        if m is None:
+            return None
+        sigma = None if m.sigma is None else round(m.sigma, 4)
+        return FloorParts(sigma=sigma, floor=m.floor, identifier_exception=m.lexical_exception, kept=m.kept)
     vector = [float(x) for x in engine.embeddings.embed_query(body.query, "search")]
     weight = cfg.hybrid_weight if body.hybrid_weight is None else body.hybrid_weight
     boosts = Boosts(
@@ -233,18 +291,29 @@ def explain_search(memory: Any, ctx: TenantContext, body: SearchRequest) -> Sear
             layer=r.layer,
             score=r.score,
             parts=parts(r.memory, r.score),
+            floor=floor_parts(r.memory.id),
         )
         for r in merged.results
     ]
     kept_ids = {r.memory.id for r in merged.results}
-    removed: list[RemovedResult] = []
+    removed: list[RemovedResult] = [
+        RemovedResult(
+            memory=m.hit.entry.model_copy(update={"embedding": None}),
+            layer=m.layer,
+            score=round(m.hit.score, 6),
+            reason="relevance_floor",
+            floor=floor_parts(m.hit.entry.id),
+        )
+        for m in report
+        if not m.kept
+    ]
     if len(merged.searched_layers) > 1:  # what each layer alone returns, against the merged answer
         for layer in merged.searched_layers:
             alone = engine.search(
                 ctx, body.query, body.identifiers, [layer], body.limit, body.threshold, body.filter, **args
             )
             for hit in alone.results:
-                if hit.memory.id in kept_ids:
+                if hit.memory.id in kept_ids or hit.memory.id in measures and not measures[hit.memory.id].kept:
                     continue
                 reason, dup = "limit", None
                 for kept in merged.results:
@@ -271,6 +340,7 @@ def explain_search(memory: Any, ctx: TenantContext, body: SearchRequest) -> Sear
         threshold=threshold,
         hybrid_weight=weight,
         dedup_threshold=cfg.dedup_threshold,
+        relevance_floor=cfg.relevance_floor if body.threshold is None else None,
     )
 
 
@@ -292,8 +362,9 @@ def build_console_router() -> APIRouter:
     )
     def search_explain(body: SearchRequest, request: Request, memory: MemoryDep, ctx: ReaderDep) -> SearchExplanation:
         """A search (same body as `POST /v1/memories/search`) with each result's dense and lexical
-        score parts and boost factor, and the single-layer hits the merge removed (near-duplicates
-        of a more specific layer's result, or past the limit). Costs one search per layer more."""
+        score parts, boost factor and relevance-floor measure (σ above the scope's background), the
+        single-layer hits the merge removed (near-duplicates of a more specific layer's result, or
+        past the limit) and the candidates the relevance floor removed. Costs one search per layer more."""
         check_body_tenant(request, memory, ctx, body.tenant_id, "search")
         return explain_search(memory, ctx, body)
 
