@@ -16,7 +16,11 @@ import pytest
 from fastapi.testclient import TestClient
 
 from stratamem import Memory
+from stratamem.embeddings import Embedder
 from stratamem.persistence import S3Settings, S3Store
+from stratamem.server.app import create_app
+from stratamem.server.keys import create_key
+from stratamem.server.settings import ServerSettings
 
 from ..conftest import require_service
 from ..snapshots.conftest import s3, s3_settings  # noqa: F401  (fixtures)
@@ -100,6 +104,90 @@ def test_scope_tree_and_explained_search_keep_to_the_grant(client: TestClient, m
     # a key limited to bob cannot search alice's layer through the explain route either
     denied = client.post("/v1/memories/search/explain", json=body, headers=bob)
     assert denied.status_code == 403 and ALICE_PREF not in denied.text
+
+
+#: A scope of eight memories sharing "Carol drinks" (the hashing embedder of the live server): a
+#: search for one of them finds the rest above the default threshold, and the floor removes them.
+CAROL = [
+    "Carol drinks green tea",
+    "Carol drinks black coffee",
+    "Carol drinks sparkling water",
+    "Carol drinks orange juice",
+    "Carol drinks hot chocolate",
+    "Carol drinks red wine",
+    "Carol drinks oat milk",
+    "Carol drinks mint lemonade",
+]
+
+#: A user scope of ten facts (the relevance floor needs ``MIN_ROWS`` = 7 memories in a scope).
+DANA = [
+    "Dana is a vegetarian",
+    "Dana lives in Hamburg",
+    "Dana prefers dark mode in every app",
+    "Dana's daughter Emma starts school in September",
+    "Dana works as a product designer at Figma",
+    "Dana is allergic to peanuts",
+    "Dana is learning Portuguese on Duolingo",
+    "Dana is planning a trip to Lisbon in October",
+    "Dana drinks her coffee black",
+    "Dana's manager is Lena Fischer",
+]
+
+
+@pytest.mark.model
+def test_explained_search_shows_what_the_relevance_floor_removed(
+    open_mem: Callable[..., Memory], minilm: Embedder, tmp_path: Path
+) -> None:
+    """Issue #30: the explanation gives each result its relevance in standard deviations above the
+    scope's background, and lists the candidates the floor removed with theirs (DuckDB)."""
+    mem = open_mem(tmp_path / "floor.duckdb", embedder=minilm)
+    headers = {"Authorization": f"Bearer {create_key(mem.engine.provider, 'acme', 'admin').key}"}
+    with TestClient(create_app(mem, ServerSettings(mcp_enabled=False))) as client:
+        ids = {"userId": "dana"}
+        r = client.post(
+            "/v1/memories/bulk",
+            json={"items": [{"content": c, "layer": "user", "identifiers": ids} for c in DANA]},
+            headers=headers,
+        )
+        assert r.status_code in (200, 201), r.text
+        floor = mem.engine.config.relevance_floor
+        assert floor is not None
+
+        # a question the scope cannot answer: every candidate is removed by the floor, with its σ
+        out = client.post(
+            "/v1/memories/search/explain",
+            json={"query": "which bank does Dana use?", "identifiers": ids},
+            headers=headers,
+        ).json()
+        assert out["results"] == [] and out["relevanceFloor"] == floor
+        floored = [x for x in out["removed"] if x["reason"] == "relevance_floor"]
+        assert len(floored) >= 3, out["removed"]
+        for x in floored:
+            assert x["memory"]["content"] in DANA and x["memory"]["embedding"] is None
+            assert x["floor"]["sigma"] < floor and x["floor"]["kept"] is False
+            assert x["floor"]["floor"] == floor and x["floor"]["identifierException"] is False
+        # the plain search agrees: nothing comes back
+        plain = client.post(
+            "/v1/memories/search", json={"query": "which bank does Dana use?", "identifiers": ids}, headers=headers
+        )
+        assert plain.json()["results"] == []
+
+        # a question it answers: the answer is kept at σ ≥ floor, the rest of the scope is floored
+        body = {"query": "which city does Dana live in?", "identifiers": ids}
+        out = client.post("/v1/memories/search/explain", json=body, headers=headers).json()
+        assert [x["memory"]["content"] for x in out["results"]] == ["Dana lives in Hamburg"]
+        top = out["results"][0]["floor"]
+        assert top["sigma"] >= floor and top["kept"] is True and top["identifierException"] is False
+        removed_ids = {x["memory"]["id"] for x in out["removed"] if x["reason"] == "relevance_floor"}
+        assert removed_ids and out["results"][0]["memory"]["id"] not in removed_ids
+        plain = client.post("/v1/memories/search", json=body, headers=headers).json()
+        assert [x["memory"]["id"] for x in plain["results"]] == [x["memory"]["id"] for x in out["results"]]
+
+        # with a threshold the floor does not apply: no measure, nothing removed by it
+        out = client.post("/v1/memories/search/explain", json={**body, "threshold": 0.5}, headers=headers).json()
+        assert out["relevanceFloor"] is None and len(out["results"]) > 1
+        assert all(x["floor"] is None for x in out["results"])
+        assert not [x for x in out["removed"] if x["reason"] == "relevance_floor"]
 
 
 def test_memory_events_trends_and_maintenance_runs_over_rest(client: TestClient, make_key: Callable[..., str]) -> None:
@@ -221,6 +309,7 @@ def test_console_end_to_end_in_chromium(live_db: Path, live_server: Callable[[],
     assert binary is not None
     admin = cli_key(live_db, "acme", "admin")
     bob = cli_key(live_db, "acme", "reader", "--user-id", "bob")
+    other = cli_key(live_db, "floorco", "admin")  # a tenant of its own for the relevance floor
     srv = live_server()
     with httpx.Client(base_url=srv.url, timeout=60) as http:
         _seed(http, {"Authorization": f"Bearer {admin}"})
@@ -231,6 +320,12 @@ def test_console_end_to_end_in_chromium(live_db: Path, live_server: Callable[[],
                 headers={"Authorization": f"Bearer {admin}"},
             )
             assert r.status_code == 201, r.text
+        r = http.post(
+            "/v1/memories/bulk",
+            json={"items": [{"content": c, "layer": "user", "identifiers": {"userId": "carol"}} for c in CAROL]},
+            headers={"Authorization": f"Bearer {other}"},
+        )
+        assert r.status_code == 201, r.text
     shots = _screens() or tmp_path / "screenshots"
     b = Browser(binary)
     try:
@@ -294,6 +389,25 @@ def test_console_end_to_end_in_chromium(live_db: Path, live_server: Callable[[],
         b.eval("document.getElementById('search-form').requestSubmit(); true")
         b.wait("document.querySelector('#search-results .result')")
         assert "Bob drinks green tea" in b.eval("document.getElementById('search-results').innerText")
+        # default search (no threshold) in a scope of eight: the relevance σ column, and the rest of
+        # the scope listed as removed by the relevance floor with its σ
+        _type(b, "s-key", other)
+        _type(b, "s-ids", "userId=carol")
+        _type(b, "s-query", "Carol drinks green tea")
+        _type(b, "s-threshold", "")
+        b.eval("document.getElementById('search-form').requestSubmit(); true")
+        floored = b.wait(
+            "document.getElementById('removed-floor') && document.getElementById('removed-floor').innerText"
+        )
+        assert "Removed by the relevance floor (3" in floored and "Carol drinks red wine" in floored, floored
+        assert floored.count("σ") >= len(CAROL), floored  # the heading's and each removed memory's
+        heads = b.eval("[...document.querySelectorAll('#search-results table.results th')].map(t => t.textContent)")
+        assert "relevance σ" in heads, heads
+        sigma = b.eval("document.querySelector('#search-results .result td.sigma').textContent")
+        assert sigma.endswith("σ") and float(sigma.removesuffix("σ")) >= 3, sigma
+        assert "Carol drinks green tea" in b.eval("document.querySelector('#search-results .result').innerText")
+        b.screenshot(shots / "search-floor.png")
+        _type(b, "s-key", "")
         assert b.eval("sessionStorage.getItem('stratamem.apiKey')") == admin
         b.eval("location.hash = '#browse'; true")
         b.wait("document.getElementById('detail-content')")
