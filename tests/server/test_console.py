@@ -31,6 +31,8 @@ from .conftest import LiveServer, cli_key
 NAMESPACES = {"http://www.w3.org/2000/svg"}
 
 ALICE_PREF = "Alice prefers dark mode in the editor"
+#: The console writes a relevance in standard deviations as "4.20" and a Greek small sigma.
+SIGMA = "\u03c3"
 
 
 def _assets(client: TestClient) -> dict[str, str]:
@@ -153,7 +155,7 @@ def test_explained_search_shows_what_the_relevance_floor_removed(
         floor = mem.engine.config.relevance_floor
         assert floor is not None
 
-        # a question the scope cannot answer: every candidate is removed by the floor, with its σ
+        # a question the scope cannot answer: every candidate is removed by the floor, with its sigma
         out = client.post(
             "/v1/memories/search/explain",
             json={"query": "which bank does Dana use?", "identifiers": ids},
@@ -172,7 +174,7 @@ def test_explained_search_shows_what_the_relevance_floor_removed(
         )
         assert plain.json()["results"] == []
 
-        # a question it answers: the answer is kept at σ ≥ floor, the rest of the scope is floored
+        # a question it answers: the answer is kept at sigma >= floor, the rest of the scope is floored
         body = {"query": "which city does Dana live in?", "identifiers": ids}
         out = client.post("/v1/memories/search/explain", json=body, headers=headers).json()
         assert [x["memory"]["content"] for x in out["results"]] == ["Dana lives in Hamburg"]
@@ -389,8 +391,8 @@ def test_console_end_to_end_in_chromium(live_db: Path, live_server: Callable[[],
         b.eval("document.getElementById('search-form').requestSubmit(); true")
         b.wait("document.querySelector('#search-results .result')")
         assert "Bob drinks green tea" in b.eval("document.getElementById('search-results').innerText")
-        # default search (no threshold) in a scope of eight: the relevance σ column, and the rest of
-        # the scope listed as removed by the relevance floor with its σ
+        # default search (no threshold) in a scope of eight: the relevance sigma column, and the rest of
+        # the scope listed as removed by the relevance floor with its sigma
         _type(b, "s-key", other)
         _type(b, "s-ids", "userId=carol")
         _type(b, "s-query", "Carol drinks green tea")
@@ -400,11 +402,11 @@ def test_console_end_to_end_in_chromium(live_db: Path, live_server: Callable[[],
             "document.getElementById('removed-floor') && document.getElementById('removed-floor').innerText"
         )
         assert "Removed by the relevance floor (3" in floored and "Carol drinks red wine" in floored, floored
-        assert floored.count("σ") >= len(CAROL), floored  # the heading's and each removed memory's
+        assert floored.count(SIGMA) >= len(CAROL), floored  # the heading's and each removed memory's
         heads = b.eval("[...document.querySelectorAll('#search-results table.results th')].map(t => t.textContent)")
-        assert "relevance σ" in heads, heads
+        assert f"relevance {SIGMA}" in heads, heads
         sigma = b.eval("document.querySelector('#search-results .result td.sigma').textContent")
-        assert sigma.endswith("σ") and float(sigma.removesuffix("σ")) >= 3, sigma
+        assert sigma.endswith(SIGMA) and float(sigma.removesuffix(SIGMA)) >= 3, sigma
         assert "Carol drinks green tea" in b.eval("document.querySelector('#search-results .result').innerText")
         b.screenshot(shots / "search-floor.png")
         _type(b, "s-key", "")

@@ -88,8 +88,8 @@ class ScoreParts(_Out):
 
 class FloorParts(_Out):
     sigma: float | None = Field(
-        description="Relevance to the query, unit(q−c)·(m−c) with c the scope's centroid, in standard "
-        "deviations above the scope's background (docs/ranking.md \"Relevance floor\"); null when the "
+        description="Relevance to the query, unit(q - c)·(m - c) with c the scope's centroid, in standard "
+        'deviations above the scope\'s background (docs/ranking.md "Relevance floor"); null when the '
         "floor does not apply to this memory (its scope has too few memories or no background).",
         examples=[4.2],
     )
@@ -257,6 +257,7 @@ def explain_search(memory: Any, ctx: TenantContext, body: SearchRequest) -> Sear
             return None
         sigma = None if m.sigma is None else round(m.sigma, 4)
         return FloorParts(sigma=sigma, floor=m.floor, identifier_exception=m.lexical_exception, kept=m.kept)
+
     vector = [float(x) for x in engine.embeddings.embed_query(body.query, "search")]
     weight = cfg.hybrid_weight if body.hybrid_weight is None else body.hybrid_weight
     boosts = Boosts(
@@ -313,7 +314,7 @@ def explain_search(memory: Any, ctx: TenantContext, body: SearchRequest) -> Sear
                 ctx, body.query, body.identifiers, [layer], body.limit, body.threshold, body.filter, **args
             )
             for hit in alone.results:
-                if hit.memory.id in kept_ids or hit.memory.id in measures and not measures[hit.memory.id].kept:
+                if hit.memory.id in kept_ids or (hit.memory.id in measures and not measures[hit.memory.id].kept):
                     continue
                 reason, dup = "limit", None
                 for kept in merged.results:
@@ -362,7 +363,7 @@ def build_console_router() -> APIRouter:
     )
     def search_explain(body: SearchRequest, request: Request, memory: MemoryDep, ctx: ReaderDep) -> SearchExplanation:
         """A search (same body as `POST /v1/memories/search`) with each result's dense and lexical
-        score parts, boost factor and relevance-floor measure (σ above the scope's background), the
+        score parts, boost factor and relevance-floor measure (standard deviations above the scope's background), the
         single-layer hits the merge removed (near-duplicates of a more specific layer's result, or
         past the limit) and the candidates the relevance floor removed. Costs one search per layer more."""
         check_body_tenant(request, memory, ctx, body.tenant_id, "search")
