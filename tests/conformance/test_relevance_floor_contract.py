@@ -176,3 +176,24 @@ def test_every_provider_measures_the_same_background(open_store: Callable[..., M
     assert centroid.background is not None and every_pair is not None
     assert abs(centroid.background.mean - every_pair.mean) < 0.01
     assert abs(centroid.background.std - every_pair.std) < 0.1 * every_pair.std
+
+
+def test_the_floor_report_matches_the_results(model_store: Memory, tenant: TenantContext) -> None:
+    """The measure the search console shows (``floor_report``, issue #30) is the one the search
+    applied, on every provider: the kept candidates are the results, the others are below the floor,
+    and asking for the report changes nothing."""
+    from stratamem.search import FloorMeasure
+
+    _fill(model_store, tenant)
+    floor = model_store.engine.config.relevance_floor
+    assert floor is not None
+    for question in ["which city does Dana live in?", "which bank does Dana use?"]:
+        report: list[FloorMeasure] = []
+        res = model_store.engine.search(tenant, question, IDS, floor_report=report)
+        plain = model_store.search(tenant, question, identifiers=IDS)
+        assert [r.memory.id for r in res.results] == [r.memory.id for r in plain.results]
+        assert len(report) > len(res.results)  # the floor saw the candidates it removed
+        assert [m.hit.entry.id for m in report if m.kept] == [r.memory.id for r in res.results]
+        for m in report:
+            assert m.sigma is not None and m.floor == floor
+            assert m.kept == (m.sigma >= floor or m.lexical_exception)
