@@ -87,22 +87,12 @@ class ScoreParts(_Out):
 
 
 class FloorParts(_Out):
-    sigma: float | None = Field(
-        description="Relevance to the query, unit(q - c)·(m - c) with c the scope's centroid, in standard "
-        'deviations above the scope\'s background (docs/ranking.md "Relevance floor"); null when the '
-        "floor does not apply to this memory (its scope has too few memories or no background).",
-        examples=[4.2],
-    )
-    floor: float = Field(description="Standard deviations above the background a result needs.", examples=[3.0])
-    identifier_exception: bool = Field(
-        description="True when the result is below the floor and kept because its lexical match is at "
-        "least 0.5 (an identifier or rare name the embedder does not represent).",
-        examples=[False],
-    )
-    kept: bool = Field(description="Whether the floor kept it.", examples=[True])
+    """How a result fared against the relevance floor of default search (docs/ranking.md "Relevance floor")."""
 
-
-_FLOOR_EXAMPLE = {"sigma": 4.2, "floor": 3.0, "identifierException": False, "kept": True}
+    sigma: float | None
+    floor: float
+    identifier_exception: bool
+    kept: bool
 
 
 class ExplainedResult(_Out):
@@ -113,12 +103,7 @@ class ExplainedResult(_Out):
         description="The score taken apart.",
         examples=[{"dense": 0.78, "lexical": 0.05, "relevance": 0.83, "boostFactor": 1.0}],
     )
-    floor: FloorParts | None = Field(
-        None,
-        description="How the result fared against the relevance floor; null when no floor applied "
-        "(a threshold was given, the floor is off, or the result came from graph expansion).",
-        examples=[_FLOOR_EXAMPLE],
-    )
+    floor: FloorParts | None = None
 
 
 class RemovedResult(_Out):
@@ -132,11 +117,7 @@ class RemovedResult(_Out):
         examples=["duplicate"],
     )
     duplicate_of: str | None = Field(None, description="Id of the kept result it duplicates.", examples=[None])
-    floor: FloorParts | None = Field(
-        None,
-        description="Its relevance floor measure, for `relevance_floor` removals (null otherwise).",
-        examples=[None],
-    )
+    floor: FloorParts | None = None
 
 
 class SearchExplanation(_Out):
@@ -154,12 +135,7 @@ class SearchExplanation(_Out):
     dedup_threshold: float = Field(
         description="Similarity at which a broader layer's hit is a duplicate.", examples=[0.95]
     )
-    relevance_floor: float | None = Field(
-        None,
-        description="Standard deviations above its scope's background a result's relevance needs "
-        "(default search); null when a threshold was given or the floor is off.",
-        examples=[3.0],
-    )
+    relevance_floor: float | None = None
 
 
 def _similarity(a: list[float] | None, b: list[float] | None) -> float | None:

@@ -190,6 +190,31 @@ FIELDS: dict[str, tuple[str, Any]] = {
     "writeRejectionRate": ("Share of writes refused by the gate or the policy.", 0.02),
     "searchHitRate": ("Share of searches that returned at least one result.", 0.9),
     "events": ("Counts of hygiene events by kind.", {"created": 100}),
+    # the search explanation's relevance floor (POST /v1/memories/search/explain, docs/ranking.md)
+    "FloorParts.sigma": (
+        "Relevance to the query, unit(q - c)·(m - c) with c the scope's centroid, in standard deviations "
+        "above the scope's background; null when the floor does not apply to this memory (its scope has "
+        "too few memories or no background).",
+        4.2,
+    ),
+    "FloorParts.floor": ("Standard deviations above the background a result needs.", 3.0),
+    "FloorParts.identifierException": (
+        "True when the result is below the floor and kept because its lexical match is at least 0.5 "
+        "(an identifier or rare name the embedder does not represent).",
+        False,
+    ),
+    "FloorParts.kept": ("Whether the relevance floor kept it.", True),
+    "ExplainedResult.floor": (
+        "How the result fared against the relevance floor; null when no floor applied (a threshold was "
+        "given, the floor is off, or the result came from graph expansion).",
+        {"sigma": 4.2, "floor": 3.0, "identifierException": False, "kept": True},
+    ),
+    "RemovedResult.floor": ("Its relevance-floor measure, for `relevance_floor` removals (else null).", None),
+    "SearchExplanation.relevanceFloor": (
+        "Standard deviations above its scope's background a result's relevance needs (default search); "
+        "null when a threshold was given or the floor is off.",
+        3.0,
+    ),
     # memory_events history, trends, maintenance runs
     "MemoryEvent.id": ("Id of the logged event.", "7c9e6679-7425-40de-944b-e07fc1f90ae7"),
     "ts": ("When it happened (RFC 3339, UTC).", _TIME),
