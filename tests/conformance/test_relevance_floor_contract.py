@@ -50,6 +50,23 @@ def _fill(mem: Memory, tenant: TenantContext) -> None:
     mem.bulk_add(tenant, [{"content": c, "layer": "user", "identifiers": IDS} for c in FACTS])
 
 
+def _assert_nothing(mem: Memory, tenant: TenantContext, questions: list[str]) -> None:
+    """A default search of each question returns nothing."""
+    for question in questions:
+        res = mem.search(tenant, question, identifiers=IDS)
+        assert res.results == [], (question, [(r.memory.content, r.score) for r in res.results])
+
+
+def _assert_first(mem: Memory, tenant: TenantContext, pairs: list[tuple[str, str]]) -> None:
+    """A default search of each question returns its answer first."""
+    for question, answer in pairs:
+        res = mem.search(tenant, question, identifiers=IDS)
+        assert res.results and res.results[0].memory.content == answer, (
+            question,
+            [(r.memory.content, r.score) for r in res.results],
+        )
+
+
 def test_unanswerable_questions_return_nothing_by_default(model_store: Memory, tenant: TenantContext) -> None:
     _fill(model_store, tenant)
     for question in UNANSWERABLE:
@@ -62,12 +79,7 @@ def test_unanswerable_questions_return_nothing_by_default(model_store: Memory, t
 
 def test_answerable_questions_keep_their_answer_first(model_store: Memory, tenant: TenantContext) -> None:
     _fill(model_store, tenant)
-    for question, answer in ANSWERABLE:
-        res = model_store.search(tenant, question, identifiers=IDS)
-        assert res.results and res.results[0].memory.content == answer, (
-            question,
-            [(r.memory.content, r.score) for r in res.results],
-        )
+    _assert_first(model_store, tenant, ANSWERABLE)
 
 
 #: A user scope as an agent fills it: the shared "about Dana" part is large, and some unanswerable
@@ -100,20 +112,19 @@ def test_a_topical_neighbour_is_not_an_answer(model_store: Memory, tenant: Tenan
     own background (how far two unrelated memories of the scope reach into each other), the
     question has no answer; the questions the scope answers keep theirs."""
     model_store.bulk_add(tenant, [{"content": c, "layer": "user", "identifiers": IDS} for c in DANA])
-    for question in ["what is Dana's salary", "what is Dana's favourite football team", "does Dana have a dog"]:
-        res = model_store.search(tenant, question, identifiers=IDS)
-        assert res.results == [], (question, [(r.memory.content, r.score) for r in res.results])
-    for question, answer in [
-        ("what theme does Dana like in apps", "Dana prefers dark mode in every app"),
-        ("which language is Dana studying", "Dana is learning Portuguese on Duolingo"),
-        ("when is Dana's birthday", "Dana's birthday is on 14 March"),
-        ("who is Lukas", "Dana's partner Lukas is a nurse"),
-    ]:
-        res = model_store.search(tenant, question, identifiers=IDS)
-        assert res.results and res.results[0].memory.content == answer, (
-            question,
-            [(r.memory.content, r.score) for r in res.results],
-        )
+    _assert_nothing(
+        model_store, tenant, ["what is Dana's salary", "what is Dana's favourite football team", "does Dana have a dog"]
+    )
+    _assert_first(
+        model_store,
+        tenant,
+        [
+            ("what theme does Dana like in apps", "Dana prefers dark mode in every app"),
+            ("which language is Dana studying", "Dana is learning Portuguese on Duolingo"),
+            ("when is Dana's birthday", "Dana's birthday is on 14 March"),
+            ("who is Lukas", "Dana's partner Lukas is a nurse"),
+        ],
+    )
 
 
 def test_a_small_scope_is_floored_too(model_store: Memory, tenant: TenantContext) -> None:
@@ -123,19 +134,16 @@ def test_a_small_scope_is_floored_too(model_store: Memory, tenant: TenantContext
     facts = [*FACTS[:7], "Dana plays tennis on Sundays"]
     assert len(facts) >= MIN_ROWS
     model_store.bulk_add(tenant, [{"content": c, "layer": "user", "identifiers": IDS} for c in facts])
-    for question in UNANSWERABLE:
-        res = model_store.search(tenant, question, identifiers=IDS)
-        assert res.results == [], (question, [(r.memory.content, r.score) for r in res.results])
-    for question, answer in [
-        *ANSWERABLE,
-        ("what theme does Dana like in apps", "Dana prefers dark mode in every app"),
-        ("what sport does Dana play", "Dana plays tennis on Sundays"),
-    ]:
-        res = model_store.search(tenant, question, identifiers=IDS)
-        assert res.results and res.results[0].memory.content == answer, (
-            question,
-            [(r.memory.content, r.score) for r in res.results],
-        )
+    _assert_nothing(model_store, tenant, UNANSWERABLE)
+    _assert_first(
+        model_store,
+        tenant,
+        [
+            *ANSWERABLE,
+            ("what theme does Dana like in apps", "Dana prefers dark mode in every app"),
+            ("what sport does Dana play", "Dana plays tennis on Sundays"),
+        ],
+    )
 
 
 def test_an_identifier_the_embedder_does_not_know_is_kept(model_store: Memory, tenant: TenantContext) -> None:
