@@ -22,7 +22,9 @@ class GovernanceMixin(DuckDBConnection):
 
     # -------------------------------------------------------------------- hygiene and governance
     def get_tenant_policy(self, tenant_id: str) -> dict[str, Any] | None:
-        with self._read() as cur:
+        # No bookkeeping append touches tenant_policies: the read need not wait for the append queue
+        # (whose writer may be waiting for a long write transaction).
+        with self._read(appends=False) as cur:
             row = cur.execute("SELECT policy FROM tenant_policies WHERE tenant_id = ?", [tenant_id]).fetchone()
         return dict(json.loads(row[0])) if row else None
 

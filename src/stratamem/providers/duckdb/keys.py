@@ -52,7 +52,8 @@ class KeysMixin(DuckDBConnection):
     _KEY_COLUMNS = "key_id, tenant_id, name, roles, salt, key_hash, identifiers, created_at, revoked_at"
 
     def api_key_get(self, key_id: str) -> ApiKeyRecord | None:
-        with self._read() as cur:
+        # api_keys is never touched by bookkeeping appends: no wait for the append queue (see _read).
+        with self._read(appends=False) as cur:
             row = cur.execute(f"SELECT {self._KEY_COLUMNS} FROM api_keys WHERE key_id = ?", [key_id]).fetchone()
         return self._api_key(row) if row else None
 
