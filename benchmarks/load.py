@@ -1,10 +1,12 @@
 """Concurrent load on a real ``stratamem serve``: throughput, latency percentiles, errors.
 
     python benchmarks/load.py [--memories 2500] [--clients 16] [--seconds 30] [--search-share 0.8]
-                              [--embedder onnx] [--no-batch-queries] [--out PATH]
+                              [--embedder onnx] [--no-batch-queries] [--store PATH] [--out PATH]
 
 1. Writes ``--memories`` synthetic memories (benchmarks/sentences.py) into a fresh DuckDB store, one
-   tenant and user, with the SDK's ``bulk_add``, and creates an API key.
+   tenant and user, with the SDK's ``bulk_add``, and creates an API key. With ``--store PATH`` the
+   store is kept at PATH, and a later run with the same PATH reuses it (a new API key, no ingest):
+   a 100k store takes minutes to build, and the adds of a run make it grow by their number.
 2. Measures the embedder's own batched throughput (texts/s, batches of 64) in this process, on
    texts like the ones the clients send, just before the load: the ratio of the server's search
    throughput to it is what carries over between machines.
@@ -94,6 +96,12 @@ def build_store(db: Path, n: int, embedder: str, gen: SentenceGenerator) -> tupl
             mem.bulk_add(ctx, [{"content": t, "layer": "user", "identifiers": {"user_id": USER}} for t in batch])
         key = create_key(mem.engine.provider, TENANT, "writer", identifiers={"user_id": USER}).key
     return key, time.perf_counter() - started
+
+
+def reuse_store(db: Path, embedder: str) -> str:
+    """A new API key on a store built by an earlier run (``--store``)."""
+    with Memory.open(db, embedder=embedder) as mem:
+        return create_key(mem.engine.provider, TENANT, "writer", identifiers={"user_id": USER}).key
 
 
 def embedder_throughput(embedder: str, texts: list[str]) -> float:
@@ -231,14 +239,21 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--embed-sample", type=int, default=512, help="texts for the embedder's own throughput")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--store", type=Path, default=None, help="keep the store at this path; reuse it when it exists")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "load.json")
     args = parser.parse_args(argv)
 
     gen = SentenceGenerator(args.seed)
     with tempfile.TemporaryDirectory(prefix="stratamem-load-") as tmp:
-        db = Path(tmp) / "load.duckdb"
-        key, ingest_s = build_store(db, args.memories, args.embedder, gen)
-        print(f"store: {args.memories} memories in {ingest_s:.1f} s", file=sys.stderr)
+        db = args.store if args.store is not None else Path(tmp) / "load.duckdb"
+        if db.exists():
+            key = reuse_store(db, args.embedder)
+            gen.texts(args.memories)  # the same queries and new texts as the run that built it
+            print(f"store: reusing {db}", file=sys.stderr)
+        else:
+            db.parent.mkdir(parents=True, exist_ok=True)
+            key, ingest_s = build_store(db, args.memories, args.embedder, gen)
+            print(f"store: {args.memories} memories in {ingest_s:.1f} s", file=sys.stderr)
         facts = gen.take(2000)
         queries = [f.query for f in facts]
         new_texts = [f.text for f in facts]

@@ -46,3 +46,20 @@ def test_load_benchmark_runs_and_writes_its_json(tmp_path: Path) -> None:
     lat = data["latency_ms"]
     assert 0 < data["query_batching"]["texts"] <= lat["search"]["n"] + lat["add"]["n"]
     assert "throughput" in run.stdout and "p95" in run.stdout
+
+
+def test_load_benchmark_keeps_and_reuses_its_store(tmp_path: Path) -> None:
+    store = tmp_path / "kept" / "load.duckdb"
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    args = [sys.executable, str(ROOT / "benchmarks" / "load.py"), "--memories", "30", "--clients", "2"]
+    args += ["--seconds", "1", "--embedder", "hashing", "--embed-sample", "32", "--store", str(store)]
+    runs = []
+    for i in range(2):
+        out = tmp_path / f"load{i}.json"
+        run = subprocess.run([*args, "--out", str(out)], capture_output=True, text=True, env=env, timeout=300)
+        assert run.returncode == 0, run.stdout + run.stderr
+        runs.append((run.stderr, json.loads(out.read_text())))
+    assert "30 memories in" in runs[0][0] and f"reusing {store}" in runs[1][0]
+    assert store.is_file()
+    for _, data in runs:  # the second run's fresh key works against the kept store
+        assert data["errors"] == {} and data["latency_ms"]["search"]["n"] > 0
