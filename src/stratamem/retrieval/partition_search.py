@@ -17,6 +17,24 @@ from .index_data import (
 from .lexical import BM25_B, BM25_K1, GATE_HIGH, GATE_LOW, best_bm25, idf, query_terms
 from .partition_rows import PartitionRows
 
+#: Rows per matrix-vector product of the exact dense scan. numpy's BLAS (OpenBLAS) spreads a product
+#: over more rows than about this across all cores; in a server where concurrent searches already
+#: use the cores, those helper threads wait for a core and spin, and one scan costs several times
+#: its single-threaded time (benchmarks/RESULTS.md, "exact scan on one thread"). Chunks this size
+#: stay on the calling thread, whatever the BLAS, and change no process-wide setting.
+MATVEC_ROWS = 1024
+
+
+def matvec(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
+    """``matrix @ vector`` in chunks of :data:`MATVEC_ROWS` rows, each on the calling thread."""
+    n = len(matrix)
+    if n <= MATVEC_ROWS:
+        return np.asarray(matrix @ vector)
+    out = np.empty(n, dtype=np.result_type(matrix.dtype, vector.dtype))
+    for start in range(0, n, MATVEC_ROWS):
+        np.matmul(matrix[start : start + MATVEC_ROWS], vector, out=out[start : start + MATVEC_ROWS])
+    return out
+
 
 class PartitionSearch(PartitionRows):
     """Exact and HNSW-backed search over a partition's rows (scores as the SQL path computes them)."""
@@ -84,7 +102,7 @@ class PartitionSearch(PartitionRows):
         vectors = self.vectors[:n] if slots is None else self.vectors[slots]
         norms = self.norms[:n] if slots is None else self.norms[slots]
         with np.errstate(divide="ignore", invalid="ignore"):
-            cos = (vectors @ query) / (norms * qnorm)
+            cos = matvec(vectors, query) / (norms * qnorm)
         cos = np.nan_to_num(cos, nan=0.0, posinf=0.0, neginf=0.0)
         return np.asarray(np.clip((1.0 + cos.astype(np.float64)) / 2.0, 0.0, 1.0))
 
