@@ -949,7 +949,26 @@ class MemoryEngine:
 
                 if boosts.active:
                     return boosted_page(fetch, limit, boosts, now)
-                return context_page(fetch, limit, self.config.context_weight)
+                scope = Scope(layer, scope_key(layer, ids))
+
+                def read(places: Sequence[tuple[str, int]]) -> list[MemoryEntry]:
+                    turns = self._store(
+                        lambda: self.provider.thread_turns(tctx.tenant_id, scope, places, now, statuses=statuses),
+                        op,
+                    )
+                    keep = [e for e in turns if (at is None or valid_at(e, at)) and opts.in_window(e)]
+                    return keep if predicate is None else [e for e in keep if predicate(e.metadata)]
+
+                return context_page(
+                    fetch,
+                    limit,
+                    self.config.context_weight,
+                    read=read,
+                    query=query,
+                    vector=vector,
+                    lexical_weight=lexical_weight,
+                    min_score=float(threshold),
+                )
 
             # all layers are searched concurrently and merged once every one has finished
             pages = [one(target[0])] if len(target) == 1 else builtins.list(self._pool.map(one, target))

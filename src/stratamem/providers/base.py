@@ -397,6 +397,49 @@ class MemoryProvider(ABC):
         not applied) or the scope is empty."""
         return None
 
+    def thread_turns(
+        self,
+        tenant_id: str,
+        scope: Scope,
+        places: Sequence[tuple[str, int]],
+        now: datetime,
+        *,
+        statuses: tuple[str, ...] = ACTIVE,
+    ) -> builtins.list[MemoryEntry]:
+        """The live memories of one scope at these ``(thread, position)`` places (see
+        :func:`thread_place`), with their embeddings, in no particular order.
+
+        Search reads the turns around its candidates with this (``retrieval/context.py``). Only what
+        a search of ``scope`` could return is read: the same statuses, unexpired rows; a deleted or
+        erased memory is never returned. This default pages through the scope with :meth:`list` and
+        reads the matching rows with :meth:`get`; SQL providers select the places directly.
+
+        Args:
+            tenant_id: The tenant.
+            scope: Layer and scope key searched.
+            places: ``(thread, position)`` pairs wanted.
+            now: The search's clock (expired rows are left out).
+            statuses: Statuses a returned memory may have (the search's).
+
+        Returns:
+            The memories found; places with no memory are absent.
+        """
+        wanted = set(places)
+        if not wanted:
+            return []
+        ids: builtins.list[str] = []
+        after: tuple[datetime, str] | None = None
+        while True:
+            page = self.list(
+                ListQuery(tenant_id=tenant_id, now=now, scope=scope, after=after, limit=500, statuses=statuses)
+            )
+            ids += [e.id for e in page.entries if thread_place(e) in wanted]
+            if not page.has_more or not page.entries:
+                break
+            after = (page.entries[-1].created_at, page.entries[-1].id)
+        found = [self.get(tenant_id, i, now, include_embedding=True, statuses=statuses) for i in ids]
+        return [e for e in found if e is not None]
+
     @abstractmethod
     def count_by_layer(self, tenant_id: str, now: datetime) -> dict[str, int]: ...
 
@@ -561,6 +604,17 @@ class MemoryProvider(ABC):
 
 
 # --------------------------------------------------------------------------------- shared helpers
+
+
+def thread_place(entry: MemoryEntry) -> tuple[str, int] | None:
+    """A memory's place in a conversation: ``(provenance.thread_id or "", provenance.position)``,
+    or None when it carries no integer position (``retrieval/context.py``)."""
+    prov = entry.provenance
+    position = getattr(prov, "position", None)
+    thread = getattr(prov, "thread_id", None)
+    if isinstance(position, int) and not isinstance(position, bool):
+        return (str(thread or ""), position)
+    return None
 
 
 def to_utc(value: datetime | None) -> datetime | None:

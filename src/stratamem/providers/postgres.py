@@ -61,6 +61,7 @@ from .base import (
     StoreInfo,
     dump_json,
     entry_from_parts,
+    thread_place,
     to_utc,
 )
 from .contracts import concern_flags
@@ -714,6 +715,34 @@ class PostgresProvider(PostgresRowCopyMixin, MemoryProvider):
         ).fetchall()
         by_id = {r[1]: self._entry(r, with_embedding) for r in rows}
         return [by_id[i] for i in ids if i in by_id]
+
+    def thread_turns(
+        self,
+        tenant_id: str,
+        scope: Scope,
+        places: Sequence[tuple[str, int]],
+        now: datetime,
+        *,
+        statuses: tuple[str, ...] = ACTIVE,
+    ) -> builtins.list[MemoryEntry]:
+        """See ``Provider.thread_turns``: the scope's live rows at these positions, then the thread."""
+        wanted = set(places)
+        if not wanted:
+            return []
+        with self._conn("thread_turns") as conn:
+            rows = conn.execute(
+                f"{self._select(True)} WHERE {self._SCOPE_WHERE} AND provenance->>'position' = ANY(%s)",
+                [
+                    tenant_id,
+                    scope.layer.value,
+                    scope.key,
+                    list(statuses),
+                    now,
+                    sorted({str(position) for _, position in wanted}),
+                ],
+            ).fetchall()
+        entries = [self._entry(r, True) for r in rows]
+        return [e for e in entries if thread_place(e) in wanted]
 
     _SCOPE_WHERE = (
         "tenant_id = %s AND layer = %s AND scope = %s AND status = ANY(%s) AND (expires_at IS NULL OR expires_at > %s)"

@@ -24,6 +24,7 @@ from ..base import (
     ScoredEntry,
     SearchPage,
     SearchQuery,
+    thread_place,
     to_naive_utc,
 )
 from .database import _scope_sql, _text_list, _vector_literal
@@ -135,6 +136,36 @@ class MemoriesMixin(SearchIndexMixin):
                 hook.after_delete(cur, tenant_id, existing)
             self._stage(Change("delete", tenant_id, ids=existing))
         return existing
+
+    def thread_turns(
+        self,
+        tenant_id: str,
+        scope: Scope,
+        places: Sequence[tuple[str, int]],
+        now: datetime,
+        *,
+        statuses: tuple[str, ...] = ACTIVE,
+    ) -> builtins.list[MemoryEntry]:
+        """See ``Provider.thread_turns``: the scope's live rows at these positions, then the thread."""
+        wanted = set(places)
+        if not wanted:
+            return []
+        with self._read() as cur:
+            rows = cur.execute(
+                f"{self._select(True)} WHERE tenant_id = ? AND layer = ? AND scope = ? "
+                "AND list_contains(?::JSON::VARCHAR[], status) AND (expires_at IS NULL OR expires_at > ?) "
+                "AND list_contains(?::JSON::VARCHAR[], json_extract_string(provenance, '$.position'))",
+                [
+                    tenant_id,
+                    scope.layer.value,
+                    scope.key,
+                    _text_list(statuses),
+                    to_naive_utc(now),
+                    _text_list(sorted({str(position) for _, position in wanted})),
+                ],
+            ).fetchall()
+        entries = [self._entry(r, True) for r in rows]
+        return [e for e in entries if thread_place(e) in wanted]
 
     def _where(self, query: ListQuery) -> tuple[str, list[Any]]:
         sql = " WHERE tenant_id = ? AND list_contains(?::JSON::VARCHAR[], status)"
