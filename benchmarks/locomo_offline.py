@@ -34,7 +34,7 @@ from locomo_recall import CATEGORIES, DEFAULT_DATA, HOLDOUT, RESULTS, turns
 from stratamem import MemoryConfig
 from stratamem.embeddings import make_embedder
 from stratamem.model import MemoryEntry, Provenance
-from stratamem.providers.base import ScoredEntry
+from stratamem.providers.base import ScoredEntry, dense_hit
 from stratamem.retrieval import context, lexical
 
 
@@ -94,12 +94,13 @@ def engine_ranked(conv: Conversation, qi: int, scores: np.ndarray, weight: float
     if weight <= 0:
         return order
     by_place = {(str(e.provenance.thread_id), int(e.provenance.position or 0)): e for e in conv.entries}
+    vector = conv.query_vectors[qi].tolist()
 
-    def read(places: Sequence[tuple[str, int]]) -> list[MemoryEntry]:
-        return [by_place[p] for p in places if p in by_place]
+    def read(places: Sequence[tuple[str, int]]) -> list[ScoredEntry]:
+        return [dense_hit(by_place[p], vector) for p in places if p in by_place]
 
     hits = [ScoredEntry(entry=conv.entries[i], score=float(scores[i])) for i in order]
-    hits = context.lexical_context(hits, read, conv.queries[qi], conv.query_vectors[qi].tolist(), 1.0, 0.0, after=after)
+    hits = context.lexical_context(hits, read, conv.queries[qi], vector, 1.0, 0.0, after=after)
     index = {e.id: i for i, e in enumerate(conv.entries)}
     return [index[h.entry.id] for h in context.rerank(hits, weight)]
 

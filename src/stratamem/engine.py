@@ -67,7 +67,16 @@ from .model import (
     TenantContext,
     UpdateMemoryOutput,
 )
-from .providers.base import ListPage, ListQuery, MemoryProvider, PreparedAdd, Scope, SearchPage, SearchQuery
+from .providers.base import (
+    ListPage,
+    ListQuery,
+    MemoryProvider,
+    PreparedAdd,
+    Scope,
+    ScoredEntry,
+    SearchPage,
+    SearchQuery,
+)
 from .query import UNSET, QueryOptions, narrower_layers, parse_options, parse_time
 from .retrieval.boosts import Boosts, boosted_page
 from .retrieval.context import context_page
@@ -951,13 +960,20 @@ class MemoryEngine:
                     return boosted_page(fetch, limit, boosts, now)
                 scope = Scope(layer, scope_key(layer, ids))
 
-                def read(places: Sequence[tuple[str, int]]) -> list[MemoryEntry]:
+                def read(places: Sequence[tuple[str, int]]) -> list[ScoredEntry]:
                     turns = self._store(
-                        lambda: self.provider.thread_turns(tctx.tenant_id, scope, places, now, statuses=statuses),
+                        lambda: self.provider.thread_turns(
+                            tctx.tenant_id, scope, places, vector, now, statuses=statuses
+                        ),
                         op,
                     )
-                    keep = [e for e in turns if (at is None or valid_at(e, at)) and opts.in_window(e)]
-                    return keep if predicate is None else [e for e in keep if predicate(e.metadata)]
+                    return [
+                        h
+                        for h in turns
+                        if (at is None or valid_at(h.entry, at))
+                        and opts.in_window(h.entry)
+                        and (predicate is None or predicate(h.entry.metadata))
+                    ]
 
                 return context_page(
                     fetch,

@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Any, Protocol, TypeVar
 
+import numpy as np
+
 from ..embeddings.base import Vector
 from ..errors import ErrorCode, MemoryError
 from ..filters import Predicate
@@ -402,27 +404,30 @@ class MemoryProvider(ABC):
         tenant_id: str,
         scope: Scope,
         places: Sequence[tuple[str, int]],
+        vector: Vector,
         now: datetime,
         *,
         statuses: tuple[str, ...] = ACTIVE,
-    ) -> builtins.list[MemoryEntry]:
+    ) -> builtins.list[ScoredEntry]:
         """The live memories of one scope at these ``(thread, position)`` places (see
-        :func:`thread_place`), with their embeddings, in no particular order.
+        :func:`thread_place`), each with its dense score ``(1 + cos) / 2`` to ``vector``, in no
+        particular order; entries come without their embedding.
 
         Search reads the turns around its candidates with this (``retrieval/context.py``). Only what
         a search of ``scope`` could return is read: the same statuses, unexpired rows; a deleted or
         erased memory is never returned. This default pages through the scope with :meth:`list` and
-        reads the matching rows with :meth:`get`; SQL providers select the places directly.
+        reads the matching rows with :meth:`get`; the providers select the places directly.
 
         Args:
             tenant_id: The tenant.
             scope: Layer and scope key searched.
             places: ``(thread, position)`` pairs wanted.
+            vector: The query embedding.
             now: The search's clock (expired rows are left out).
             statuses: Statuses a returned memory may have (the search's).
 
         Returns:
-            The memories found; places with no memory are absent.
+            The memories found with their dense scores; places with no memory are absent.
         """
         wanted = set(places)
         if not wanted:
@@ -438,7 +443,7 @@ class MemoryProvider(ABC):
                 break
             after = (page.entries[-1].created_at, page.entries[-1].id)
         found = [self.get(tenant_id, i, now, include_embedding=True, statuses=statuses) for i in ids]
-        return [e for e in found if e is not None]
+        return [dense_hit(e, vector) for e in found if e is not None and e.embedding]
 
     @abstractmethod
     def count_by_layer(self, tenant_id: str, now: datetime) -> dict[str, int]: ...
@@ -604,6 +609,21 @@ class MemoryProvider(ABC):
 
 
 # --------------------------------------------------------------------------------- shared helpers
+
+
+def dense_score(query: Vector, vector: Sequence[float]) -> float:
+    """``(1 + cos) / 2`` of two vectors, clamped to [0, 1] (the dense score of every provider)."""
+    q = np.asarray(query, dtype=np.float32)
+    m = np.asarray(vector, dtype=np.float32)
+    cosine = float(q @ m) / max(float(np.linalg.norm(q) * np.linalg.norm(m)), 1e-12)
+    return min(1.0, max(0.0, (1.0 + cosine) / 2.0))
+
+
+def dense_hit(entry: MemoryEntry, vector: Vector) -> ScoredEntry:
+    """``entry`` (without its embedding) with its dense score to ``vector``."""
+    return ScoredEntry(
+        entry=entry.model_copy(update={"embedding": None}), score=dense_score(vector, entry.embedding or [])
+    )
 
 
 def thread_place(entry: MemoryEntry) -> tuple[str, int] | None:

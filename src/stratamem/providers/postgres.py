@@ -721,18 +721,21 @@ class PostgresProvider(PostgresRowCopyMixin, MemoryProvider):
         tenant_id: str,
         scope: Scope,
         places: Sequence[tuple[str, int]],
+        vector: Vector,
         now: datetime,
         *,
         statuses: tuple[str, ...] = ACTIVE,
-    ) -> builtins.list[MemoryEntry]:
+    ) -> builtins.list[ScoredEntry]:
         """See ``Provider.thread_turns``: the scope's live rows at these positions, then the thread."""
         wanted = set(places)
         if not wanted:
             return []
         with self._conn("thread_turns") as conn:
             rows = conn.execute(
-                f"{self._select(True)} WHERE {self._SCOPE_WHERE} AND provenance->>'position' = ANY(%s)",
+                f"SELECT {_COLUMNS}, least(1::float8, greatest(0::float8, 1 - (embedding <=> %s) / 2)) "
+                f"FROM memories WHERE {self._SCOPE_WHERE} AND provenance->>'position' = ANY(%s)",
                 [
+                    np.asarray(vector, dtype=np.float32),
                     tenant_id,
                     scope.layer.value,
                     scope.key,
@@ -741,8 +744,8 @@ class PostgresProvider(PostgresRowCopyMixin, MemoryProvider):
                     sorted({str(position) for _, position in wanted}),
                 ],
             ).fetchall()
-        entries = [self._entry(r, True) for r in rows]
-        return [e for e in entries if thread_place(e) in wanted]
+        hits = [ScoredEntry(entry=self._entry(r, False), score=float(r[_N_COLS])) for r in rows]
+        return [h for h in hits if thread_place(h.entry) in wanted]
 
     _SCOPE_WHERE = (
         "tenant_id = %s AND layer = %s AND scope = %s AND status = ANY(%s) AND (expires_at IS NULL OR expires_at > %s)"

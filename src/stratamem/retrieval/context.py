@@ -10,7 +10,7 @@ include positioned memories, search does two things with the :data:`CANDIDATES` 
    turn of its thread (position - 1): its lexical match ``lex`` becomes the larger of its own and
    that of the two turns' words taken as one document. The turns read are the candidates, the turns
    before them, and the :data:`WINDOW` turns after each candidate (a turn whose predecessor matches
-   the question becomes a candidate itself; its dense score comes from its stored vector). BM25
+   the question becomes a candidate itself; the store gives its dense score with it). BM25
    (``lexical.py``: k1, b, the idf and the normalisation by the query's term mass) is computed over
    this pool of single turns, read from the store at search time (``Provider.thread_turns``):
    nothing of a neighbour is copied into a memory's index, so an updated, deleted or erased turn
@@ -38,11 +38,9 @@ import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 
-import numpy as np
-
 from ..embeddings.base import Vector
 from ..model import MemoryEntry
-from ..providers.base import ScoredEntry, SearchPage, thread_place
+from ..providers.base import ScoredEntry, SearchPage, dense_score, thread_place
 from . import lexical
 
 #: Candidates re-ranked per layer when the layer holds positioned memories.
@@ -51,8 +49,9 @@ CANDIDATES = 50
 WINDOW = 2
 
 Place = tuple[str, int]
-#: Reads the memories of the searched scope at these places (``Provider.thread_turns``).
-TurnReader = Callable[[Sequence[Place]], list[MemoryEntry]]
+#: Reads the memories of the searched scope at these places, each with its dense score to the query
+#: (``Provider.thread_turns``).
+TurnReader = Callable[[Sequence[Place]], list[ScoredEntry]]
 
 
 def _place(hit: ScoredEntry) -> Place | None:
@@ -103,15 +102,6 @@ def _bm25(terms: list[str], docs: Iterable[Counter[str]], pool: Sequence[Counter
     return out
 
 
-def _dense(query: Vector, entry: MemoryEntry) -> float | None:
-    if not entry.embedding:
-        return None
-    q = np.asarray(query, dtype=np.float32)
-    m = np.asarray(entry.embedding, dtype=np.float32)
-    cosine = float(q @ m) / max(float(np.linalg.norm(q) * np.linalg.norm(m)), 1e-12)
-    return min(1.0, max(0.0, (1.0 + cosine) / 2.0))
-
-
 def lexical_context(
     hits: list[ScoredEntry],
     read: TurnReader,
@@ -147,8 +137,11 @@ def lexical_context(
         for step in (-1, *range(1, after + 1))
         if (thread, position + step) not in placed
     }
-    read_turns = {place: e for e in read(sorted(wanted)) if (place := thread_place(e)) is not None}
-    turns: dict[Place, MemoryEntry] = {**read_turns, **{p: h.entry for p, h in placed.items()}}
+    read_turns = {place: h for h in read(sorted(wanted)) if (place := thread_place(h.entry)) is not None}
+    turns: dict[Place, MemoryEntry] = {
+        **{p: h.entry for p, h in read_turns.items()},
+        **{p: h.entry for p, h in placed.items()},
+    }
     counts = {place: lexical.term_counts(e.content) for place, e in turns.items()}
     # the candidates, and the turns after them (read above), scored with the turn before them
     scored = [p for p in turns if any((p[0], p[1] - step) in placed for step in range(after + 1))]
@@ -159,17 +152,18 @@ def lexical_context(
     out = [hit for hit in hits if _place(hit) is None]
     for place in scored:
         hit = placed.get(place)
-        entry = hit.entry if hit is not None else turns[place]
-        dense = _dense(vector, entry)
-        if dense is None:
-            if hit is not None:
-                out.append(hit)
+        if hit is None:  # a turn read after a candidate: its dense score came with it
+            dense = read_turns[place].score
+        elif hit.entry.embedding:
+            dense = dense_score(vector, hit.entry.embedding)
+        else:
+            out.append(hit)
             continue
         lifted = lexical.fuse_scores(dense, max(own[place], with_context[place]), lexical_weight)
         if hit is not None:
             out.append(ScoredEntry(entry=hit.entry, score=max(hit.score, lifted)))
         elif lifted >= min_score:
-            out.append(ScoredEntry(entry=entry, score=lifted))
+            out.append(ScoredEntry(entry=turns[place], score=lifted))
     return out
 
 
