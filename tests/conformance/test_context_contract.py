@@ -17,6 +17,9 @@ from collections.abc import Callable
 import pytest
 
 from stratamem import Memory, MemoryConfig, TenantContext
+from stratamem.layers import scope_key
+from stratamem.model import Layer, LayerIdentifiers
+from stratamem.providers.base import MemoryProvider, Scope
 from stratamem.retrieval.context import WINDOW
 
 IDS = {"user_id": "conv"}
@@ -174,3 +177,42 @@ def test_a_changed_turn_stops_counting_for_its_neighbour(
     after = _scores(mem, tenant, CODE_QUESTION)[ack]
     assert after == pytest.approx(expected, abs=2e-6), (provider_name, change)
     assert before > after + 0.02, (provider_name, change, before, after)
+
+
+def test_a_turn_of_another_scope_is_not_read(
+    open_store: Callable[..., Memory], tenant: TenantContext, other_tenant: TenantContext, provider_name: str
+) -> None:
+    """Another user's turn at the same thread and position is not the previous turn: the
+    acknowledgement scores as in a store without it."""
+    mem, ids = _store_of(open_store, tenant, [("s1", 1, ACK), *OTHER])
+    mem.add(
+        tenant,
+        content=SAID,
+        layer="user",
+        identifiers={"user_id": "someone-else"},
+        provenance={"thread_id": "s1", "position": 0},
+    )
+    alone, alone_ids = _store_of(open_store, other_tenant, [("s1", 1, ACK), *OTHER])
+    expected = _scores(alone, other_tenant, CODE_QUESTION)[alone_ids[("s1", 1)]]
+    assert _scores(mem, tenant, CODE_QUESTION)[ids[("s1", 1)]] == pytest.approx(expected, abs=2e-6), provider_name
+
+
+def test_thread_turns_matches_the_generic_reader(
+    open_store: Callable[..., Memory], tenant: TenantContext, provider_name: str
+) -> None:
+    """The provider's own ``thread_turns`` returns what the base class's generic one (``list`` then
+    ``get``, for providers without their own) returns: the same memories, the same dense scores."""
+    mem, ids = _store_of(open_store, tenant, [("s1", 0, SAID), ("s1", 1, ACK), *OTHER])
+    mem.delete(tenant, ids[("s3", 1)])
+    provider = mem.engine.provider
+    scope = Scope(Layer.USER, scope_key(Layer.USER, LayerIdentifiers(user_id="conv")))
+    vector = mem.engine.embeddings.embed_query(CODE_QUESTION, "test")
+    places = [("s1", 0), ("s1", 1), ("s3", 1), ("s3", 2), ("s9", 0)]
+    now = mem.engine.now()
+    own = provider.thread_turns(tenant.tenant_id, scope, places, vector, now)
+    generic = MemoryProvider.thread_turns(provider, tenant.tenant_id, scope, places, vector, now)
+    assert sorted((h.entry.id, round(h.score, 5)) for h in own) == sorted(
+        (h.entry.id, round(h.score, 5)) for h in generic
+    ), provider_name
+    assert {h.entry.id for h in own} == {ids[("s1", 0)], ids[("s1", 1)], ids[("s3", 2)]}, provider_name
+    assert all(h.entry.embedding is None and 0.0 <= h.score <= 1.0 for h in own), provider_name

@@ -611,7 +611,7 @@ class MemoryProvider(ABC):
 # --------------------------------------------------------------------------------- shared helpers
 
 
-def dense_score(query: Vector, vector: Sequence[float]) -> float:
+def dense_score(query: Vector | Sequence[float], vector: Vector | Sequence[float]) -> float:
     """``(1 + cos) / 2`` of two vectors, clamped to [0, 1] (the dense score of every provider)."""
     q = np.asarray(query, dtype=np.float32)
     m = np.asarray(vector, dtype=np.float32)
