@@ -204,5 +204,6 @@ def context_page(
     hits = page.hits
     if read is not None and vector is not None:
         hits = lexical_context(hits, read, query, vector, lexical_weight, min_score)
-    added = len(hits) - len(page.hits)
-    return SearchPage(hits=rerank(hits, weight)[:limit], total=page.total + added)
+    # a turn read after the candidates is a memory of the scope, mostly counted in ``page.total``
+    # already (its own relevance above the threshold): the count is not raised past what is seen
+    return SearchPage(hits=rerank(hits, weight)[:limit], total=max(page.total, len(hits)))
