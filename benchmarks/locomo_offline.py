@@ -4,13 +4,14 @@
 
 Embeds every turn, every turn with its previous turn ("previous + this", same session) and every
 question once, caches the vectors in ``--cache`` (default: a directory under the system temp dir),
-then replays the score of ``docs/ranking.md`` in numpy over whole conversations (dense
-``(1 + cos) / 2``, BM25 normalised by the query's whole term mass, the gate, the fusion, and the
-neighbouring-turn re-ranking of the best 50 of ``retrieval/context.py``) for a set of variants. The
-row ``engine default`` matches ``benchmarks/locomo_recall.py --config default`` within a few
-thousandths (it reuses ``stratamem.retrieval.lexical``), so a variant's gain here is what the engine
-would get. Variants that change what is indexed (``lexical context``, ``contextual dense``) are not
-in the engine; see docs/ranking.md "Limits and what is left".
+then replays the score of ``docs/ranking.md`` over whole conversations (dense ``(1 + cos) / 2``,
+BM25 normalised by the query's whole term mass, the gate and the fusion in numpy; then, on the best
+50, the lexical context and the neighbouring-turn re-ranking with the engine's own functions of
+``retrieval/context.py``) for a set of variants. The row ``engine default`` matches
+``benchmarks/locomo_recall.py --config default`` within a few thousandths, so a variant's gain here
+is what the engine would get. Rows marked "(index)" score every turn of the conversation with a
+document or vector the engine does not index (e.g. "previous + this" in the BM25 index); see
+docs/ranking.md "LoCoMo: what was tried".
 
 Recall@10 is reported for the dev conversations and, apart, for those held out (``HOLDOUT`` of
 ``locomo_recall.py``); choose on dev only. Writes benchmarks/results/locomo_offline.json.
@@ -22,7 +23,7 @@ import argparse
 import json
 import math
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,8 @@ import numpy as np
 from locomo_recall import CATEGORIES, DEFAULT_DATA, HOLDOUT, RESULTS, turns
 from stratamem import MemoryConfig
 from stratamem.embeddings import make_embedder
+from stratamem.model import MemoryEntry, Provenance
+from stratamem.providers.base import ScoredEntry, dense_hit
 from stratamem.retrieval import context, lexical
 
 
@@ -40,12 +43,14 @@ class Conversation:
     sample_id: str
     dia: list[str]
     session: np.ndarray
-    questions: list[tuple[int, set[str]]]  # (question index, evidence dia_ids)
+    questions: list[tuple[int, set[str], int]]  # (question index, evidence dia_ids, category)
     dense: np.ndarray  # (questions, turns): (1 + cos) / 2 of the turn alone
     dense_context: np.ndarray  # the same for "previous turn + this turn"
     texts: list[str]
     texts_context: list[str]
     queries: list[str]
+    query_vectors: np.ndarray
+    entries: list[MemoryEntry]  # each turn as the engine sees it: content, place, vector
 
 
 def bm25(
@@ -82,8 +87,26 @@ def fuse(dense: np.ndarray, lex: np.ndarray, weight: float = 1.0) -> np.ndarray:
     return np.clip(dense + weight * lex * (1.0 - dense) * gate, 0.0, 1.0)
 
 
+def engine_ranked(conv: Conversation, qi: int, scores: np.ndarray, weight: float, after: int) -> list[int]:
+    """The engine's page: the best ``CANDIDATES`` by relevance, then ``context.lexical_context``
+    (the turns read by place from the conversation) and ``context.rerank``, as ``context_page``."""
+    order = [int(i) for i in np.argsort(-scores, kind="stable")[: context.CANDIDATES]]
+    if weight <= 0:
+        return order
+    by_place = {(str(e.provenance.thread_id), int(e.provenance.position or 0)): e for e in conv.entries}
+    vector = conv.query_vectors[qi].tolist()
+
+    def read(places: Sequence[tuple[str, int]]) -> list[ScoredEntry]:
+        return [dense_hit(by_place[p], vector) for p in places if p in by_place]
+
+    hits = [ScoredEntry(entry=conv.entries[i], score=float(scores[i])) for i in order]
+    hits = context.lexical_context(hits, read, conv.queries[qi], vector, 1.0, 0.0, after=after)
+    index = {e.id: i for i, e in enumerate(conv.entries)}
+    return [index[h.entry.id] for h in context.rerank(hits, weight)]
+
+
 def ranked(scores: np.ndarray, session: np.ndarray, weight: float, window: int) -> list[int]:
-    """The neighbouring-turn re-ranking of ``retrieval/context.py`` over the best ``CANDIDATES``."""
+    """The neighbouring-turn re-ranking alone (no lexical context) over the best ``CANDIDATES``."""
     order = [int(i) for i in np.argsort(-scores, kind="stable")[: context.CANDIDATES]]
     if weight <= 0:
         return order
@@ -120,9 +143,18 @@ def load(data: list[dict[str, Any]], embedder: str, cache: Path) -> list[Convers
                 np.save(path, np.asarray(model.embed(items), dtype=np.float32))
             vectors[name] = np.load(path)
         questions = [
-            (i, set(qa["evidence"]))
+            (i, set(qa["evidence"]), int(qa["category"]))
             for i, qa in enumerate(conv["qa"])
             if int(qa.get("category", 0)) in CATEGORIES and qa.get("evidence")
+        ]
+        entries = [
+            MemoryEntry.model_construct(
+                id=f"{i:05d}",
+                content=texts[i],
+                provenance=Provenance(thread_id=f"session_{t['session']}", position=i),
+                embedding=vectors["turn"][i].tolist(),
+            )
+            for i, t in enumerate(ts)
         ]
         convs.append(
             Conversation(
@@ -135,6 +167,8 @@ def load(data: list[dict[str, Any]], embedder: str, cache: Path) -> list[Convers
                 texts=texts,
                 texts_context=texts_context,
                 queries=queries,
+                query_vectors=vectors["q"],
+                entries=entries,
             )
         )
     return convs
@@ -143,16 +177,26 @@ def load(data: list[dict[str, Any]], embedder: str, cache: Path) -> list[Convers
 Variant = Callable[[Conversation], np.ndarray]
 
 
-def evaluate(convs: list[Conversation], score: Variant, weight: float, window: int) -> dict[str, float]:
+def evaluate(
+    convs: list[Conversation], score: Variant, weight: float, window: int, after: int | None = None
+) -> dict[str, Any]:
+    """Recall@10 (all, dev, held out, and per category on each split), hit@1 and MRR of a variant;
+    ``after`` not None: the engine's lexical context, reading ``after`` turns after each candidate."""
     recall: dict[str, list[float]] = {"dev": [], "holdout": []}
+    by_category: dict[str, dict[str, list[float]]] = {split: {} for split in recall}
     hit1, rr = [], []
     for conv in convs:
         scores = score(conv)
-        for qi, evidence in conv.questions:
-            ids = [conv.dia[i] for i in ranked(scores[qi], conv.session, weight, window)[:20]]
-            recall["holdout" if conv.sample_id in HOLDOUT else "dev"].append(
-                len(evidence & set(ids[:10])) / len(evidence)
-            )
+        split = "holdout" if conv.sample_id in HOLDOUT else "dev"
+        for qi, evidence, category in conv.questions:
+            if after is None:
+                order = ranked(scores[qi], conv.session, weight, window)
+            else:
+                order = engine_ranked(conv, qi, scores[qi], weight, after)
+            ids = [conv.dia[i] for i in order[:20]]
+            found = len(evidence & set(ids[:10])) / len(evidence)
+            recall[split].append(found)
+            by_category[split].setdefault(CATEGORIES[category], []).append(found)
             first = next((k for k, d in enumerate(ids) if d in evidence), None)
             hit1.append(1.0 if first == 0 else 0.0)
             rr.append(0.0 if first is None else 1.0 / (first + 1))
@@ -163,6 +207,9 @@ def evaluate(convs: list[Conversation], score: Variant, weight: float, window: i
         "holdout": float(np.mean(recall["holdout"])),
         "hit@1": float(np.mean(hit1)),
         "MRR": float(np.mean(rr)),
+        "recall@10_by_category": {
+            split: {name: float(np.mean(v)) for name, v in sorted(cats.items())} for split, cats in by_category.items()
+        },
     }
 
 
@@ -179,44 +226,75 @@ def main(argv: list[str] | None = None) -> int:
     convs = load(json.loads(args.data.read_text()), args.embedder, args.cache)
     lex: dict[str, dict[str, np.ndarray]] = {}
     for conv in convs:
+        around = [
+            conv.texts_context[i] + (f"\n{conv.texts[i + 1]}" if i + 1 < len(conv.texts) and same else "")
+            for i, same in enumerate([*(conv.session[1:] == conv.session[:-1]), False])
+        ]
         lex[conv.sample_id] = {
             "turn": bm25(conv.texts, conv.queries),
             "context": bm25(conv.texts_context, conv.queries),
+            "around": bm25(around, conv.queries),
             "before": bm25(conv.texts, conv.queries, k1=1.2, b=0.75),
         }
+
+    def lexical_with(mix: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Variant:
+        return lambda c: fuse(c.dense, mix(lex[c.sample_id]["turn"], lex[c.sample_id]["context"]))
+
+    def rrf(c: Conversation) -> np.ndarray:
+        """Reciprocal rank fusion (k = 60) of the dense and the BM25 ranking, instead of the score fusion."""
+        ranks = [np.argsort(np.argsort(-m, axis=1, kind="stable"), axis=1) for m in (c.dense, lex[c.sample_id]["turn"])]
+        return sum(1.0 / (60.0 + r + 1.0) for r in ranks)
+
     hybrid: Variant = lambda c: fuse(c.dense, lex[c.sample_id]["turn"])  # noqa: E731
-    variants: list[tuple[str, Variant, float, int]] = [
-        ("dense only", lambda c: c.dense, 0.0, 1),
-        ("hybrid, no neighbouring turns", hybrid, 0.0, 1),
+    weight, window = MemoryConfig().context_weight, context.WINDOW
+    # (name, score, context weight, window, turns read after each candidate: None = no lexical context)
+    variants: list[tuple[str, Variant, float, int, int | None]] = [
+        ("dense only", lambda c: c.dense, 0.0, 1, None),
+        ("hybrid, no neighbouring turns", hybrid, 0.0, 1, None),
         (
             "before: neighbours +-1, weight 0.2, BM25 k1 1.2, b 0.75",
             lambda c: fuse(c.dense, lex[c.sample_id]["before"]),
             0.2,
             1,
+            None,
         ),
-        ("engine default (MemoryConfig, retrieval/context.py)", hybrid, MemoryConfig().context_weight, context.WINDOW),
-        ("BM25 k1 1.2, b 0.75 (before)", lambda c: fuse(c.dense, lex[c.sample_id]["before"]), 0.3, 2),
+        ("previous default: neighbours +-2, weight 0.3, no lexical context", hybrid, weight, window, None),
+        ("engine default (MemoryConfig, retrieval/context.py)", hybrid, weight, window, window),
+        ("lexical context, no turn read after the candidates", hybrid, weight, window, 0),
+        ("lexical context, one turn read after each candidate", hybrid, weight, window, 1),
+        ("reciprocal rank fusion (k 60) instead of score fusion", rrf, weight, window, None),
         (
-            "contextual dense: mean of turn and previous+turn",
+            "(index) contextual dense: mean of turn and previous+turn",
             lambda c: fuse((c.dense + c.dense_context) / 2.0, lex[c.sample_id]["turn"]),
-            0.3,
-            2,
+            weight,
+            window,
+            None,
         ),
-        ("lexical context: BM25 of previous+turn", lambda c: fuse(c.dense, lex[c.sample_id]["context"]), 0.3, 2),
+        ("(index) BM25 document previous+turn", lexical_with(lambda t, p: p), weight, window, None),
+        ("(index) max of BM25 turn, previous+turn", lexical_with(np.maximum), weight, window, None),
+        ("(index) mean of BM25 turn, previous+turn", lexical_with(lambda t, p: (t + p) / 2.0), weight, window, None),
         (
-            "lexical context + contextual dense",
+            "(index) BM25 document previous+turn+next",
+            lambda c: fuse(c.dense, lex[c.sample_id]["around"]),
+            weight,
+            window,
+            None,
+        ),
+        (
+            "(index) BM25 previous+turn + contextual dense",
             lambda c: fuse((c.dense + c.dense_context) / 2.0, lex[c.sample_id]["context"]),
-            0.3,
-            2,
+            weight,
+            window,
+            None,
         ),
     ]
     results = {}
-    print(f"{'variant':<58} {'R@10':>6} {'dev':>6} {'held':>6} {'H@1':>6} {'MRR':>6}")
-    for name, score, weight, window in variants:
-        row = evaluate(convs, score, weight, window)
-        results[name] = {**row, "context_weight": weight, "window": window}
+    print(f"{'variant':<66} {'R@10':>6} {'dev':>6} {'held':>6} {'H@1':>6} {'MRR':>6}")
+    for name, score, w, win, after in variants:
+        row = evaluate(convs, score, w, win, after)
+        results[name] = {**row, "context_weight": w, "window": win, "lexical_context_after": after}
         print(
-            f"{name:<58} {row['recall@10']:6.3f} {row['dev']:6.3f} {row['holdout']:6.3f} "
+            f"{name:<66} {row['recall@10']:6.3f} {row['dev']:6.3f} {row['holdout']:6.3f} "
             f"{row['hit@1']:6.3f} {row['MRR']:6.3f}"
         )
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -67,7 +67,16 @@ from .model import (
     TenantContext,
     UpdateMemoryOutput,
 )
-from .providers.base import ListPage, ListQuery, MemoryProvider, PreparedAdd, Scope, SearchPage, SearchQuery
+from .providers.base import (
+    ListPage,
+    ListQuery,
+    MemoryProvider,
+    PreparedAdd,
+    Scope,
+    ScoredEntry,
+    SearchPage,
+    SearchQuery,
+)
 from .query import UNSET, QueryOptions, narrower_layers, parse_options, parse_time
 from .retrieval.boosts import Boosts, boosted_page
 from .retrieval.context import context_page
@@ -949,7 +958,33 @@ class MemoryEngine:
 
                 if boosts.active:
                     return boosted_page(fetch, limit, boosts, now)
-                return context_page(fetch, limit, self.config.context_weight)
+                scope = Scope(layer, scope_key(layer, ids))
+
+                def read(places: Sequence[tuple[str, int]]) -> list[ScoredEntry]:
+                    turns = self._store(
+                        lambda: self.provider.thread_turns(
+                            tctx.tenant_id, scope, places, vector, now, statuses=statuses
+                        ),
+                        op,
+                    )
+                    return [
+                        h
+                        for h in turns
+                        if (at is None or valid_at(h.entry, at))
+                        and opts.in_window(h.entry)
+                        and (predicate is None or predicate(h.entry.metadata))
+                    ]
+
+                return context_page(
+                    fetch,
+                    limit,
+                    self.config.context_weight,
+                    read=read,
+                    query=query,
+                    vector=vector,
+                    lexical_weight=lexical_weight,
+                    min_score=float(threshold),
+                )
 
             # all layers are searched concurrently and merged once every one has finished
             pages = [one(target[0])] if len(target) == 1 else builtins.list(self._pool.map(one, target))

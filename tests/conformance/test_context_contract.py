@@ -1,9 +1,13 @@
-"""Conversation-aware ranking on every provider: a turn's score takes in its neighbouring turns.
+"""Conversation-aware ranking on every provider: a turn is read with the turn before it, and its
+score takes in its neighbouring turns.
 
 A memory with ``provenance.thread_id`` / ``position`` is re-scored as ``(s + w · n) / (1 + w)``
-where ``n`` is the best relevance among the turns of its thread within ``WINDOW`` positions
-(``retrieval/context.py``). The provider only ranks by relevance; the contract is that the engine
-gives the same re-ranked scores whatever provider holds the turns.
+where ``n`` is the best relevance among the turns of its thread within ``WINDOW`` positions, and its
+lexical match also reads the words of the previous turn of its thread (``retrieval/context.py``).
+The provider ranks by relevance and reads turns by place (``thread_turns``); the contract is that the
+engine gives the same scores whatever provider holds the turns, and that a turn's words count for
+its neighbour only while the turn is stored as it is: updated, deleted or soft-deleted, they stop
+counting at once.
 """
 
 from __future__ import annotations
@@ -13,6 +17,9 @@ from collections.abc import Callable
 import pytest
 
 from stratamem import Memory, MemoryConfig, TenantContext
+from stratamem.layers import scope_key
+from stratamem.model import Layer, LayerIdentifiers
+from stratamem.providers.base import MemoryProvider, Scope
 from stratamem.retrieval.context import WINDOW
 
 IDS = {"user_id": "conv"}
@@ -44,21 +51,26 @@ def _write(mem: Memory, tenant: TenantContext) -> dict[str, tuple[str, int]]:
     return places
 
 
-def _scores(mem: Memory, tenant: TenantContext) -> dict[str, float]:
-    res = mem.search(tenant, QUESTION, identifiers=IDS, layers=["user"], threshold=0.0, limit=20)
+def _scores(
+    mem: Memory, tenant: TenantContext, question: str = QUESTION, hybrid_weight: float | None = None
+) -> dict[str, float]:
+    res = mem.search(
+        tenant, question, identifiers=IDS, layers=["user"], threshold=0.0, limit=20, hybrid_weight=hybrid_weight
+    )
     return {r.memory.id: r.score for r in res.results}
 
 
 def test_neighbours_within_the_window_lift_a_turn(
     open_store: Callable[..., Memory], tenant: TenantContext, provider_name: str
 ) -> None:
+    """The neighbour formula, on dense relevance (no lexical half, so no lexical context)."""
     plain = open_store(config=MemoryConfig(context_weight=0.0))
     places = _write(plain, tenant)
-    relevance = _scores(plain, tenant)
+    relevance = _scores(plain, tenant, hybrid_weight=0.0)
     assert set(relevance) == set(places), "every turn is a candidate at threshold 0"
     weight = 0.3
     ctx = open_store(config=MemoryConfig(context_weight=weight))
-    rescored = _scores(ctx, tenant)
+    rescored = _scores(ctx, tenant, hybrid_weight=0.0)
     floor = min(relevance.values())
     by_place = {place: relevance[mid] for mid, place in places.items()}
     for mid, (thread, position) in places.items():
@@ -93,3 +105,114 @@ def test_memories_without_a_position_keep_their_relevance(
         plain.add(tenant, content=content, layer="user", identifiers=IDS)
     ctx = open_store(config=MemoryConfig(context_weight=0.3))
     assert _scores(ctx, tenant) == pytest.approx(_scores(plain, tenant))
+
+
+#: The locker code is said in one turn and acknowledged in the next, which repeats few of its words.
+SAID = "Priya: my gym locker code is QX-1017, write it down"
+ACK = "Sam: done, Priya, the gym locker number is in my notes"
+OTHER = [
+    ("s3", 0, "Sam: the weather was awful yesterday"),
+    ("s3", 1, "Priya: my dog hates the rain"),
+    ("s3", 2, "Sam: mine too, he hides under the bed"),
+]
+CODE_QUESTION = "Priya gym locker code QX-1017"
+
+
+def _store_of(
+    open_store: Callable[..., Memory], tenant: TenantContext, turns: list[tuple[str, int, str]]
+) -> tuple[Memory, dict[tuple[str, int], str]]:
+    mem = open_store(config=MemoryConfig(context_weight=0.3))
+    ids = {}
+    for thread, position, content in turns:
+        out = mem.add(
+            tenant,
+            content=content,
+            layer="user",
+            identifiers=IDS,
+            provenance={"thread_id": thread, "position": position},
+        )
+        ids[(thread, position)] = out.memory.id
+    return mem, ids
+
+
+def test_a_turn_is_read_with_the_turn_before_it(
+    open_store: Callable[..., Memory], tenant: TenantContext, other_tenant: TenantContext, provider_name: str
+) -> None:
+    """The acknowledgement after the code scores higher than the same acknowledgement before it: the
+    neighbours are the same (one turn apart either way), only the previous turn differs."""
+    after, a_ids = _store_of(open_store, tenant, [("s1", 0, SAID), ("s1", 1, ACK), *OTHER])
+    before, b_ids = _store_of(open_store, other_tenant, [("s1", 0, ACK), ("s1", 1, SAID), *OTHER])
+    lifted = _scores(after, tenant, CODE_QUESTION)[a_ids[("s1", 1)]]
+    alone = _scores(before, other_tenant, CODE_QUESTION)[b_ids[("s1", 0)]]
+    assert lifted > alone + 0.02, (provider_name, lifted, alone)
+
+
+@pytest.mark.parametrize("change", ["delete", "soft_delete", "update"])
+def test_a_changed_turn_stops_counting_for_its_neighbour(
+    open_store: Callable[..., Memory],
+    tenant: TenantContext,
+    other_tenant: TenantContext,
+    provider_name: str,
+    change: str,
+) -> None:
+    """Once the turn holding the code is deleted, soft-deleted or rewritten, its words no longer reach
+    the next turn: that turn scores exactly as in a store that never held them."""
+    rewritten = "Priya: never mind, I will remember it myself"
+    mem, ids = _store_of(open_store, tenant, [("s1", 0, SAID), ("s1", 1, ACK), *OTHER])
+    ack = ids[("s1", 1)]
+    before = _scores(mem, tenant, CODE_QUESTION)[ack]
+    if change == "delete":
+        mem.delete(tenant, ids[("s1", 0)])
+    elif change == "soft_delete":
+        mem.soft_delete(tenant, [ids[("s1", 0)]])
+    else:
+        mem.update(tenant, ids[("s1", 0)], content=rewritten)
+    # a soft-deleted row still counts in the scope's BM25 statistics (as before this feature): the
+    # store to compare with holds it soft-deleted too, in a thread of its own
+    kept = {"update": [("s1", 0, rewritten)], "soft_delete": [("gone", 0, SAID)]}.get(change, [])
+    never, never_ids = _store_of(open_store, other_tenant, [*kept, ("s1", 1, ACK), *OTHER])
+    if change == "soft_delete":
+        never.soft_delete(other_tenant, [never_ids[("gone", 0)]])
+    expected = _scores(never, other_tenant, CODE_QUESTION)[never_ids[("s1", 1)]]
+    after = _scores(mem, tenant, CODE_QUESTION)[ack]
+    assert after == pytest.approx(expected, abs=2e-6), (provider_name, change)
+    assert before > after + 0.02, (provider_name, change, before, after)
+
+
+def test_a_turn_of_another_scope_is_not_read(
+    open_store: Callable[..., Memory], tenant: TenantContext, other_tenant: TenantContext, provider_name: str
+) -> None:
+    """Another user's turn at the same thread and position is not the previous turn: the
+    acknowledgement scores as in a store without it."""
+    mem, ids = _store_of(open_store, tenant, [("s1", 1, ACK), *OTHER])
+    mem.add(
+        tenant,
+        content=SAID,
+        layer="user",
+        identifiers={"user_id": "someone-else"},
+        provenance={"thread_id": "s1", "position": 0},
+    )
+    alone, alone_ids = _store_of(open_store, other_tenant, [("s1", 1, ACK), *OTHER])
+    expected = _scores(alone, other_tenant, CODE_QUESTION)[alone_ids[("s1", 1)]]
+    assert _scores(mem, tenant, CODE_QUESTION)[ids[("s1", 1)]] == pytest.approx(expected, abs=2e-6), provider_name
+
+
+def test_thread_turns_matches_the_generic_reader(
+    open_store: Callable[..., Memory], tenant: TenantContext, provider_name: str
+) -> None:
+    """The provider's own ``thread_turns`` returns what the base class's generic one (``list`` then
+    ``get``, for providers without their own) returns: the same memories, the same dense scores."""
+    mem, ids = _store_of(open_store, tenant, [("s1", 0, SAID), ("s1", 1, ACK), *OTHER])
+    mem.delete(tenant, ids[("s3", 1)])
+    provider = mem.engine.provider
+    scope = Scope(Layer.USER, scope_key(Layer.USER, LayerIdentifiers(user_id="conv")))
+    vector = mem.engine.embeddings.embed_query(CODE_QUESTION, "test")
+    places = [("s1", 0), ("s1", 1), ("s3", 1), ("s3", 2), ("s9", 0)]
+    now = mem.engine.now()
+    own = provider.thread_turns(tenant.tenant_id, scope, places, vector, now)
+    generic = MemoryProvider.thread_turns(provider, tenant.tenant_id, scope, places, vector, now)
+    assert sorted((h.entry.id, round(h.score, 5)) for h in own) == sorted(
+        (h.entry.id, round(h.score, 5)) for h in generic
+    ), provider_name
+    assert {h.entry.id for h in own} == {ids[("s1", 0)], ids[("s1", 1)], ids[("s3", 2)]}, provider_name
+    assert all(h.entry.embedding is None and 0.0 <= h.score <= 1.0 for h in own), provider_name

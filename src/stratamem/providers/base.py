@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Any, Protocol, TypeVar
 
+import numpy as np
+
 from ..embeddings.base import Vector
 from ..errors import ErrorCode, MemoryError
 from ..filters import Predicate
@@ -397,6 +399,52 @@ class MemoryProvider(ABC):
         not applied) or the scope is empty."""
         return None
 
+    def thread_turns(
+        self,
+        tenant_id: str,
+        scope: Scope,
+        places: Sequence[tuple[str, int]],
+        vector: Vector,
+        now: datetime,
+        *,
+        statuses: tuple[str, ...] = ACTIVE,
+    ) -> builtins.list[ScoredEntry]:
+        """The live memories of one scope at these ``(thread, position)`` places (see
+        :func:`thread_place`), each with its dense score ``(1 + cos) / 2`` to ``vector``, in no
+        particular order; entries come without their embedding.
+
+        Search reads the turns around its candidates with this (``retrieval/context.py``). Only what
+        a search of ``scope`` could return is read: the same statuses, unexpired rows; a deleted or
+        erased memory is never returned. This default pages through the scope with :meth:`list` and
+        reads the matching rows with :meth:`get`; the providers select the places directly.
+
+        Args:
+            tenant_id: The tenant.
+            scope: Layer and scope key searched.
+            places: ``(thread, position)`` pairs wanted.
+            vector: The query embedding.
+            now: The search's clock (expired rows are left out).
+            statuses: Statuses a returned memory may have (the search's).
+
+        Returns:
+            The memories found with their dense scores; places with no memory are absent.
+        """
+        wanted = set(places)
+        if not wanted:
+            return []
+        ids: builtins.list[str] = []
+        after: tuple[datetime, str] | None = None
+        while True:
+            page = self.list(
+                ListQuery(tenant_id=tenant_id, now=now, scope=scope, after=after, limit=500, statuses=statuses)
+            )
+            ids += [e.id for e in page.entries if thread_place(e) in wanted]
+            if not page.has_more or not page.entries:
+                break
+            after = (page.entries[-1].created_at, page.entries[-1].id)
+        found = [self.get(tenant_id, i, now, include_embedding=True, statuses=statuses) for i in ids]
+        return [dense_hit(e, vector) for e in found if e is not None and e.embedding]
+
     @abstractmethod
     def count_by_layer(self, tenant_id: str, now: datetime) -> dict[str, int]: ...
 
@@ -561,6 +609,32 @@ class MemoryProvider(ABC):
 
 
 # --------------------------------------------------------------------------------- shared helpers
+
+
+def dense_score(query: Vector | Sequence[float], vector: Vector | Sequence[float]) -> float:
+    """``(1 + cos) / 2`` of two vectors, clamped to [0, 1] (the dense score of every provider)."""
+    q = np.asarray(query, dtype=np.float32)
+    m = np.asarray(vector, dtype=np.float32)
+    cosine = float(q @ m) / max(float(np.linalg.norm(q) * np.linalg.norm(m)), 1e-12)
+    return min(1.0, max(0.0, (1.0 + cosine) / 2.0))
+
+
+def dense_hit(entry: MemoryEntry, vector: Vector) -> ScoredEntry:
+    """``entry`` (without its embedding) with its dense score to ``vector``."""
+    return ScoredEntry(
+        entry=entry.model_copy(update={"embedding": None}), score=dense_score(vector, entry.embedding or [])
+    )
+
+
+def thread_place(entry: MemoryEntry) -> tuple[str, int] | None:
+    """A memory's place in a conversation: ``(provenance.thread_id or "", provenance.position)``,
+    or None when it carries no integer position (``retrieval/context.py``)."""
+    prov = entry.provenance
+    position = getattr(prov, "position", None)
+    thread = getattr(prov, "thread_id", None)
+    if isinstance(position, int) and not isinstance(position, bool):
+        return (str(thread or ""), position)
+    return None
 
 
 def to_utc(value: datetime | None) -> datetime | None:

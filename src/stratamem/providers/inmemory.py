@@ -29,6 +29,8 @@ from .base import (
     SearchPage,
     SearchQuery,
     StoreInfo,
+    dense_score,
+    thread_place,
 )
 from .contracts import concern_flags
 
@@ -190,6 +192,30 @@ class InMemoryProvider(MemoryProvider):
                 if self._live(e, now, ACTIVE) and (e.tenant_id, e.id) in self._vectors
             ]
         return mean_of_unit_rows(np.vstack(rows)) if rows else None
+
+    def thread_turns(
+        self,
+        tenant_id: str,
+        scope: Scope,
+        places: Sequence[tuple[str, int]],
+        vector: Vector,
+        now: datetime,
+        *,
+        statuses: tuple[str, ...] = ACTIVE,
+    ) -> builtins.list[ScoredEntry]:
+        """See ``Provider.thread_turns``: one pass over the scope, as a search makes."""
+        wanted = set(places)
+        if not wanted:
+            return []
+        with self._lock:
+            return [
+                ScoredEntry(
+                    entry=self._public(e, False),
+                    score=dense_score(vector, self._vectors[(e.tenant_id, e.id)]),
+                )
+                for e in self._scoped(tenant_id, scope.layer.value, scope.key)
+                if thread_place(e) in wanted and self._live(e, now, statuses) and (e.tenant_id, e.id) in self._vectors
+            ]
 
     def search(self, query: SearchQuery) -> SearchPage:
         with self._lock:

@@ -61,6 +61,7 @@ from .base import (
     StoreInfo,
     dump_json,
     entry_from_parts,
+    thread_place,
     to_utc,
 )
 from .contracts import concern_flags
@@ -714,6 +715,37 @@ class PostgresProvider(PostgresRowCopyMixin, MemoryProvider):
         ).fetchall()
         by_id = {r[1]: self._entry(r, with_embedding) for r in rows}
         return [by_id[i] for i in ids if i in by_id]
+
+    def thread_turns(
+        self,
+        tenant_id: str,
+        scope: Scope,
+        places: Sequence[tuple[str, int]],
+        vector: Vector,
+        now: datetime,
+        *,
+        statuses: tuple[str, ...] = ACTIVE,
+    ) -> builtins.list[ScoredEntry]:
+        """See ``Provider.thread_turns``: the scope's live rows at these positions, then the thread."""
+        wanted = set(places)
+        if not wanted:
+            return []
+        with self._conn("thread_turns") as conn:
+            rows = conn.execute(
+                f"SELECT {_COLUMNS}, least(1::float8, greatest(0::float8, 1 - (embedding <=> %s) / 2)) "
+                f"FROM memories WHERE {self._SCOPE_WHERE} AND provenance->>'position' = ANY(%s)",
+                [
+                    np.asarray(vector, dtype=np.float32),
+                    tenant_id,
+                    scope.layer.value,
+                    scope.key,
+                    list(statuses),
+                    now,
+                    sorted({str(position) for _, position in wanted}),
+                ],
+            ).fetchall()
+        hits = [ScoredEntry(entry=self._entry(r, False), score=float(r[_N_COLS])) for r in rows]
+        return [h for h in hits if thread_place(h.entry) in wanted]
 
     _SCOPE_WHERE = (
         "tenant_id = %s AND layer = %s AND scope = %s AND status = ANY(%s) AND (expires_at IS NULL OR expires_at > %s)"

@@ -1,47 +1,65 @@
-"""Conversation-aware re-ranking: a turn is more relevant when its neighbouring turns are.
+"""Conversation-aware ranking: a turn is read with the turn before it, and scored with its neighbours.
 
 Memories written from a conversation may carry their place in it: ``provenance.thread_id`` (a
 conversation or session) and ``provenance.position`` (the turn's order in that thread). The answer
-to a question often spans two turns ("Did you go?" / "Yes, last Friday"), and the turn that says
-it may not share the question's words while its neighbour does. So, when a searched scope holds
-positioned memories, each candidate's score becomes
+to a question often spans turns ("Did you go?" / "Yes, last Friday"), and the turn that says it may
+not share the question's words while the turn before it does. When a searched layer's candidates
+include positioned memories, search does two things with the :data:`CANDIDATES` best candidates:
 
-    score = (s + w · n) / (1 + w)
+1. **Lexical context.** A positioned turn's words are read together with those of the previous
+   turn of its thread (position - 1): its lexical match ``lex`` becomes the larger of its own and
+   that of the two turns' words taken as one document. The turns read are the candidates, the turns
+   before them, and the :data:`WINDOW` turns after each candidate (a turn whose predecessor matches
+   the question becomes a candidate itself; the store gives its dense score with it). BM25
+   (``lexical.py``: k1, b, the idf and the normalisation by the query's term mass) is computed over
+   this pool of single turns, read from the store at search time (``Provider.thread_turns``):
+   nothing of a neighbour is copied into a memory's index, so an updated, deleted or erased turn
+   stops counting for its neighbours at once. The relevance becomes
+   ``max(s, fuse(dense, lex_context))`` (the fusion of ``lexical.py``).
+2. **Neighbouring turns.** Each turn's score becomes
 
-where ``s`` is its relevance (the fused score of ``lexical.py``) and ``n`` the relevance of its most
-relevant neighbour: same thread, position within :data:`WINDOW` of its own. Two turns, not one:
-a question and its answer are often a turn apart ("Did you go?" / "<other speaker>" / "Yes, last
-Friday"), and the answer may be given by the next turn of the same speaker. A neighbour outside the
-fetched candidates, or beyond the thread's ends, counts with the lowest fetched relevance (an upper
-bound of its own). A memory without a position keeps
-``n = s``, i.e. its score. Like the boosts, this re-ranks relevant memories: the threshold applies to
-``s``. ``w`` is ``MemoryConfig.context_weight`` (0 = off); :data:`CANDIDATES` relevance-ranked
-candidates per layer are re-ranked.
+       score = (s + w · n) / (1 + w)
+
+   where ``s`` is its relevance and ``n`` the relevance of its most relevant neighbour: same
+   thread, position within :data:`WINDOW` of its own. Two turns, not one: a question and its answer
+   are often a turn apart ("Did you go?" / "<other speaker>" / "Yes, last Friday"), and the answer
+   may be given by the next turn of the same speaker. A neighbour outside the candidates, or beyond
+   the thread's ends, counts with the lowest candidate relevance (an upper bound of its own).
+
+A memory without a position keeps its score and its own words. Like the boosts, this re-ranks
+relevant memories: the threshold applies to the relevance ``s``. ``w`` is
+``MemoryConfig.context_weight`` (0 = both off); the lexical context also needs a lexical weight
+(``hybrid_weight`` > 0). Chosen on the dev LoCoMo conversations (docs/ranking.md).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 
-from ..providers.base import ScoredEntry, SearchPage
+from ..embeddings.base import Vector
+from ..model import MemoryEntry
+from ..providers.base import ScoredEntry, SearchPage, dense_score, thread_place
+from . import lexical
 
 #: Candidates re-ranked per layer when the layer holds positioned memories.
 CANDIDATES = 50
 #: Turns on each side of a memory that count as its neighbours (same thread).
 WINDOW = 2
 
+Place = tuple[str, int]
+#: Reads the memories of the searched scope at these places, each with its dense score to the query
+#: (``Provider.thread_turns``).
+TurnReader = Callable[[Sequence[Place]], list[ScoredEntry]]
 
-def _place(hit: ScoredEntry) -> tuple[str, int] | None:
-    prov = hit.entry.provenance
-    position = getattr(prov, "position", None)
-    thread = getattr(prov, "thread_id", None)
-    if isinstance(position, int) and not isinstance(position, bool):
-        return (str(thread or ""), position)
-    return None
+
+def _place(hit: ScoredEntry) -> Place | None:
+    return thread_place(hit.entry)
 
 
 def rerank(hits: list[ScoredEntry], weight: float) -> list[ScoredEntry]:
-    """The hits re-scored with their neighbours' relevance (see module doc), best first."""
+    """The hits re-scored with their neighbours' relevance (see module doc, step 2), best first."""
     if weight <= 0 or not hits:
         return hits
     by_place = {place: hit.score for hit in hits if (place := _place(hit)) is not None}
@@ -63,12 +81,129 @@ def rerank(hits: list[ScoredEntry], weight: float) -> list[ScoredEntry]:
     return out
 
 
-def context_page(search: Callable[[int], SearchPage], limit: int, weight: float) -> SearchPage:
-    """The top ``limit`` after re-ranking; ``search(n)`` returns the top ``n`` by relevance. A layer
-    without positioned memories among its first hits costs one search, as without re-ranking."""
+def _bm25(terms: list[str], docs: Iterable[Counter[str]], pool: Sequence[Counter[str]]) -> list[float]:
+    """``lex`` of ``lexical.py`` for each of ``docs``, with N, df and the average length of ``pool``."""
+    n = len(pool)
+    if not terms or n == 0:
+        return [0.0 for _ in docs]
+    avgdl = max(1e-9, sum(sum(c.values()) for c in pool) / n)
+    weights = {t: lexical.idf(n, d) for t in terms if (d := sum(1 for c in pool if t in c)) > 0}
+    best = lexical.best_bm25(weights.values(), len(terms), n)
+    k1, b = lexical.BM25_K1, lexical.BM25_B
+    out: list[float] = []
+    for counts in docs:
+        length = sum(counts.values())
+        total = sum(
+            w * counts[t] * (k1 + 1.0) / (counts[t] + k1 * (1.0 - b + b * length / avgdl))
+            for t, w in weights.items()
+            if counts.get(t)
+        )
+        out.append(math.sqrt(min(1.0, total / best)) if best > 0 else 0.0)
+    return out
+
+
+def lexical_context(
+    hits: list[ScoredEntry],
+    read: TurnReader,
+    query: str,
+    vector: Vector,
+    lexical_weight: float,
+    min_score: float,
+    *,
+    after: int = WINDOW,
+) -> list[ScoredEntry]:
+    """The candidates with the lexical context of step 1 (module doc), plus the ``after`` turns
+    after each that it lifts to at least ``min_score``; in no particular order.
+
+    Args:
+        hits: The layer's candidates, by relevance.
+        read: Reader of the scope's turns by place.
+        query: The query text.
+        vector: The query embedding.
+        lexical_weight: Weight of the lexical half of the fused score (0: the hits unchanged).
+        min_score: The search's threshold, for the turns read after the candidates.
+        after: Turns read after each candidate as candidates of their own.
+
+    Returns:
+        The re-scored candidates and the turns joined.
+    """
+    placed = {place: hit for hit in hits if (place := _place(hit)) is not None}
+    terms = lexical.query_terms(query)
+    if not placed or not terms or lexical_weight <= 0:
+        return hits
+    wanted = {
+        (thread, position + step)
+        for thread, position in placed
+        for step in (-1, *range(1, after + 1))
+        if (thread, position + step) not in placed
+    }
+    read_turns = {place: h for h in read(sorted(wanted)) if (place := thread_place(h.entry)) is not None}
+    turns: dict[Place, MemoryEntry] = {
+        **{p: h.entry for p, h in read_turns.items()},
+        **{p: h.entry for p, h in placed.items()},
+    }
+    counts = {place: lexical.term_counts(e.content) for place, e in turns.items()}
+    # the candidates, and the turns after them (read above), scored with the turn before them
+    scored = [p for p in turns if any((p[0], p[1] - step) in placed for step in range(after + 1))]
+    docs = [counts[p] + counts.get((p[0], p[1] - 1), Counter()) for p in scored]
+    pool = list(counts.values())
+    with_context = dict(zip(scored, _bm25(terms, docs, pool), strict=True))
+    own = dict(zip(scored, _bm25(terms, (counts[p] for p in scored), pool), strict=True))
+    out = [hit for hit in hits if _place(hit) is None]
+    for place in scored:
+        hit = placed.get(place)
+        if hit is None:  # a turn read after a candidate: its dense score came with it
+            dense = read_turns[place].score
+        elif hit.entry.embedding:
+            dense = dense_score(vector, hit.entry.embedding)
+        else:
+            out.append(hit)
+            continue
+        lifted = lexical.fuse_scores(dense, max(own[place], with_context[place]), lexical_weight)
+        if hit is not None:
+            out.append(ScoredEntry(entry=hit.entry, score=max(hit.score, lifted)))
+        elif lifted >= min_score:
+            out.append(ScoredEntry(entry=turns[place], score=lifted))
+    return out
+
+
+def context_page(
+    search: Callable[[int], SearchPage],
+    limit: int,
+    weight: float,
+    *,
+    read: TurnReader | None = None,
+    query: str = "",
+    vector: Vector | None = None,
+    lexical_weight: float = 0.0,
+    min_score: float = 0.0,
+) -> SearchPage:
+    """The top ``limit`` after the lexical context and re-ranking of the module doc; ``search(n)``
+    returns the top ``n`` by relevance, ``read`` the scope's turns at given places (without it, or
+    without ``vector``, only the neighbouring-turn re-ranking applies). A layer without positioned
+    memories among its first hits costs one search, as without re-ranking.
+
+    Args:
+        search: The layer's relevance search, top ``n``.
+        limit: Results wanted.
+        weight: ``MemoryConfig.context_weight`` (0: the page of ``search(limit)`` unchanged).
+        read: Reader of the scope's turns by place (``Provider.thread_turns``).
+        query: The query text (its terms for the lexical context).
+        vector: The query embedding.
+        lexical_weight: Weight of the lexical half of the fused score.
+        min_score: The search's threshold; a turn read around the candidates joins only above it.
+
+    Returns:
+        The re-ranked page.
+    """
     page = search(limit)
     if weight <= 0 or not any(_place(hit) is not None for hit in page.hits):
         return page
     if page.total > len(page.hits):
         page = search(max(limit, CANDIDATES))
-    return SearchPage(hits=rerank(page.hits, weight)[:limit], total=page.total)
+    hits = page.hits
+    if read is not None and vector is not None:
+        hits = lexical_context(hits, read, query, vector, lexical_weight, min_score)
+    # a turn read after the candidates is a memory of the scope, mostly counted in ``page.total``
+    # already (its own relevance above the threshold): the count is not raised past what is seen
+    return SearchPage(hits=rerank(hits, weight)[:limit], total=max(page.total, len(hits)))

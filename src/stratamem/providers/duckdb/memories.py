@@ -8,6 +8,7 @@ from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
+from ...embeddings.base import Vector
 from ...model import MemoryEntry
 from ...retrieval.centering import Centroid, mean_of_unit_rows
 from ...retrieval.duckdb_lexical import lexical_scores_sql
@@ -24,6 +25,7 @@ from ..base import (
     ScoredEntry,
     SearchPage,
     SearchQuery,
+    thread_place,
     to_naive_utc,
 )
 from .database import _scope_sql, _text_list, _vector_literal
@@ -135,6 +137,43 @@ class MemoriesMixin(SearchIndexMixin):
                 hook.after_delete(cur, tenant_id, existing)
             self._stage(Change("delete", tenant_id, ids=existing))
         return existing
+
+    def thread_turns(
+        self,
+        tenant_id: str,
+        scope: Scope,
+        places: Sequence[tuple[str, int]],
+        vector: Vector,
+        now: datetime,
+        *,
+        statuses: tuple[str, ...] = ACTIVE,
+    ) -> builtins.list[ScoredEntry]:
+        """See ``Provider.thread_turns``: the scope's live rows at these positions, then the thread."""
+        wanted = set(places)
+        if not wanted:
+            return []
+        dims = int(self.db.dims or 0)
+        # Like the search it serves, this read does not wait for the queued bookkeeping appends
+        # (access statistics, events): content, status and expiry are written in transactions.
+        with self._read(appends=False) as cur:
+            rows = cur.execute(
+                f"SELECT {_COLUMNS}, least(1.0, greatest(0.0, "
+                f"(1 + array_cosine_similarity(embedding, ?::FLOAT[{dims}])) / 2)) FROM memories "
+                "WHERE tenant_id = ? AND layer = ? AND scope = ? AND embedding IS NOT NULL "
+                "AND list_contains(?::JSON::VARCHAR[], status) AND (expires_at IS NULL OR expires_at > ?) "
+                "AND list_contains(?::JSON::VARCHAR[], json_extract_string(provenance, '$.position'))",
+                [
+                    _vector_literal(vector),
+                    tenant_id,
+                    scope.layer.value,
+                    scope.key,
+                    _text_list(statuses),
+                    to_naive_utc(now),
+                    _text_list(sorted({str(position) for _, position in wanted})),
+                ],
+            ).fetchall()
+        hits = [ScoredEntry(entry=self._entry(r, False), score=float(r[_N_COLS])) for r in rows]
+        return [h for h in hits if thread_place(h.entry) in wanted]
 
     def _where(self, query: ListQuery) -> tuple[str, list[Any]]:
         sql = " WHERE tenant_id = ? AND list_contains(?::JSON::VARCHAR[], status)"
