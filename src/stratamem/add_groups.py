@@ -63,10 +63,13 @@ class AddGroups:
     Args:
         store_group: Stores a group (same tenant, in arrival order) and sets every member's
             ``output`` or ``error``; called on the leader's thread, never concurrently for one tenant.
+        max_group: Most adds stored together.
     """
 
-    def __init__(self, store_group: Callable[[list[PendingAdd]], None]) -> None:
+    def __init__(self, store_group: Callable[[list[PendingAdd]], None], *, max_group: int = 256) -> None:
         self._store_group = store_group
+        #: Most adds in one group (bounds one transaction and the leader's wait); the rest wait for the next.
+        self.max_group = max_group
         self._lock = threading.Lock()
         #: Tenants with a group being stored -> the adds queued for the next group.
         self._queued: dict[str, list[PendingAdd]] = {}
@@ -108,8 +111,9 @@ class AddGroups:
 
     def _lead(self, tenant: str, first: PendingAdd) -> None:
         with self._lock:
-            group = [first, *self._queued[tenant]]
-            self._queued[tenant] = []
+            waiting = self._queued[tenant]
+            group = [first, *waiting[: self.max_group - 1]]
+            self._queued[tenant] = waiting[self.max_group - 1 :]
         ADD_GROUP_SIZE.observe(len(group))
         try:
             self._store_group(group)

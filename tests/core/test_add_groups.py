@@ -111,3 +111,29 @@ def test_a_store_function_that_sets_no_outcome_is_an_error() -> None:
     groups = AddGroups(lambda group: None)
     with pytest.raises(RuntimeError, match="no outcome"):
         groups.add(_pending("t", "x"))
+
+
+def test_a_group_holds_at_most_max_group_adds() -> None:
+    stored: list[list[str]] = []
+    first_running = threading.Event()
+    release = threading.Event()
+
+    def store_group(group: list[PendingAdd]) -> None:
+        stored.append([p.entry.content for p in group])
+        if len(stored) == 1:
+            first_running.set()
+            assert release.wait(10)
+        for p in group:
+            p.output = AddMemoryOutput(memory=p.entry, embedding_generated=True)
+
+    groups = AddGroups(store_group, max_group=2)
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        futures = [pool.submit(groups.add, _pending("t", "a"))]
+        assert first_running.wait(10)
+        for n, content in enumerate("bcde", start=1):
+            futures.append(pool.submit(groups.add, _pending("t", content)))
+            while groups.queued("t") != n:
+                threading.Event().wait(0.002)
+        release.set()
+        assert [f.result(10).memory.content for f in futures] == list("abcde")
+    assert stored == [["a"], ["b", "c"], ["d", "e"]]
