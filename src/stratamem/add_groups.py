@@ -13,9 +13,11 @@ leader/follower protocol rather than a timer:
 * an add that finds one in flight queues and waits until its group has been stored.
 
 Without concurrency a group holds one add and the cost is one lock round trip: nothing waits for
-company. The engine gives the storing function (``MemoryEngine._store_add_group``); it sets each
-member's outcome (its own output or its own error), so callers of one group succeed or fail
-independently. Adds of different tenants never share a group.
+company. The engine gives the storing functions (``MemoryEngine._store_add_group``,
+``_store_add_alone``): the first sets each member's outcome (its own output or its own error), or,
+when the grouped transaction failed, marks every member to be stored alone, which each caller then
+does on its own thread (as without grouping: a failure tied to the leader's thread or to one bad add
+stays with that add's caller). Adds of different tenants never share a group.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ class PendingAdd:
         supersedes: Ids the caller named to supersede.
         output: Set when the add succeeded.
         error: Set when it failed (raised in the caller's thread).
+        alone: Set when the group's transaction failed: the caller stores this add by itself.
     """
 
     ctx: TenantContext
@@ -53,6 +56,7 @@ class PendingAdd:
     supersedes: Sequence[str] = ()
     output: AddMemoryOutput | None = None
     error: BaseException | None = None
+    alone: bool = False
     _leads: bool = False
     _done: threading.Event = field(default_factory=threading.Event)
 
@@ -62,12 +66,21 @@ class AddGroups:
 
     Args:
         store_group: Stores a group (same tenant, in arrival order) and sets every member's
-            ``output`` or ``error``; called on the leader's thread, never concurrently for one tenant.
+            ``output`` or ``error`` (or ``alone``); called on the leader's thread, never concurrently
+            for one tenant.
+        store_alone: Stores one add by itself, on its caller's thread; returns its output or raises.
         max_group: Most adds stored together.
     """
 
-    def __init__(self, store_group: Callable[[list[PendingAdd]], None], *, max_group: int = 256) -> None:
+    def __init__(
+        self,
+        store_group: Callable[[list[PendingAdd]], None],
+        store_alone: Callable[[PendingAdd], AddMemoryOutput],
+        *,
+        max_group: int = 256,
+    ) -> None:
         self._store_group = store_group
+        self._store_alone = store_alone
         #: Most adds in one group (bounds one transaction and the leader's wait); the rest wait for the next.
         self.max_group = max_group
         self._lock = threading.Lock()
@@ -103,6 +116,8 @@ class AddGroups:
             pending._done.wait()
         if pending._leads:  # first in, or handed the lead by the previous group's leader
             self._lead(tenant, pending)
+        if pending.alone:
+            return self._store_alone(pending)
         if pending.error is not None:
             raise pending.error
         if pending.output is None:  # a store_group that set no outcome: a bug, never a silent success
@@ -119,7 +134,7 @@ class AddGroups:
             self._store_group(group)
         except BaseException as exc:  # store_group sets outcomes itself; this only keeps callers from hanging
             for member in group:
-                if member.output is None and member.error is None:
+                if member.output is None and member.error is None and not member.alone:
                     member.error = exc
             raise
         finally:

@@ -241,7 +241,7 @@ class MemoryEngine:
             max_workers=4, thread_name_prefix="stratamem-prepare", initializer=_lower_priority
         )
         #: Group commit of concurrent single adds of one tenant (``add_groups.py``).
-        self.add_groups = AddGroups(self._store_add_group)
+        self.add_groups = AddGroups(self._store_add_group, self._store_add_alone)
         self._closed = False
         # -- feature hooks ----------------------------------------------------------------------
         #: Filters applied to merged search results before the limit (see ``ResultFilter``).
@@ -699,35 +699,42 @@ class MemoryEngine:
     def _store_add_group(self, group: list[PendingAdd]) -> None:
         """Store a group of single adds of one tenant (``add_groups.py``): one embedding call and one
         transaction for all of them, then each one's supersession in arrival order, as ``add_many``
-        does for the items of one call. When the grouped transaction fails, each add is stored alone,
-        so a bad one fails only its own caller. Sets every member's output or error."""
+        does for the items of one call. Sets every member's output or error; when the grouped
+        transaction fails, marks each member to be stored alone (``_store_add_alone``, on its own
+        caller's thread), so a bad add fails only its own caller."""
         entries = [p.entry for p in group]
-        stored: list[tuple[PendingAdd, bool]] = []
         try:
-            stored = list(zip(group, self._embed_and_store(group[0].ctx, entries, "add"), strict=True))
+            generated = self._embed_and_store(group[0].ctx, entries, "add")
         except Exception as exc:
             if len(group) == 1:
                 group[0].error = exc
                 return
             log.info("add: a grouped transaction of %d adds failed (%s); storing each alone", len(group), exc)
             for pending in group:
-                try:
-                    stored.append((pending, self._embed_and_store(pending.ctx, [pending.entry], "add")[0]))
-                except Exception as alone:
-                    pending.error = alone
-        later = {p.entry.id: i for i, (p, _) in enumerate(stored)}
+                pending.alone = True
+            return
+        later = {e.id: i for i, e in enumerate(entries)}
         now = self.now()
-        for i, (pending, generated) in enumerate(stored):
+        for i, (pending, gen) in enumerate(zip(group, generated, strict=True)):
             try:
                 replaced = self._supersede_one(pending.ctx, pending.entry, i, later, pending.supersedes, now, "add")
             except Exception as exc:
                 pending.error = exc
                 continue
-            pending.output = AddMemoryOutput(
-                memory=pending.entry.model_copy(update={"embedding": None}),
-                embedding_generated=generated,
-                superseded=replaced,
-            )
+            pending.output = self._add_output(pending.entry, gen, replaced)
+
+    def _store_add_alone(self, pending: PendingAdd) -> AddMemoryOutput:
+        """Store one add of a group whose transaction failed, as an ungrouped add would be."""
+        entry = pending.entry
+        generated = self._embed_and_store(pending.ctx, [entry], "add")[0]
+        replaced = self._supersede_one(pending.ctx, entry, 0, {entry.id: 0}, pending.supersedes, self.now(), "add")
+        return self._add_output(entry, generated, replaced)
+
+    @staticmethod
+    def _add_output(entry: MemoryEntry, generated: bool, replaced: list[str]) -> AddMemoryOutput:
+        return AddMemoryOutput(
+            memory=entry.model_copy(update={"embedding": None}), embedding_generated=generated, superseded=replaced
+        )
 
     def _supersede(
         self, ctx: TenantContext, entries: Sequence[MemoryEntry], explicit: Mapping[str, Sequence[str]], operation: str

@@ -72,6 +72,10 @@ def _pending(tenant: str, content: str) -> PendingAdd:
     return PendingAdd(TenantContext(tenant_id=tenant), entry)
 
 
+def _never_alone(pending: PendingAdd) -> AddMemoryOutput:
+    raise AssertionError("no group failed")
+
+
 def test_a_leader_stores_what_queued_behind_it_and_hands_over() -> None:
     """The first add stores alone; adds queued during its store form the next group, stored by the
     oldest of them; a broken store function fails its group's callers instead of hanging them."""
@@ -89,7 +93,7 @@ def test_a_leader_stores_what_queued_behind_it_and_hands_over() -> None:
         for p in group:
             p.output = AddMemoryOutput(memory=p.entry, embedding_generated=True)
 
-    groups = AddGroups(store_group)
+    groups = AddGroups(store_group, _never_alone)
     with ThreadPoolExecutor(max_workers=4) as pool:
         head = pool.submit(groups.add, _pending("t", "a"))
         assert first_running.wait(10)
@@ -108,7 +112,7 @@ def test_a_leader_stores_what_queued_behind_it_and_hands_over() -> None:
 
 
 def test_a_store_function_that_sets_no_outcome_is_an_error() -> None:
-    groups = AddGroups(lambda group: None)
+    groups = AddGroups(lambda group: None, _never_alone)
     with pytest.raises(RuntimeError, match="no outcome"):
         groups.add(_pending("t", "x"))
 
@@ -126,7 +130,7 @@ def test_a_group_holds_at_most_max_group_adds() -> None:
         for p in group:
             p.output = AddMemoryOutput(memory=p.entry, embedding_generated=True)
 
-    groups = AddGroups(store_group, max_group=2)
+    groups = AddGroups(store_group, _never_alone, max_group=2)
     with ThreadPoolExecutor(max_workers=6) as pool:
         futures = [pool.submit(groups.add, _pending("t", "a"))]
         assert first_running.wait(10)
@@ -137,3 +141,43 @@ def test_a_group_holds_at_most_max_group_adds() -> None:
         release.set()
         assert [f.result(10).memory.content for f in futures] == list("abcde")
     assert stored == [["a"], ["b", "c"], ["d", "e"]]
+
+
+def test_members_of_a_failed_group_store_themselves_on_their_own_threads() -> None:
+    first_running = threading.Event()
+    release = threading.Event()
+    calls: list[tuple[str, str]] = []
+
+    def store_group(group: list[PendingAdd]) -> None:
+        if len(group) == 1:
+            first_running.set()
+            assert release.wait(10)
+            group[0].output = AddMemoryOutput(memory=group[0].entry, embedding_generated=True)
+            return
+        for p in group:
+            p.alone = True
+
+    def store_alone(pending: PendingAdd) -> AddMemoryOutput:
+        calls.append((pending.entry.content, threading.current_thread().name))
+        if pending.entry.content == "bad":
+            raise ValueError("bad add")
+        return AddMemoryOutput(memory=pending.entry, embedding_generated=True)
+
+    groups = AddGroups(store_group, store_alone)
+    with ThreadPoolExecutor(max_workers=4, thread_name_prefix="caller") as pool:
+        head = pool.submit(groups.add, _pending("t", "a"))
+        assert first_running.wait(10)
+        rest = []
+        for n, content in enumerate(["b", "bad", "c"], start=1):
+            rest.append(pool.submit(lambda c=content: (threading.current_thread().name, groups.add(_pending("t", c)))))
+            while groups.queued("t") != n:
+                threading.Event().wait(0.002)
+        release.set()
+        assert head.result(10).memory.content == "a"
+        ok_b, bad, ok_c = rest
+        assert ok_b.result(10)[1].memory.content == "b" and ok_c.result(10)[1].memory.content == "c"
+        with pytest.raises(ValueError, match="bad add"):
+            bad.result(10)
+    threads = {content: thread for content, thread in calls}
+    assert sorted(threads) == ["b", "bad", "c"]
+    assert threads["b"] == ok_b.result()[0] and threads["c"] == ok_c.result()[0]  # each on its caller's thread
