@@ -16,7 +16,8 @@
    of a new memory. Then the server's resident memory is read at the start and the end.
 
 Prints requests/s (overall, searches, adds), p50/p95/p99 per kind, errors, the embedder's batched
-throughput and the ratio; writes JSON to ``--out`` (default benchmarks/results/load.json).
+throughput and the ratio, texts per model run of the query micro-batching and adds per transaction
+of the group commit (from the server's /metrics); writes JSON to ``--out`` (default benchmarks/results/load.json).
 """
 
 from __future__ import annotations
@@ -72,17 +73,33 @@ def rss_mb(pid: int) -> float:
     return 0.0
 
 
-def query_batch_sizes(url: str) -> dict[str, float]:
-    """Runs and texts of the server's query micro-batching, from its /metrics."""
+def histogram(url: str, name: str) -> dict[str, float]:
+    """Observations and their sum of one histogram of the server's /metrics (0 when absent)."""
     values = {"count": 0.0, "sum": 0.0}
     for line in httpx.get(url + "/metrics", timeout=30).text.splitlines():
         for key in values:
-            if line.startswith(f"stratamem_embedding_query_batch_size_{key} "):
+            if line.startswith(f"{name}_{key} "):
                 values[key] = float(line.split()[1])
+    return values
+
+
+def query_batch_sizes(url: str) -> dict[str, float]:
+    """Runs and texts of the server's query micro-batching, from its /metrics."""
+    values = histogram(url, "stratamem_embedding_query_batch_size")
     return {
         "model_runs": values["count"],
         "texts": values["sum"],
         "mean_batch": values["sum"] / values["count"] if values["count"] else 0.0,
+    }
+
+
+def add_group_sizes(url: str) -> dict[str, float]:
+    """Transactions and adds of the server's group commit of adds (``add_groups.py``), from its /metrics."""
+    values = histogram(url, "stratamem_add_group_size")
+    return {
+        "transactions": values["count"],
+        "adds": values["sum"],
+        "mean_group": values["sum"] / values["count"] if values["count"] else 0.0,
     }
 
 
@@ -276,6 +293,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             rss_end = rss_mb(proc.pid)
             batching = query_batch_sizes(f"http://127.0.0.1:{port}")
+            grouping = add_group_sizes(f"http://127.0.0.1:{port}")
         finally:
             proc.terminate()
             try:
@@ -294,6 +312,7 @@ def main(argv: list[str] | None = None) -> int:
         "search_share_of_embedder_throughput": load["searches_per_s"] / embed_rate if embed_rate else 0.0,
         "server_rss_mb": {"start": rss_start, "end": rss_end},
         "query_batching": batching,
+        "add_groups": grouping,
         "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform()},
         **load,
     }
@@ -321,6 +340,11 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"batching     {batching['texts']:.0f} query texts in {batching['model_runs']:.0f} model runs "
             f"(mean {batching['mean_batch']:.2f})"
+        )
+    if grouping["transactions"]:
+        print(
+            f"add groups   {grouping['adds']:.0f} adds in {grouping['transactions']:.0f} transactions "
+            f"(mean {grouping['mean_group']:.2f})"
         )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2))

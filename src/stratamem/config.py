@@ -55,6 +55,10 @@ class MemoryConfig(BaseModel):
     ann_threshold: int = Field(20_000, ge=1)
     #: Rows mirrored in process memory over all partitions; least recently searched evicted first.
     search_index_max_rows: int = Field(2_000_000, ge=1)
+    #: Group commit: concurrent single adds of one tenant that arrive while another of its adds is
+    #: being stored share one embedding call and one store transaction (``add_groups.py``); each
+    #: caller still gets its own result or error. False = one transaction per add.
+    group_adds: bool = True
     #: Threads for the concurrent per-layer search fan-out.
     search_workers: int = Field(8, ge=1)
     retry_max_attempts: int = Field(3, ge=1)

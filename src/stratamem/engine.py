@@ -27,6 +27,7 @@ import numpy as np
 from pydantic import ValidationError
 
 from . import supersession
+from .add_groups import AddGroups, PendingAdd
 from .arguments import check_str_list, split_ids
 from .config import MemoryConfig
 from .coordination.ratelimit import RateLimiter, make_rate_limiter
@@ -248,6 +249,8 @@ class MemoryEngine:
         self._prepare_pool = ThreadPoolExecutor(
             max_workers=4, thread_name_prefix="stratamem-prepare", initializer=_lower_priority
         )
+        #: Group commit of concurrent single adds of one tenant (``add_groups.py``).
+        self.add_groups = AddGroups(self._store_add_group, self._store_add_alone)
         self._closed = False
         # -- feature hooks ----------------------------------------------------------------------
         #: Filters applied to merged search results before the limit (see ``ResultFilter``).
@@ -638,7 +641,10 @@ class MemoryEngine:
                 details=details,
             ) from None
 
-    def add_many(self, ctx: TenantContext, items: Sequence[Any], operation: str) -> list[AddMemoryOutput]:
+    def _prepare_items(
+        self, ctx: TenantContext, items: Sequence[Any], operation: str
+    ) -> tuple[list[MemoryEntry], dict[str, list[str]]]:
+        """Validated entries of ``items`` and, per new id, the ids it names to supersede."""
         entries: list[MemoryEntry] = []
         explicit: dict[str, list[str]] = {}
         content_limit = self.max_content_length
@@ -652,6 +658,11 @@ class MemoryEngine:
                 if len(items) > 1:
                     exc.details.setdefault("index", i)
                 raise
+        return entries, explicit
+
+    def _embed_and_store(self, ctx: TenantContext, entries: Sequence[MemoryEntry], operation: str) -> list[bool]:
+        """Embed ``entries`` (one call) and store them in one transaction; returns, per entry, whether
+        the model had to run for it."""
         texts = [e.content for e in entries]
         prepared: PreparedAdd | None = None
         if len(entries) >= self.prepare_ahead_min:
@@ -679,6 +690,11 @@ class MemoryEngine:
         self._store(
             lambda: self.provider.add(entries, cache_model=self.embeddings.model_id, prepared=prepared), operation
         )
+        return generated
+
+    def add_many(self, ctx: TenantContext, items: Sequence[Any], operation: str) -> list[AddMemoryOutput]:
+        entries, explicit = self._prepare_items(ctx, items, operation)
+        generated = self._embed_and_store(ctx, entries, operation)
         replaced = self._supersede(ctx, entries, explicit, operation)
         return [
             AddMemoryOutput(
@@ -689,6 +705,46 @@ class MemoryEngine:
             for entry, gen in zip(entries, generated, strict=True)
         ]
 
+    def _store_add_group(self, group: list[PendingAdd]) -> None:
+        """Store a group of single adds of one tenant (``add_groups.py``): one embedding call and one
+        transaction for all of them, then each one's supersession in arrival order, as ``add_many``
+        does for the items of one call. Sets every member's output or error; when the grouped
+        transaction fails, marks each member to be stored alone (``_store_add_alone``, on its own
+        caller's thread), so a bad add fails only its own caller."""
+        entries = [p.entry for p in group]
+        try:
+            generated = self._embed_and_store(group[0].ctx, entries, "add")
+        except Exception as exc:
+            if len(group) == 1:
+                group[0].error = exc
+                return
+            log.info("add: a grouped transaction of %d adds failed (%s); storing each alone", len(group), exc)
+            for pending in group:
+                pending.alone = True
+            return
+        later = {e.id: i for i, e in enumerate(entries)}
+        now = self.now()
+        for i, (pending, gen) in enumerate(zip(group, generated, strict=True)):
+            try:
+                replaced = self._supersede_one(pending.ctx, pending.entry, i, later, pending.supersedes, now, "add")
+            except Exception as exc:
+                pending.error = exc
+                continue
+            pending.output = self._add_output(pending.entry, gen, replaced)
+
+    def _store_add_alone(self, pending: PendingAdd) -> AddMemoryOutput:
+        """Store one add of a group whose transaction failed, as an ungrouped add would be."""
+        entry = pending.entry
+        generated = self._embed_and_store(pending.ctx, [entry], "add")[0]
+        replaced = self._supersede_one(pending.ctx, entry, 0, {entry.id: 0}, pending.supersedes, self.now(), "add")
+        return self._add_output(entry, generated, replaced)
+
+    @staticmethod
+    def _add_output(entry: MemoryEntry, generated: bool, replaced: list[str]) -> AddMemoryOutput:
+        return AddMemoryOutput(
+            memory=entry.model_copy(update={"embedding": None}), embedding_generated=generated, superseded=replaced
+        )
+
     def _supersede(
         self, ctx: TenantContext, entries: Sequence[MemoryEntry], explicit: Mapping[str, Sequence[str]], operation: str
     ) -> dict[str, list[str]]:
@@ -698,59 +754,78 @@ class MemoryEngine:
         now = self.now()
         later = {e.id: i for i, e in enumerate(entries)}
         for i, entry in enumerate(entries):
-            olds: dict[str, MemoryEntry] = {}
-            for old_id in explicit.get(entry.id, ()):
-                old = self._store(lambda o=old_id: self.provider.get(ctx.tenant_id, o, now), operation)  # type: ignore[misc]
-                if old is None:
-                    raise MemoryError(
-                        ErrorCode.MEMORY_NOT_FOUND,
-                        f"no memory with id {old_id!r} to supersede",
-                        operation=operation,
-                        details={"id": old_id, "field": "supersedes"},
-                    )
-                olds[old.id] = old
-            # A conversation turn (it has a position in a thread) records what was said, not the current
-            # state of a fact: only explicit ids supersede through it.
-            if (
-                self.config.detect_supersession
-                and entry.provenance.position is None
-                and entry.embedding
-                and supersession.may_supersede(entry.content)
-            ):
-                query = SearchQuery(
-                    tenant_id=ctx.tenant_id,
-                    scope=Scope(entry.layer, scope_key(entry.layer, entry.identifiers)),
-                    vector=np.asarray(entry.embedding, dtype=np.float32),
-                    text=entry.content,
-                    limit=supersession.CANDIDATES,
-                    min_score=(1.0 + supersession.MIN_COSINE_FROM_TO) / 2.0,
-                    now=now,
+            replaced = self._supersede_one(ctx, entry, i, later, explicit.get(entry.id, ()), now, operation)
+            if replaced:
+                out[entry.id] = replaced
+        return out
+
+    def _supersede_one(
+        self,
+        ctx: TenantContext,
+        entry: MemoryEntry,
+        index: int,
+        batch: Mapping[str, int],
+        explicit: Sequence[str],
+        now: datetime,
+        operation: str,
+    ) -> list[str]:
+        """The ids of the older memories ``entry`` (item ``index`` of a batch stored together, whose
+        ids map to their positions in ``batch``) replaces, marked superseded. An item of the batch
+        stored after ``entry`` is never a candidate: the batch behaves as if added in order."""
+        out: list[str] = []
+        olds: dict[str, MemoryEntry] = {}
+        for old_id in explicit:
+            old = self._store(lambda o=old_id: self.provider.get(ctx.tenant_id, o, now), operation)  # type: ignore[misc]
+            if old is None:
+                raise MemoryError(
+                    ErrorCode.MEMORY_NOT_FOUND,
+                    f"no memory with id {old_id!r} to supersede",
+                    operation=operation,
+                    details={"id": old_id, "field": "supersedes"},
                 )
-                page: SearchPage = self._store(lambda q=query: self.provider.search(q), operation)  # type: ignore[misc]
-                candidates = [
-                    supersession.Candidate(hit.entry, 2.0 * hit.score - 1.0)
-                    for hit in page.hits
-                    if hit.entry.id != entry.id and later.get(hit.entry.id, -1) < i
-                ]
-                for old in supersession.superseded(entry.content, candidates):
-                    olds.setdefault(old.id, old)
-            for old in olds.values():
-                if old.id == entry.id or old.status != "active":
-                    continue
-                version = old.version + 1
-                prov = old.provenance.model_copy(update={"superseded_by": entry.id, "valid_to": entry.created_at})
-                updated = old.model_copy(
-                    update={
-                        "status": "superseded",
-                        "provenance": prov,
-                        "version": version,
-                        "updated_at": max(now, old.updated_at),
-                        "etag": _etag(old.id, version, old.content_hash, old.metadata),
-                        "embedding": None,
-                    }
-                )
-                if self._store(lambda u=updated, c=old: self.provider.update(u, c), operation):  # type: ignore[misc]
-                    out.setdefault(entry.id, []).append(old.id)
+            olds[old.id] = old
+        # A conversation turn (it has a position in a thread) records what was said, not the current
+        # state of a fact: only explicit ids supersede through it.
+        if (
+            self.config.detect_supersession
+            and entry.provenance.position is None
+            and entry.embedding
+            and supersession.may_supersede(entry.content)
+        ):
+            query = SearchQuery(
+                tenant_id=ctx.tenant_id,
+                scope=Scope(entry.layer, scope_key(entry.layer, entry.identifiers)),
+                vector=np.asarray(entry.embedding, dtype=np.float32),
+                text=entry.content,
+                limit=supersession.CANDIDATES,
+                min_score=(1.0 + supersession.MIN_COSINE_FROM_TO) / 2.0,
+                now=now,
+            )
+            page: SearchPage = self._store(lambda q=query: self.provider.search(q), operation)  # type: ignore[misc]
+            candidates = [
+                supersession.Candidate(hit.entry, 2.0 * hit.score - 1.0)
+                for hit in page.hits
+                if hit.entry.id != entry.id and batch.get(hit.entry.id, -1) < index
+            ]
+            for old in supersession.superseded(entry.content, candidates):
+                olds.setdefault(old.id, old)
+        for old in olds.values():
+            if old.id == entry.id or old.status != "active":
+                continue
+            version = old.version + 1
+            prov = old.provenance.model_copy(update={"superseded_by": entry.id, "valid_to": entry.created_at})
+            updated = old.model_copy(
+                update={
+                    "status": "superseded",
+                    "provenance": prov,
+                    "version": version,
+                    "updated_at": max(now, old.updated_at),
+                    "etag": _etag(old.id, version, old.content_hash, old.metadata),
+                    "embedding": None,
+                }
+            )
+            if self._store(lambda u=updated, c=old: self.provider.update(u, c), operation):  # type: ignore[misc]
+                out.append(old.id)
         return out
 
     def _prepare_ahead(self, entries: Sequence[MemoryEntry], operation: str) -> PreparedAdd | None:
@@ -792,7 +867,13 @@ class MemoryEngine:
                 "provenance": provenance,
                 "supersedes": None if supersedes is None else check_str_list(supersedes, "supersedes", "add"),
             }
-            out = self.add_many(tctx, [item], "add")[0]
+            if self.config.group_adds:
+                # Validation and guards run here, in the caller; only a valid add joins a group.
+                entries, explicit = self._prepare_items(tctx, [item], "add")
+                pending = PendingAdd(tctx, entries[0], explicit.get(entries[0].id, ()))
+                out = self.add_groups.add(pending)
+            else:
+                out = self.add_many(tctx, [item], "add")[0]
             extra.update(layer=out.memory.layer.value, memory_id=out.memory.id)
             return out
 
