@@ -20,8 +20,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-import pyarrow as pa
-
+from ..arrow_columns import arrow_table, string_column
 from ..model import MemoryEntry
 from ..providers.graph_sql import Dialect
 from .extract import (
@@ -134,7 +133,7 @@ def _insert(
     if len(rows) < ARROW_MIN_ROWS:
         tx.execute(sql.format(rows=_JSON_ROWS + " r"), [json.dumps(rows), json.dumps([dict.fromkeys(keys, "VARCHAR")])])
         return
-    table = pa.table({key: [row[key] for row in rows] for key in keys})
+    table = arrow_table({key: string_column([row[key] for row in rows]) for key in keys})
     tx.register(_ARROW_ROWS, table)
     try:
         tx.execute(sql.format(rows=_ARROW_ROWS + " r"))
@@ -304,7 +303,7 @@ class GraphStore:
         # A hash join with the keys (list_contains would scan the key list per row), handed over as
         # an Arrow table: a batch of 1000 memories has ~23k keys, and parsing them from one JSON
         # parameter took about twice as long.
-        tx.register(_KEYS, pa.table({"k": pa.array(keys, pa.string())}))
+        tx.register(_KEYS, arrow_table({"k": string_column(keys)}))
         try:
             rows = tx.execute(
                 "SELECT e.norm_name, e.name, e.type FROM entities e "

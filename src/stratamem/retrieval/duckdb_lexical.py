@@ -21,8 +21,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import pyarrow as pa
+from arro3.core import Table
 
+from ..arrow_columns import arrow_column, arrow_table
 from ..layers import scope_key
 from ..model import MemoryEntry
 from ..providers import duckdb_schema
@@ -59,7 +60,7 @@ def _insert(cur: Any, docs: Sequence[tuple[str, str, str, str, str]]) -> None:
     _write(cur, _postings(docs))
 
 
-def _postings(docs: Sequence[tuple[str, str, str, str, str]]) -> pa.Table | None:
+def _postings(docs: Sequence[tuple[str, str, str, str, str]]) -> Table | None:
     """The ``lexical_postings`` rows of these documents as an Arrow table (None: no terms)."""
     cols: dict[str, builtins.list[Any]] = {
         k: [] for k in ("tenant_id", "layer", "scope", "term", "memory_id", "tf", "length")
@@ -77,12 +78,10 @@ def _postings(docs: Sequence[tuple[str, str, str, str, str]]) -> pa.Table | None
             cols["length"].append(length)
     if not cols["term"]:
         return None
-    return pa.table(
-        {k: pa.array(v, type=pa.int32() if k in ("tf", "length") else pa.string()) for k, v in cols.items()}
-    )
+    return arrow_table({k: arrow_column(v, "i32" if k in ("tf", "length") else "s") for k, v in cols.items()})
 
 
-def _write(cur: Any, table: pa.Table | None) -> None:
+def _write(cur: Any, table: Table | None) -> None:
     if table is None:
         return
     cur.register("stratamem_postings", table)
@@ -104,7 +103,7 @@ def _remove(cur: Any, tenant_id: str, ids: Sequence[str]) -> None:
 
 @dataclass(frozen=True)
 class _Prepared:
-    table: pa.Table | None
+    table: Table | None
 
 
 class DuckDBLexicalIndex:

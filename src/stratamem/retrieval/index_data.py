@@ -114,6 +114,12 @@ class LoadedPostings:
     tf: np.ndarray  # float64
     lengths: np.ndarray  # int32 per row: document length in terms (0 = no terms)
 
+    @classmethod
+    def empty(cls, n_rows: int) -> LoadedPostings:
+        """No postings for a partition of ``n_rows`` rows."""
+        empty = np.zeros(0, dtype=np.int64)
+        return cls(empty, empty, [], np.zeros(0), np.zeros(n_rows, dtype=np.int32))
+
 
 @dataclass
 class LoadedRows:

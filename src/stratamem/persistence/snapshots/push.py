@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import pyarrow.parquet as pq
+import duckdb
 
 from ...encryption import encrypt_file
 from ...errors import ErrorCode, MemoryError
@@ -270,7 +270,7 @@ class PushMixin(CatalogMixin, RetentionMixin):
     def _upload_one(
         self, prefix: str, snapshot_id: str, table: str, part: int, idx: int, path: Path, written: _Written
     ) -> FileEntry:
-        rows = int(pq.read_metadata(path).num_rows)
+        rows = _parquet_rows(path)
         key = self.encryption_key
         suffix = ".parquet"
         if key is not None:  # only the encrypted file leaves the machine
@@ -399,3 +399,10 @@ def _reusable(
         if fp in old_parts:
             reuse[p] = old_parts[fp].model_copy(update={"partition": p})
     return reuse
+
+
+def _parquet_rows(path: Path) -> int:
+    """The number of rows of a Parquet file, from its footer (DuckDB reads no row group)."""
+    with duckdb.connect() as con:
+        row = con.execute("SELECT num_rows FROM parquet_file_metadata(?)", [str(path)]).fetchone()
+    return int(row[0]) if row else 0

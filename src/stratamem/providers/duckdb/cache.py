@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 
+from ...arrow_columns import arrow_column, arrow_table, string_column, vector_column
 from ...embeddings.base import Vector
 from .connection import DuckDBConnection
 from .database import _text_list
@@ -74,13 +74,13 @@ class EmbeddingCacheMixin(DuckDBConnection):
         now = datetime.now(UTC).replace(tzinfo=None)
         dims = int(self.db.dims or 0)
         flat = np.concatenate([np.asarray(v, dtype=np.float32).reshape(-1) for v in items.values()])
-        batch = pa.table(
+        batch = arrow_table(
             {
-                "tenant_id": pa.array([tenant_id] * len(items), pa.string()),
-                "model": pa.array([model_id] * len(items), pa.string()),
-                "content_hash": pa.array(list(items), pa.string()),
-                "embedding": pa.FixedSizeListArray.from_arrays(pa.array(flat, type=pa.float32()), dims),
-                "created_at": pa.array([now] * len(items), pa.timestamp("us")),
+                "tenant_id": string_column([tenant_id] * len(items)),
+                "model": string_column([model_id] * len(items)),
+                "content_hash": string_column(list(items)),
+                "embedding": vector_column(flat, dims),
+                "created_at": arrow_column([now] * len(items), "ts"),
             }
         )
         with self.transaction() as cur:

@@ -7,8 +7,9 @@ from collections.abc import Sequence
 from datetime import UTC, date, datetime
 from typing import Any
 
-import pyarrow as pa
+from arro3.core import Table
 
+from ...arrow_columns import arrow_column
 from ..base import (
     dump_json,
     to_naive_utc,
@@ -61,8 +62,8 @@ class GovernanceMixin(DuckDBConnection):
                 return
             # Many rows (a bulk_add's create events): one Arrow table, no per-value conversion
             # (executemany converts value by value, far too slow for a thousand rows).
-            table = pa.Table.from_arrays(
-                [pa.array([r[i] for r in rows], type=pa.timestamp("us") if i == 2 else pa.string()) for i in range(10)],
+            table = Table.from_arrays(
+                [arrow_column([r[i] for r in rows], "ts" if i == 2 else "s") for i in range(10)],
                 names=[
                     "tenant_id",
                     "id",

@@ -11,9 +11,9 @@ from typing import Any
 
 import duckdb
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
+from arro3.core import Array, list_flatten
 
+from ...arrow_columns import arrow_table, numpy_column, query_table
 from ...model import MemoryEntry
 from ...retrieval.ann_store import AnnStore
 from ...retrieval.search_index import (
@@ -30,14 +30,10 @@ from .rows import _COLUMNS, _N_COLS, RowsMixin
 
 #: Partitions at least this large are built from a snapshot's files while it is imported.
 PREBUILD_MIN_ROWS = 2000
-_NO_POSTINGS = pa.table(
-    {
-        "memory_id": pa.array([], pa.string()),
-        "term": pa.array([], pa.string()),
-        "tf": pa.array([], pa.int32()),
-        "length": pa.array([], pa.int32()),
-    }
-)
+#: Names under which a partition load registers its memory ids and its terms (Arrow tables) with the
+#: cursor, for the joins that turn postings into row and term positions.
+_IDS = "stratamem_partition_ids"
+_VOCAB = "stratamem_partition_vocab"
 
 
 class SearchIndexMixin(RowsMixin):
@@ -137,41 +133,38 @@ class SearchIndexMixin(RowsMixin):
         dims = int(self.db.dims or 0)
         where = "WHERE tenant_id = $tenant AND layer = $layer AND scope = $scope"
         try:
-            table = cur.execute(
-                f"SELECT {_COLUMNS}, embedding FROM {memories[0]} {where}", key | memories[1]
-            ).to_arrow_table()
+            # status and expiry computed by DuckDB: columns without nulls, read as numpy arrays
+            table = query_table(
+                cur,
+                f"SELECT {_COLUMNS}, embedding, coalesce(status = 'active', false), "
+                f"coalesce(epoch_us(expires_at) / 1e6, 'inf'::DOUBLE) FROM {memories[0]} {where}",
+                key | memories[1],
+            )
             if table.num_rows == 0:
                 return LoadedRows.empty(dims)
-            postings_table = (
-                _NO_POSTINGS
-                if postings is None
-                else cur.execute(
-                    f"SELECT memory_id, term, tf, length FROM {postings[0]} {where}",
-                    key | postings[1],
-                )
-                .to_arrow_table()
-                .combine_chunks()
+            columns = [table.columns[i].chunk(0) for i in range(_N_COLS)]
+            stored = (
+                self._loaded_postings(cur, postings[0], where, key | postings[1], columns[1])
+                if postings is not None
+                else LoadedPostings.empty(table.num_rows)
             )
         except duckdb.Error as exc:
             raise self._translate(exc, "search") from exc
-        table = table.combine_chunks()
-        vectors = table.column(_N_COLS).chunk(0).flatten().to_numpy().reshape(-1, dims)
-        columns = [table.column(i).chunk(0) for i in range(_N_COLS)]
-        active = pc.fill_null(pc.equal(columns[9], "active"), False).to_numpy(zero_copy_only=False)
-        micros = pc.cast(columns[16], pa.int64()).to_numpy(zero_copy_only=False)  # nulls -> NaN
-        expires = np.where(np.isnan(micros), np.inf, micros / 1e6)
+        vectors = np.asarray(list_flatten(table.columns[_N_COLS].chunk(0))).reshape(-1, dims)
+        active = numpy_column(table, _N_COLS + 1)
+        expires = numpy_column(table, _N_COLS + 2)
 
         def entry(i: int) -> MemoryEntry:
             return self._entry([col[i].as_py() for col in columns], False)
 
         return LoadedRows(
-            ids=columns[1].to_pylist(),
-            contents=columns[3].to_pylist(),
+            ids=np.asarray(columns[1]).tolist(),  # no nulls; faster than to_pylist
+            contents=np.asarray(columns[3]).tolist(),
             active=active,
             expires=expires,
             vectors=vectors,
             entry=entry,
-            postings=self._loaded_postings(postings_table, columns[1]),
+            postings=stored,
         )
 
     def partitions_from_files(
@@ -221,20 +214,37 @@ class SearchIndexMixin(RowsMixin):
         self._stage(Change(kind="replace", tenant_id=tenant_id, partitions=dict(partitions)))
 
     @staticmethod
-    def _loaded_postings(table: pa.Table, ids: pa.Array) -> LoadedPostings:
-        """``lexical_postings`` rows of a partition, keyed by row position in ``ids`` (no tokenising)."""
-        rows = pc.index_in(table.column("memory_id"), value_set=ids).to_numpy(zero_copy_only=False)
-        known = ~np.isnan(rows) if rows.dtype.kind == "f" else np.ones(len(rows), dtype=bool)
-        rows = rows[known].astype(np.int64)
-        terms = pc.dictionary_encode(table.column("term")).chunk(0) if table.num_rows else None
+    def _loaded_postings(cur: Any, source: str, where: str, params: dict[str, Any], ids: Array) -> LoadedPostings:
+        """The ``lexical_postings`` rows of a partition read from ``source`` (``where`` and ``params``
+        select the partition), keyed by row position in ``ids`` (no tokenising).
+
+        DuckDB joins the postings with the registered ids and distinct terms, so each posting comes
+        back as (row, term) positions: hash joins instead of Arrow compute kernels."""
+        vocab = query_table(cur, f"SELECT DISTINCT term FROM {source} {where}", params)
         lengths = np.zeros(len(ids), dtype=np.int32)
-        if terms is None:
-            return LoadedPostings(rows, np.zeros(0, dtype=np.int64), [], np.zeros(0), lengths)
-        lengths[rows] = table.column("length").to_numpy()[known]
+        if vocab.num_rows == 0:
+            return LoadedPostings.empty(len(ids))
+        terms = vocab.columns[0].chunk(0)
+        cur.register(_IDS, arrow_table({"memory_id": ids, "pos": Array.from_numpy(np.arange(len(ids)))}))
+        cur.register(_VOCAB, arrow_table({"term": terms, "pos": Array.from_numpy(np.arange(len(terms)))}))
+        try:
+            table = query_table(
+                cur,
+                f"SELECT i.pos, v.pos, p.tf, p.length FROM {source} p JOIN {_IDS} i ON p.memory_id = i.memory_id "
+                f"JOIN {_VOCAB} v ON p.term = v.term {where}",
+                params,
+            )
+        finally:
+            cur.unregister(_VOCAB)
+            cur.unregister(_IDS)
+        if table.num_rows == 0:
+            return LoadedPostings.empty(len(ids))
+        rows = numpy_column(table, 0).astype(np.int64, copy=False)
+        lengths[rows] = numpy_column(table, 3)
         return LoadedPostings(
             rows=rows,
-            terms=terms.indices.to_numpy()[known].astype(np.int64),
-            vocab=terms.dictionary.to_pylist(),
-            tf=table.column("tf").to_numpy()[known].astype(np.float64),
+            terms=numpy_column(table, 1).astype(np.int64, copy=False),
+            vocab=np.asarray(terms).tolist(),
+            tf=numpy_column(table, 2).astype(np.float64),
             lengths=lengths,
         )

@@ -9,8 +9,9 @@ from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
+from arro3.core import Array, Table
 
+from ...arrow_columns import Kind, arrow_column, vector_column
 from ...layers import scope_key
 from ...model import MemoryEntry
 from ..base import (
@@ -34,27 +35,29 @@ _INSERT_COLUMNS = (
     "version, etag, importance, access_count, created_at, updated_at, expires_at, last_accessed_at, "
     "deleted_at, embedding"
 )
-_ARROW_TYPES = [
-    pa.string(),
-    pa.string(),
-    pa.string(),
-    pa.string(),
-    pa.string(),
-    pa.string(),
-    pa.string(),
-    pa.string(),
-    pa.string(),
-    pa.string(),
-    pa.string(),
-    pa.int32(),
-    pa.string(),
-    pa.float64(),
-    pa.int64(),
-    pa.timestamp("us"),
-    pa.timestamp("us"),
-    pa.timestamp("us"),
-    pa.timestamp("us"),
-    pa.timestamp("us"),
+#: Arrow type of each ``_INSERT_COLUMNS`` column but the vector: "s" string, "i32", "f64", "i64", "ts"
+#: a naive UTC timestamp in microseconds.
+_ARROW_TYPES: list[Kind] = [
+    "s",
+    "s",
+    "s",
+    "s",
+    "s",
+    "s",
+    "s",
+    "s",
+    "s",
+    "s",
+    "s",
+    "i32",
+    "s",
+    "f64",
+    "i64",
+    "ts",
+    "ts",
+    "ts",
+    "ts",
+    "ts",
 ]
 
 
@@ -101,11 +104,11 @@ class RowsMixin(DuckDBConnection):
             to_naive_utc(e.deleted_at),
         ]
 
-    def _prepare_rows(self, entries: Sequence[MemoryEntry]) -> builtins.list[pa.Array]:
+    def _prepare_rows(self, entries: Sequence[MemoryEntry]) -> builtins.list[Array]:
         """The Arrow columns of ``entries`` but the vector (built ahead of ``add`` by ``prepare_add``)."""
         scopes: dict[tuple[Any, ...], tuple[str, str]] = {}
         rows = [self._scalar_values(e, scopes) for e in entries]
-        return [pa.array([r[i] for r in rows], type=t) for i, t in enumerate(_ARROW_TYPES)]
+        return [arrow_column([r[i] for r in rows], t) for i, t in enumerate(_ARROW_TYPES)]
 
     @contextmanager
     def _prepare_reader(self) -> Iterator[Any]:
@@ -115,12 +118,12 @@ class RowsMixin(DuckDBConnection):
     def _write_generation(self) -> int | None:
         return self.db.generation
 
-    def _arrow_batch(self, columns: builtins.list[pa.Array], entries: Sequence[MemoryEntry]) -> pa.Table:
+    def _arrow_batch(self, columns: builtins.list[Array], entries: Sequence[MemoryEntry]) -> Table:
         """Rows as an Arrow table: DuckDB ingests it without per-value Python conversion."""
         dims = int(self.db.dims or 0)
         flat = np.asarray([e.embedding for e in entries], dtype=np.float32).reshape(-1)  # one conversion
-        vectors = pa.FixedSizeListArray.from_arrays(pa.array(flat, type=pa.float32()), dims)
-        return pa.Table.from_arrays([*columns, vectors], names=[c.strip() for c in _INSERT_COLUMNS.split(",")])
+        vectors = vector_column(flat, dims)
+        return Table.from_arrays([*columns, vectors], names=[c.strip() for c in _INSERT_COLUMNS.split(",")])
 
     def _entry(self, row: Sequence[Any], with_embedding: bool) -> MemoryEntry:
         (
