@@ -59,3 +59,20 @@ def test_a_search_does_not_wait_for_the_write_lock(tmp_path: Path) -> None:
         provider.flush_appends()  # the queued bookkeeping is written once the lock is free
         row = provider._cursor().execute("SELECT count(*) FROM memory_events WHERE event = 'search'").fetchone()
         assert row is not None and row[0] >= 3
+
+
+def test_a_read_inside_a_write_transaction_after_searches_logged_accesses(tmp_path: Path) -> None:
+    """Under load an add's transaction read rows (``_read``) while searches had logged accesses: the
+    transaction folds the access log when it begins but the store still says "pending" until it
+    commits, so the read tried to fold it again in a transaction of its own, on the thread's cursor
+    already inside one ("cannot start a transaction within a transaction", a 503 after retries)."""
+    with Memory.open(tmp_path / "m.duckdb", embedder="hashing") as mem:
+        provider = mem.engine.provider
+        assert isinstance(provider, DuckDBProvider)
+        first = mem.add(T, "the deployment runs on Fridays", layer="user", identifiers=WHO).memory
+        assert mem.search(T, "deployment", identifiers=WHO).results
+        provider.flush_appends()  # the search's access is in the access log, not yet folded
+        with provider.transaction():  # folds the log as it begins
+            got = provider.get("acme", first.id, first.created_at)
+            assert got is not None and got.access_count == 1
+        assert mem.get(T, first.id).access_count >= 1

@@ -325,9 +325,12 @@ class DuckDBConnection(MemoryProvider):
                         db.conn.execute(f"SET threads = {int(db.threads_before)}")
 
     def settle_access(self) -> None:
-        """Fold the access log into ``memories`` now if it holds rows (cheap check otherwise)."""
+        """Fold the access log into ``memories`` now if it holds rows (cheap check otherwise).
+
+        Not inside a transaction of this thread: it folded the log when it began (the flag is
+        cleared only at its commit), and a second transaction on the thread's cursor cannot start."""
         db = self.db
-        if db.access_pending:
+        if db.access_pending and int(getattr(db.local, "tx_depth", 0)) == 0:
             with self.transaction():
                 pass
 
