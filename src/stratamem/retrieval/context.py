@@ -34,9 +34,9 @@ relevant memories: the threshold applies to the relevance ``s``. ``w`` is
 
 from __future__ import annotations
 
-import math
-from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
+
+import numpy as np
 
 from ..embeddings.base import Vector
 from ..model import MemoryEntry
@@ -81,25 +81,29 @@ def rerank(hits: list[ScoredEntry], weight: float) -> list[ScoredEntry]:
     return out
 
 
-def _bm25(terms: list[str], docs: Iterable[Counter[str]], pool: Sequence[Counter[str]]) -> list[float]:
-    """``lex`` of ``lexical.py`` for each of ``docs``, with N, df and the average length of ``pool``."""
-    n = len(pool)
+def _bm25(
+    terms: list[str], tf: np.ndarray, lengths: np.ndarray, pool_tf: np.ndarray, pool_lengths: Sequence[int]
+) -> np.ndarray:
+    """``lex`` of ``lexical.py`` for each document (``tf``: its count of each of ``terms``, one row
+    a document; ``lengths``: its length in terms), with N, df and the average length of the pool
+    (``pool_tf``, ``pool_lengths``). The sum over the terms is taken in the order of ``terms``, as
+    ``lexical.py`` does, so the scores are the same floats."""
+    n = len(pool_lengths)
     if not terms or n == 0:
-        return [0.0 for _ in docs]
-    avgdl = max(1e-9, sum(sum(c.values()) for c in pool) / n)
-    weights = {t: lexical.idf(n, d) for t in terms if (d := sum(1 for c in pool if t in c)) > 0}
-    best = lexical.best_bm25(weights.values(), len(terms), n)
+        return np.zeros(len(lengths))
+    avgdl = max(1e-9, sum(pool_lengths) / n)
+    df = np.count_nonzero(pool_tf, axis=0)
+    weights = [(j, lexical.idf(n, int(df[j]))) for j in range(len(terms)) if df[j] > 0]
+    best = lexical.best_bm25((w for _, w in weights), len(terms), n)
+    if best <= 0:
+        return np.zeros(len(lengths))
     k1, b = lexical.BM25_K1, lexical.BM25_B
-    out: list[float] = []
-    for counts in docs:
-        length = sum(counts.values())
-        total = sum(
-            w * counts[t] * (k1 + 1.0) / (counts[t] + k1 * (1.0 - b + b * length / avgdl))
-            for t, w in weights.items()
-            if counts.get(t)
-        )
-        out.append(math.sqrt(min(1.0, total / best)) if best > 0 else 0.0)
-    return out
+    norm = k1 * (1.0 - b + b * lengths / avgdl)
+    total = np.zeros(len(lengths))
+    for j, w in weights:
+        counts = tf[:, j]
+        total = total + w * counts * (k1 + 1.0) / (counts + norm)
+    return np.sqrt(np.minimum(1.0, total / best))
 
 
 def lexical_context(
@@ -142,13 +146,30 @@ def lexical_context(
         **{p: h.entry for p, h in read_turns.items()},
         **{p: h.entry for p, h in placed.items()},
     }
-    counts = {place: lexical.term_counts(e.content) for place, e in turns.items()}
+    # each turn tokenised once; only its length and its counts of the query terms are kept
+    places = list(turns)
+    row = {place: i for i, place in enumerate(places)}
+    tf = np.zeros((len(places), len(terms)))
+    lengths = np.zeros(len(places), dtype=np.int64)
+    column = {term: j for j, term in enumerate(terms)}
+    for i, place in enumerate(places):
+        tokens = lexical.tokenize(turns[place].content)
+        lengths[i] = len(tokens)
+        for token in tokens:
+            j = column.get(token)
+            if j is not None:
+                tf[i, j] += 1.0
     # the candidates, and the turns after them (read above), scored with the turn before them
-    scored = [p for p in turns if any((p[0], p[1] - step) in placed for step in range(after + 1))]
-    docs = [counts[p] + counts.get((p[0], p[1] - 1), Counter()) for p in scored]
-    pool = list(counts.values())
-    with_context = dict(zip(scored, _bm25(terms, docs, pool), strict=True))
-    own = dict(zip(scored, _bm25(terms, (counts[p] for p in scored), pool), strict=True))
+    scored = [p for p in places if any((p[0], p[1] - step) in placed for step in range(after + 1))]
+    rows = np.array([row[p] for p in scored], dtype=np.int64)
+    before = np.array([row.get((p[0], p[1] - 1), -1) for p in scored], dtype=np.int64)
+    has_before = before >= 0
+    before_tf = np.where(has_before[:, None], tf[before], 0.0)
+    before_lengths = np.where(has_before, lengths[before], 0)
+    pool_lengths = lengths.tolist()
+    with_context = _bm25(terms, tf[rows] + before_tf, lengths[rows] + before_lengths, tf, pool_lengths).tolist()
+    own = _bm25(terms, tf[rows], lengths[rows], tf, pool_lengths).tolist()
+    lex = {place: max(o, c) for place, o, c in zip(scored, own, with_context, strict=True)}
     out = [hit for hit in hits if _place(hit) is None]
     for place in scored:
         hit = placed.get(place)
@@ -159,7 +180,7 @@ def lexical_context(
         else:
             out.append(hit)
             continue
-        lifted = lexical.fuse_scores(dense, max(own[place], with_context[place]), lexical_weight)
+        lifted = lexical.fuse_scores(dense, lex[place], lexical_weight)
         if hit is not None:
             out.append(ScoredEntry(entry=hit.entry, score=max(hit.score, lifted)))
         elif lifted >= min_score:
