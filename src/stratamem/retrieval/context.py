@@ -34,19 +34,23 @@ relevant memories: the threshold applies to the relevance ``s``. ``w`` is
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import functools
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
 from ..embeddings.base import Vector
 from ..model import MemoryEntry
-from ..providers.base import ScoredEntry, SearchPage, dense_score, thread_place
+from ..providers.base import ScoredEntry, SearchPage, thread_place
 from . import lexical
 
 #: Candidates re-ranked per layer when the layer holds positioned memories.
 CANDIDATES = 50
 #: Turns on each side of a memory that count as its neighbours (same thread).
 WINDOW = 2
+#: Turn texts whose term counts are kept between searches (``_term_counts``).
+TOKENISED_TURNS = 16384
 
 Place = tuple[str, int]
 #: Reads the memories of the searched scope at these places, each with its dense score to the query
@@ -78,6 +82,28 @@ def rerank(hits: list[ScoredEntry], weight: float) -> list[ScoredEntry]:
         )
         out.append(ScoredEntry(entry=hit.entry, score=(hit.score + weight * neighbour) / (1.0 + weight)))
     out.sort(key=lambda h: (-h.score, h.entry.id))
+    return out
+
+
+@functools.lru_cache(maxsize=TOKENISED_TURNS)
+def _term_counts(content: str) -> tuple[int, Mapping[str, int]]:
+    """A turn's length in terms and its term counts (``lexical.tokenize``), kept for the next
+    searches: the same turns are read around the candidates of many queries. Keyed by the text, so
+    an edited turn is tokenised anew."""
+    counts = Counter(lexical.tokenize(content))
+    return sum(counts.values()), counts
+
+
+def _dense_scores(vector: Vector, embeddings: Sequence[Vector | Sequence[float]]) -> list[float]:
+    """``dense_score(vector, e)`` of each embedding, the query converted and its norm taken once
+    (the same float32 products as ``dense_score``, one vector at a time)."""
+    q = np.asarray(vector, dtype=np.float32)
+    q_norm = np.sqrt(q.dot(q))  # np.linalg.norm of a float32 vector
+    out: list[float] = []
+    for embedding in embeddings:
+        m = np.asarray(embedding, dtype=np.float32)
+        cosine = float(q @ m) / max(float(q_norm * np.sqrt(m.dot(m))), 1e-12)
+        out.append(min(1.0, max(0.0, (1.0 + cosine) / 2.0)))
     return out
 
 
@@ -153,12 +179,10 @@ def lexical_context(
     lengths = np.zeros(len(places), dtype=np.int64)
     column = {term: j for j, term in enumerate(terms)}
     for i, place in enumerate(places):
-        tokens = lexical.tokenize(turns[place].content)
-        lengths[i] = len(tokens)
-        for token in tokens:
-            j = column.get(token)
-            if j is not None:
-                tf[i, j] += 1.0
+        length, counts = _term_counts(turns[place].content)
+        lengths[i] = length
+        for term, j in column.items():
+            tf[i, j] = counts.get(term, 0)
     # the candidates, and the turns after them (read above), scored with the turn before them
     scored = [p for p in places if any((p[0], p[1] - step) in placed for step in range(after + 1))]
     rows = np.array([row[p] for p in scored], dtype=np.int64)
@@ -170,13 +194,17 @@ def lexical_context(
     with_context = _bm25(terms, tf[rows] + before_tf, lengths[rows] + before_lengths, tf, pool_lengths).tolist()
     own = _bm25(terms, tf[rows], lengths[rows], tf, pool_lengths).tolist()
     lex = {place: max(o, c) for place, o, c in zip(scored, own, with_context, strict=True)}
+    embedded = [p for p in scored if p in placed and placed[p].entry.embedding]
+    dense_of = dict(
+        zip(embedded, _dense_scores(vector, [placed[p].entry.embedding or [] for p in embedded]), strict=True)
+    )
     out = [hit for hit in hits if _place(hit) is None]
     for place in scored:
         hit = placed.get(place)
         if hit is None:  # a turn read after a candidate: its dense score came with it
             dense = read_turns[place].score
-        elif hit.entry.embedding:
-            dense = dense_score(vector, hit.entry.embedding)
+        elif place in dense_of:
+            dense = dense_of[place]
         else:
             out.append(hit)
             continue
