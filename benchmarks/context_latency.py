@@ -45,6 +45,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--questions", type=int, default=90)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args(argv)
+    if not args.data.exists():
+        print(f"skipped: LoCoMo data not found at {args.data}")
+        return 0
     data: list[dict[str, Any]] = json.loads(args.data.read_text())
     asked = questions(data, args.questions)
     configs = {"no context": MemoryConfig(context_weight=0.0), "default": MemoryConfig()}
