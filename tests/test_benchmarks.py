@@ -141,6 +141,20 @@ def test_locomo_offline_replays_the_engine_score(tmp_path: Path) -> None:
     assert 0.0 < replay["hit@1"] < 1.0, "a ranking to compare: some answers first, some not"
 
 
+def test_context_latency_times_both_configurations(tmp_path: Path) -> None:
+    """On a store written by locomo_recall.py, both configurations are searched the same number of times."""
+    data, db = tmp_path / "locomo.json", tmp_path / "locomo.duckdb"
+    _tiny_locomo(data)
+    common = ["--embedder", "hashing", "--data", str(data)]
+    run = _bench("locomo_recall.py", *common, "--config", "dense", "--db", str(db), "--out", str(tmp_path / "r.json"))
+    assert run.returncode == 0, run.stderr
+    run = _bench("context_latency.py", *common, "--db", str(db), "--questions", "5", "--rounds", "2")
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    assert [line.split()[0] for line in lines] == ["no", "default"]
+    assert all(line.endswith("(10 searches)") for line in lines)
+
+
 def test_floor_options_runs_and_writes_its_json(tmp_path: Path) -> None:
     out = tmp_path / "floor_options.json"
     run = _bench("floor_options.py", "--embedder", "hashing", "--sizes", "7", "--trials", "2", "--out", str(out))

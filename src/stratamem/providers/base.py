@@ -25,7 +25,7 @@ import builtins
 import json
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
@@ -635,6 +635,14 @@ def thread_place(entry: MemoryEntry) -> tuple[str, int] | None:
     if isinstance(position, int) and not isinstance(position, bool):
         return (str(thread or ""), position)
     return None
+
+
+def place_keys(places: Iterable[tuple[str, int]]) -> list[str]:
+    """``thread + chr(31) + position`` of each place, sorted: the key a provider's select of
+    ``thread_turns`` compares with the provenance's ``coalesce(thread_id, '') || chr(31) || position``
+    (a superset of the places when a thread id holds chr(31); the rows are then checked with
+    :func:`thread_place`)."""
+    return sorted({f"{thread}\x1f{position}" for thread, position in places})
 
 
 def to_utc(value: datetime | None) -> datetime | None:

@@ -61,6 +61,7 @@ from .base import (
     StoreInfo,
     dump_json,
     entry_from_parts,
+    place_keys,
     thread_place,
     to_utc,
 )
@@ -733,7 +734,8 @@ class PostgresProvider(PostgresRowCopyMixin, MemoryProvider):
         with self._conn("thread_turns") as conn:
             rows = conn.execute(
                 f"SELECT {_COLUMNS}, least(1::float8, greatest(0::float8, 1 - (embedding <=> %s) / 2)) "
-                f"FROM memories WHERE {self._SCOPE_WHERE} AND provenance->>'position' = ANY(%s)",
+                f"FROM memories WHERE {self._SCOPE_WHERE} "
+                "AND coalesce(provenance->>'thread_id', '') || chr(31) || (provenance->>'position') = ANY(%s)",
                 [
                     np.asarray(vector, dtype=np.float32),
                     tenant_id,
@@ -741,7 +743,7 @@ class PostgresProvider(PostgresRowCopyMixin, MemoryProvider):
                     scope.key,
                     list(statuses),
                     now,
-                    sorted({str(position) for _, position in wanted}),
+                    place_keys(wanted),
                 ],
             ).fetchall()
         hits = [ScoredEntry(entry=self._entry(r, False), score=float(r[_N_COLS])) for r in rows]

@@ -34,19 +34,23 @@ relevant memories: the threshold applies to the relevance ``s``. ``w`` is
 
 from __future__ import annotations
 
-import math
+import functools
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
 
 from ..embeddings.base import Vector
 from ..model import MemoryEntry
-from ..providers.base import ScoredEntry, SearchPage, dense_score, thread_place
+from ..providers.base import ScoredEntry, SearchPage, thread_place
 from . import lexical
 
 #: Candidates re-ranked per layer when the layer holds positioned memories.
 CANDIDATES = 50
 #: Turns on each side of a memory that count as its neighbours (same thread).
 WINDOW = 2
+#: Turn texts whose term counts are kept between searches (``_term_counts``).
+TOKENISED_TURNS = 16384
 
 Place = tuple[str, int]
 #: Reads the memories of the searched scope at these places, each with its dense score to the query
@@ -81,25 +85,51 @@ def rerank(hits: list[ScoredEntry], weight: float) -> list[ScoredEntry]:
     return out
 
 
-def _bm25(terms: list[str], docs: Iterable[Counter[str]], pool: Sequence[Counter[str]]) -> list[float]:
-    """``lex`` of ``lexical.py`` for each of ``docs``, with N, df and the average length of ``pool``."""
-    n = len(pool)
-    if not terms or n == 0:
-        return [0.0 for _ in docs]
-    avgdl = max(1e-9, sum(sum(c.values()) for c in pool) / n)
-    weights = {t: lexical.idf(n, d) for t in terms if (d := sum(1 for c in pool if t in c)) > 0}
-    best = lexical.best_bm25(weights.values(), len(terms), n)
-    k1, b = lexical.BM25_K1, lexical.BM25_B
+@functools.lru_cache(maxsize=TOKENISED_TURNS)
+def _term_counts(content: str) -> tuple[int, Mapping[str, int]]:
+    """A turn's length in terms and its term counts (``lexical.tokenize``), kept for the next
+    searches: the same turns are read around the candidates of many queries. Keyed by the text, so
+    an edited turn is tokenised anew."""
+    counts = Counter(lexical.tokenize(content))
+    return sum(counts.values()), counts
+
+
+def _dense_scores(vector: Vector, embeddings: Sequence[Vector | Sequence[float]]) -> list[float]:
+    """``dense_score(vector, e)`` of each embedding, the query converted and its norm taken once
+    (the same float32 products as ``dense_score``, one vector at a time)."""
+    q = np.asarray(vector, dtype=np.float32)
+    q_norm = np.sqrt(q.dot(q))  # np.linalg.norm of a float32 vector
     out: list[float] = []
-    for counts in docs:
-        length = sum(counts.values())
-        total = sum(
-            w * counts[t] * (k1 + 1.0) / (counts[t] + k1 * (1.0 - b + b * length / avgdl))
-            for t, w in weights.items()
-            if counts.get(t)
-        )
-        out.append(math.sqrt(min(1.0, total / best)) if best > 0 else 0.0)
+    for embedding in embeddings:
+        m = np.asarray(embedding, dtype=np.float32)
+        cosine = float(q @ m) / max(float(q_norm * np.sqrt(m.dot(m))), 1e-12)
+        out.append(min(1.0, max(0.0, (1.0 + cosine) / 2.0)))
     return out
+
+
+def _bm25(
+    terms: list[str], tf: np.ndarray, lengths: np.ndarray, pool_tf: np.ndarray, pool_lengths: Sequence[int]
+) -> np.ndarray:
+    """``lex`` of ``lexical.py`` for each document (``tf``: its count of each of ``terms``, one row
+    a document; ``lengths``: its length in terms), with N, df and the average length of the pool
+    (``pool_tf``, ``pool_lengths``). The sum over the terms is taken in the order of ``terms``, as
+    ``lexical.py`` does, so the scores are the same floats."""
+    n = len(pool_lengths)
+    if not terms or n == 0:
+        return np.zeros(len(lengths))
+    avgdl = max(1e-9, sum(pool_lengths) / n)
+    df = np.count_nonzero(pool_tf, axis=0)
+    weights = [(j, lexical.idf(n, int(df[j]))) for j in range(len(terms)) if df[j] > 0]
+    best = lexical.best_bm25((w for _, w in weights), len(terms), n)
+    if best <= 0:
+        return np.zeros(len(lengths))
+    k1, b = lexical.BM25_K1, lexical.BM25_B
+    norm = k1 * (1.0 - b + b * lengths / avgdl)
+    total = np.zeros(len(lengths))
+    for j, w in weights:
+        counts = tf[:, j]
+        total = total + w * counts * (k1 + 1.0) / (counts + norm)
+    return np.sqrt(np.minimum(1.0, total / best))
 
 
 def lexical_context(
@@ -142,24 +172,43 @@ def lexical_context(
         **{p: h.entry for p, h in read_turns.items()},
         **{p: h.entry for p, h in placed.items()},
     }
-    counts = {place: lexical.term_counts(e.content) for place, e in turns.items()}
+    # each turn tokenised once; only its length and its counts of the query terms are kept
+    places = list(turns)
+    row = {place: i for i, place in enumerate(places)}
+    tf = np.zeros((len(places), len(terms)))
+    lengths = np.zeros(len(places), dtype=np.int64)
+    column = {term: j for j, term in enumerate(terms)}
+    for i, place in enumerate(places):
+        length, counts = _term_counts(turns[place].content)
+        lengths[i] = length
+        for term, j in column.items():
+            tf[i, j] = counts.get(term, 0)
     # the candidates, and the turns after them (read above), scored with the turn before them
-    scored = [p for p in turns if any((p[0], p[1] - step) in placed for step in range(after + 1))]
-    docs = [counts[p] + counts.get((p[0], p[1] - 1), Counter()) for p in scored]
-    pool = list(counts.values())
-    with_context = dict(zip(scored, _bm25(terms, docs, pool), strict=True))
-    own = dict(zip(scored, _bm25(terms, (counts[p] for p in scored), pool), strict=True))
+    scored = [p for p in places if any((p[0], p[1] - step) in placed for step in range(after + 1))]
+    rows = np.array([row[p] for p in scored], dtype=np.int64)
+    before = np.array([row.get((p[0], p[1] - 1), -1) for p in scored], dtype=np.int64)
+    has_before = before >= 0
+    before_tf = np.where(has_before[:, None], tf[before], 0.0)
+    before_lengths = np.where(has_before, lengths[before], 0)
+    pool_lengths = lengths.tolist()
+    with_context = _bm25(terms, tf[rows] + before_tf, lengths[rows] + before_lengths, tf, pool_lengths).tolist()
+    own = _bm25(terms, tf[rows], lengths[rows], tf, pool_lengths).tolist()
+    lex = {place: max(o, c) for place, o, c in zip(scored, own, with_context, strict=True)}
+    embedded = [p for p in scored if p in placed and placed[p].entry.embedding]
+    dense_of = dict(
+        zip(embedded, _dense_scores(vector, [placed[p].entry.embedding or [] for p in embedded]), strict=True)
+    )
     out = [hit for hit in hits if _place(hit) is None]
     for place in scored:
         hit = placed.get(place)
         if hit is None:  # a turn read after a candidate: its dense score came with it
             dense = read_turns[place].score
-        elif hit.entry.embedding:
-            dense = dense_score(vector, hit.entry.embedding)
+        elif place in dense_of:
+            dense = dense_of[place]
         else:
             out.append(hit)
             continue
-        lifted = lexical.fuse_scores(dense, max(own[place], with_context[place]), lexical_weight)
+        lifted = lexical.fuse_scores(dense, lex[place], lexical_weight)
         if hit is not None:
             out.append(ScoredEntry(entry=hit.entry, score=max(hit.score, lifted)))
         elif lifted >= min_score:

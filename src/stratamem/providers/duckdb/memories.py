@@ -25,6 +25,7 @@ from ..base import (
     ScoredEntry,
     SearchPage,
     SearchQuery,
+    place_keys,
     thread_place,
     to_naive_utc,
 )
@@ -161,7 +162,8 @@ class MemoriesMixin(SearchIndexMixin):
                 f"(1 + array_cosine_similarity(embedding, ?::FLOAT[{dims}])) / 2)) FROM memories "
                 "WHERE tenant_id = ? AND layer = ? AND scope = ? AND embedding IS NOT NULL "
                 "AND list_contains(?::JSON::VARCHAR[], status) AND (expires_at IS NULL OR expires_at > ?) "
-                "AND list_contains(?::JSON::VARCHAR[], json_extract_string(provenance, '$.position'))",
+                "AND list_contains(?::JSON::VARCHAR[], coalesce(json_extract_string(provenance, '$.thread_id'), '') "
+                "|| chr(31) || json_extract_string(provenance, '$.position'))",
                 [
                     _vector_literal(vector),
                     tenant_id,
@@ -169,7 +171,7 @@ class MemoriesMixin(SearchIndexMixin):
                     scope.key,
                     _text_list(statuses),
                     to_naive_utc(now),
-                    _text_list(sorted({str(position) for _, position in wanted})),
+                    _text_list(place_keys(wanted)),
                 ],
             ).fetchall()
         hits = [ScoredEntry(entry=self._entry(r, False), score=float(r[_N_COLS])) for r in rows]
