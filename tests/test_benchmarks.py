@@ -164,3 +164,24 @@ def test_floor_options_runs_and_writes_its_json(tmp_path: Path) -> None:
     for by_split in data["small scopes"]["7"].values():
         assert set(by_split) == {"dev", "holdout"}
         assert all(0.0 <= v <= 1.0 for row in by_split.values() for v in row.values())
+
+
+def test_store_search_measures_a_store_built_by_load(tmp_path: Path) -> None:
+    store = tmp_path / "store.duckdb"
+    built = _bench(
+        "load.py",
+        *("--memories", "60", "--clients", "1", "--seconds", "0.5", "--embedder", "hashing"),
+        *("--embed-sample", "16", "--store", str(store), "--out", str(tmp_path / "load.json")),
+    )
+    assert built.returncode == 0, built.stderr
+    out = tmp_path / "store_search.json"
+    run = _bench(
+        "store_search.py", "--store", str(store), "--queries", "12", "--embedder", "hashing", "--out", f"{out}"
+    )
+    assert run.returncode == 0, run.stderr
+    data = json.loads(out.read_text())
+    assert data["queries"] == 12 and data["memories_in_scope"] >= 60 and data["mean_results"] > 0
+    assert data["latency_ms"]["search"]["p50"] > 0 and data["open_first_search_ms"] > 0
+    assert "p50" in run.stdout
+    missing = _bench("store_search.py", "--store", str(tmp_path / "absent.duckdb"))
+    assert missing.returncode == 2 and "load.py --store" in missing.stderr

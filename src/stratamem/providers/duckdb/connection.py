@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, suppress
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,40 @@ from ..base import (
 )
 from . import encrypted
 from .database import _REGISTRY, _REGISTRY_LOCK, _Database, _fold_access_log, log
+
+
+@dataclass
+class RowAppend:
+    """An append of ``rows`` to ``table``, written by ``insert(cursor, rows)``.
+
+    The append worker writes the appends of one batch together, and those to the same table with one
+    ``insert`` (:func:`merge_row_appends`): an insert's fixed cost, not its rows, is most of what a
+    search's ``memory_events`` rows cost, and under concurrent searches a batch holds several."""
+
+    table: str
+    rows: list[Sequence[Any]]
+    insert: Callable[[Any, Sequence[Sequence[Any]]], None]
+
+    def __call__(self, cur: Any) -> None:
+        self.insert(cur, self.rows)
+
+
+def merge_row_appends(writes: Sequence[Callable[[Any], None]]) -> list[Callable[[Any], None]]:
+    """``writes`` with the :class:`RowAppend` of each table folded into the first one (rows in order);
+    other writes keep their place."""
+    out: list[Callable[[Any], None]] = []
+    merged: dict[str, RowAppend] = {}
+    for write in writes:
+        if isinstance(write, RowAppend):
+            first = merged.get(write.table)
+            if first is None:
+                merged[write.table] = first = RowAppend(write.table, list(write.rows), write.insert)
+                out.append(first)
+            else:
+                first.rows.extend(write.rows)
+        else:
+            out.append(write)
+    return out
 
 
 class DuckDBConnection(MemoryProvider):
@@ -160,7 +195,7 @@ class DuckDBConnection(MemoryProvider):
             return
         try:
             with self.transaction(settle=False, flush=False, bookkeeping=True) as cur:
-                for write in writes:
+                for write in merge_row_appends(writes):
                     write(cur)
         except Exception:
             log.warning(

@@ -14,8 +14,28 @@ from ..base import (
     dump_json,
     to_naive_utc,
 )
-from .connection import DuckDBConnection
+from .connection import DuckDBConnection, RowAppend
 from .database import _text_list
+
+_EVENT_COLUMNS = ["tenant_id", "id", "ts", "event", "memory_id", "layer", "principal", "code", "outcome", "details"]
+
+
+def _insert_events(cur: Any, rows: Sequence[Sequence[Any]]) -> None:
+    """Insert ``memory_events`` rows (one statement for one row, one Arrow table for several)."""
+    if len(rows) == 1:
+        cur.execute("INSERT INTO memory_events VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", list(rows[0]))
+        return
+    # Many rows (a bulk_add's create events, the searches of one append batch): one Arrow table,
+    # no per-value conversion (executemany converts value by value, far too slow for a thousand rows).
+    table = Table.from_arrays(
+        [arrow_column([r[i] for r in rows], "ts" if i == 2 else "s") for i in range(len(_EVENT_COLUMNS))],
+        names=_EVENT_COLUMNS,
+    )
+    cur.register("stratamem_events", table)
+    try:
+        cur.execute("INSERT INTO memory_events SELECT * FROM stratamem_events")
+    finally:
+        cur.unregister("stratamem_events")
 
 
 class GovernanceMixin(DuckDBConnection):
@@ -40,7 +60,7 @@ class GovernanceMixin(DuckDBConnection):
     def append_memory_events(self, events: Sequence[Any]) -> None:
         if not events:
             return
-        rows = [
+        rows: list[Sequence[Any]] = [
             [
                 e["tenant_id"],
                 e["id"],
@@ -56,34 +76,8 @@ class GovernanceMixin(DuckDBConnection):
             for e in events
         ]
 
-        def write(cur: Any) -> None:  # its own table: no fold on the search path
-            if len(rows) == 1:
-                cur.execute("INSERT INTO memory_events VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows[0])
-                return
-            # Many rows (a bulk_add's create events): one Arrow table, no per-value conversion
-            # (executemany converts value by value, far too slow for a thousand rows).
-            table = Table.from_arrays(
-                [arrow_column([r[i] for r in rows], "ts" if i == 2 else "s") for i in range(10)],
-                names=[
-                    "tenant_id",
-                    "id",
-                    "ts",
-                    "event",
-                    "memory_id",
-                    "layer",
-                    "principal",
-                    "code",
-                    "outcome",
-                    "details",
-                ],
-            )
-            cur.register("stratamem_events", table)
-            try:
-                cur.execute("INSERT INTO memory_events SELECT * FROM stratamem_events")
-            finally:
-                cur.unregister("stratamem_events")
-
-        self._append(write)
+        # its own table: no fold on the search path; merged with other searches' rows by the worker
+        self._append(RowAppend("memory_events", rows, _insert_events))
 
     def delete_memory_events(self, tenant_id: str, memory_ids: Sequence[str]) -> int:
         with self.transaction() as cur:

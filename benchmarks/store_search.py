@@ -1,0 +1,88 @@
+"""SDK search latency on a store that is already built (e.g. the one ``load.py --store`` keeps).
+
+    python benchmarks/store_search.py --store PATH [--queries 200] [--embedder onnx] [--out PATH]
+
+Building a 100k-memory store takes minutes; this measures search on one that exists, through the
+public SDK, as an application embedding stratamem would call it:
+
+* ``open + first search``: ``Memory.open`` to the first answer (the first search loads the scope's
+  partition into the search index and starts the model);
+* ``search``: ``mem.search`` end to end with distinct queries (query embedding included), p50/p95;
+* ``search (vector cached)``: the same queries again (the engine's query cache hits).
+
+The queries are the paraphrased questions of ``sentences.py`` (seed 0, as ``load.py`` asks them) over
+the tenant and user ``load.py`` writes. Prints a table and writes JSON to ``--out`` (default
+benchmarks/results/store_search.json).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from load import TENANT, USER
+from sentences import SentenceGenerator
+from stratamem import Memory, TenantContext
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--store", type=Path, required=True, help="a DuckDB store built by load.py --store")
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--embedder", default="onnx")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "store_search.json")
+    args = parser.parse_args(argv)
+    if not args.store.exists():
+        print(f"no store at {args.store}: build one with load.py --store", file=sys.stderr)
+        return 2
+    queries = [f.query for f in SentenceGenerator(args.seed).take(args.queries)]
+    ctx = TenantContext(tenant_id=TENANT, principal="bench")
+    who = {"user_id": USER}
+    started = time.perf_counter()
+    with Memory.open(args.store, embedder=args.embedder) as mem:
+        mem.search(ctx, queries[0], identifiers=who, limit=10)
+        open_first_ms = (time.perf_counter() - started) * 1000
+        rows: dict[str, list[float]] = {"search": [], "search (vector cached)": []}
+        counts: list[int] = []
+        for label in rows:
+            for q in queries:
+                t0 = time.perf_counter()
+                res = mem.search(ctx, q, identifiers=who, limit=10)
+                rows[label].append((time.perf_counter() - t0) * 1000)
+                counts.append(len(res.results))
+        total = mem.list(ctx, layer="user", identifiers=who, limit=1).total_count
+    result = {
+        "store": str(args.store),
+        "embedder": args.embedder,
+        "queries": len(queries),
+        "memories_in_scope": total,
+        "open_first_search_ms": open_first_ms,
+        "latency_ms": {k: {"p50": statistics.median(v), "p95": percentile(v, 0.95)} for k, v in rows.items()},
+        "mean_results": statistics.fmean(counts) if counts else 0.0,
+        "machine": {"python": platform.python_version(), "platform": platform.platform()},
+    }
+    print(f"store {args.store} ({total} memories in the searched scope), {len(queries)} queries, {args.embedder}")
+    print(f"{'open + first search':<24} {open_first_ms:>9.1f} ms")
+    for label, row in result["latency_ms"].items():
+        print(f"{label:<24} p50 {row['p50']:>7.2f} ms   p95 {row['p95']:>7.2f} ms")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2))
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
