@@ -34,11 +34,24 @@ class EmbeddingCacheMixin(DuckDBConnection):
             for table, where, params in sources:
                 if not wanted:
                     break
-                if len(wanted) == 1:  # index lookup
+
+                def load(table: str = table, where: str = where, params: builtins.list[str] = params) -> Any:
+                    return (
+                        r[0]
+                        for r in cur.execute(
+                            f"SELECT DISTINCT c.content_hash FROM {table} c WHERE {where}", params
+                        ).fetchall()
+                    )
+
+                # only the hashes this table may hold (database.KnownHashes): new texts skip the scan
+                maybe = self.db.known_hashes.maybe_present((table, tenant_id, model_id), wanted, load)
+                if not maybe:
+                    continue
+                if len(maybe) == 1:
                     found = cur.execute(
                         f"SELECT c.content_hash, c.embedding FROM {table} c WHERE {where} "
                         "AND c.content_hash = ? LIMIT 1",
-                        [*params, wanted[0]],
+                        [*params, maybe[0]],
                     ).fetchall()
                 else:
                     # A hash join with the wanted hashes (list_contains scans the list per row). It
@@ -52,7 +65,7 @@ class EmbeddingCacheMixin(DuckDBConnection):
                     present = [
                         r[0]
                         for r in cur.execute(
-                            f"SELECT DISTINCT c.content_hash {join}", [_text_list(wanted), *params]
+                            f"SELECT DISTINCT c.content_hash {join}", [_text_list(maybe), *params]
                         ).fetchall()
                     ]
                     found = (
@@ -92,3 +105,4 @@ class EmbeddingCacheMixin(DuckDBConnection):
                 )
             finally:
                 cur.unregister("stratamem_cache_batch")
+            self.db.known_hashes.add("embedding_cache", tenant_id, model_id, items)

@@ -353,6 +353,7 @@ class DuckDBConnection(MemoryProvider):
         try:
             yield
         finally:
+            db.known_hashes.forget()  # rows came from files, not through add
             with db.imports_lock:
                 db.imports -= 1
                 if db.imports == 0 and db.threads_before is not None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +27,54 @@ CHECKPOINT_THRESHOLD = "128MB"
 
 
 log = logging.getLogger("stratamem.duckdb")
+
+
+class KnownHashes:
+    """The content hashes a tenant's rows of a table may hold, so that ``cache_get`` asks the
+    database only for hashes it can find.
+
+    DuckDB answers "which of these hashes does the tenant store" by scanning the tenant's hash
+    column (its index is not used for the lookup), which at 100k memories was most of a small add's
+    time, although a new text is by definition not stored. A set is loaded at the first lookup of a
+    (table, tenant, model); every write of this process that stores a hash adds it (``add``,
+    ``update``, ``cache_put``). A hash deleted stays in the set: a stale entry costs only the query it
+    would have saved. Writes that bring rows in another way (a snapshot pulled, rows copied,
+    replaced partitions) forget the tenant's sets; the next lookup loads them again. Missing a hash
+    costs an embedding, never a wrong vector: the text is embedded again.
+    """
+
+    def __init__(self) -> None:
+        self._sets: dict[tuple[str, str, str], set[str]] = {}
+        self._lock = threading.Lock()
+
+    def maybe_present(
+        self, key: tuple[str, str, str], wanted: Sequence[str], load: Callable[[], Iterable[str]]
+    ) -> list[str]:
+        """The hashes of ``wanted`` that the rows of ``key`` (table, tenant, model) may hold."""
+        with self._lock:
+            known = self._sets.get(key)
+        if known is None:
+            known = set(load())
+            with self._lock:
+                known |= self._sets.get(key, set())  # hashes added while it loaded
+                self._sets[key] = known
+        return [h for h in wanted if h in known]
+
+    def add(self, table: str, tenant_id: str, model: str | None, hashes: Iterable[str]) -> None:
+        """Hashes stored by a write (only sets already loaded need them)."""
+        with self._lock:
+            known = self._sets.get((table, tenant_id, model or ""))
+            if known is not None:
+                known.update(hashes)
+
+    def forget(self, tenant_id: str | None = None) -> None:
+        """Drop the sets of ``tenant_id`` (every tenant's when None): rows came in another way."""
+        with self._lock:
+            if tenant_id is None:
+                self._sets.clear()
+            else:
+                for key in [k for k in self._sets if k[1] == tenant_id]:
+                    del self._sets[key]
 
 
 @dataclass
@@ -55,6 +103,8 @@ class _Database:
     #: the commit): equal before a read and at a later write means nothing that read saw has changed.
     #: The file has one writing process (DuckDB locks it), so this counter sees every such commit.
     generation: int = 0
+    #: Content hashes each tenant's rows may hold (``cache_get`` skips lookups that cannot succeed).
+    known_hashes: KnownHashes = field(default_factory=KnownHashes)
     #: Encrypted file: the catalog it is attached as (every cursor ``USE``s it) and the key's id
     #: (a second provider on the file must bring the same key). None: the file is the main database.
     catalog: str | None = None

@@ -97,12 +97,16 @@ class SearchIndexMixin(RowsMixin):
         return loaded
 
     def rows_replaced(self, tenant_id: str) -> None:
+        if self._db is not None:
+            self._db.known_hashes.forget(tenant_id)
         index = self._db.search_index if self._db is not None else None
         if index is not None:
             index.drop_tenant(tenant_id)
 
     def _stage(self, change: Change) -> None:
         """Record a write's effect on the search index; applied when its transaction commits."""
+        if change.kind == "replace":  # the tenant's rows were rewritten from elsewhere
+            self.db.known_hashes.forget(change.tenant_id)
         index = self.db.search_index
         if index is not None:
             index.stage(change)

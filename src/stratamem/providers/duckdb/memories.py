@@ -67,6 +67,12 @@ class MemoriesMixin(SearchIndexMixin):
                     )
             finally:
                 cur.unregister("stratamem_batch")
+            known = self.db.known_hashes
+            for tenant_id in dict.fromkeys(e.tenant_id for e in entries):
+                stored = [e.content_hash for e in entries if e.tenant_id == tenant_id and e.content_hash]
+                known.add("memories", tenant_id, self.db.model, stored)
+                if cache_model is not None and cache_model != self.db.model:
+                    known.add("embedding_cache", tenant_id, cache_model, stored)
             self._run_add_hooks(cur, entries, prepared)
             for tenant_id in dict.fromkeys(e.tenant_id for e in entries):
                 self._stage(Change("upsert", tenant_id, entries=[e for e in entries if e.tenant_id == tenant_id]))
@@ -108,6 +114,8 @@ class MemoriesMixin(SearchIndexMixin):
                 + " WHERE tenant_id = ? AND id = ?",
                 [*values[2:20], *([values[20]] if set_embedding else []), entry.tenant_id, entry.id],
             )
+            if entry.content_hash:
+                self.db.known_hashes.add("memories", entry.tenant_id, self.db.model, [entry.content_hash])
             for hook in self.write_hooks:
                 hook.after_update(cur, entry, previous)
             self._stage(Change("upsert", entry.tenant_id, entries=[entry], previous=[previous]))

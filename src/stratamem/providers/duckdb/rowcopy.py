@@ -89,6 +89,7 @@ class RowCopyMixin(DuckDBConnection):
         values = [[_store(v, j) for v, j in zip(row, dump, strict=True)] for row in rows]
         with self.transaction(settle=table == "memories") as cur:
             cur.executemany(statement, values)
+        self.db.known_hashes.forget()  # rows came in without add (database.KnownHashes)
         return len(values)
 
 
