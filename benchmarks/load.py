@@ -115,10 +115,12 @@ def build_store(db: Path, n: int, embedder: str, gen: SentenceGenerator) -> tupl
     return key, time.perf_counter() - started
 
 
-def reuse_store(db: Path, embedder: str) -> str:
-    """A new API key on a store built by an earlier run (``--store``)."""
+def reuse_store(db: Path, embedder: str) -> tuple[str, int]:
+    """A new API key on a store built by an earlier run (``--store``), and its number of memories."""
     with Memory.open(db, embedder=embedder) as mem:
-        return create_key(mem.engine.provider, TENANT, "writer", identifiers={"user_id": USER}).key
+        ctx = TenantContext(tenant_id=TENANT, principal="bench")
+        stored = mem.list(ctx, layer="user", identifiers={"user_id": USER}, limit=1).total_count
+        return create_key(mem.engine.provider, TENANT, "writer", identifiers={"user_id": USER}).key, stored
 
 
 def embedder_throughput(embedder: str, texts: list[str]) -> float:
@@ -263,17 +265,20 @@ def main(argv: list[str] | None = None) -> int:
     gen = SentenceGenerator(args.seed)
     with tempfile.TemporaryDirectory(prefix="stratamem-load-") as tmp:
         db = args.store if args.store is not None else Path(tmp) / "load.duckdb"
+        stored = 0
         if db.exists():
-            key = reuse_store(db, args.embedder)
-            gen.texts(args.memories)  # the same queries and new texts as the run that built it
-            print(f"store: reusing {db}", file=sys.stderr)
+            key, stored = reuse_store(db, args.embedder)
+            gen.texts(args.memories)  # the same queries as the run that built it
+            print(f"store: reusing {db} ({stored} memories)", file=sys.stderr)
         else:
             db.parent.mkdir(parents=True, exist_ok=True)
             key, ingest_s = build_store(db, args.memories, args.embedder, gen)
             print(f"store: {args.memories} memories in {ingest_s:.1f} s", file=sys.stderr)
         facts = gen.take(2000)
         queries = [f.query for f in facts]
-        new_texts = [f.text for f in facts]
+        # The adds write texts the store does not hold: a reused store holds the adds of earlier runs,
+        # so each run takes its texts from a generator seeded with the store's size.
+        new_texts = [f.text for f in facts] if not stored else SentenceGenerator(args.seed + stored).texts(2000)
         embed_rate = embedder_throughput(args.embedder, queries[: args.embed_sample])
         port = free_port()
         proc = start_server(db, port, args.embedder, args.batch_queries)
