@@ -200,7 +200,9 @@ async def drive(
                 body: dict[str, Any] = {"query": rng.choice(queries), "identifiers": {"userId": USER}, "limit": 10}
             else:
                 path = "/v1/memories"
-                text = new_texts.pop() if new_texts else f"an extra note {rng.random()}"
+                # past the prepared texts: a short hex tag (a long run of digits reads as a card number
+                # to the secret scanner, which refuses the add)
+                text = new_texts.pop() if new_texts else f"an extra note {rng.getrandbits(32):08x}"
                 body = {"content": text, "layer": "user", "identifiers": {"userId": USER}}
             started = time.perf_counter()
             try:
