@@ -20,6 +20,7 @@ from ..base import (
     StoreInfo,
 )
 from . import encrypted
+from .absent_modules import mark_absent
 from .database import _REGISTRY, _REGISTRY_LOCK, _Database, _fold_access_log, log
 
 
@@ -82,6 +83,7 @@ class DuckDBConnection(MemoryProvider):
             if db is None:
                 if key != ":memory:":
                     Path(key).parent.mkdir(parents=True, exist_ok=True)
+                mark_absent()  # DuckDB's binding of parameters looks for pandas and pyarrow on every call
                 config: dict[str, Any] = {"checkpoint_threshold": self.checkpoint_threshold}
                 enc = self.encryption_key if key != ":memory:" else None
                 try:
