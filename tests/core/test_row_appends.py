@@ -82,3 +82,49 @@ def _count(provider: DuckDBProvider, event: str) -> int:
     row = provider._cursor().execute("SELECT count(*) FROM memory_events WHERE event = ?", [event]).fetchone()
     assert row is not None
     return int(row[0])
+
+
+def test_access_rows_of_searches_queued_together_share_one_insert_and_sum_per_memory(tmp_path: Path) -> None:
+    with Memory.open(tmp_path / "m.duckdb", embedder="hashing") as mem:
+        provider = mem.engine.provider
+        assert isinstance(provider, DuckDBProvider)
+        added = [mem.add(T, f"note {i} about the release train", layer="user", identifiers=WHO) for i in range(3)]
+        mem.search(T, "release", identifiers=WHO, threshold=0.0)  # the partition is loaded into the search index
+        provider.flush_appends()
+        before = {a.memory.id: provider.get(T.tenant_id, a.memory.id, mem.engine.now()) for a in added}  # not an access
+        inserts: list[int] = []
+        insert = provider._insert_access
+
+        def counting(cur: Any, rows: Sequence[Sequence[Any]]) -> None:
+            inserts.append(len(rows))
+            insert(cur, rows)
+
+        provider._insert_access = counting  # type: ignore[method-assign]
+        release = threading.Event()
+        holding = threading.Event()
+
+        def hold() -> None:  # the worker cannot write while this holds the lock: the searches' appends queue up
+            with provider.writer_lock():
+                holding.set()
+                release.wait(30)
+
+        holder = threading.Thread(target=hold)
+        holder.start()
+        assert holding.wait(10)
+        try:
+            for _ in range(3):  # each search returns every note: each memory is accessed three times
+                assert len(mem.search(T, "release train", identifiers=WHO, threshold=0.0).results) == 3
+        finally:
+            release.set()
+            holder.join()
+        provider.flush_appends()
+        assert inserts == [9]  # three searches, three rows each, one statement
+        for memory_id, old in before.items():
+            assert old is not None
+            now = provider.get(T.tenant_id, memory_id, mem.engine.now())  # the store's row (the log folded)
+            assert now is not None and now.access_count == old.access_count + 3
+        # the search index's copy of the rows saw the same accesses
+        hits = mem.search(T, "release train", identifiers=WHO, threshold=0.0).results
+        assert {h.memory.id: h.memory.access_count for h in hits} == {
+            i: o.access_count + 3 for i, o in before.items() if o is not None
+        }

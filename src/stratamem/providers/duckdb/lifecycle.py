@@ -5,7 +5,7 @@ from __future__ import annotations
 import builtins
 import json
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from ...retrieval.search_index import (
@@ -16,6 +16,7 @@ from ..base import (
     to_utc,
 )
 from . import schema as duckdb_schema
+from .connection import RowAppend
 from .database import _text_list
 from .index import SearchIndexMixin
 
@@ -29,43 +30,55 @@ class LifecycleMixin(SearchIndexMixin):
     ) -> int:
         if not importance:
             return 0
-        steps = {i: 1 if counts is None else int(counts.get(i, 1)) for i in importance}
-        accessed = to_utc(now)
-        imp = dict(importance)
-        params = [
-            tenant_id,
-            _text_list(list(imp)),
-            json.dumps(list(steps.values())),
-            to_naive_utc(now),
-            json.dumps([float(v) for v in imp.values()]),
+        accessed = to_naive_utc(now)
+        rows: builtins.list[Sequence[Any]] = [
+            (tenant_id, memory_id, 1 if counts is None else int(counts.get(memory_id, 1)), accessed, float(value))
+            for memory_id, value in importance.items()
         ]
+        # Appended to the access log (no scan of ``memories``), folded by the next transaction or
+        # read; the access rows of one append batch (concurrent searches) share one insert.
+        self._append(RowAppend(duckdb_schema.ACCESS_LOG_TABLE, rows, self._insert_access))
+        return len(rows)
 
-        def write(cur: Any) -> None:
-            # Appended to the access log (no scan of ``memories``); folded by the next transaction or read.
-            cur.execute(
-                f"INSERT INTO {duckdb_schema.ACCESS_LOG_TABLE} (tenant_id, memory_id, n, accessed_at, importance) "
-                "SELECT $1, unnest($2::JSON::VARCHAR[]), unnest($3::JSON::INTEGER[]), $4, unnest($5::JSON::DOUBLE[])",
-                params,
-            )
-            self.db.access_pending = True
-            self._rows_changed(tenant_id, list(imp))
+    def _insert_access(self, cur: Any, rows: Sequence[Sequence[Any]]) -> None:
+        """Insert access-log rows ``(tenant_id, memory_id, n, accessed_at, importance)`` with one
+        statement, then show the accesses to the search index's rows (counts summed per memory; the
+        latest time and importance win, as the fold of the log leaves them)."""
+        columns = list(zip(*rows, strict=True))
+        cur.execute(
+            f"INSERT INTO {duckdb_schema.ACCESS_LOG_TABLE} (tenant_id, memory_id, n, accessed_at, importance) "
+            "SELECT unnest($1::JSON::VARCHAR[]), unnest($2::JSON::VARCHAR[]), unnest($3::JSON::INTEGER[]), "
+            "unnest($4::JSON::TIMESTAMP[]), unnest($5::JSON::DOUBLE[])",
+            [
+                _text_list(columns[0]),
+                _text_list(columns[1]),
+                json.dumps(columns[2]),
+                json.dumps([t.isoformat() for t in columns[3]]),
+                json.dumps(columns[4]),
+            ],
+        )
+        self.db.access_pending = True
+        by_tenant: dict[str, dict[str, tuple[int, datetime, float]]] = {}
+        for tenant_id, memory_id, n, accessed, value in rows:
+            seen = by_tenant.setdefault(tenant_id, {})
+            before = seen.get(memory_id)
+            seen[memory_id] = (n + (before[0] if before else 0), accessed.replace(tzinfo=UTC), value)
+        for tenant_id, seen in by_tenant.items():
+            self._rows_changed(tenant_id, list(seen))
             self._stage(
                 Change(
                     "patch",
                     tenant_id,
-                    ids=list(imp),
-                    patch=lambda e: e.model_copy(
+                    ids=list(seen),
+                    patch=lambda e, seen=seen: e.model_copy(  # type: ignore[misc]
                         update={
-                            "access_count": e.access_count + steps[e.id],
-                            "last_accessed_at": accessed,
-                            "importance": float(imp[e.id]),
+                            "access_count": e.access_count + seen[e.id][0],
+                            "last_accessed_at": seen[e.id][1],
+                            "importance": seen[e.id][2],
                         }
                     ),
                 )
             )
-
-        self._append(write)
-        return len(imp)
 
     def set_status(self, tenant_id: str, ids: Sequence[str], status: str, now: datetime) -> builtins.list[str]:
         if not ids:
