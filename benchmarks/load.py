@@ -2,6 +2,7 @@
 
     python benchmarks/load.py [--memories 2500] [--clients 16] [--seconds 30] [--search-share 0.8]
                               [--embedder onnx] [--no-batch-queries] [--store PATH] [--out PATH]
+                              [--tenant bench-load] [--rss-every 10]
 
 1. Writes ``--memories`` synthetic memories (benchmarks/sentences.py) into a fresh DuckDB store, one
    tenant and user, with the SDK's ``bulk_add``, and creates an API key. With ``--store PATH`` the
@@ -13,7 +14,8 @@
 3. Starts ``stratamem serve`` on the store (a subprocess, waits for /ready; the per-key rate limit
    off unless ``STRATAMEM_RATE_LIMIT_PER_SECOND`` is set, since one key serves every client) and runs ``--clients``
    asyncio httpx clients for ``--seconds``: each request is a search (``--search-share``) or an add
-   of a new memory. Then the server's resident memory is read at the start and the end.
+   of a new memory. The server's resident memory is read at the start, every ``--rss-every``
+   seconds, and at the end.
 
 Prints requests/s (overall, searches, adds), p50/p95/p99 per kind, errors, the embedder's batched
 throughput and the ratio, texts per model run of the query micro-batching and adds per transaction
@@ -34,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -103,24 +106,24 @@ def add_group_sizes(url: str) -> dict[str, float]:
     }
 
 
-def build_store(db: Path, n: int, embedder: str, gen: SentenceGenerator) -> tuple[str, float]:
+def build_store(db: Path, n: int, embedder: str, gen: SentenceGenerator, tenant: str = TENANT) -> tuple[str, float]:
     """The store with ``n`` memories and an API key; returns the key and the ingest time."""
     started = time.perf_counter()
     with Memory.open(db, embedder=embedder) as mem:
-        ctx = TenantContext(tenant_id=TENANT, principal="bench")
+        ctx = TenantContext(tenant_id=tenant, principal="bench")
         for start in range(0, n, 1000):
             batch = gen.texts(min(1000, n - start))
             mem.bulk_add(ctx, [{"content": t, "layer": "user", "identifiers": {"user_id": USER}} for t in batch])
-        key = create_key(mem.engine.provider, TENANT, "writer", identifiers={"user_id": USER}).key
+        key = create_key(mem.engine.provider, tenant, "writer", identifiers={"user_id": USER}).key
     return key, time.perf_counter() - started
 
 
-def reuse_store(db: Path, embedder: str) -> tuple[str, int]:
+def reuse_store(db: Path, embedder: str, tenant: str = TENANT) -> tuple[str, int]:
     """A new API key on a store built by an earlier run (``--store``), and its number of memories."""
     with Memory.open(db, embedder=embedder) as mem:
-        ctx = TenantContext(tenant_id=TENANT, principal="bench")
+        ctx = TenantContext(tenant_id=tenant, principal="bench")
         stored = mem.list(ctx, layer="user", identifiers={"user_id": USER}, limit=1).total_count
-        return create_key(mem.engine.provider, TENANT, "writer", identifiers={"user_id": USER}).key, stored
+        return create_key(mem.engine.provider, tenant, "writer", identifiers={"user_id": USER}).key, stored
 
 
 def embedder_throughput(embedder: str, texts: list[str]) -> float:
@@ -245,6 +248,25 @@ async def drive(
     }
 
 
+async def with_rss_samples(
+    load: Coroutine[Any, Any, dict[str, Any]], pid: int, every: float
+) -> tuple[dict[str, Any], list[float]]:
+    """Run ``load`` while reading the server's RSS (MB) every ``every`` seconds: whether it levels off."""
+    samples: list[float] = []
+
+    async def sample() -> None:
+        while True:
+            samples.append(rss_mb(pid))
+            await asyncio.sleep(every)
+
+    sampler = asyncio.create_task(sample())
+    try:
+        result = await load
+    finally:
+        sampler.cancel()
+    return result, samples
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--memories", type=int, default=2500)
@@ -261,6 +283,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--embed-sample", type=int, default=512, help="texts for the embedder's own throughput")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--store", type=Path, default=None, help="keep the store at this path; reuse it when it exists")
+    parser.add_argument(
+        "--tenant", default=TENANT, help="the clients' tenant (a store kept by scale.py --keep: bench-main)"
+    )
+    parser.add_argument("--rss-every", type=float, default=10.0, help="seconds between samples of the server's RSS")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "load.json")
     args = parser.parse_args(argv)
 
@@ -269,12 +295,12 @@ def main(argv: list[str] | None = None) -> int:
         db = args.store if args.store is not None else Path(tmp) / "load.duckdb"
         stored = 0
         if db.exists():
-            key, stored = reuse_store(db, args.embedder)
+            key, stored = reuse_store(db, args.embedder, args.tenant)
             gen.texts(args.memories)  # the same queries as the run that built it
             print(f"store: reusing {db} ({stored} memories)", file=sys.stderr)
         else:
             db.parent.mkdir(parents=True, exist_ok=True)
-            key, ingest_s = build_store(db, args.memories, args.embedder, gen)
+            key, ingest_s = build_store(db, args.memories, args.embedder, gen, args.tenant)
             print(f"store: {args.memories} memories in {ingest_s:.1f} s", file=sys.stderr)
         facts = gen.take(2000)
         queries = [f.query for f in facts]
@@ -286,16 +312,20 @@ def main(argv: list[str] | None = None) -> int:
         proc = start_server(db, port, args.embedder, args.batch_queries)
         try:
             rss_start = rss_mb(proc.pid)
-            load = asyncio.run(
-                drive(
-                    f"http://127.0.0.1:{port}",
-                    key,
-                    args.clients,
-                    args.seconds,
-                    args.search_share,
-                    queries,
-                    new_texts,
-                    args.seed,
+            load, rss_series = asyncio.run(
+                with_rss_samples(
+                    drive(
+                        f"http://127.0.0.1:{port}",
+                        key,
+                        args.clients,
+                        args.seconds,
+                        args.search_share,
+                        queries,
+                        new_texts,
+                        args.seed,
+                    ),
+                    proc.pid,
+                    args.rss_every,
                 )
             )
             rss_end = rss_mb(proc.pid)
@@ -317,7 +347,7 @@ def main(argv: list[str] | None = None) -> int:
         "batch_queries": args.batch_queries,
         "embedder_batched_texts_per_s": embed_rate,
         "search_share_of_embedder_throughput": load["searches_per_s"] / embed_rate if embed_rate else 0.0,
-        "server_rss_mb": {"start": rss_start, "end": rss_end},
+        "server_rss_mb": {"start": rss_start, "end": rss_end, "every_s": args.rss_every, "samples": rss_series},
         "query_batching": batching,
         "add_groups": grouping,
         "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform()},
@@ -343,6 +373,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{result['search_share_of_embedder_throughput']:.2f}"
     )
     print(f"server RSS   {rss_start:.0f} -> {rss_end:.0f} MB")
+    print(f"RSS every {args.rss_every:g} s: " + " ".join(f"{v:.0f}" for v in rss_series))
     if batching["model_runs"]:
         print(
             f"batching     {batching['texts']:.0f} query texts in {batching['model_runs']:.0f} model runs "

@@ -1,6 +1,7 @@
 """SDK search latency on a store that is already built (e.g. the one ``load.py --store`` keeps).
 
     python benchmarks/store_search.py --store PATH [--queries 200] [--embedder onnx] [--out PATH]
+                                      [--tenant bench-load] [--user u1]
 
 Building a 100k-memory store takes minutes; this measures search on one that exists, through the
 public SDK, as an application embedding stratamem would call it:
@@ -11,7 +12,8 @@ public SDK, as an application embedding stratamem would call it:
 * ``search (vector cached)``: the same queries again (the engine's query cache hits).
 
 The queries are the paraphrased questions of ``sentences.py`` (seed 0, as ``load.py`` asks them) over
-the tenant and user ``load.py`` writes. Prints a table and writes JSON to ``--out`` (default
+the tenant and user ``load.py`` writes (``--tenant bench-main`` searches a store kept by ``scale.py
+--keep``). Prints a table and writes JSON to ``--out`` (default
 benchmarks/results/store_search.json).
 """
 
@@ -43,14 +45,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--embedder", default="onnx")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--tenant", default=TENANT, help="tenant searched (scale.py --keep stores: bench-main)")
+    parser.add_argument("--user", default=USER, help="user_id of the searched scope")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "store_search.json")
     args = parser.parse_args(argv)
     if not args.store.exists():
         print(f"no store at {args.store}: build one with load.py --store", file=sys.stderr)
         return 2
     queries = [f.query for f in SentenceGenerator(args.seed).take(args.queries)]
-    ctx = TenantContext(tenant_id=TENANT, principal="bench")
-    who = {"user_id": USER}
+    ctx = TenantContext(tenant_id=args.tenant, principal="bench")
+    who = {"user_id": args.user}
     started = time.perf_counter()
     with Memory.open(args.store, embedder=args.embedder) as mem:
         mem.search(ctx, queries[0], identifiers=who, limit=10)

@@ -172,11 +172,22 @@ def test_store_search_measures_a_store_built_by_load(tmp_path: Path) -> None:
         "load.py",
         *("--memories", "60", "--clients", "1", "--seconds", "0.5", "--embedder", "hashing"),
         *("--embed-sample", "16", "--store", str(store), "--out", str(tmp_path / "load.json")),
+        *("--tenant", "t-kept"),
     )
     assert built.returncode == 0, built.stderr
     out = tmp_path / "store_search.json"
     run = _bench(
-        "store_search.py", "--store", str(store), "--queries", "12", "--embedder", "hashing", "--out", f"{out}"
+        "store_search.py",
+        "--store",
+        str(store),
+        "--queries",
+        "12",
+        "--embedder",
+        "hashing",
+        "--out",
+        f"{out}",
+        "--tenant",
+        "t-kept",
     )
     assert run.returncode == 0, run.stderr
     data = json.loads(out.read_text())

@@ -42,6 +42,7 @@ def test_load_benchmark_runs_and_writes_its_json(tmp_path: Path) -> None:
     assert data["errors"] == {} and data["clients"] == 3 and data["batch_queries"] is True
     assert data["latency_ms"]["search"]["n"] > 0 and data["requests_per_s"] > 0
     assert data["embedder_batched_texts_per_s"] > 0 and data["server_rss_mb"]["end"] > 0
+    assert data["server_rss_mb"]["samples"] and all(v > 0 for v in data["server_rss_mb"]["samples"])
     # single texts (queries, one-memory adds) went through the micro-batching queue, at most once each
     lat = data["latency_ms"]
     assert 0 < data["query_batching"]["texts"] <= lat["search"]["n"] + lat["add"]["n"]
