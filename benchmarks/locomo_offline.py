@@ -25,6 +25,7 @@ import math
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -34,8 +35,11 @@ from locomo_recall import CATEGORIES, DEFAULT_DATA, HOLDOUT, RESULTS, turns
 from stratamem import MemoryConfig
 from stratamem.embeddings import make_embedder
 from stratamem.model import MemoryEntry, Provenance
-from stratamem.providers.base import ScoredEntry, dense_hit
+from stratamem.providers.base import ScoredEntry, ThreadTurn, dense_score
 from stratamem.retrieval import context, lexical
+
+#: The turns' times (the offline replay applies no time filter).
+_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
 
 
 @dataclass
@@ -96,13 +100,27 @@ def engine_ranked(conv: Conversation, qi: int, scores: np.ndarray, weight: float
     by_place = {(str(e.provenance.thread_id), int(e.provenance.position or 0)): e for e in conv.entries}
     vector = conv.query_vectors[qi].tolist()
 
-    def read(places: Sequence[tuple[str, int]]) -> list[ScoredEntry]:
-        return [dense_hit(by_place[p], vector) for p in places if p in by_place]
+    def read(places: Sequence[tuple[str, int]]) -> list[ThreadTurn]:
+        # the turns as ``Provider.thread_turns`` gives them (the times are not used here)
+        return [
+            ThreadTurn(
+                id=e.id,
+                thread=place[0],
+                position=place[1],
+                content=e.content,
+                score=dense_score(vector, e.embedding or []),
+                created_at=_EPOCH,
+                updated_at=_EPOCH,
+                valid_to=None,
+            )
+            for place in places
+            if (e := by_place.get(place)) is not None
+        ]
 
-    hits = [ScoredEntry(entry=conv.entries[i], score=float(scores[i])) for i in order]
-    hits = context.lexical_context(hits, read, conv.queries[qi], vector, 1.0, 0.0, after=after)
+    candidates = [ScoredEntry(entry=conv.entries[i], score=float(scores[i])) for i in order]
+    hits = context.lexical_context(candidates, read, conv.queries[qi], vector, 1.0, 0.0, after=after)
     index = {e.id: i for i, e in enumerate(conv.entries)}
-    return [index[h.entry.id] for h in context.rerank(hits, weight)]
+    return [index[context.hit_id(h)] for h in context.rerank(hits, weight)]
 
 
 def ranked(scores: np.ndarray, session: np.ndarray, weight: float, window: int) -> list[int]:

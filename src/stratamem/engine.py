@@ -74,9 +74,9 @@ from .providers.base import (
     MemoryProvider,
     PreparedAdd,
     Scope,
-    ScoredEntry,
     SearchPage,
     SearchQuery,
+    ThreadTurn,
 )
 from .query import UNSET, QueryOptions, narrower_layers, parse_options, parse_time
 from .retrieval.boosts import Boosts, boosted_page
@@ -167,6 +167,11 @@ def valid_at(entry: MemoryEntry, at: datetime) -> bool:
         valid_to = valid_to.replace(tzinfo=UTC)
     created = entry.created_at if entry.created_at.tzinfo else entry.created_at.replace(tzinfo=UTC)
     return created <= at and (valid_to is None or valid_to > at)
+
+
+def turn_valid_at(turn: ThreadTurn, at: datetime) -> bool:
+    """:func:`valid_at` of a turn read by place (``Provider.thread_turns``)."""
+    return turn.created_at <= at and (turn.valid_to is None or turn.valid_to > at)
 
 
 def _statuses(include_superseded: Any, at: datetime | None, operation: str) -> tuple[str, ...]:
@@ -1041,26 +1046,29 @@ class MemoryEngine:
                     return boosted_page(fetch, limit, boosts, now)
                 scope = Scope(layer, scope_key(layer, ids))
 
-                def read(places: Sequence[tuple[str, int]]) -> list[ScoredEntry]:
-                    turns = self._store(
+                def read(places: Sequence[tuple[str, int]]) -> list[ThreadTurn]:
+                    turns: list[ThreadTurn] = self._store(
                         lambda: self.provider.thread_turns(
-                            tctx.tenant_id, scope, places, vector, now, statuses=statuses
+                            tctx.tenant_id, scope, places, vector, now, statuses=statuses, predicate=predicate
                         ),
                         op,
                     )
-                    return [
-                        h
-                        for h in turns
-                        if (at is None or valid_at(h.entry, at))
-                        and opts.in_window(h.entry)
-                        and (predicate is None or predicate(h.entry.metadata))
-                    ]
+                    # the filters of ``fetch``, on the turns' own columns (the metadata filter in the store)
+                    return [t for t in turns if (at is None or turn_valid_at(t, at)) and opts.in_window(t)]
+
+                def entries(ids: Sequence[str]) -> list[MemoryEntry]:
+                    found: list[MemoryEntry] = self._store(
+                        lambda: self.provider.scope_entries(tctx.tenant_id, scope, ids, now, statuses=statuses),
+                        op,
+                    )
+                    return found
 
                 return context_page(
                     fetch,
                     limit,
                     self.config.context_weight,
                     read=read,
+                    entries=entries,
                     query=query,
                     vector=vector,
                     lexical_weight=lexical_weight,

@@ -17,11 +17,14 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from .errors import ErrorCode, MemoryError
 from .layers import REQUIRED_IDENTIFIERS
 from .model import Layer, LayerIdentifiers, MemoryEntry
+
+if TYPE_CHECKING:
+    from .providers.base import ThreadTurn
 
 Order = Literal["relevance", "newest", "oldest"]
 TimeField = Literal["created", "updated"]
@@ -93,7 +96,7 @@ class QueryOptions:
         """The entry attribute (and column) the window applies to."""
         return "updated_at" if self.time_field == "updated" else "created_at"
 
-    def in_window(self, entry: MemoryEntry) -> bool:
+    def in_window(self, entry: MemoryEntry | ThreadTurn) -> bool:
         value: datetime = getattr(entry, self.column)
         if value.tzinfo is None:
             value = value.replace(tzinfo=UTC)

@@ -13,13 +13,15 @@ counting at once.
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from stratamem import Memory, MemoryConfig, TenantContext
+from stratamem.filters import compile_filter, parse_filter
 from stratamem.layers import scope_key
 from stratamem.model import Layer, LayerIdentifiers
-from stratamem.providers.base import MemoryProvider, Scope
+from stratamem.providers.base import ACTIVE, MemoryProvider, Scope, ThreadTurn, thread_place
 from stratamem.retrieval.context import WINDOW
 
 IDS = {"user_id": "conv"}
@@ -201,18 +203,168 @@ def test_thread_turns_matches_the_generic_reader(
     open_store: Callable[..., Memory], tenant: TenantContext, provider_name: str
 ) -> None:
     """The provider's own ``thread_turns`` returns what the base class's generic one (``list`` then
-    ``get``, for providers without their own) returns: the same memories, the same dense scores."""
+    ``get``, for providers without their own) returns: the same turns, the same dense scores, and
+    each turn's columns are those of the stored memory."""
     mem, ids = _store_of(open_store, tenant, [("s1", 0, SAID), ("s1", 1, ACK), *OTHER])
     mem.delete(tenant, ids[("s3", 1)])
     provider = mem.engine.provider
-    scope = Scope(Layer.USER, scope_key(Layer.USER, LayerIdentifiers(user_id="conv")))
     vector = mem.engine.embeddings.embed_query(CODE_QUESTION, "test")
     places = [("s1", 0), ("s1", 1), ("s3", 1), ("s3", 2), ("s9", 0)]
     now = mem.engine.now()
-    own = provider.thread_turns(tenant.tenant_id, scope, places, vector, now)
-    generic = MemoryProvider.thread_turns(provider, tenant.tenant_id, scope, places, vector, now)
-    assert sorted((h.entry.id, round(h.score, 5)) for h in own) == sorted(
-        (h.entry.id, round(h.score, 5)) for h in generic
-    ), provider_name
-    assert {h.entry.id for h in own} == {ids[("s1", 0)], ids[("s1", 1)], ids[("s3", 2)]}, provider_name
-    assert all(h.entry.embedding is None and 0.0 <= h.score <= 1.0 for h in own), provider_name
+    own = provider.thread_turns(tenant.tenant_id, SCOPE, places, vector, now)
+    generic = MemoryProvider.thread_turns(provider, tenant.tenant_id, SCOPE, places, vector, now)
+    assert sorted(_turn_key(t) for t in own) == sorted(_turn_key(t) for t in generic), provider_name
+    assert {t.id for t in own} == {ids[("s1", 0)], ids[("s1", 1)], ids[("s3", 2)]}, provider_name
+    for turn in own:
+        stored = mem.get(tenant, turn.id)
+        assert turn.place == thread_place(stored), provider_name
+        assert (turn.content, turn.created_at, turn.updated_at, turn.valid_to) == (
+            stored.content,
+            stored.created_at,
+            stored.updated_at,
+            stored.provenance.valid_to,
+        ), provider_name
+        assert turn.created_at.tzinfo is not None and 0.0 <= turn.score <= 1.0, provider_name
+
+
+def _turn_key(turn: ThreadTurn) -> tuple[object, ...]:
+    return (turn.id, turn.place, turn.content, round(turn.score, 5), turn.created_at, turn.updated_at, turn.valid_to)
+
+
+SCOPE = Scope(Layer.USER, scope_key(Layer.USER, LayerIdentifiers(user_id="conv")))
+
+
+def test_thread_turns_apply_statuses_the_metadata_filter_and_read_valid_to(
+    open_store: Callable[..., Memory], tenant: TenantContext, provider_name: str
+) -> None:
+    """``thread_turns`` leaves out what a search with the same statuses and metadata filter leaves
+    out, and gives ``provenance.valid_to`` (for ``as_of``) as the stored memory has it."""
+    mem = open_store(config=MemoryConfig(context_weight=0.3))
+    written = {}
+    for position, (speaker, content) in enumerate([("priya", SAID), ("sam", ACK), ("priya", OTHER[1][2])]):
+        out = mem.add(
+            tenant,
+            content=content,
+            layer="user",
+            identifiers=IDS,
+            metadata={"speaker": speaker},
+            provenance={
+                "thread_id": "s1",
+                "position": position,
+                **({"valid_to": "2031-05-06T07:08:09+02:00"} if position == 2 else {}),
+            },
+        )
+        written[position] = out.memory.id
+    mem.soft_delete(tenant, [written[1]])
+    provider = mem.engine.provider
+    vector = mem.engine.embeddings.embed_query(CODE_QUESTION, "test")
+    places = [("s1", 0), ("s1", 1), ("s1", 2)]
+    now = mem.engine.now()
+    predicate = compile_filter(parse_filter({"custom": {"speaker": {"eq": "priya"}}}))
+    for statuses in [ACTIVE, ("active", "deleted")]:
+        for pred in [None, predicate]:
+            own = provider.thread_turns(tenant.tenant_id, SCOPE, places, vector, now, statuses=statuses, predicate=pred)
+            generic = MemoryProvider.thread_turns(
+                provider, tenant.tenant_id, SCOPE, places, vector, now, statuses=statuses, predicate=pred
+            )
+            assert sorted(_turn_key(t) for t in own) == sorted(_turn_key(t) for t in generic), provider_name
+            expected = {0, 2} | ({1} if "deleted" in statuses and pred is None else set())
+            assert {t.id for t in own} == {written[p] for p in expected}, (provider_name, statuses, pred)
+    valid_to = {t.id: t.valid_to for t in provider.thread_turns(tenant.tenant_id, SCOPE, places, vector, now)}
+    assert valid_to[written[2]] == datetime(2031, 5, 6, 5, 8, 9, tzinfo=UTC), provider_name
+    assert valid_to[written[2]] == mem.get(tenant, written[2]).provenance.valid_to, provider_name
+    assert valid_to[written[0]] is None, provider_name
+
+
+def test_scope_entries_reads_whole_memories_of_the_scope(
+    open_store: Callable[..., Memory], tenant: TenantContext, provider_name: str
+) -> None:
+    """``scope_entries`` returns the live memories of the scope with these ids, as ``get`` returns
+    them (no embedding), in the order asked; ids deleted, soft-deleted, expired, of another scope or
+    unknown are left out; the generic reader returns the same."""
+    mem, ids = _store_of(open_store, tenant, [("s1", 0, SAID), ("s1", 1, ACK), *OTHER])
+    elsewhere = mem.add(tenant, content=SAID, layer="user", identifiers={"user_id": "someone-else"}).memory.id
+    mem.delete(tenant, ids[("s3", 0)])
+    mem.soft_delete(tenant, [ids[("s3", 1)]])
+    provider = mem.engine.provider
+    now = mem.engine.now()
+    asked = [ids[("s3", 2)], "no-such-id", ids[("s1", 1)], elsewhere, ids[("s3", 0)], ids[("s3", 1)], ids[("s1", 0)]]
+    own = provider.scope_entries(tenant.tenant_id, SCOPE, asked, now)
+    generic = MemoryProvider.scope_entries(provider, tenant.tenant_id, SCOPE, asked, now)
+    assert [e.id for e in own] == [ids[("s3", 2)], ids[("s1", 1)], ids[("s1", 0)]], provider_name
+    assert [e.model_dump() for e in own] == [e.model_dump() for e in generic], provider_name
+    for entry in own:
+        assert entry.embedding is None, provider_name
+        assert entry.model_dump() == mem.get(tenant, entry.id).model_dump(), provider_name
+    with_deleted = provider.scope_entries(tenant.tenant_id, SCOPE, asked, now, statuses=("active", "deleted"))
+    assert ids[("s3", 1)] in {e.id for e in with_deleted}, provider_name
+    later = now + timedelta(days=1)
+    mem.engine.provider.set_expiry(tenant.tenant_id, [ids[("s1", 0)]], later - timedelta(hours=1))
+    assert ids[("s1", 0)] not in {e.id for e in provider.scope_entries(tenant.tenant_id, SCOPE, asked, later)}
+    assert provider.scope_entries(tenant.tenant_id, SCOPE, [], now) == []
+
+
+#: What a search itself changes on the memories it returns (access statistics).
+BOOKKEEPING = {"access_count", "last_accessed_at", "importance"}
+
+
+def test_a_turn_joined_after_a_candidate_comes_whole(
+    open_store: Callable[..., Memory], tenant: TenantContext, provider_name: str
+) -> None:
+    """A turn below the threshold that the lexical context lifts above it is read by place after
+    the code's turn (not a candidate of the layer's search) and joins the page as the stored
+    memory, like any other hit."""
+    mem, ids = _store_of(open_store, tenant, [("s1", 0, SAID), ("s1", 1, ACK), *OTHER])
+    ack = ids[("s1", 1)]
+
+    def search(context_weight: float, threshold: float) -> dict[str, float]:
+        mem.engine.config = MemoryConfig(context_weight=context_weight)
+        res = mem.search(tenant, CODE_QUESTION, identifiers=IDS, layers=["user"], threshold=threshold, limit=20)
+        return {r.memory.id: r.score for r in res.results}
+
+    own = search(0.0, 0.0)[ack]
+    lifted = search(1e-9, 0.0)[ack]  # the lexical context on, the neighbours' weight nil
+    assert lifted > own + 0.02, (provider_name, own, lifted)
+    threshold = (own + lifted) / 2
+    assert ack not in search(0.0, threshold), provider_name
+    mem.engine.config = MemoryConfig(context_weight=0.3)
+    res = mem.search(tenant, CODE_QUESTION, identifiers=IDS, layers=["user"], threshold=threshold, limit=20)
+    joined = next(r.memory for r in res.results if r.memory.id == ack)
+    assert joined.model_dump(exclude=BOOKKEEPING) == mem.get(tenant, ack).model_dump(exclude=BOOKKEEPING)
+    assert joined.embedding is None, provider_name
+
+
+def test_the_metadata_filter_applies_to_the_turns_read_by_place(
+    open_store: Callable[..., Memory], tenant: TenantContext, other_tenant: TenantContext, provider_name: str
+) -> None:
+    """A filtered search reads no turn the filter leaves out: the acknowledgement after the code
+    scores as in a store where the code's turn was never written."""
+
+    def write(mem: Memory, ctx: TenantContext, turns: list[tuple[str, int, str, str]]) -> dict[int, str]:
+        return {
+            position: mem.add(
+                ctx,
+                content=content,
+                layer="user",
+                identifiers=IDS,
+                metadata={"speaker": speaker},
+                provenance={"thread_id": thread, "position": position},
+            ).memory.id
+            for thread, position, content, speaker in turns
+        }
+
+    rest = [("s3", 10 + i, content, "sam" if i % 2 == 0 else "priya") for i, (_, _, content) in enumerate(OTHER)]
+    sam = {"custom": {"speaker": {"eq": "sam"}}}
+    mem = open_store(config=MemoryConfig(context_weight=0.3))
+    ids = write(mem, tenant, [("s1", 0, SAID, "priya"), ("s1", 1, ACK, "sam"), *rest])
+    never = open_store(config=MemoryConfig(context_weight=0.3))
+    # the code's turn is in the scope's BM25 statistics either way: here in a thread of its own
+    never_ids = write(never, other_tenant, [("gone", 0, SAID, "priya"), ("s1", 1, ACK, "sam"), *rest])
+
+    def score(store: Memory, ctx: TenantContext, memory_id: str, **kwargs: object) -> float:
+        res = store.search(ctx, CODE_QUESTION, identifiers=IDS, layers=["user"], threshold=0.0, limit=20, **kwargs)  # type: ignore[arg-type]
+        return next(r.score for r in res.results if r.memory.id == memory_id)
+
+    filtered = score(mem, tenant, ids[1], filter=sam)
+    assert filtered == pytest.approx(score(never, other_tenant, never_ids[1], filter=sam), abs=2e-6), provider_name
+    assert score(mem, tenant, ids[1]) > filtered + 0.02, provider_name

@@ -32,6 +32,7 @@ from datetime import UTC, date, datetime
 from typing import Any, Protocol, TypeVar
 
 import numpy as np
+from pydantic import TypeAdapter
 
 from ..embeddings.base import Vector
 from ..errors import ErrorCode, MemoryError
@@ -48,6 +49,8 @@ from ..model import (
 from ..retrieval.centering import Centroid
 
 ACTIVE: tuple[str, ...] = ("active",)
+
+_DATETIME: TypeAdapter[datetime] = TypeAdapter(datetime)
 
 #: Set on the defaults of optional concerns that only raise "not supported": ``contracts.implements``
 #: does not count a provider that keeps such a default as meeting the concern's protocol.
@@ -108,6 +111,29 @@ class SearchPage:
     hits: list[ScoredEntry]
     #: Matches at or above ``min_score`` that pass the filter, before the limit.
     total: int
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadTurn:
+    """A memory read around search candidates (``MemoryProvider.thread_turns``): what the lexical
+    context of ``retrieval/context.py`` and the search's filters need, and no whole entry."""
+
+    id: str
+    #: Its place in its conversation (:func:`thread_place`).
+    thread: str
+    position: int
+    content: str
+    #: Dense score ``(1 + cos) / 2`` to the query vector.
+    score: float
+    #: Aware UTC timestamps (time windows, ``as_of``).
+    created_at: datetime
+    updated_at: datetime
+    #: ``provenance.valid_to`` (``as_of``), aware UTC.
+    valid_to: datetime | None
+
+    @property
+    def place(self) -> tuple[str, int]:
+        return (self.thread, self.position)
 
 
 @dataclass
@@ -408,15 +434,20 @@ class MemoryProvider(ABC):
         now: datetime,
         *,
         statuses: tuple[str, ...] = ACTIVE,
-    ) -> builtins.list[ScoredEntry]:
+        predicate: Predicate | None = None,
+    ) -> builtins.list[ThreadTurn]:
         """The live memories of one scope at these ``(thread, position)`` places (see
-        :func:`thread_place`), each with its dense score ``(1 + cos) / 2`` to ``vector``, in no
-        particular order; entries come without their embedding.
+        :func:`thread_place`), each as a :class:`ThreadTurn` with its dense score ``(1 + cos) / 2``
+        to ``vector``, in no particular order.
 
-        Search reads the turns around its candidates with this (``retrieval/context.py``). Only what
-        a search of ``scope`` could return is read: the same statuses, unexpired rows; a deleted or
-        erased memory is never returned. This default pages through the scope with :meth:`list` and
-        reads the matching rows with :meth:`get`; the providers select the places directly.
+        Search reads the turns around its candidates with this (``retrieval/context.py``), many per
+        search: only the columns the lexical context and the search's filters need are read, no
+        whole entry is built (:meth:`scope_entries` reads the few that reach a page). Only what a
+        search of ``scope`` could return is read: the same statuses, unexpired rows, the metadata
+        ``predicate`` (the search's filter) applied; a deleted or erased memory is never returned.
+        Like the search it serves, the read need not wait for queued bookkeeping writes (access
+        statistics, events). This default pages through the scope with :meth:`list` and reads the
+        vectors with :meth:`get`; the providers select the places directly.
 
         Args:
             tenant_id: The tenant.
@@ -425,9 +456,10 @@ class MemoryProvider(ABC):
             vector: The query embedding.
             now: The search's clock (expired rows are left out).
             statuses: Statuses a returned memory may have (the search's).
+            predicate: The search's metadata filter (None: every memory).
 
         Returns:
-            The memories found with their dense scores; places with no memory are absent.
+            The turns found with their dense scores; places with no memory are absent.
         """
         wanted = set(places)
         if not wanted:
@@ -436,14 +468,56 @@ class MemoryProvider(ABC):
         after: tuple[datetime, str] | None = None
         while True:
             page = self.list(
-                ListQuery(tenant_id=tenant_id, now=now, scope=scope, after=after, limit=500, statuses=statuses)
+                ListQuery(
+                    tenant_id=tenant_id,
+                    now=now,
+                    scope=scope,
+                    after=after,
+                    limit=500,
+                    statuses=statuses,
+                    predicate=predicate,
+                )
             )
             ids += [e.id for e in page.entries if thread_place(e) in wanted]
             if not page.has_more or not page.entries:
                 break
             after = (page.entries[-1].created_at, page.entries[-1].id)
         found = [self.get(tenant_id, i, now, include_embedding=True, statuses=statuses) for i in ids]
-        return [dense_hit(e, vector) for e in found if e is not None and e.embedding]
+        return [
+            turn
+            for e in found
+            if e is not None and e.embedding and (turn := thread_turn(e, dense_score(vector, e.embedding))) is not None
+        ]
+
+    def scope_entries(
+        self,
+        tenant_id: str,
+        scope: Scope,
+        ids: Sequence[str],
+        now: datetime,
+        *,
+        statuses: tuple[str, ...] = ACTIVE,
+    ) -> builtins.list[MemoryEntry]:
+        """The live memories of one scope with these ids, without their embedding, in the order of
+        ``ids`` (absent ones left out): the same statuses and expiry as :meth:`thread_turns`, and,
+        like it, a read that need not wait for queued bookkeeping writes. Search reads with this
+        the turns of :meth:`thread_turns` that reach its page. This default pages through the scope
+        with :meth:`list`; the providers select the ids directly.
+        """
+        wanted = set(ids)
+        if not wanted:
+            return []
+        found: dict[str, MemoryEntry] = {}
+        after: tuple[datetime, str] | None = None
+        while True:
+            page = self.list(
+                ListQuery(tenant_id=tenant_id, now=now, scope=scope, after=after, limit=500, statuses=statuses)
+            )
+            found |= {e.id: e for e in page.entries if e.id in wanted}
+            if not page.has_more or not page.entries:
+                break
+            after = (page.entries[-1].created_at, page.entries[-1].id)
+        return [found[i] for i in dict.fromkeys(ids) if i in found]
 
     @abstractmethod
     def count_by_layer(self, tenant_id: str, now: datetime) -> dict[str, int]: ...
@@ -619,13 +693,6 @@ def dense_score(query: Vector | Sequence[float], vector: Vector | Sequence[float
     return min(1.0, max(0.0, (1.0 + cosine) / 2.0))
 
 
-def dense_hit(entry: MemoryEntry, vector: Vector) -> ScoredEntry:
-    """``entry`` (without its embedding) with its dense score to ``vector``."""
-    return ScoredEntry(
-        entry=entry.model_copy(update={"embedding": None}), score=dense_score(vector, entry.embedding or [])
-    )
-
-
 def thread_place(entry: MemoryEntry) -> tuple[str, int] | None:
     """A memory's place in a conversation: ``(provenance.thread_id or "", provenance.position)``,
     or None when it carries no integer position (``retrieval/context.py``)."""
@@ -635,6 +702,30 @@ def thread_place(entry: MemoryEntry) -> tuple[str, int] | None:
     if isinstance(position, int) and not isinstance(position, bool):
         return (str(thread or ""), position)
     return None
+
+
+def thread_turn(entry: MemoryEntry, score: float) -> ThreadTurn | None:
+    """The :class:`ThreadTurn` of an entry with its dense score (None without a place)."""
+    place = thread_place(entry)
+    if place is None:
+        return None
+    valid_to = entry.provenance.valid_to
+    return ThreadTurn(
+        id=entry.id,
+        thread=place[0],
+        position=place[1],
+        content=entry.content,
+        score=score,
+        created_at=aware_utc(entry.created_at),
+        updated_at=aware_utc(entry.updated_at),
+        valid_to=aware_utc(valid_to) if valid_to is not None else None,
+    )
+
+
+def provenance_time(value: str | datetime | None) -> datetime | None:
+    """A timestamp of a stored provenance (``valid_to``), read as :class:`Provenance` reads it,
+    aware UTC (a naive one is UTC)."""
+    return None if value is None else aware_utc(_DATETIME.validate_python(value))
 
 
 def place_keys(places: Iterable[tuple[str, int]]) -> list[str]:
@@ -658,7 +749,8 @@ def to_naive_utc(value: datetime | None) -> datetime | None:
     return value.astimezone(UTC).replace(tzinfo=None) if value.tzinfo else value
 
 
-def _aware(value: datetime) -> datetime:
+def aware_utc(value: datetime) -> datetime:
+    """A stored timestamp as an aware UTC datetime (a naive one is UTC)."""
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
@@ -702,8 +794,8 @@ def entry_from_parts(
         identifiers=LayerIdentifiers.model_construct(**load(identifiers)),
         metadata=load(metadata),
         tier=tier,
-        created_at=_aware(created_at),
-        updated_at=_aware(updated_at),
+        created_at=aware_utc(created_at),
+        updated_at=aware_utc(updated_at),
         expires_at=to_utc(expires_at),
         version=int(version),
         etag=etag,

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..embeddings.base import Vector
 from ..errors import ErrorCode, MemoryError
+from ..filters import Predicate
 from ..layers import scope_key
 from ..model import MemoryEntry, ProviderCapabilities
 from ..retrieval.centering import Centroid, mean_of_unit_rows
@@ -29,8 +30,10 @@ from .base import (
     SearchPage,
     SearchQuery,
     StoreInfo,
+    ThreadTurn,
     dense_score,
     thread_place,
+    thread_turn,
 )
 from .contracts import concern_flags
 
@@ -202,19 +205,42 @@ class InMemoryProvider(MemoryProvider):
         now: datetime,
         *,
         statuses: tuple[str, ...] = ACTIVE,
-    ) -> builtins.list[ScoredEntry]:
+        predicate: Predicate | None = None,
+    ) -> builtins.list[ThreadTurn]:
         """See ``Provider.thread_turns``: one pass over the scope, as a search makes."""
         wanted = set(places)
         if not wanted:
             return []
         with self._lock:
             return [
-                ScoredEntry(
-                    entry=self._public(e, False),
-                    score=dense_score(vector, self._vectors[(e.tenant_id, e.id)]),
-                )
+                turn
                 for e in self._scoped(tenant_id, scope.layer.value, scope.key)
-                if thread_place(e) in wanted and self._live(e, now, statuses) and (e.tenant_id, e.id) in self._vectors
+                if thread_place(e) in wanted
+                and self._live(e, now, statuses)
+                and (e.tenant_id, e.id) in self._vectors
+                and (predicate is None or predicate(e.metadata))
+                and (turn := thread_turn(e, dense_score(vector, self._vectors[(e.tenant_id, e.id)]))) is not None
+            ]
+
+    def scope_entries(
+        self,
+        tenant_id: str,
+        scope: Scope,
+        ids: Sequence[str],
+        now: datetime,
+        *,
+        statuses: tuple[str, ...] = ACTIVE,
+    ) -> builtins.list[MemoryEntry]:
+        """See ``Provider.scope_entries``."""
+        with self._lock:
+            found = [self._rows.get((tenant_id, i)) for i in dict.fromkeys(ids)]
+            return [
+                self._public(e, False)
+                for e in found
+                if e is not None
+                and self._live(e, now, statuses)
+                and e.layer == scope.layer
+                and scope_key(e.layer, e.identifiers) == scope.key
             ]
 
     def search(self, query: SearchQuery) -> SearchPage:

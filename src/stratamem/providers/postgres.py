@@ -41,6 +41,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from ..embeddings.base import Vector
 from ..encryption import EncryptionKey, FieldSealer
 from ..errors import ErrorCode, MemoryError, TransientProviderError
+from ..filters import Predicate
 from ..keys_model import ApiKeyRecord
 from ..layers import scope_key
 from ..model import MemoryEntry, ProviderCapabilities
@@ -59,10 +60,12 @@ from .base import (
     SearchPage,
     SearchQuery,
     StoreInfo,
+    ThreadTurn,
+    aware_utc,
     dump_json,
     entry_from_parts,
     place_keys,
-    thread_place,
+    provenance_time,
     to_utc,
 )
 from .contracts import concern_flags
@@ -726,16 +729,22 @@ class PostgresProvider(PostgresRowCopyMixin, MemoryProvider):
         now: datetime,
         *,
         statuses: tuple[str, ...] = ACTIVE,
-    ) -> builtins.list[ScoredEntry]:
-        """See ``Provider.thread_turns``: the scope's live rows at these positions, then the thread."""
+        predicate: Predicate | None = None,
+    ) -> builtins.list[ThreadTurn]:
+        """See ``Provider.thread_turns``: the scope's live rows at these places, the columns of a
+        ``ThreadTurn`` only (and the metadata when filtered)."""
         wanted = set(places)
         if not wanted:
             return []
+        thread_sql = "coalesce(provenance->>'thread_id', '')"
         with self._conn("thread_turns") as conn:
             rows = conn.execute(
-                f"SELECT {_COLUMNS}, least(1::float8, greatest(0::float8, 1 - (embedding <=> %s) / 2)) "
-                f"FROM memories WHERE {self._SCOPE_WHERE} "
-                "AND coalesce(provenance->>'thread_id', '') || chr(31) || (provenance->>'position') = ANY(%s)",
+                f"SELECT id, {thread_sql}, provenance->>'position', content, "
+                "least(1::float8, greatest(0::float8, 1 - (embedding <=> %s) / 2)), created_at, updated_at, "
+                "provenance->>'valid_to'"
+                + (", metadata" if predicate is not None else "")
+                + f" FROM memories WHERE {self._SCOPE_WHERE} "
+                f"AND {thread_sql} || chr(31) || (provenance->>'position') = ANY(%s)",
                 [
                     np.asarray(vector, dtype=np.float32),
                     tenant_id,
@@ -746,8 +755,41 @@ class PostgresProvider(PostgresRowCopyMixin, MemoryProvider):
                     place_keys(wanted),
                 ],
             ).fetchall()
-        hits = [ScoredEntry(entry=self._entry(r, False), score=float(r[_N_COLS])) for r in rows]
-        return [h for h in hits if thread_place(h.entry) in wanted]
+        turns = [
+            ThreadTurn(
+                id=r[0],
+                thread=r[1],
+                position=int(r[2]),
+                content=r[3],
+                score=float(r[4]),
+                created_at=aware_utc(r[5]),
+                updated_at=aware_utc(r[6]),
+                valid_to=provenance_time(r[7]),
+            )
+            for r in rows
+            if predicate is None or predicate(self._unseal(tenant_id, r[0], r[8]))
+        ]
+        return [t for t in turns if t.place in wanted]
+
+    def scope_entries(
+        self,
+        tenant_id: str,
+        scope: Scope,
+        ids: Sequence[str],
+        now: datetime,
+        *,
+        statuses: tuple[str, ...] = ACTIVE,
+    ) -> builtins.list[MemoryEntry]:
+        """See ``Provider.scope_entries``: one select by ids."""
+        if not ids:
+            return []
+        with self._conn("scope_entries") as conn:
+            rows = conn.execute(
+                f"{self._select(False)} WHERE {self._SCOPE_WHERE} AND id = ANY(%s)",
+                [tenant_id, scope.layer.value, scope.key, list(statuses), now, list(dict.fromkeys(ids))],
+            ).fetchall()
+        by_id = {r[1]: self._entry(r, False) for r in rows}
+        return [by_id[i] for i in dict.fromkeys(ids) if i in by_id]
 
     _SCOPE_WHERE = (
         "tenant_id = %s AND layer = %s AND scope = %s AND status = ANY(%s) AND (expires_at IS NULL OR expires_at > %s)"

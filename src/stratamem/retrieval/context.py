@@ -15,7 +15,10 @@ include positioned memories, search does two things with the :data:`CANDIDATES` 
    this pool of single turns, read from the store at search time (``Provider.thread_turns``):
    nothing of a neighbour is copied into a memory's index, so an updated, deleted or erased turn
    stops counting for its neighbours at once. The relevance becomes
-   ``max(s, fuse(dense, lex_context))`` (the fusion of ``lexical.py``).
+   ``max(s, fuse(dense, lex_context))`` (the fusion of ``lexical.py``). The turns are read light
+   (``ThreadTurn``: id, place, text, dense score and what the search's filters need); a turn read
+   after a candidate that reaches the page is read whole (``Provider.scope_entries``) once the page
+   is known, the others never are.
 2. **Neighbouring turns.** Each turn's score becomes
 
        score = (s + w · n) / (1 + w)
@@ -37,12 +40,13 @@ from __future__ import annotations
 import functools
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..embeddings.base import Vector
 from ..model import MemoryEntry
-from ..providers.base import ScoredEntry, SearchPage, thread_place
+from ..providers.base import ScoredEntry, SearchPage, ThreadTurn, thread_place
 from . import lexical
 
 #: Candidates re-ranked per layer when the layer holds positioned memories.
@@ -53,24 +57,49 @@ WINDOW = 2
 TOKENISED_TURNS = 16384
 
 Place = tuple[str, int]
-#: Reads the memories of the searched scope at these places, each with its dense score to the query
+#: Reads the turns of the searched scope at these places, each with its dense score to the query
 #: (``Provider.thread_turns``).
-TurnReader = Callable[[Sequence[Place]], list[ScoredEntry]]
+TurnReader = Callable[[Sequence[Place]], list[ThreadTurn]]
+#: Reads whole memories of the searched scope by id, in the order of the ids, absent ones left out
+#: (``Provider.scope_entries``).
+EntryReader = Callable[[Sequence[str]], list[MemoryEntry]]
 
 
-def _place(hit: ScoredEntry) -> Place | None:
-    return thread_place(hit.entry)
+@dataclass(frozen=True, slots=True)
+class JoinedTurn:
+    """A turn read after a candidate that its lexical context lifted to the threshold, with its
+    score: its whole entry is read only if it reaches the page (:func:`context_page`)."""
+
+    turn: ThreadTurn
+    score: float
 
 
-def rerank(hits: list[ScoredEntry], weight: float) -> list[ScoredEntry]:
+#: A candidate (its entry read by the search) or a turn joined by the lexical context.
+Hit = ScoredEntry | JoinedTurn
+
+
+def _place(hit: Hit) -> Place | None:
+    return hit.turn.place if isinstance(hit, JoinedTurn) else thread_place(hit.entry)
+
+
+def hit_id(hit: Hit) -> str:
+    """The memory id of a hit."""
+    return hit.turn.id if isinstance(hit, JoinedTurn) else hit.entry.id
+
+
+def _rescored(hit: Hit, score: float) -> Hit:
+    return JoinedTurn(turn=hit.turn, score=score) if isinstance(hit, JoinedTurn) else ScoredEntry(hit.entry, score)
+
+
+def rerank(hits: Sequence[Hit], weight: float) -> list[Hit]:
     """The hits re-scored with their neighbours' relevance (see module doc, step 2), best first."""
     if weight <= 0 or not hits:
-        return hits
+        return list(hits)
     by_place = {place: hit.score for hit in hits if (place := _place(hit)) is not None}
     if not by_place:
-        return hits
+        return list(hits)
     floor = min(hit.score for hit in hits)
-    out: list[ScoredEntry] = []
+    out: list[Hit] = []
     for hit in hits:
         place = _place(hit)
         if place is None:
@@ -80,8 +109,8 @@ def rerank(hits: list[ScoredEntry], weight: float) -> list[ScoredEntry]:
         neighbour = max(
             by_place.get((thread, position + step), floor) for step in range(-WINDOW, WINDOW + 1) if step != 0
         )
-        out.append(ScoredEntry(entry=hit.entry, score=(hit.score + weight * neighbour) / (1.0 + weight)))
-    out.sort(key=lambda h: (-h.score, h.entry.id))
+        out.append(_rescored(hit, (hit.score + weight * neighbour) / (1.0 + weight)))
+    out.sort(key=lambda h: (-h.score, hit_id(h)))
     return out
 
 
@@ -141,9 +170,10 @@ def lexical_context(
     min_score: float,
     *,
     after: int = WINDOW,
-) -> list[ScoredEntry]:
+) -> list[Hit]:
     """The candidates with the lexical context of step 1 (module doc), plus the ``after`` turns
-    after each that it lifts to at least ``min_score``; in no particular order.
+    after each that it lifts to at least ``min_score`` (as :class:`JoinedTurn`); in no particular
+    order.
 
     Args:
         hits: The layer's candidates, by relevance.
@@ -160,26 +190,26 @@ def lexical_context(
     placed = {place: hit for hit in hits if (place := _place(hit)) is not None}
     terms = lexical.query_terms(query)
     if not placed or not terms or lexical_weight <= 0:
-        return hits
+        return list(hits)
     wanted = {
         (thread, position + step)
         for thread, position in placed
         for step in (-1, *range(1, after + 1))
         if (thread, position + step) not in placed
     }
-    read_turns = {place: h for h in read(sorted(wanted)) if (place := thread_place(h.entry)) is not None}
-    turns: dict[Place, MemoryEntry] = {
-        **{p: h.entry for p, h in read_turns.items()},
-        **{p: h.entry for p, h in placed.items()},
+    read_turns = {turn.place: turn for turn in read(sorted(wanted))}
+    texts: dict[Place, str] = {
+        **{p: t.content for p, t in read_turns.items()},
+        **{p: h.entry.content for p, h in placed.items()},
     }
     # each turn tokenised once; only its length and its counts of the query terms are kept
-    places = list(turns)
+    places = list(texts)
     row = {place: i for i, place in enumerate(places)}
     tf = np.zeros((len(places), len(terms)))
     lengths = np.zeros(len(places), dtype=np.int64)
     column = {term: j for j, term in enumerate(terms)}
     for i, place in enumerate(places):
-        length, counts = _term_counts(turns[place].content)
+        length, counts = _term_counts(texts[place])
         lengths[i] = length
         for term, j in column.items():
             tf[i, j] = counts.get(term, 0)
@@ -198,7 +228,7 @@ def lexical_context(
     dense_of = dict(
         zip(embedded, _dense_scores(vector, [placed[p].entry.embedding or [] for p in embedded]), strict=True)
     )
-    out = [hit for hit in hits if _place(hit) is None]
+    out: list[Hit] = [hit for hit in hits if _place(hit) is None]
     for place in scored:
         hit = placed.get(place)
         if hit is None:  # a turn read after a candidate: its dense score came with it
@@ -212,7 +242,7 @@ def lexical_context(
         if hit is not None:
             out.append(ScoredEntry(entry=hit.entry, score=max(hit.score, lifted)))
         elif lifted >= min_score:
-            out.append(ScoredEntry(entry=turns[place], score=lifted))
+            out.append(JoinedTurn(turn=read_turns[place], score=lifted))
     return out
 
 
@@ -222,21 +252,25 @@ def context_page(
     weight: float,
     *,
     read: TurnReader | None = None,
+    entries: EntryReader | None = None,
     query: str = "",
     vector: Vector | None = None,
     lexical_weight: float = 0.0,
     min_score: float = 0.0,
 ) -> SearchPage:
     """The top ``limit`` after the lexical context and re-ranking of the module doc; ``search(n)``
-    returns the top ``n`` by relevance, ``read`` the scope's turns at given places (without it, or
-    without ``vector``, only the neighbouring-turn re-ranking applies). A layer without positioned
-    memories among its first hits costs one search, as without re-ranking.
+    returns the top ``n`` by relevance, ``read`` the scope's turns at given places and ``entries``
+    its memories by id (without both, or without ``vector``, only the neighbouring-turn re-ranking
+    applies). A layer without positioned memories among its first hits costs one search, as
+    without re-ranking.
 
     Args:
         search: The layer's relevance search, top ``n``.
         limit: Results wanted.
         weight: ``MemoryConfig.context_weight`` (0: the page of ``search(limit)`` unchanged).
         read: Reader of the scope's turns by place (``Provider.thread_turns``).
+        entries: Reader of the scope's memories by id (``Provider.scope_entries``), for the turns
+            read by place that reach the page.
         query: The query text (its terms for the lexical context).
         vector: The query embedding.
         lexical_weight: Weight of the lexical half of the fused score.
@@ -250,9 +284,24 @@ def context_page(
         return page
     if page.total > len(page.hits):
         page = search(max(limit, CANDIDATES))
-    hits = page.hits
-    if read is not None and vector is not None:
-        hits = lexical_context(hits, read, query, vector, lexical_weight, min_score)
+    hits: list[Hit] = list(page.hits)
+    if read is not None and entries is not None and vector is not None:
+        hits = lexical_context(page.hits, read, query, vector, lexical_weight, min_score)
+    ranked = rerank(hits, weight)
+    # the joined turns of the page are read whole, in one read; one gone since it was read by place
+    # (deleted, erased, expired in between) leaves the page and the next hit takes its place
+    out: list[ScoredEntry] = []
+    start = 0
+    while len(out) < limit and start < len(ranked):
+        window = ranked[start : start + limit - len(out)]
+        start += len(window)
+        joined = [hit.turn.id for hit in window if isinstance(hit, JoinedTurn)]
+        found = {e.id: e for e in entries(joined)} if joined and entries is not None else {}
+        for hit in window:
+            if isinstance(hit, ScoredEntry):
+                out.append(hit)
+            elif (entry := found.get(hit.turn.id)) is not None:
+                out.append(ScoredEntry(entry=entry, score=hit.score))
     # a turn read after the candidates is a memory of the scope, mostly counted in ``page.total``
     # already (its own relevance above the threshold): the count is not raised past what is seen
-    return SearchPage(hits=rerank(hits, weight)[:limit], total=max(page.total, len(hits)))
+    return SearchPage(hits=out, total=max(page.total, len(hits)))

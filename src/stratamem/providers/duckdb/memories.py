@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from ...embeddings.base import Vector
+from ...filters import Predicate
 from ...model import MemoryEntry
 from ...retrieval.centering import Centroid, mean_of_unit_rows
 from ...retrieval.duckdb_lexical import lexical_scores_sql
@@ -25,8 +26,10 @@ from ..base import (
     ScoredEntry,
     SearchPage,
     SearchQuery,
+    ThreadTurn,
+    aware_utc,
     place_keys,
-    thread_place,
+    provenance_time,
     to_naive_utc,
 )
 from .database import _scope_sql, _text_list, _vector_literal
@@ -156,22 +159,27 @@ class MemoriesMixin(SearchIndexMixin):
         now: datetime,
         *,
         statuses: tuple[str, ...] = ACTIVE,
-    ) -> builtins.list[ScoredEntry]:
-        """See ``Provider.thread_turns``: the scope's live rows at these positions, then the thread."""
+        predicate: Predicate | None = None,
+    ) -> builtins.list[ThreadTurn]:
+        """See ``Provider.thread_turns``: the scope's live rows at these places, the columns of a
+        ``ThreadTurn`` only (and the metadata when filtered)."""
         wanted = set(places)
         if not wanted:
             return []
         dims = int(self.db.dims or 0)
+        thread_sql = "coalesce(json_extract_string(provenance, '$.thread_id'), '')"
+        position_sql = "json_extract_string(provenance, '$.position')"
         # Like the search it serves, this read does not wait for the queued bookkeeping appends
         # (access statistics, events): content, status and expiry are written in transactions.
         with self._read(appends=False) as cur:
             rows = cur.execute(
-                f"SELECT {_COLUMNS}, least(1.0, greatest(0.0, "
-                f"(1 + array_cosine_similarity(embedding, ?::FLOAT[{dims}])) / 2)) FROM memories "
-                "WHERE tenant_id = ? AND layer = ? AND scope = ? AND embedding IS NOT NULL "
+                f"SELECT id, {thread_sql}, {position_sql}, content, least(1.0, greatest(0.0, "
+                f"(1 + array_cosine_similarity(embedding, ?::FLOAT[{dims}])) / 2)), created_at, updated_at, "
+                "json_extract_string(provenance, '$.valid_to')"
+                + (", metadata" if predicate is not None else "")
+                + " FROM memories WHERE tenant_id = ? AND layer = ? AND scope = ? AND embedding IS NOT NULL "
                 "AND list_contains(?::JSON::VARCHAR[], status) AND (expires_at IS NULL OR expires_at > ?) "
-                "AND list_contains(?::JSON::VARCHAR[], coalesce(json_extract_string(provenance, '$.thread_id'), '') "
-                "|| chr(31) || json_extract_string(provenance, '$.position'))",
+                f"AND list_contains(?::JSON::VARCHAR[], {thread_sql} || chr(31) || {position_sql})",
                 [
                     _vector_literal(vector),
                     tenant_id,
@@ -182,8 +190,43 @@ class MemoriesMixin(SearchIndexMixin):
                     _text_list(place_keys(wanted)),
                 ],
             ).fetchall()
-        hits = [ScoredEntry(entry=self._entry(r, False), score=float(r[_N_COLS])) for r in rows]
-        return [h for h in hits if thread_place(h.entry) in wanted]
+        turns = [
+            ThreadTurn(
+                id=r[0],
+                thread=r[1],
+                position=int(r[2]),
+                content=r[3],
+                score=float(r[4]),
+                created_at=aware_utc(r[5]),
+                updated_at=aware_utc(r[6]),
+                valid_to=provenance_time(r[7]),
+            )
+            for r in rows
+            if predicate is None or predicate(json.loads(r[8]))
+        ]
+        return [t for t in turns if t.place in wanted]
+
+    def scope_entries(
+        self,
+        tenant_id: str,
+        scope: Scope,
+        ids: Sequence[str],
+        now: datetime,
+        *,
+        statuses: tuple[str, ...] = ACTIVE,
+    ) -> builtins.list[MemoryEntry]:
+        """See ``Provider.scope_entries``: one select by ids, not waiting for the bookkeeping appends."""
+        if not ids:
+            return []
+        with self._read(appends=False) as cur:
+            rows = cur.execute(
+                f"{self._select(False)} WHERE tenant_id = ? AND layer = ? AND scope = ? "
+                "AND list_contains(?::JSON::VARCHAR[], id) AND list_contains(?::JSON::VARCHAR[], status) "
+                "AND (expires_at IS NULL OR expires_at > ?)",
+                [tenant_id, scope.layer.value, scope.key, _text_list(ids), _text_list(statuses), to_naive_utc(now)],
+            ).fetchall()
+        by_id = {r[1]: self._entry(r, False) for r in rows}
+        return [by_id[i] for i in dict.fromkeys(ids) if i in by_id]
 
     def _where(self, query: ListQuery) -> tuple[str, list[Any]]:
         sql = " WHERE tenant_id = ? AND list_contains(?::JSON::VARCHAR[], status)"
