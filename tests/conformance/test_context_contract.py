@@ -20,7 +20,7 @@ import pytest
 from stratamem import Memory, MemoryConfig, TenantContext
 from stratamem.filters import compile_filter, parse_filter
 from stratamem.layers import scope_key
-from stratamem.model import Layer, LayerIdentifiers
+from stratamem.model import Layer, LayerIdentifiers, MemoryEntry
 from stratamem.providers.base import ACTIVE, MemoryProvider, Scope, ThreadTurn, thread_place
 from stratamem.retrieval.context import WINDOW
 
@@ -216,7 +216,7 @@ def test_thread_turns_matches_the_generic_reader(
     assert sorted(_turn_key(t) for t in own) == sorted(_turn_key(t) for t in generic), provider_name
     assert {t.id for t in own} == {ids[("s1", 0)], ids[("s1", 1)], ids[("s3", 2)]}, provider_name
     for turn in own:
-        stored = mem.get(tenant, turn.id)
+        stored = _stored(mem, tenant, turn.id)
         assert turn.place == thread_place(stored), provider_name
         assert (turn.content, turn.created_at, turn.updated_at, turn.valid_to) == (
             stored.content,
@@ -225,6 +225,12 @@ def test_thread_turns_matches_the_generic_reader(
             stored.provenance.valid_to,
         ), provider_name
         assert turn.created_at.tzinfo is not None and 0.0 <= turn.score <= 1.0, provider_name
+
+
+def _stored(mem: Memory, tenant: TenantContext, memory_id: str) -> MemoryEntry:
+    entry = mem.get(tenant, memory_id)
+    assert entry is not None, memory_id
+    return entry
 
 
 def _turn_key(turn: ThreadTurn) -> tuple[object, ...]:
@@ -272,7 +278,7 @@ def test_thread_turns_apply_statuses_the_metadata_filter_and_read_valid_to(
             assert {t.id for t in own} == {written[p] for p in expected}, (provider_name, statuses, pred)
     valid_to = {t.id: t.valid_to for t in provider.thread_turns(tenant.tenant_id, SCOPE, places, vector, now)}
     assert valid_to[written[2]] == datetime(2031, 5, 6, 5, 8, 9, tzinfo=UTC), provider_name
-    assert valid_to[written[2]] == mem.get(tenant, written[2]).provenance.valid_to, provider_name
+    assert valid_to[written[2]] == _stored(mem, tenant, written[2]).provenance.valid_to, provider_name
     assert valid_to[written[0]] is None, provider_name
 
 
@@ -295,7 +301,7 @@ def test_scope_entries_reads_whole_memories_of_the_scope(
     assert [e.model_dump() for e in own] == [e.model_dump() for e in generic], provider_name
     for entry in own:
         assert entry.embedding is None, provider_name
-        assert entry.model_dump() == mem.get(tenant, entry.id).model_dump(), provider_name
+        assert entry.model_dump() == _stored(mem, tenant, entry.id).model_dump(), provider_name
     with_deleted = provider.scope_entries(tenant.tenant_id, SCOPE, asked, now, statuses=("active", "deleted"))
     assert ids[("s3", 1)] in {e.id for e in with_deleted}, provider_name
     later = now + timedelta(days=1)
@@ -330,7 +336,7 @@ def test_a_turn_joined_after_a_candidate_comes_whole(
     mem.engine.config = MemoryConfig(context_weight=0.3)
     res = mem.search(tenant, CODE_QUESTION, identifiers=IDS, layers=["user"], threshold=threshold, limit=20)
     joined = next(r.memory for r in res.results if r.memory.id == ack)
-    assert joined.model_dump(exclude=BOOKKEEPING) == mem.get(tenant, ack).model_dump(exclude=BOOKKEEPING)
+    assert joined.model_dump(exclude=BOOKKEEPING) == _stored(mem, tenant, ack).model_dump(exclude=BOOKKEEPING)
     assert joined.embedding is None, provider_name
 
 
