@@ -117,3 +117,29 @@ def test_a_thread_holding_the_outer_lock_drains_without_waiting_for_the_worker()
     drainer.join(5)
     assert done.is_set()
     queue.close()
+
+
+def test_appends_queued_within_the_linger_share_one_batch() -> None:
+    queue, sink = AppendQueue(linger=0.5), Sink()
+    for i in range(3):  # three operations in a row, each leaving one append
+        assert queue.put(sink, [value(i)])
+        time.sleep(0.02)
+    deadline = time.monotonic() + 10
+    while not sink.batches and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert sink.batches == [[0, 1, 2]]
+    queue.close()
+
+
+def test_a_reader_does_not_wait_for_the_linger() -> None:
+    queue, sink = AppendQueue(linger=30.0), Sink()
+    assert queue.put(sink, [value("a")])
+    started = time.monotonic()
+    queue.drain()  # a read of the store: what is queued is written now, on this thread
+    assert sink.batches == [["a"]]
+    assert time.monotonic() - started < 10
+    started = time.monotonic()
+    assert queue.put(sink, [value("b")])
+    queue.close()  # closing writes at once too
+    assert sink.batches == [["a"], ["b"]]
+    assert time.monotonic() - started < 10
