@@ -15,7 +15,7 @@
    off unless ``STRATAMEM_RATE_LIMIT_PER_SECOND`` is set, since one key serves every client) and runs ``--clients``
    asyncio httpx clients for ``--seconds``: each request is a search (``--search-share``) or an add
    of a new memory. The server's resident memory is read at the start, every ``--rss-every``
-   seconds, and at the end.
+   seconds (with the memory its DuckDB store says it holds, from /metrics), and at the end.
 
 Prints requests/s (overall, searches, adds), p50/p95/p99 per kind, errors, the embedder's batched
 throughput and the ratio, texts per model run of the query micro-batching and adds per transaction
@@ -30,6 +30,7 @@ import json
 import os
 import platform
 import random
+import re
 import socket
 import statistics
 import subprocess
@@ -49,6 +50,8 @@ from stratamem.server.keys import create_key
 
 ROOT = Path(__file__).resolve().parent.parent
 TENANT = "bench-load"
+#: One series of ``stratamem_store_memory_bytes`` in the /metrics text: its value.
+STORE_MEMORY = re.compile(r'^stratamem_store_memory_bytes\{tag="([^"]*)"\} ([0-9.e+]+)$', re.M)
 USER = "u1"
 
 
@@ -249,22 +252,35 @@ async def drive(
 
 
 async def with_rss_samples(
-    load: Coroutine[Any, Any, dict[str, Any]], pid: int, every: float
-) -> tuple[dict[str, Any], list[float]]:
-    """Run ``load`` while reading the server's RSS (MB) every ``every`` seconds: whether it levels off."""
-    samples: list[float] = []
+    load: Coroutine[Any, Any, dict[str, Any]], pid: int, every: float, url: str
+) -> tuple[dict[str, Any], list[float], list[float], dict[str, float]]:
+    """Run ``load`` while reading, every ``every`` seconds, the server's RSS (MB) and the memory its
+    store's engine says it holds (``stratamem_store_memory_bytes`` on /metrics, MB): whether the
+    resident memory levels off, and how much of it is the database's."""
+    rss: list[float] = []
+    store: list[float] = []
+    tags: dict[str, float] = {}  # the last sample, MB per tag
 
     async def sample() -> None:
-        while True:
-            samples.append(rss_mb(pid))
-            await asyncio.sleep(every)
+        async with httpx.AsyncClient(base_url=url, timeout=10) as http:
+            while True:
+                rss.append(rss_mb(pid))
+                try:
+                    text = (await http.get("/metrics")).text
+                    found = {tag: float(v) / 1e6 for tag, v in STORE_MEMORY.findall(text)}
+                    store.append(sum(found.values()))
+                    tags.clear()
+                    tags.update(found)
+                except httpx.HTTPError:
+                    store.append(float("nan"))
+                await asyncio.sleep(every)
 
     sampler = asyncio.create_task(sample())
     try:
         result = await load
     finally:
         sampler.cancel()
-    return result, samples
+    return result, rss, store, tags
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -312,7 +328,7 @@ def main(argv: list[str] | None = None) -> int:
         proc = start_server(db, port, args.embedder, args.batch_queries)
         try:
             rss_start = rss_mb(proc.pid)
-            load, rss_series = asyncio.run(
+            load, rss_series, store_series, store_tags = asyncio.run(
                 with_rss_samples(
                     drive(
                         f"http://127.0.0.1:{port}",
@@ -326,6 +342,7 @@ def main(argv: list[str] | None = None) -> int:
                     ),
                     proc.pid,
                     args.rss_every,
+                    f"http://127.0.0.1:{port}",
                 )
             )
             rss_end = rss_mb(proc.pid)
@@ -348,6 +365,8 @@ def main(argv: list[str] | None = None) -> int:
         "embedder_batched_texts_per_s": embed_rate,
         "search_share_of_embedder_throughput": load["searches_per_s"] / embed_rate if embed_rate else 0.0,
         "server_rss_mb": {"start": rss_start, "end": rss_end, "every_s": args.rss_every, "samples": rss_series},
+        "store_memory_mb": store_series,
+        "store_memory_last_mb_by_tag": store_tags,
         "query_batching": batching,
         "add_groups": grouping,
         "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform()},
@@ -374,6 +393,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(f"server RSS   {rss_start:.0f} -> {rss_end:.0f} MB")
     print(f"RSS every {args.rss_every:g} s: " + " ".join(f"{v:.0f}" for v in rss_series))
+    print("  of it DuckDB:  " + " ".join(f"{v:.0f}" for v in store_series))
+    print("  DuckDB by tag: " + ", ".join(f"{k} {v:.0f}" for k, v in sorted(store_tags.items(), key=lambda kv: -kv[1])))
     if batching["model_runs"]:
         print(
             f"batching     {batching['texts']:.0f} query texts in {batching['model_runs']:.0f} model runs "

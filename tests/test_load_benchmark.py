@@ -43,6 +43,8 @@ def test_load_benchmark_runs_and_writes_its_json(tmp_path: Path) -> None:
     assert data["latency_ms"]["search"]["n"] > 0 and data["requests_per_s"] > 0
     assert data["embedder_batched_texts_per_s"] > 0 and data["server_rss_mb"]["end"] > 0
     assert data["server_rss_mb"]["samples"] and all(v > 0 for v in data["server_rss_mb"]["samples"])
+    assert len(data["store_memory_mb"]) == len(data["server_rss_mb"]["samples"])
+    assert all(0 < v < data["server_rss_mb"]["end"] for v in data["store_memory_mb"])
     # single texts (queries, one-memory adds) went through the micro-batching queue, at most once each
     lat = data["latency_ms"]
     assert 0 < data["query_batching"]["texts"] <= lat["search"]["n"] + lat["add"]["n"]

@@ -46,6 +46,9 @@ def test_metrics_after_a_few_calls(client: TestClient, make_key: Callable[..., s
     assert "memory_operations_latency_bucket{" in text and 'op="search"' in text
     assert _value(text, "memory_search_results_count", 'layer="user"') >= 1
     assert _value(text, "memory_storage_size", 'layer="user"') == 3
+    # the DuckDB store's own memory accounting, by tag (duckdb_memory())
+    held = re.findall(r'^stratamem_store_memory_bytes\{tag="([A-Z_]+)"\} ([0-9.e+]+)$', text, re.M)
+    assert held and all(float(size) > 0 for _, size in held), held
     assert "python_info" in text or "process_" in text  # the default registry is exported
 
 

@@ -293,6 +293,12 @@ class MemoryProvider(ABC):
     @abstractmethod
     def shutdown(self) -> None: ...
 
+    def memory_usage(self) -> dict[str, int]:
+        """Bytes of memory the store's database engine holds in this process, by the engine's own
+        tags (DuckDB: ``duckdb_memory()``, its buffer pool by use); empty when the store does not say
+        (a server database: its memory is not this process's)."""
+        return {}
+
     def health_check(self) -> HealthCheckResult:
         start = time.perf_counter()
         try:

@@ -281,6 +281,10 @@ def create_app(
             metrics.refresh_storage_size(engine)
         except Exception:  # a scrape must not fail because a count did
             http_errors.log.exception("cannot refresh memory_storage_size")
+        try:
+            metrics.refresh_store_memory(engine)
+        except Exception:
+            http_errors.log.exception("cannot refresh stratamem_store_memory_bytes")
         return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)
 
     docs.install(app)

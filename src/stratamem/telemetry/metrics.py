@@ -39,6 +39,11 @@ SEARCH_RESULTS = Histogram(
     buckets=(0, 1, 2, 3, 5, 10, 20, 50, 100),
 )
 STORAGE_SIZE = Gauge("memory_storage_size", "Live memories by layer (all tenants).", ["layer"])
+STORE_MEMORY = Gauge(
+    "stratamem_store_memory_bytes",
+    "Memory the store's database engine holds in this process, by its tag (DuckDB: duckdb_memory()).",
+    ["tag"],
+)
 
 
 _READS = frozenset({"search", "get", "list", "stats", "export"})
@@ -94,6 +99,19 @@ def refresh_storage_size(engine: MemoryEngine | Iterable[MemoryEngine], *, min_i
             totals[layer] = totals.get(layer, 0) + n
     for layer in Layer:
         STORAGE_SIZE.labels(layer=layer.value).set(totals.get(layer.value, 0))
+
+
+def refresh_store_memory(engine: MemoryEngine | Iterable[MemoryEngine]) -> None:
+    """Set ``stratamem_store_memory_bytes`` from the stores' own accounting (summed over stores);
+    tags that no longer hold memory drop out."""
+    engines = [engine] if not isinstance(engine, Iterable) else list(engine)
+    totals: dict[str, int] = {}
+    for one in engines:
+        for tag, size in one.provider.memory_usage().items():
+            totals[tag] = totals.get(tag, 0) + size
+    STORE_MEMORY.clear()
+    for tag, size in totals.items():
+        STORE_MEMORY.labels(tag=tag).set(size)
 
 
 def forget(engine: MemoryEngine) -> None:

@@ -107,6 +107,10 @@ class _Exposition:
                 metrics.refresh_storage_size(engines)
             except Exception:  # an exposition must not fail because a count did
                 log.exception("cannot refresh memory_storage_size")
+            try:
+                metrics.refresh_store_memory(engines)
+            except Exception:
+                log.exception("cannot refresh stratamem_store_memory_bytes")
         yield from REGISTRY.collect()
 
 

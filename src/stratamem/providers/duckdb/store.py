@@ -146,6 +146,15 @@ class StoreMixin(SearchIndexMixin):
         with self._read() as cur:
             cur.execute("SELECT 1").fetchone()
 
+    def memory_usage(self) -> dict[str, int]:
+        """DuckDB's memory in this process by tag (``duckdb_memory()``: base tables, indexes, the
+        write-ahead log, hash tables…); only the tags that hold memory."""
+        if self._db is None:
+            return {}
+        with self._read(appends=False) as cur:
+            rows = cur.execute("SELECT tag, memory_usage_bytes FROM duckdb_memory() WHERE memory_usage_bytes > 0")
+            return {str(tag): int(size) for tag, size in rows.fetchall()}
+
     def capabilities(self) -> ProviderCapabilities:
         return ProviderCapabilities(
             vector_search=True,
