@@ -24,6 +24,18 @@ from .absent_modules import mark_absent
 from .database import _REGISTRY, _REGISTRY_LOCK, _Database, _fold_access_log, log
 
 
+def release_result(cur: Any) -> None:
+    """End the read transaction of the cursor's last statement.
+
+    DuckDB keeps a statement's transaction open until its result is read to the end: a
+    ``fetchone()`` of a one-row result leaves it open. On a thread's cursor that is not used again
+    for a while (a server's idle worker thread), that open transaction keeps every newer row
+    version of the whole database in memory (DuckDB's ``TRANSACTION`` memory grew by gigabytes
+    under a server's load). Reading the rest ends it; a result read to the end costs nothing more."""
+    with suppress(duckdb.Error):  # no statement ran on this cursor yet
+        cur.fetchall()
+
+
 @dataclass
 class RowAppend:
     """An append of ``rows`` to ``table``, written by ``insert(cursor, rows)``.
@@ -239,10 +251,13 @@ class DuckDBConnection(MemoryProvider):
         if appends:
             self._flush_appends()
             self.settle_access()
+        cur = self._cursor()
         try:
-            yield self._cursor()
+            yield cur
         except duckdb.Error as exc:
             raise self._translate(exc, "read") from exc
+        finally:
+            release_result(cur)
 
     # ------------------------------------------------ SQL access (contracts.SqlStore and its users)
     def read(self, *, appends: bool = True) -> AbstractContextManager[Any]:
