@@ -128,3 +128,18 @@ def test_access_rows_of_searches_queued_together_share_one_insert_and_sum_per_me
         assert {h.memory.id: h.memory.access_count for h in hits} == {
             i: o.access_count + 3 for i, o in before.items() if o is not None
         }
+
+
+def test_a_consistent_read_sees_the_bookkeeping_still_waiting_in_the_queue(tmp_path: Path) -> None:
+    with Memory.open(tmp_path / "m.duckdb", embedder="hashing") as mem:
+        provider = mem.engine.provider
+        assert isinstance(provider, DuckDBProvider)
+        mem.add(T, "the release train leaves on Fridays", layer="user", identifiers=WHO)
+        provider.flush_appends()
+        provider.db.appends.linger = 30.0  # the worker would hold the batch for 30 s
+        before = _count(provider, "search")
+        mem.search(T, "release train", identifiers=WHO)
+        # a snapshot's read (one read transaction over every table) writes the queue first
+        with provider.consistent_read() as cur:
+            row = cur.execute("SELECT count(*) FROM memory_events WHERE event = 'search'").fetchone()
+        assert row is not None and int(row[0]) == before + 1

@@ -298,9 +298,11 @@ class DuckDBConnection(MemoryProvider):
     def consistent_read(self) -> Iterator[Any]:
         """A cursor inside one read transaction: every table is read at the same point in time.
 
-        Logged accesses are folded in first, and the transaction starts before the next write can
-        begin. The transaction is rolled back and the cursor closed at the end."""
+        Queued bookkeeping appends are written and logged accesses folded in first, and the
+        transaction starts before the next write can begin. The transaction is rolled back and the
+        cursor closed at the end."""
         db = self.db
+        self._flush_appends()  # queued bookkeeping appends first: the read sees every finished operation
         cur = db.cursor()
         try:
             with db.write_lock:  # logged accesses folded in, then the read starts before the next one
