@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -47,35 +48,42 @@ def test_the_events_of_searches_queued_together_are_all_written(tmp_path: Path) 
         mem.search(T, "release", identifiers=WHO)  # the partition is loaded into the search index
         provider.flush_appends()
         before = _count(provider, "search"), _count(provider, "access")
-        release = threading.Event()
-        holding = threading.Event()
-
-        def hold() -> None:  # the worker cannot write while this holds the lock: the searches' appends queue up
-            with provider.writer_lock():
-                holding.set()
-                release.wait(30)
-
-        holder = threading.Thread(target=hold)
-        holder.start()
-        assert holding.wait(10)
         results: list[int] = []
         searcher = threading.Thread(
             target=lambda: results.extend(
                 len(mem.search(T, "release train", identifiers=WHO).results) for _ in range(4)
             )
         )
-        try:
+        with _writer_held(provider):
             searcher.start()
             searcher.join(10)
             assert not searcher.is_alive(), "searches waited for the write lock"
-        finally:
-            release.set()
-            holder.join()
-            searcher.join()
+        searcher.join()
         returned = sum(results)
         provider.flush_appends()
         assert _count(provider, "search") == before[0] + 4
         assert _count(provider, "access") == before[1] + returned > before[1]
+
+
+@contextmanager
+def _writer_held(provider: DuckDBProvider) -> Iterator[None]:
+    """Another thread holds the store's write lock for the block: the append worker cannot write, so
+    the appends of the block's operations queue up."""
+    release, holding = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with provider.writer_lock():
+            holding.set()
+            release.wait(30)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert holding.wait(10)
+    try:
+        yield
+    finally:
+        release.set()
+        holder.join()
 
 
 def _count(provider: DuckDBProvider, event: str) -> int:
@@ -100,23 +108,9 @@ def test_access_rows_of_searches_queued_together_share_one_insert_and_sum_per_me
             insert(cur, rows)
 
         provider._insert_access = counting  # type: ignore[method-assign]
-        release = threading.Event()
-        holding = threading.Event()
-
-        def hold() -> None:  # the worker cannot write while this holds the lock: the searches' appends queue up
-            with provider.writer_lock():
-                holding.set()
-                release.wait(30)
-
-        holder = threading.Thread(target=hold)
-        holder.start()
-        assert holding.wait(10)
-        try:
+        with _writer_held(provider):
             for _ in range(3):  # each search returns every note: each memory is accessed three times
                 assert len(mem.search(T, "release train", identifiers=WHO, threshold=0.0).results) == 3
-        finally:
-            release.set()
-            holder.join()
         provider.flush_appends()
         assert inserts == [9]  # three searches, three rows each, one statement
         for memory_id, old in before.items():
