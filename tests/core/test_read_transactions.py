@@ -60,3 +60,47 @@ def test_an_idle_thread_after_a_one_row_read_does_not_pin_row_versions(tmp_path:
         # with the idle reader's transaction open, the old versions of the 3000 rows of each of the
         # 30 updates are all kept (about 8 MB here); without it they are cleaned up after each commit
         assert grown < 2, f"TRANSACTION memory grew by {grown:.1f} MB"
+
+
+def test_the_thread_that_opened_the_store_does_not_pin_row_versions(tmp_path: Path) -> None:
+    """``stratamem serve`` opens the store on its main thread, which then runs the event loop and
+    never reads the store again: the last statement of the store's initialisation (a one-row read of
+    the schema version) must not keep its transaction open."""
+    path = tmp_path / "m.duckdb"
+    with Memory.open(path, embedder="hashing") as mem:  # the rows, written before the server starts
+        for start in range(0, 3000, 1000):
+            mem.bulk_add(
+                CTX,
+                [
+                    {"content": f"fact {i} " + "x" * 1000, "layer": "user", "identifiers": WHO}
+                    for i in range(start, start + 1000)
+                ],
+            )
+    opened: list[Memory] = []
+    open_done, finish = threading.Event(), threading.Event()
+
+    def opener() -> None:  # opens the store, then waits, as the server's event-loop thread does
+        opened.append(Memory.open(path, embedder="hashing"))
+        open_done.set()
+        finish.wait(60)
+
+    thread = threading.Thread(target=opener)
+    thread.start()
+    try:
+        assert open_done.wait(60)
+        mem = opened[0]
+        provider = mem.engine.provider
+        assert isinstance(provider, DuckDBProvider)
+        before = _transaction_mb(provider)
+        for i in range(30):  # writes that leave old row versions behind (an UPDATE of every row)
+            with provider.transaction() as cur:
+                cur.execute(
+                    "UPDATE memories SET content = content || ? WHERE tenant_id = ?", [str(i % 10), CTX.tenant_id]
+                )
+        grown = _transaction_mb(provider) - before
+    finally:
+        finish.set()
+        thread.join()
+        if opened:
+            opened[0].close()
+    assert grown < 2, f"TRANSACTION memory grew by {grown:.1f} MB"

@@ -366,7 +366,7 @@ class DuckDBConnection(MemoryProvider):
         db = self.db
         with db.imports_lock:
             if db.imports == 0:
-                db.threads_before = int(db.conn.execute("SELECT current_setting('threads')").fetchone()[0])
+                db.threads_before = int(db.conn.execute("SELECT current_setting('threads')").fetchall()[0][0])
                 db.conn.execute("SET threads = 1")
             db.imports += 1
         try:

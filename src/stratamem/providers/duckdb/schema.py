@@ -157,8 +157,8 @@ def ensure_bookkeeping(cur: Any) -> None:
 
 
 def current_version(cur: Any) -> int:
-    row = cur.execute("SELECT coalesce(max(version), 0) FROM schema_version").fetchone()
-    return int(row[0]) if row else 0
+    rows = cur.execute("SELECT coalesce(max(version), 0) FROM schema_version").fetchall()  # read to the end
+    return int(rows[0][0]) if rows else 0
 
 
 def applied_versions(cur: Any) -> set[int]:

@@ -17,6 +17,7 @@ from ..base import (
 )
 from ..contracts import concern_flags
 from . import schema as duckdb_schema
+from .connection import release_result
 from .database import _REGISTRY, _REGISTRY_LOCK, log
 from .index import SearchIndexMixin
 
@@ -82,6 +83,9 @@ class StoreMixin(SearchIndexMixin):
                     db.search_index = SearchIndex(dimensions, db.write_lock, store=self._ann_store())
                 self._apply_index_settings()
                 version = duckdb_schema.current_version(cur)
+                # The opening thread may never read the store again (``stratamem serve`` opens it on
+                # the thread that then runs the event loop): end its last statement's transaction.
+                release_result(cur)
         except duckdb.Error as exc:
             self.shutdown()
             raise MemoryError(
