@@ -196,3 +196,11 @@ def test_store_search_measures_a_store_built_by_load(tmp_path: Path) -> None:
     assert "p50" in run.stdout
     missing = _bench("store_search.py", "--store", str(tmp_path / "absent.duckdb"))
     assert missing.returncode == 2 and "load.py --store" in missing.stderr
+
+
+def test_add_latency_times_adds_after_searches(tmp_path: Path) -> None:
+    out = tmp_path / "add_latency.json"
+    run = _bench("add_latency.py", "--adds", "5", "--embedder", "hashing", "--out", str(out))
+    assert run.returncode == 0, run.stderr
+    ms = json.loads(out.read_text())["ms"]
+    assert 0 < ms["p50"] <= ms["p90"] <= ms["p99"]

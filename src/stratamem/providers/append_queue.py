@@ -110,6 +110,23 @@ class AppendQueue:
             finally:
                 self._in_flight = False
 
+    def take(self) -> list[Write]:
+        """Everything queued, handed to a writer that holds ``outer`` and writes it in its own
+        transaction (one commit instead of two), then calls :meth:`taken_done`.
+
+        Until then the batch counts as in flight: a reader's :meth:`drain` waits for ``outer``, so
+        it sees the appends once that transaction has committed (or, after a rollback, written them
+        on their own)."""
+        with self._cond:
+            items, self._items = self._items, []
+            if items:
+                self._in_flight = True
+        return [w for _, writes in items for w in writes]
+
+    def taken_done(self) -> None:
+        """The appends of :meth:`take` are written: no batch is in flight any more."""
+        self._in_flight = False
+
     def _loop(self) -> None:
         while True:
             with self._cond:

@@ -219,7 +219,8 @@ class DuckDBConnection(MemoryProvider):
             )
 
     def _flush_appends(self) -> None:
-        """Before a read or a transaction: write this thread's queued appends and the store's queue.
+        """Before a read: write this thread's queued appends and the store's queue (a write
+        transaction writes them itself, see :meth:`transaction`).
 
         Skipped inside a transaction of this thread: the queue is written in a transaction of its own."""
         db = self._db
@@ -323,37 +324,72 @@ class DuckDBConnection(MemoryProvider):
         read sees the access statistics complete. ``bookkeeping``: the transaction only appends
         access statistics and ``memory_events`` rows, so its commit leaves ``generation`` as it is."""
         db = self.db
-        if flush:
-            self._flush_appends()  # queued appends first: every transaction sees them
+        # The queued bookkeeping appends are written first, so that every transaction sees them:
+        # by this transaction itself, ahead of its own statements (one commit instead of two).
+        carry = flush and int(getattr(db.local, "tx_depth", 0)) == 0
+        if carry:
+            pending = getattr(self._groups, "pending", None)
+            if pending:  # this thread's own group, if it is still open
+                self._groups.pending = []
+                self._queue_appends(pending)
         with db.write_lock:
-            cur = self._cursor()
-            index = db.search_index
-            cur.execute("BEGIN TRANSACTION")
-            folded = False
-            db.local.tx_depth = getattr(db.local, "tx_depth", 0) + 1
+            taken = db.appends.take() if carry else []
+            committed = False
             try:
-                if settle and db.access_pending:
-                    for tenant_id, ids in _fold_access_log(cur).items():
-                        self._rows_changed(tenant_id, ids)  # caches of rows read before the fold
-                    folded = True
-                yield cur
-                cur.execute("COMMIT")
-                if not bookkeeping:
-                    db.generation += 1
-                if folded:
-                    db.access_pending = False
-            except BaseException as exc:
-                if index is not None:
-                    index.rollback()
-                with suppress(duckdb.Error):
-                    cur.execute("ROLLBACK")
-                if isinstance(exc, duckdb.Error):
-                    raise self._translate(exc, "write") from exc
-                raise
+                cur = self._cursor()
+                index = db.search_index
+                cur.execute("BEGIN TRANSACTION")
+                if taken and not self._carry_appends(cur, taken):
+                    taken = []  # they failed in this transaction and were written on their own
+                    cur.execute("BEGIN TRANSACTION")
+                folded = False
+                db.local.tx_depth = getattr(db.local, "tx_depth", 0) + 1
+                try:
+                    if settle and db.access_pending:
+                        for tenant_id, ids in _fold_access_log(cur).items():
+                            self._rows_changed(tenant_id, ids)  # caches of rows read before the fold
+                        folded = True
+                    yield cur
+                    cur.execute("COMMIT")
+                    committed = True
+                    if not bookkeeping:
+                        db.generation += 1
+                    if folded:
+                        db.access_pending = False
+                except BaseException as exc:
+                    if index is not None:
+                        index.rollback()
+                    with suppress(duckdb.Error):
+                        cur.execute("ROLLBACK")
+                    if isinstance(exc, duckdb.Error):
+                        raise self._translate(exc, "write") from exc
+                    raise
+                finally:
+                    db.local.tx_depth -= 1
+                if index is not None:  # the committed write's effect on the in-process index
+                    index.commit()
             finally:
-                db.local.tx_depth -= 1
-            if index is not None:  # the committed write's effect on the in-process index
-                index.commit()
+                if taken:
+                    if not committed:  # rolled back with the write (or it never began): on their own
+                        self._write_appends(taken)
+                    db.appends.taken_done()
+
+    def _carry_appends(self, cur: Any, writes: Sequence[Callable[[Any], None]]) -> bool:
+        """Write queued appends in the transaction just begun on ``cur``. On a failure the
+        transaction is rolled back and the appends are written in one of their own, whose failure
+        is logged: a bookkeeping append never fails the write that carries it. False then."""
+        try:
+            for write in merge_row_appends(writes):
+                write(cur)
+        except Exception:
+            index = self.db.search_index
+            if index is not None:
+                index.rollback()
+            with suppress(duckdb.Error):
+                cur.execute("ROLLBACK")
+            self._write_appends(writes)
+            return False
+        return True
 
     @contextmanager
     def bulk_import(self) -> Iterator[None]:
