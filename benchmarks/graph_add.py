@@ -35,6 +35,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+import duckdb
+
 from stratamem import Memory, TenantContext
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -44,6 +46,16 @@ TOOLS = ["Redis", "PostgreSQL", "Kubernetes", "Kafka", "Terraform", "Grafana"]
 PROJECTS = 5000
 CTX = TenantContext(tenant_id="bench")
 IDS = {"user_id": "u1"}
+LOOKUP_INDEXES = [
+    ("memory_edges", "memory_id"),
+    ("memory_edges", "source_id"),
+    ("memory_edges", "target_id"),
+    ("entity_edges", "memory_id"),
+    ("entity_edges", "source_id"),
+    ("entity_edges", "target_id"),
+    ("memory_nodes", "node_id"),
+    ("entities", "entity_id"),
+]
 
 
 def sentence(rng: random.Random, i: int) -> str:
@@ -91,6 +103,11 @@ def main() -> int:
     ap.add_argument("--adds", type=int, default=200, help="single adds timed (half of them supersede one)")
     ap.add_argument("--db", type=Path, help="a store built by --keep (copied, never changed)")
     ap.add_argument("--keep", type=Path, help="save the built store here")
+    ap.add_argument(
+        "--lookup-indexes",
+        action="store_true",
+        help="add single-column ART indexes on the graph's id columns to the copy (an experiment: the schema has none)",
+    )
     ap.add_argument("--out", type=Path, default=RESULTS / "graph_add.json")
     args = ap.parse_args()
     rng = random.Random(11)
@@ -105,6 +122,10 @@ def main() -> int:
             build_s = time.perf_counter() - t0
             if args.keep:
                 shutil.copy(path, args.keep)
+        if args.lookup_indexes:
+            with duckdb.connect(str(path)) as con:
+                for table, column in LOOKUP_INDEXES:
+                    con.execute(f"CREATE INDEX IF NOT EXISTS bench_{table}_{column} ON {table} ({column})")
         with Memory.open(path, embedder="hashing") as mem:
             active = [e.id for e in mem.engine.provider.iter_entries(CTX.tenant_id) if e.status == "active"]
             rng.shuffle(active)

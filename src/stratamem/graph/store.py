@@ -144,6 +144,8 @@ def _insert(
 #: Id lists up to this length are bound as ``col IN (?, ?, …)``; a longer one travels as one JSON
 #: parameter, unnested and hash-joined (``list_contains`` would compare every row with every id).
 INLINE_IDS = 64
+#: Up to this many entities, whether each is still mentioned is asked by one probe per entity.
+MENTION_PROBES = 16
 _ONE_ID = "{column} = ?"
 _IDS_INLINE = "{column} IN ({marks})"
 _IDS_JOINED = "{column} IN (SELECT unnest(?::JSON::VARCHAR[]))"
@@ -180,9 +182,11 @@ _MENTIONED = "SELECT DISTINCT target_id FROM {edges} WHERE tenant_id = ? AND tar
 _ROWIDS = "SELECT rid FROM {rows} WHERE tenant_id = ?{live}"
 _MARK = "UPDATE {table} SET deleted_at = ? WHERE rowid IN ({rowids})"
 _REMOVE = "DELETE FROM {table} WHERE rowid IN ({rowids})"
-_UNMENTIONED = (
-    "SELECT rid FROM {entities} WHERE tenant_id = ?{live} AND entity_id NOT IN "
-    "(SELECT target_id FROM {mentions} WHERE tenant_id = ? AND target_kind = 'entity'{live})"
+_UNMENTIONED = "SELECT rid FROM {entities} WHERE tenant_id = ?{live} AND entity_id NOT IN ({mentioned})"
+_MENTIONS = "SELECT target_id FROM {mentions} WHERE tenant_id = ? AND target_kind = 'entity'{live}"
+_MENTION_PROBE = (
+    "(SELECT target_id FROM (SELECT * FROM memory_edges WHERE target_id = ? OFFSET 0) "
+    "WHERE tenant_id = ? AND target_kind = 'entity'{live} LIMIT 1)"
 )
 _MARK_ENTITIES = "UPDATE entities SET deleted_at = ? WHERE rowid IN ({rowids}) RETURNING entity_id"
 _REMOVE_ENTITIES = "DELETE FROM entities WHERE rowid IN ({rowids}) RETURNING entity_id"
@@ -545,10 +549,19 @@ class GraphStore:
             params: list[Any] = [tenant_id, ents_json, tenant_id, ents_json]
         else:
             found, found_params = _rows_of("entities", "entity_id", entities)
-            mentions, mention_params = _rows_of("memory_edges", "target_id", entities)
-            rowids = _UNMENTIONED.format(entities=found, mentions=mentions, live=live)
+            if len(entities) <= MENTION_PROBES:
+                # one probe per entity that stops at its first mention: a name many memories mention
+                # is settled after a few rows instead of reading all its mentions
+                probe = _MENTION_PROBE.format(live=live)
+                mentioned = " UNION ALL ".join([probe] * len(entities))
+                mention_params = [value for entity in entities for value in (entity, tenant_id)]
+            else:
+                mentions, mention_params = _rows_of("memory_edges", "target_id", entities)
+                mentioned = _MENTIONS.format(mentions=mentions, live=live)
+                mention_params = [*mention_params, tenant_id]
+            rowids = _UNMENTIONED.format(entities=found, mentioned=mentioned, live=live)
             sql = (_MARK_ENTITIES if change == "mark" else _REMOVE_ENTITIES).format(rowids=rowids)
-            params = [*found_params, tenant_id, *mention_params, tenant_id]
+            params = [*found_params, tenant_id, *mention_params]
         return [r[0] for r in tx.execute(sql, [at, *params] if change == "mark" else params).fetchall()]
 
     def hard_delete(self, tx: Any, tenant_id: str, ids: Sequence[str]) -> None:
