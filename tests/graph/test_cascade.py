@@ -126,3 +126,21 @@ def test_many_ids_soft_and_hard(mem: Memory, acme: TenantContext, add: Callable[
     assert rows(mem, "SELECT count(*) FROM memory_edges WHERE tenant_id = ?", ["acme"]) == [(2,)]
     assert rows(mem, "SELECT count(*) FROM entity_edges WHERE tenant_id = ?", ["acme"]) == [(1,)]
     assert rows(mem, "SELECT node_id FROM memory_nodes WHERE tenant_id = ?", ["acme"]) == [(kept,)]
+
+
+def test_rows_written_in_the_same_transaction_are_marked(
+    mem: Memory, acme: TenantContext, add: Callable[..., str]
+) -> None:
+    """DuckDB gives rows appended by the open transaction row ids of their own: they are found too."""
+    old = add(acme, "Grace manages Project Lyra.")
+    at = now_naive()
+    store = _store(mem)
+    entry = mem.get(acme, old)
+    assert entry is not None
+    with mem.engine.provider.graph_transaction() as tx:  # type: ignore[attr-defined]
+        store.hard_delete(tx, "acme", [old])
+        store.index_entries(tx, [entry])  # the same graph again, appended in this transaction
+        store.soft_delete(tx, "acme", [old], at)
+    snap = _snapshot(mem, "acme")
+    assert {deleted_at for table in snap.values() for _, deleted_at in table} == {at}
+    assert [len(snap[t]) for t in ("memory_nodes", "memory_edges", "entities", "entity_edges")] == [1, 2, 2, 1]
