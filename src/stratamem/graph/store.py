@@ -503,8 +503,10 @@ class GraphStore:
     # On DuckDB every statement finds the rows of the given ids through ``_rows_of`` (a scan filtered
     # on the ids alone, then the tenant and deletion checks on the few rows found) and changes them by
     # ``rowid``; on PostgreSQL the same statements filter with ``= ANY`` (``list_contains`` translated)
-    # and the tenant's B-tree indexes. Either way only the rows of the ids, the entities only they
-    # mentioned and those entities' relations are read and changed, never a tenant-wide set.
+    # and the tenant's B-tree indexes. Either way the statements select only the rows of the ids,
+    # the entities they mentioned and those entities' relations: no tenant-wide set (every live
+    # mention, every deleted entity) is built. Without an index on the id column DuckDB still reads
+    # that one column of the whole table.
     def _mentioned(self, tx: Any, tenant_id: str, ids: Sequence[str]) -> list[str]:
         """Entities the memories ``ids`` mention (through live or soft-deleted edges)."""
         if self.dialect == "postgres":
