@@ -204,3 +204,18 @@ def test_add_latency_times_adds_after_searches(tmp_path: Path) -> None:
     assert run.returncode == 0, run.stderr
     ms = json.loads(out.read_text())["ms"]
     assert 0 < ms["p50"] <= ms["p90"] <= ms["p99"]
+
+
+def test_graph_add_benchmark_builds_reuses_and_times_statements(tmp_path: Path) -> None:
+    """graph_add.py: a kept store, a second run on a copy of it (with the index experiment)."""
+    kept, out = tmp_path / "built.duckdb", tmp_path / "graph_add.json"
+    run = _bench("graph_add.py", "--memories", "300", "--adds", "6", "--keep", str(kept), "--out", str(out))
+    assert run.returncode == 0, run.stderr
+    size = kept.stat().st_size
+    run = _bench("graph_add.py", "--db", str(kept), "--adds", "6", "--lookup-indexes", "--out", str(out))
+    assert run.returncode == 0, run.stderr
+    assert kept.stat().st_size == size  # the kept store is copied, never changed
+    data = json.loads(out.read_text())
+    assert [a["add"] for a in data["adds"]] == ["plain", "supersede"] and all(a["n"] == 3 for a in data["adds"])
+    marked = {s["statement"] for s in data["statements"] if s["add"] == "supersede"}
+    assert "UPDATE memory_nodes SET" in marked and "UPDATE entities SET" in marked

@@ -141,6 +141,71 @@ def _insert(
         tx.unregister(_ARROW_ROWS)
 
 
+#: Id lists up to this length are bound as ``col IN (?, ?, …)``; a longer one travels as one JSON
+#: parameter, unnested and hash-joined (``list_contains`` would compare every row with every id).
+INLINE_IDS = 64
+#: Up to this many entities, whether each is still mentioned is asked by one probe per entity.
+MENTION_PROBES = 16
+_ONE_ID = "{column} = ?"
+_IDS_INLINE = "{column} IN ({marks})"
+_IDS_JOINED = "{column} IN (SELECT unnest(?::JSON::VARCHAR[]))"
+_ROWS_OF = "(SELECT rowid AS rid, * FROM {table} WHERE {match} OFFSET 0)"
+
+
+def _one_of(column: str, ids: Sequence[str]) -> tuple[str, list[Any]]:
+    """The DuckDB predicate "``column`` is one of ``ids``" and its parameters (``column``: a constant)."""
+    if len(ids) == 1:
+        return _ONE_ID.format(column=column), [ids[0]]
+    if len(ids) <= INLINE_IDS:
+        return _IDS_INLINE.format(column=column, marks=", ".join("?" * len(ids))), list(ids)
+    return _IDS_JOINED.format(column=column), [json_list(ids)]
+
+
+def _rows_of(table: str, column: str, ids: Sequence[str]) -> tuple[str, list[Any]]:
+    """A DuckDB subquery of the rows of ``table`` (any tenant) whose ``column`` is one of ``ids``, with
+    their ``rowid`` as ``rid``, and its parameters; ``table`` and ``column`` are constants.
+
+    ``OFFSET 0`` keeps the caller's filters (tenant, ``deleted_at``) out of this scan, so the scan
+    filters on the ids alone: the selective filter runs first and the others only on the rows found
+    (DuckDB would otherwise push all of them into the scan, checking the tenant on every row first),
+    and an ART index on ``column`` alone could serve the scan (DuckDB scans an index only when the
+    scan's filters are on that index's single column; the tenant-first composite indexes are not).
+    """
+    match, params = _one_of(column, ids)
+    return _ROWS_OF.format(table=table, match=match), params
+
+
+# The cascade statements, DuckDB first. Placeholders in braces take constants of this module or
+# subqueries built from them (``_rows_of``); every value is a bound parameter.
+_LIVE = " AND deleted_at IS NULL"
+_MENTIONED = "SELECT DISTINCT target_id FROM {edges} WHERE tenant_id = ? AND target_kind = 'entity'"
+_ROWIDS = "SELECT rid FROM {rows} WHERE tenant_id = ?{live}"
+_MARK = "UPDATE {table} SET deleted_at = ? WHERE rowid IN ({rowids})"
+_REMOVE = "DELETE FROM {table} WHERE rowid IN ({rowids})"
+_UNMENTIONED = "SELECT rid FROM {entities} WHERE tenant_id = ?{live} AND entity_id NOT IN ({mentioned})"
+_MENTIONS = "SELECT target_id FROM {mentions} WHERE tenant_id = ? AND target_kind = 'entity'{live}"
+_MENTION_PROBE = (
+    "(SELECT target_id FROM (SELECT * FROM memory_edges WHERE target_id = ? OFFSET 0) "
+    "WHERE tenant_id = ? AND target_kind = 'entity'{live} LIMIT 1)"
+)
+_MARK_ENTITIES = "UPDATE entities SET deleted_at = ? WHERE rowid IN ({rowids}) RETURNING entity_id"
+_REMOVE_ENTITIES = "DELETE FROM entities WHERE rowid IN ({rowids}) RETURNING entity_id"
+_PG_MENTIONED = (
+    "SELECT DISTINCT target_id FROM memory_edges WHERE tenant_id = ? AND target_kind = 'entity' "
+    "AND list_contains(?::JSON::VARCHAR[], memory_id)"
+)
+_PG_ONE_OF = "list_contains(?::JSON::VARCHAR[], {column})"
+_PG_MARK = "UPDATE {table} SET deleted_at = ? WHERE tenant_id = ?{live} AND ({match})"
+_PG_REMOVE = "DELETE FROM {table} WHERE tenant_id = ? AND ({match})"
+_PG_MARK_ENTITIES = "UPDATE entities SET deleted_at = ? WHERE {where} RETURNING entity_id"
+_PG_REMOVE_ENTITIES = "DELETE FROM entities WHERE {where} RETURNING entity_id"
+_PG_UNMENTIONED_WHERE = (
+    "tenant_id = ?{live} AND list_contains(?::JSON::VARCHAR[], entity_id) AND entity_id NOT IN "
+    "(SELECT target_id FROM memory_edges WHERE tenant_id = ? AND target_kind = 'entity'{live} "
+    "AND list_contains(?::JSON::VARCHAR[], target_id))"
+)
+
+
 class Generations:
     """Per-store, per-tenant write counters that traversal caches key on.
 
@@ -435,92 +500,100 @@ class GraphStore:
         self.generations.bump(tenant)
 
     # -- cascades (deleting a memory removes the graph rows only it supported) -------------------
-    def _mentioned(self, tx: Any, tenant_id: str, ids_json: str) -> list[str]:
-        rows = tx.execute(
-            "SELECT DISTINCT target_id FROM memory_edges WHERE tenant_id = ? AND target_kind = 'entity' "
-            "AND list_contains(?::JSON::VARCHAR[], memory_id)",
-            [tenant_id, ids_json],
-        ).fetchall()
-        return [r[0] for r in rows]
+    # On DuckDB every statement finds the rows of the given ids through ``_rows_of`` (a scan filtered
+    # on the ids alone, then the tenant and deletion checks on the few rows found) and changes them by
+    # ``rowid``; on PostgreSQL the same statements filter with ``= ANY`` (``list_contains`` translated)
+    # and the tenant's B-tree indexes. Either way the statements select only the rows of the ids,
+    # the entities they mentioned and those entities' relations: no tenant-wide set (every live
+    # mention, every deleted entity) is built. Without an index on the id column DuckDB still reads
+    # that one column of the whole table.
+    def _mentioned(self, tx: Any, tenant_id: str, ids: Sequence[str]) -> list[str]:
+        """Entities the memories ``ids`` mention (through live or soft-deleted edges)."""
+        if self.dialect == "postgres":
+            return [r[0] for r in tx.execute(_PG_MENTIONED, [tenant_id, json_list(ids)]).fetchall()]
+        edges, params = _rows_of("memory_edges", "memory_id", ids)
+        return [r[0] for r in tx.execute(_MENTIONED.format(edges=edges), [*params, tenant_id]).fetchall()]
+
+    def _change(
+        self, tx: Any, change: str, table: str, columns: Sequence[str], tenant_id: str, ids: Sequence[str], at: Any
+    ) -> None:
+        """Soft-delete (``change="mark"``: live rows only, ``deleted_at = at``) or delete (``"remove"``)
+        the tenant's rows of ``table`` whose ``columns`` (any of them) hold one of ``ids``."""
+        live = _LIVE if change == "mark" else ""
+        if self.dialect == "postgres":
+            match = " OR ".join(_PG_ONE_OF.format(column=col) for col in columns)
+            params: list[Any] = [tenant_id, *[json_list(ids)] * len(columns)]
+            if change == "mark":
+                tx.execute(_PG_MARK.format(table=table, live=live, match=match), [at, *params])
+            else:
+                tx.execute(_PG_REMOVE.format(table=table, match=match), params)
+            return
+        parts: list[str] = []
+        params = []
+        for col in columns:
+            rows, rows_params = _rows_of(table, col, ids)
+            parts.append(_ROWIDS.format(rows=rows, live=live))
+            params += [*rows_params, tenant_id]
+        rowids = " UNION ALL ".join(parts)
+        if change == "mark":
+            tx.execute(_MARK.format(table=table, rowids=rowids), [at, *params])
+        else:
+            tx.execute(_REMOVE.format(table=table, rowids=rowids), params)
+
+    def _drop_unmentioned(self, tx: Any, change: str, tenant_id: str, entities: Sequence[str], at: Any) -> list[str]:
+        """Of ``entities``, soft-delete (``"mark"``) the live ones no live edge mentions any more, or
+        delete (``"remove"``) those no edge mentions at all; returns the ids changed."""
+        live = _LIVE if change == "mark" else ""
+        if self.dialect == "postgres":
+            ents_json = json_list(entities)
+            where = _PG_UNMENTIONED_WHERE.format(live=live)
+            sql = (_PG_MARK_ENTITIES if change == "mark" else _PG_REMOVE_ENTITIES).format(where=where)
+            params: list[Any] = [tenant_id, ents_json, tenant_id, ents_json]
+        else:
+            found, found_params = _rows_of("entities", "entity_id", entities)
+            if len(entities) <= MENTION_PROBES:
+                # one probe per entity that stops at its first mention: a name many memories mention
+                # is settled after a few rows instead of reading all its mentions
+                probe = _MENTION_PROBE.format(live=live)
+                mentioned = " UNION ALL ".join([probe] * len(entities))
+                mention_params = [value for entity in entities for value in (entity, tenant_id)]
+            else:
+                mentions, mention_params = _rows_of("memory_edges", "target_id", entities)
+                mentioned = _MENTIONS.format(mentions=mentions, live=live)
+                mention_params = [*mention_params, tenant_id]
+            rowids = _UNMENTIONED.format(entities=found, mentioned=mentioned, live=live)
+            sql = (_MARK_ENTITIES if change == "mark" else _REMOVE_ENTITIES).format(rowids=rowids)
+            params = [*found_params, tenant_id, *mention_params]
+        return [r[0] for r in tx.execute(sql, [at, *params] if change == "mark" else params).fetchall()]
 
     def hard_delete(self, tx: Any, tenant_id: str, ids: Sequence[str]) -> None:
         """Remove the memories' nodes, every edge touching or derived from them, and entities left
         without any mention (with their edges)."""
         if not ids:
             return
-        ids_json = json_list(ids)
-        entities = self._mentioned(tx, tenant_id, ids_json)
-        tx.execute(
-            "DELETE FROM entity_edges WHERE tenant_id = ? AND list_contains(?::JSON::VARCHAR[], memory_id)",
-            [tenant_id, ids_json],
-        )
-        tx.execute(
-            "DELETE FROM memory_edges WHERE tenant_id = ? AND (list_contains(?::JSON::VARCHAR[], memory_id) "
-            "OR list_contains(?::JSON::VARCHAR[], source_id) OR list_contains(?::JSON::VARCHAR[], target_id))",
-            [tenant_id, ids_json, ids_json, ids_json],
-        )
-        tx.execute(
-            "DELETE FROM memory_nodes WHERE tenant_id = ? AND list_contains(?::JSON::VARCHAR[], node_id)",
-            [tenant_id, ids_json],
-        )
+        entities = self._mentioned(tx, tenant_id, ids)
+        self._change(tx, "remove", "entity_edges", ("memory_id",), tenant_id, ids, None)
+        self._change(tx, "remove", "memory_edges", ("memory_id", "source_id", "target_id"), tenant_id, ids, None)
+        self._change(tx, "remove", "memory_nodes", ("node_id",), tenant_id, ids, None)
         if entities:
-            orphans = [
-                r[0]
-                for r in tx.execute(
-                    "SELECT entity_id FROM entities WHERE tenant_id = ? "
-                    "AND list_contains(?::JSON::VARCHAR[], entity_id) "
-                    "AND entity_id NOT IN (SELECT target_id FROM memory_edges WHERE tenant_id = ? "
-                    "AND target_kind = 'entity')",
-                    [tenant_id, json_list(entities), tenant_id],
-                ).fetchall()
-            ]
+            orphans = self._drop_unmentioned(tx, "remove", tenant_id, entities, None)
             if orphans:
-                orphans_json = json_list(orphans)
-                tx.execute(
-                    "DELETE FROM entity_edges WHERE tenant_id = ? AND (list_contains(?::JSON::VARCHAR[], source_id) "
-                    "OR list_contains(?::JSON::VARCHAR[], target_id))",
-                    [tenant_id, orphans_json, orphans_json],
-                )
-                tx.execute(
-                    "DELETE FROM entities WHERE tenant_id = ? AND list_contains(?::JSON::VARCHAR[], entity_id)",
-                    [tenant_id, orphans_json],
-                )
+                self._change(tx, "remove", "entity_edges", ("source_id", "target_id"), tenant_id, orphans, None)
         self.generations.bump(tenant_id)
 
     def soft_delete(self, tx: Any, tenant_id: str, ids: Sequence[str], at: datetime) -> None:
-        """Mark the same rows a hard delete would remove with ``deleted_at`` (purged later)."""
+        """Mark the same rows a hard delete would remove with ``deleted_at`` (purged later): the
+        memories' nodes and edges, the entities no live edge mentions any more, and those entities'
+        relations. Relations of entities deleted in an earlier call are not read again: they were
+        marked in that call (a relation is only written between live entities)."""
         if not ids:
             return
-        ids_json = json_list(ids)
-        entities = self._mentioned(tx, tenant_id, ids_json)
-        tx.execute(
-            "UPDATE entity_edges SET deleted_at = ? WHERE tenant_id = ? AND deleted_at IS NULL "
-            "AND list_contains(?::JSON::VARCHAR[], memory_id)",
-            [at, tenant_id, ids_json],
-        )
-        tx.execute(
-            "UPDATE memory_edges SET deleted_at = ? WHERE tenant_id = ? AND deleted_at IS NULL AND "
-            "(list_contains(?::JSON::VARCHAR[], memory_id) OR list_contains(?::JSON::VARCHAR[], source_id) "
-            "OR list_contains(?::JSON::VARCHAR[], target_id))",
-            [at, tenant_id, ids_json, ids_json, ids_json],
-        )
-        tx.execute(
-            "UPDATE memory_nodes SET deleted_at = ? WHERE tenant_id = ? AND deleted_at IS NULL "
-            "AND list_contains(?::JSON::VARCHAR[], node_id)",
-            [at, tenant_id, ids_json],
-        )
+        entities = self._mentioned(tx, tenant_id, ids)
+        self._change(tx, "mark", "entity_edges", ("memory_id",), tenant_id, ids, at)
+        self._change(tx, "mark", "memory_edges", ("memory_id", "source_id", "target_id"), tenant_id, ids, at)
+        self._change(tx, "mark", "memory_nodes", ("node_id",), tenant_id, ids, at)
         if entities:
-            ents_json = json_list(entities)
-            tx.execute(
-                "UPDATE entities SET deleted_at = ? WHERE tenant_id = ? AND deleted_at IS NULL "
-                "AND list_contains(?::JSON::VARCHAR[], entity_id) AND entity_id NOT IN (SELECT target_id "
-                "FROM memory_edges WHERE tenant_id = ? AND target_kind = 'entity' AND deleted_at IS NULL)",
-                [at, tenant_id, ents_json, tenant_id],
-            )
-            tx.execute(
-                "UPDATE entity_edges SET deleted_at = ? WHERE tenant_id = ? AND deleted_at IS NULL AND "
-                "(source_id IN (SELECT entity_id FROM entities WHERE tenant_id = ? AND deleted_at IS NOT NULL) "
-                "OR target_id IN (SELECT entity_id FROM entities WHERE tenant_id = ? AND deleted_at IS NOT NULL))",
-                [at, tenant_id, tenant_id, tenant_id],
-            )
+            gone = self._drop_unmentioned(tx, "mark", tenant_id, entities, at)
+            if gone:
+                self._change(tx, "mark", "entity_edges", ("source_id", "target_id"), tenant_id, gone, at)
         self.generations.bump(tenant_id)
