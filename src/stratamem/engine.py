@@ -1029,6 +1029,7 @@ class MemoryEngine:
                             now=now,
                             predicate=predicate,
                             include_embedding=True,
+                            vectors_only=not include_embedding,  # ranked with, returned without
                             lexical_weight=lexical_weight,
                             statuses=statuses,
                         )
@@ -1107,7 +1108,9 @@ class MemoryEngine:
                 total, merged = max(0, total - (len(merged) - len(kept))), kept
             results = [
                 SearchResult(
-                    memory=hit.entry if include_embedding else hit.entry.model_copy(update={"embedding": None}),
+                    memory=hit.entry
+                    if include_embedding or hit.entry.embedding is None  # vectors_only: given without
+                    else hit.entry.model_copy(update={"embedding": None}),
                     score=round(hit.score, 6),
                     layer=layer,
                 )

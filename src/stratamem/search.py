@@ -16,14 +16,15 @@ import numpy.typing as npt
 from .embeddings.base import Vector
 from .layers import precedence
 from .model import Layer
-from .providers.base import ScoredEntry
+from .providers.base import ScoredEntry, hit_vector
 from .retrieval.centering import MIN_ROWS, Centroid, relevance_z, relevance_z_each
 from .retrieval.lexical import lexical_gate
 
 
 def hit_vectors(hits: Sequence[ScoredEntry]) -> list[npt.NDArray[np.float32] | None]:
-    """Each hit's embedding as a float32 vector (None for a hit without one), converted in one call
-    (rows of one matrix) rather than one conversion per hit; the values are the same either way.
+    """Each hit's embedding as a float32 vector (None for a hit without one): the provider's own
+    ``ScoredEntry.vector``, else the entry's list, the lists converted in one call (rows of one
+    matrix) rather than one conversion per hit; the values are the same either way.
 
     Args:
         hits: the hits, in any order.
@@ -31,17 +32,20 @@ def hit_vectors(hits: Sequence[ScoredEntry]) -> list[npt.NDArray[np.float32] | N
     Returns:
         One vector or None per hit, in the order of ``hits``.
     """
-    present = [hit.entry.embedding for hit in hits if hit.entry.embedding is not None]
+    lists = [hit.entry.embedding for hit in hits if hit.vector is None and hit.entry.embedding is not None]
     try:
-        matrix = np.asarray(present, dtype=np.float32)
+        matrix = np.asarray(lists, dtype=np.float32)
     except ValueError:  # embeddings of different lengths: one array each
         matrix = None
     rows: Iterator[npt.NDArray[np.float32]] = iter(
         matrix
         if matrix is not None and matrix.ndim == 2
-        else [np.asarray(embedding, dtype=np.float32) for embedding in present]
+        else [np.asarray(embedding, dtype=np.float32) for embedding in lists]
     )
-    return [next(rows) if hit.entry.embedding is not None else None for hit in hits]
+    return [
+        hit.vector if hit.vector is not None else next(rows) if hit.entry.embedding is not None else None
+        for hit in hits
+    ]
 
 
 def merge_results(
@@ -158,8 +162,8 @@ def above_relevance_floor(
         for i, measured in zip(at, z or [], strict=False):
             sigmas[i] = measured
     kept: list[tuple[Layer, ScoredEntry]] = []
-    for (layer, hit), sigma in zip(merged, sigmas, strict=True):
-        measure = _measure(layer, hit, query, sigma, floor, lexical_weight)
+    for (layer, hit), sigma, row in zip(merged, sigmas, rows, strict=True):
+        measure = _measure(layer, hit, query, sigma, floor, lexical_weight, row)
         if report is not None:
             report.append(measure)
         if measure.kept:
@@ -167,7 +171,9 @@ def above_relevance_floor(
     return kept
 
 
-def lexical_match(score: float, query: Vector, vector: Sequence[float], weight: float) -> float:
+def lexical_match(
+    score: float, query: Vector, vector: npt.NDArray[np.float32] | Sequence[float], weight: float
+) -> float:
     """The ``lex`` part of a fused ``score`` (``dense + w · lex · (1 - dense) · gate(dense)``), from
     the query and memory vectors; 0 when the score has no lexical part."""
     q = np.asarray(query, dtype=np.float32)
@@ -194,23 +200,28 @@ def floor_measure(
     Returns:
         Its relevance in standard deviations, and whether it is kept (and by the identifier exception).
     """
-    vector = hit.entry.embedding
+    vector = hit_vector(hit)
     if centroid is None or centroid.rows < MIN_ROWS or vector is None:
         return FloorMeasure(layer, hit, None, floor, lexical_exception=False, kept=True)
-    z = relevance_z(query, [vector], centroid)
-    return _measure(layer, hit, query, None if z is None else float(z[0]), floor, lexical_weight)
+    z = relevance_z(query, [np.asarray(vector, dtype=np.float32)], centroid)
+    return _measure(layer, hit, query, None if z is None else float(z[0]), floor, lexical_weight, vector)
 
 
 def _measure(
-    layer: Layer, hit: ScoredEntry, query: Vector, sigma: float | None, floor: float, lexical_weight: float
+    layer: Layer,
+    hit: ScoredEntry,
+    query: Vector,
+    sigma: float | None,
+    floor: float,
+    lexical_weight: float,
+    vector: npt.NDArray[np.float32] | Sequence[float] | None,
 ) -> FloorMeasure:
-    """The :class:`FloorMeasure` of a candidate whose relevance is ``sigma`` standard deviations (None:
-    the floor does not apply to it)."""
+    """The :class:`FloorMeasure` of a candidate with this vector whose relevance is ``sigma``
+    standard deviations (None: the floor does not apply to it)."""
     if sigma is None:
         return FloorMeasure(layer, hit, None, floor, lexical_exception=False, kept=True)
     if sigma >= floor:
         return FloorMeasure(layer, hit, sigma, floor, lexical_exception=False, kept=True)
-    vector = hit.entry.embedding
     exception = (
         lexical_weight > 0
         and vector is not None
