@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 from pydantic import ValidationError
 
 from . import supersession
@@ -1028,6 +1029,7 @@ class MemoryEngine:
                             now=now,
                             predicate=predicate,
                             include_embedding=True,
+                            vectors_only=not include_embedding,  # ranked with, returned without
                             lexical_weight=lexical_weight,
                             statuses=statuses,
                         )
@@ -1077,9 +1079,11 @@ class MemoryEngine:
 
             # all layers are searched concurrently and merged once every one has finished
             pages = [one(target[0])] if len(target) == 1 else builtins.list(self._pool.map(one, target))
+            vectors: list[npt.NDArray[np.float32] | None] = []  # the merged hits' vectors, converted once
             merged, dropped = merge_results(
                 [(layer, page.hits) for layer, page in zip(target, pages, strict=True)],
                 dedup_threshold=self.config.dedup_threshold,
+                vectors=vectors,
             )
             total = max(0, sum(p.total for p in pages) - dropped)
             if floor is not None and merged:
@@ -1092,7 +1096,9 @@ class MemoryEngine:
                     )
                     for layer in {lr for lr, _ in merged}
                 }
-                kept = above_relevance_floor(merged, vector, centroids, floor, lexical_weight, floor_report)
+                kept = above_relevance_floor(
+                    merged, vector, centroids, floor, lexical_weight, floor_report, vectors=vectors
+                )
                 # every candidate was seen when fewer than ``limit`` came back: the count is exact
                 seen_all = len(merged) < limit or not kept
                 total = len(kept) if seen_all else max(len(kept), total - (len(merged) - len(kept)))
@@ -1102,7 +1108,9 @@ class MemoryEngine:
                 total, merged = max(0, total - (len(merged) - len(kept))), kept
             results = [
                 SearchResult(
-                    memory=hit.entry if include_embedding else hit.entry.model_copy(update={"embedding": None}),
+                    memory=hit.entry
+                    if include_embedding or hit.entry.embedding is None  # vectors_only: given without
+                    else hit.entry.model_copy(update={"embedding": None}),
                     score=round(hit.score, 6),
                     layer=layer,
                 )

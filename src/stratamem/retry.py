@@ -47,6 +47,20 @@ def call_with_retry(fn: Callable[[], T], operation: str, config: RetryConfig) ->
             return min(exc.retry_after, config.max_delay)
         return float(min(config.initial_delay * config.multiplier ** (state.attempt_number - 1), config.max_delay))
 
+    # The first attempt runs without tenacity: nearly every call succeeds at once, and a Retrying
+    # builds several objects per call (a search makes two such calls). A failure is replayed as the
+    # Retrying's own first attempt, so the waits, the attempt count and what is raised are unchanged.
+    first: list[BaseException] = []
+    try:
+        return fn()
+    except BaseException as exc:  # replayed below, outside this handler (no implicit chaining)
+        first.append(exc)
+
+    def replay() -> T:
+        if first:
+            raise first.pop()
+        return fn()
+
     retrying = Retrying(
         stop=stop_after_attempt(max(1, config.max_attempts)),
         wait=wait,
@@ -54,7 +68,7 @@ def call_with_retry(fn: Callable[[], T], operation: str, config: RetryConfig) ->
         reraise=True,
     )
     try:
-        return retrying(fn)
+        return retrying(replay)
     except TransientProviderError as exc:
         raise MemoryError(
             ErrorCode.PROVIDER_ERROR,

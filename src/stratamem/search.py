@@ -7,44 +7,87 @@ kept is dropped, so the more specific layer wins ("project overrides company").
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from .embeddings.base import Vector
 from .layers import precedence
 from .model import Layer
-from .providers.base import ScoredEntry
-from .retrieval.centering import MIN_ROWS, Centroid, relevance_z
+from .providers.base import ScoredEntry, hit_vector
+from .retrieval.centering import MIN_ROWS, Centroid, relevance_z, relevance_z_each
 from .retrieval.lexical import lexical_gate
+
+
+def hit_vectors(hits: Sequence[ScoredEntry]) -> list[npt.NDArray[np.float32] | None]:
+    """Each hit's embedding as a float32 vector (None for a hit without one): the provider's own
+    ``ScoredEntry.vector``, else the entry's list, the lists converted in one call (rows of one
+    matrix) rather than one conversion per hit; the values are the same either way.
+
+    Args:
+        hits: the hits, in any order.
+
+    Returns:
+        One vector or None per hit, in the order of ``hits``.
+    """
+    lists = [hit.entry.embedding for hit in hits if hit.vector is None and hit.entry.embedding is not None]
+    try:
+        matrix = np.asarray(lists, dtype=np.float32)
+    except ValueError:  # embeddings of different lengths: one array each
+        matrix = None
+    rows: Iterator[npt.NDArray[np.float32]] = iter(
+        matrix
+        if matrix is not None and matrix.ndim == 2
+        else [np.asarray(embedding, dtype=np.float32) for embedding in lists]
+    )
+    return [
+        hit.vector if hit.vector is not None else next(rows) if hit.entry.embedding is not None else None
+        for hit in hits
+    ]
 
 
 def merge_results(
     per_layer: Iterable[tuple[Layer, list[ScoredEntry]]],
     *,
     dedup_threshold: float,
+    vectors: list[npt.NDArray[np.float32] | None] | None = None,
 ) -> tuple[list[tuple[Layer, ScoredEntry]], int]:
     """Flatten, sort by (precedence, -score, id) and drop near-duplicates.
 
-    Returns the merged list and how many duplicates were dropped.
+    Args:
+        per_layer: each searched layer with its hits.
+        dedup_threshold: similarity (the scores' [0, 1] scale) from which a hit is a duplicate of
+            one kept before it.
+        vectors: when given, the float32 vector of each kept hit (None without one) is appended
+            to it, in the order of the merged list (for :func:`above_relevance_floor`).
+
+    Returns:
+        The merged list and how many duplicates were dropped.
     """
     flat = [(layer, hit) for layer, hits in per_layer for hit in hits]
     flat.sort(key=lambda item: (precedence(item[0]), -item[1].score, item[1].entry.id))
     kept: list[tuple[Layer, ScoredEntry]] = []
-    kept_vecs: list[np.ndarray] = []
+    # the kept vectors are the first ``n_kept`` rows of one matrix: ``kept_matrix[:n] @ vec`` is the
+    # product (and the same floats) of the kept vectors stacked, without stacking them per hit
+    kept_matrix: npt.NDArray[np.float32] | None = None
+    n_kept = 0
     dropped = 0
-    for layer, hit in flat:
-        emb = hit.entry.embedding
-        vec = np.asarray(emb, dtype=np.float32) if emb is not None else None
-        if vec is not None and kept_vecs:
-            sims = (1.0 + np.vstack(kept_vecs) @ vec) / 2.0
+    for (layer, hit), vec in zip(flat, hit_vectors([hit for _, hit in flat]), strict=True):
+        if vec is not None and kept_matrix is not None and n_kept:
+            sims = (1.0 + kept_matrix[:n_kept] @ vec) / 2.0
             if float(sims.max()) >= dedup_threshold:
                 dropped += 1
                 continue
         kept.append((layer, hit))
+        if vectors is not None:
+            vectors.append(vec)
         if vec is not None:
-            kept_vecs.append(vec)
+            if kept_matrix is None:
+                kept_matrix = np.empty((len(flat), len(vec)), dtype=np.float32)
+            kept_matrix[n_kept] = vec
+            n_kept += 1
     return kept, dropped
 
 
@@ -80,6 +123,7 @@ def above_relevance_floor(
     floor: float,
     lexical_weight: float = 0.0,
     report: list[FloorMeasure] | None = None,
+    vectors: Sequence[npt.NDArray[np.float32] | None] | None = None,
 ) -> list[tuple[Layer, ScoredEntry]]:
     """The results whose relevance to the query, measured from their scope's centroid, is at least
     ``floor`` standard deviations above the scope's background (``retrieval/centering.py``), or whose
@@ -94,13 +138,32 @@ def above_relevance_floor(
         lexical_weight: the lexical weight of the fused scores (0: no identifier exception).
         report: when given, one :class:`FloorMeasure` per candidate is appended to it (the
             search console's explanation); the kept results are the same either way.
+        vectors: each candidate's float32 vector (None without one), as :func:`merge_results`
+            gives them; converted from the entries when not given.
 
     Returns:
         The kept candidates, in order.
     """
+    rows = hit_vectors([hit for _, hit in merged]) if vectors is None else vectors
+    # each layer's candidates measured in one call (the query's part computed once per scope)
+    sigmas: list[float | None] = [None] * len(merged)
+    for layer in dict.fromkeys(layer for layer, _ in merged):
+        centroid = centroids.get(layer)
+        if centroid is None or centroid.rows < MIN_ROWS:
+            continue
+        at: list[int] = []
+        chosen: list[npt.NDArray[np.float32]] = []
+        for i, (lr, _) in enumerate(merged):
+            row = rows[i]
+            if lr == layer and row is not None:
+                at.append(i)
+                chosen.append(row)
+        z = relevance_z_each(query, chosen, centroid) if chosen else None
+        for i, measured in zip(at, z or [], strict=False):
+            sigmas[i] = measured
     kept: list[tuple[Layer, ScoredEntry]] = []
-    for layer, hit in merged:
-        measure = floor_measure(layer, hit, query, centroids.get(layer), floor, lexical_weight)
+    for (layer, hit), sigma, row in zip(merged, sigmas, rows, strict=True):
+        measure = _measure(layer, hit, query, sigma, floor, lexical_weight, row)
         if report is not None:
             report.append(measure)
         if measure.kept:
@@ -108,7 +171,9 @@ def above_relevance_floor(
     return kept
 
 
-def lexical_match(score: float, query: Vector, vector: Sequence[float], weight: float) -> float:
+def lexical_match(
+    score: float, query: Vector, vector: npt.NDArray[np.float32] | Sequence[float], weight: float
+) -> float:
     """The ``lex`` part of a fused ``score`` (``dense + w · lex · (1 - dense) · gate(dense)``), from
     the query and memory vectors; 0 when the score has no lexical part."""
     q = np.asarray(query, dtype=np.float32)
@@ -135,14 +200,31 @@ def floor_measure(
     Returns:
         Its relevance in standard deviations, and whether it is kept (and by the identifier exception).
     """
-    vector = hit.entry.embedding
+    vector = hit_vector(hit)
     if centroid is None or centroid.rows < MIN_ROWS or vector is None:
         return FloorMeasure(layer, hit, None, floor, lexical_exception=False, kept=True)
-    z = relevance_z(query, [vector], centroid)
-    if z is None:
+    z = relevance_z(query, [np.asarray(vector, dtype=np.float32)], centroid)
+    return _measure(layer, hit, query, None if z is None else float(z[0]), floor, lexical_weight, vector)
+
+
+def _measure(
+    layer: Layer,
+    hit: ScoredEntry,
+    query: Vector,
+    sigma: float | None,
+    floor: float,
+    lexical_weight: float,
+    vector: npt.NDArray[np.float32] | Sequence[float] | None,
+) -> FloorMeasure:
+    """The :class:`FloorMeasure` of a candidate with this vector whose relevance is ``sigma``
+    standard deviations (None: the floor does not apply to it)."""
+    if sigma is None:
         return FloorMeasure(layer, hit, None, floor, lexical_exception=False, kept=True)
-    sigma = float(z[0])
     if sigma >= floor:
         return FloorMeasure(layer, hit, sigma, floor, lexical_exception=False, kept=True)
-    exception = lexical_weight > 0 and lexical_match(hit.score, query, vector, lexical_weight) >= LEXICAL_KEEP
+    exception = (
+        lexical_weight > 0
+        and vector is not None
+        and lexical_match(hit.score, query, vector, lexical_weight) >= LEXICAL_KEEP
+    )
     return FloorMeasure(layer, hit, sigma, floor, lexical_exception=exception, kept=exception)

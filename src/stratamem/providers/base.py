@@ -32,6 +32,7 @@ from datetime import UTC, date, datetime
 from typing import Any, Protocol, TypeVar
 
 import numpy as np
+import numpy.typing as npt
 from pydantic import TypeAdapter
 
 from ..embeddings.base import Vector
@@ -92,6 +93,11 @@ class SearchQuery:
     now: datetime
     predicate: Predicate | None = None
     include_embedding: bool = False
+    #: With ``include_embedding``: the caller reads the hits' vectors only (search ranks with them
+    #: and returns the entries without). A provider holding them as float32 rows may give each hit
+    #: its row as ``ScoredEntry.vector`` and leave ``entry.embedding`` empty, rather than build a
+    #: list of floats per hit that the caller converts back; any other provider fills the entries.
+    vectors_only: bool = False
     #: Weight ``w`` of the lexical (BM25) half of the fused score; 0 = dense only (see module doc).
     lexical_weight: float = 0.0
     #: Force an exact scan where the provider would use an approximate (ANN) index.
@@ -104,6 +110,14 @@ class SearchQuery:
 class ScoredEntry:
     entry: MemoryEntry
     score: float
+    #: The entry's embedding as a float32 vector, when the provider gave it so
+    #: (``SearchQuery.vectors_only``); ``entry.embedding`` is then empty.
+    vector: npt.NDArray[np.float32] | None = field(default=None, repr=False, compare=False)
+
+
+def hit_vector(hit: ScoredEntry) -> npt.NDArray[np.float32] | Sequence[float] | None:
+    """A hit's embedding: its float32 ``vector`` when the provider gave one, else the entry's list."""
+    return hit.vector if hit.vector is not None else hit.entry.embedding
 
 
 @dataclass

@@ -139,3 +139,22 @@ def relevance_z(query: npt.ArrayLike, vectors: npt.ArrayLike, centroid: Centroid
     if bg is None:
         return None
     return (relevance(query, vectors, centroid) - bg.mean) / bg.std
+
+
+def relevance_z_each(query: npt.ArrayLike, vectors: npt.ArrayLike, centroid: Centroid) -> list[float] | None:
+    """``float(relevance_z(query, [row], centroid)[0])`` for each row of ``vectors``, with the query's
+    part and the rows' normalisation computed once for all rows (the relevance floor of a search,
+    ``search.py``); None when the centroid has no background.
+
+    Each row's product with the query is a dot product of that row alone: numpy takes the product
+    of a one-row matrix with a vector as a dot product, and a matrix-vector product over several
+    rows may round the last bit differently, so this gives exactly the floats of one call per row.
+    """
+    bg = centroid.background
+    if bg is None:
+        return None
+    shift = _shift(centroid.mean, centroid.rows)
+    q = _unit_rows(query)[0] - shift
+    q = q / max(float(np.linalg.norm(q)), 1e-12)
+    rows = _unit_rows(vectors) - shift
+    return [(float(np.dot(row, q)) - bg.mean) / bg.std for row in rows]

@@ -46,7 +46,7 @@ import numpy as np
 
 from ..embeddings.base import Vector
 from ..model import MemoryEntry
-from ..providers.base import ScoredEntry, SearchPage, ThreadTurn, thread_place
+from ..providers.base import ScoredEntry, SearchPage, ThreadTurn, hit_vector, thread_place
 from . import lexical
 
 #: Candidates re-ranked per layer when the layer holds positioned memories.
@@ -88,7 +88,9 @@ def hit_id(hit: Hit) -> str:
 
 
 def _rescored(hit: Hit, score: float) -> Hit:
-    return JoinedTurn(turn=hit.turn, score=score) if isinstance(hit, JoinedTurn) else ScoredEntry(hit.entry, score)
+    if isinstance(hit, JoinedTurn):
+        return JoinedTurn(turn=hit.turn, score=score)
+    return ScoredEntry(hit.entry, score, hit.vector)
 
 
 def rerank(hits: Sequence[Hit], weight: float) -> list[Hit]:
@@ -224,10 +226,8 @@ def lexical_context(
     with_context = _bm25(terms, tf[rows] + before_tf, lengths[rows] + before_lengths, tf, pool_lengths).tolist()
     own = _bm25(terms, tf[rows], lengths[rows], tf, pool_lengths).tolist()
     lex = {place: max(o, c) for place, o, c in zip(scored, own, with_context, strict=True)}
-    embedded = [p for p in scored if p in placed and placed[p].entry.embedding]
-    dense_of = dict(
-        zip(embedded, _dense_scores(vector, [placed[p].entry.embedding or [] for p in embedded]), strict=True)
-    )
+    vectors = {p: v for p in scored if p in placed and (v := hit_vector(placed[p])) is not None and len(v)}
+    dense_of = dict(zip(vectors, _dense_scores(vector, list(vectors.values())), strict=True))
     out: list[Hit] = [hit for hit in hits if _place(hit) is None]
     for place in scored:
         hit = placed.get(place)
@@ -240,7 +240,7 @@ def lexical_context(
             continue
         lifted = lexical.fuse_scores(dense, lex[place], lexical_weight)
         if hit is not None:
-            out.append(ScoredEntry(entry=hit.entry, score=max(hit.score, lifted)))
+            out.append(ScoredEntry(entry=hit.entry, score=max(hit.score, lifted), vector=hit.vector))
         elif lifted >= min_score:
             out.append(JoinedTurn(turn=read_turns[place], score=lifted))
     return out

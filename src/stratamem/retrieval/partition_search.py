@@ -160,9 +160,12 @@ class PartitionSearch(PartitionRows):
             total += 1
             if len(hits) < query.limit:
                 mine = _private_copy(entry)
-                if query.include_embedding:
+                vector = None
+                if query.include_embedding and query.vectors_only:  # the row itself, no list of floats
+                    vector = self.vectors[slot].copy()
+                elif query.include_embedding:
                     mine.embedding = self.vectors[slot].tolist()
-                hits.append(ScoredEntry(entry=mine, score=min(1.0, max(0.0, float(scores[i])))))
+                hits.append(ScoredEntry(entry=mine, score=min(1.0, max(0.0, float(scores[i]))), vector=vector))
             elif query.predicate is None:
                 break
         if query.predicate is None:
