@@ -22,19 +22,33 @@ def _transaction_mb(provider: DuckDBProvider) -> float:
     return provider.memory_usage().get("TRANSACTION", 0) / 1e6
 
 
+def _write_rows(mem: Memory) -> None:
+    """3000 memories of about 1 kB each in the user's scope."""
+    for start in range(0, 3000, 1000):
+        mem.bulk_add(
+            CTX,
+            [
+                {"content": f"fact {i} " + "x" * 1000, "layer": "user", "identifiers": WHO}
+                for i in range(start, start + 1000)
+            ],
+        )
+
+
+def _grown_by_updates(provider: DuckDBProvider) -> float:
+    """MB of TRANSACTION memory added by 30 writes that each leave an old version of every row."""
+    before = _transaction_mb(provider)
+    for i in range(30):
+        with provider.transaction() as cur:
+            cur.execute("UPDATE memories SET content = content || ? WHERE tenant_id = ?", [str(i % 10), CTX.tenant_id])
+    return _transaction_mb(provider) - before
+
+
 def test_an_idle_thread_after_a_one_row_read_does_not_pin_row_versions(tmp_path: Path) -> None:
     with Memory.open(tmp_path / "m.duckdb", embedder="hashing") as mem:
         provider = mem.engine.provider
         assert isinstance(provider, DuckDBProvider)
         first = mem.add(CTX, "the first fact", layer="user", identifiers=WHO).memory
-        for start in range(0, 3000, 1000):
-            mem.bulk_add(
-                CTX,
-                [
-                    {"content": f"fact {i} " + "x" * 1000, "layer": "user", "identifiers": WHO}
-                    for i in range(start, start + 1000)
-                ],
-            )
+        _write_rows(mem)
         read_done, finish = threading.Event(), threading.Event()
 
         def idle_reader() -> None:  # a one-row read (fetchone), then the thread waits, as a pool thread does
@@ -47,13 +61,7 @@ def test_an_idle_thread_after_a_one_row_read_does_not_pin_row_versions(tmp_path:
         reader.start()
         try:
             assert read_done.wait(30)
-            before = _transaction_mb(provider)
-            for i in range(30):  # writes that leave old row versions behind (an UPDATE of every row)
-                with provider.transaction() as cur:
-                    cur.execute(
-                        "UPDATE memories SET content = content || ? WHERE tenant_id = ?", [str(i % 10), CTX.tenant_id]
-                    )
-            grown = _transaction_mb(provider) - before
+            grown = _grown_by_updates(provider)
         finally:
             finish.set()
             reader.join()
@@ -68,14 +76,7 @@ def test_the_thread_that_opened_the_store_does_not_pin_row_versions(tmp_path: Pa
     the schema version) must not keep its transaction open."""
     path = tmp_path / "m.duckdb"
     with Memory.open(path, embedder="hashing") as mem:  # the rows, written before the server starts
-        for start in range(0, 3000, 1000):
-            mem.bulk_add(
-                CTX,
-                [
-                    {"content": f"fact {i} " + "x" * 1000, "layer": "user", "identifiers": WHO}
-                    for i in range(start, start + 1000)
-                ],
-            )
+        _write_rows(mem)
     opened: list[Memory] = []
     open_done, finish = threading.Event(), threading.Event()
 
@@ -91,13 +92,7 @@ def test_the_thread_that_opened_the_store_does_not_pin_row_versions(tmp_path: Pa
         mem = opened[0]
         provider = mem.engine.provider
         assert isinstance(provider, DuckDBProvider)
-        before = _transaction_mb(provider)
-        for i in range(30):  # writes that leave old row versions behind (an UPDATE of every row)
-            with provider.transaction() as cur:
-                cur.execute(
-                    "UPDATE memories SET content = content || ? WHERE tenant_id = ?", [str(i % 10), CTX.tenant_id]
-                )
-        grown = _transaction_mb(provider) - before
+        grown = _grown_by_updates(provider)
     finally:
         finish.set()
         thread.join()
