@@ -15,6 +15,8 @@ from pathlib import Path
 from stratamem import Memory, TenantContext
 from stratamem.providers.duckdb import DuckDBProvider
 
+from .locks import writer_held
+
 T = TenantContext(tenant_id="acme", principal="u1")
 WHO = {"user_id": "u1"}
 
@@ -29,18 +31,8 @@ def test_a_search_does_not_wait_for_the_write_lock(tmp_path: Path) -> None:
         mem.search(T, "deployment", identifiers=WHO)  # the partition is loaded into the index
         provider.flush_appends()
 
-        holding, release = threading.Event(), threading.Event()
-
-        def writer() -> None:  # a long write transaction in progress
-            with provider.writer_lock():
-                holding.set()
-                release.wait(30)
-
-        held = threading.Thread(target=writer)
-        held.start()
-        assert holding.wait(10)
         results: list[int] = []
-        try:
+        with writer_held(provider):
             # The first search queues its bookkeeping behind the held lock; the second must not wait for it.
             reader = threading.Thread(
                 target=lambda: results.extend(
@@ -50,9 +42,6 @@ def test_a_search_does_not_wait_for_the_write_lock(tmp_path: Path) -> None:
             reader.start()
             reader.join(10)
             finished = not reader.is_alive()
-        finally:
-            release.set()
-            held.join()
         reader.join()
         assert finished, "a search waited for the write lock held by another transaction"
         assert results and all(n > 0 for n in results)

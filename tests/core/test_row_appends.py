@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from stratamem import Memory, TenantContext
 from stratamem.providers.duckdb import DuckDBProvider
 from stratamem.providers.duckdb.connection import RowAppend, merge_row_appends
+
+from .locks import writer_held
 
 T = TenantContext(tenant_id="acme", principal="u1")
 WHO = {"user_id": "u1"}
@@ -54,7 +55,7 @@ def test_the_events_of_searches_queued_together_are_all_written(tmp_path: Path) 
                 len(mem.search(T, "release train", identifiers=WHO).results) for _ in range(4)
             )
         )
-        with _writer_held(provider):
+        with writer_held(provider):
             searcher.start()
             searcher.join(10)
             assert not searcher.is_alive(), "searches waited for the write lock"
@@ -63,27 +64,6 @@ def test_the_events_of_searches_queued_together_are_all_written(tmp_path: Path) 
         provider.flush_appends()
         assert _count(provider, "search") == before[0] + 4
         assert _count(provider, "access") == before[1] + returned > before[1]
-
-
-@contextmanager
-def _writer_held(provider: DuckDBProvider) -> Iterator[None]:
-    """Another thread holds the store's write lock for the block: the append worker cannot write, so
-    the appends of the block's operations queue up."""
-    release, holding = threading.Event(), threading.Event()
-
-    def hold() -> None:
-        with provider.writer_lock():
-            holding.set()
-            release.wait(30)
-
-    holder = threading.Thread(target=hold)
-    holder.start()
-    assert holding.wait(10)
-    try:
-        yield
-    finally:
-        release.set()
-        holder.join()
 
 
 def _count(provider: DuckDBProvider, event: str) -> int:
@@ -108,7 +88,7 @@ def test_access_rows_of_searches_queued_together_share_one_insert_and_sum_per_me
             insert(cur, rows)
 
         provider._insert_access = counting  # type: ignore[method-assign]
-        with _writer_held(provider):
+        with writer_held(provider):
             for _ in range(3):  # each search returns every note: each memory is accessed three times
                 assert len(mem.search(T, "release train", identifiers=WHO, threshold=0.0).results) == 3
         provider.flush_appends()

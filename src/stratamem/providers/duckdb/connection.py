@@ -228,11 +228,15 @@ class DuckDBConnection(MemoryProvider):
             return
         if int(getattr(db.local, "tx_depth", 0)) > 0:
             return
+        self._queue_own_group()
+        db.appends.drain()
+
+    def _queue_own_group(self) -> None:
+        """Hand this thread's grouped appends (a group still open on it) to the store's queue."""
         pending = getattr(self._groups, "pending", None)
         if pending:
             self._groups.pending = []
             self._queue_appends(pending)
-        db.appends.drain()
 
     def _queue_appends(self, writes: Sequence[Callable[[Any], None]]) -> None:
         """Hand appends to the store's worker; written here when the store is closed or closing."""
@@ -328,10 +332,7 @@ class DuckDBConnection(MemoryProvider):
         # by this transaction itself, ahead of its own statements (one commit instead of two).
         carry = flush and int(getattr(db.local, "tx_depth", 0)) == 0
         if carry:
-            pending = getattr(self._groups, "pending", None)
-            if pending:  # this thread's own group, if it is still open
-                self._groups.pending = []
-                self._queue_appends(pending)
+            self._queue_own_group()
         with db.write_lock:
             taken = db.appends.take() if carry else []
             committed = False
