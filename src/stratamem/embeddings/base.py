@@ -44,6 +44,15 @@ class Embedder(ABC):
     def embed(self, texts: Sequence[str]) -> Matrix:
         """Embed a batch; returns an (n, dimensions) array of unit vectors."""
 
+    def embed_queries(self, texts: Sequence[str]) -> Matrix:
+        """Embed search queries; by default as :meth:`embed` does.
+
+        An embedder may run queries on a faster approximation of its model whose vectors stay close
+        enough to :meth:`embed`'s to rank the same memories (:class:`~.onnx.OnnxEmbedder`: int8
+        weights). Stored memories are always embedded by :meth:`embed`.
+        """
+        return self.embed(texts)
+
     def embed_one(self, text: str) -> Vector:
         row: Vector = self.embed([text])[0]
         return row

@@ -6,7 +6,9 @@ one-at-a-time rate), so a server shares the model through :class:`MicroBatchingE
 queue their text and wait; one worker thread takes the first queued text plus every text queued
 while the previous batch ran (up to ``max_batch``), embeds them in one call and hands each caller
 its row. Without concurrency a batch holds one text and the cost is one thread hand-off.
-Multi-text calls (bulk adds) are already batched and go straight to the wrapped embedder.
+Multi-text calls (bulk adds) are already batched and go straight to the wrapped embedder. Queries
+(:meth:`~.base.Embedder.embed_queries`) and stored contents (``embed``) queue together; a batch runs
+each kind through its own method of the wrapped embedder.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from .metrics import QUERY_BATCH_SIZE
 @dataclass
 class _Request:
     text: str
+    #: A search query (``embed_queries``) rather than a content to store (``embed``).
+    query: bool = False
     future: Future[Vector] = field(default_factory=Future)
 
 
@@ -55,7 +59,15 @@ class MicroBatchingEmbedder(Embedder):
     def embed(self, texts: Sequence[str]) -> Matrix:
         if len(texts) != 1:
             return self.inner.embed(texts)
-        request = _Request(texts[0])
+        return self._queued(_Request(texts[0]))
+
+    def embed_queries(self, texts: Sequence[str]) -> Matrix:
+        if len(texts) != 1:
+            return self.inner.embed_queries(texts)
+        return self._queued(_Request(texts[0], query=True))
+
+    def _queued(self, request: _Request) -> Matrix:
+        """Queue one text for the worker and wait for its row."""
         self._ensure_worker()
         self._queue.put(request)
         vector = request.future.result()
@@ -114,17 +126,24 @@ class MicroBatchingEmbedder(Embedder):
                 break
             assert isinstance(item, _Request)
             batch, stop = self._collect(item)
-            # The same text asked by several callers is embedded once.
-            unique = list(dict.fromkeys(r.text for r in batch))
-            try:
-                matrix = self.inner.embed(unique)
-            except BaseException as exc:  # every waiting caller gets the model's error
-                for request in batch:
-                    request.future.set_exception(exc)
-                continue
-            self.batches += 1
-            self.batched_texts += len(unique)
-            QUERY_BATCH_SIZE.observe(len(unique))
-            rows = {text: np.array(matrix[i], dtype=np.float32) for i, text in enumerate(unique)}
+            for query in (True, False):
+                self._embed_batch([r for r in batch if r.query == query], query)
+
+    def _embed_batch(self, batch: list[_Request], query: bool) -> None:
+        """One model call for the texts of ``batch`` (all of one kind); each caller gets its row or the error."""
+        if not batch:
+            return
+        # The same text asked by several callers is embedded once.
+        unique = list(dict.fromkeys(r.text for r in batch))
+        try:
+            matrix = self.inner.embed_queries(unique) if query else self.inner.embed(unique)
+        except BaseException as exc:  # every waiting caller gets the model's error
             for request in batch:
-                request.future.set_result(rows[request.text].copy())
+                request.future.set_exception(exc)
+            return
+        self.batches += 1
+        self.batched_texts += len(unique)
+        QUERY_BATCH_SIZE.observe(len(unique))
+        rows = {text: np.array(matrix[i], dtype=np.float32) for i, text in enumerate(unique)}
+        for request in batch:
+            request.future.set_result(rows[request.text].copy())

@@ -94,9 +94,9 @@ class EmbeddingService:
     def model_id(self) -> str:
         return self.embedder.model_id
 
-    def _embed(self, texts: list[str], operation: str) -> Matrix:
+    def _embed(self, texts: list[str], operation: str, *, queries: bool = False) -> Matrix:
         def run() -> Matrix:
-            return self.embedder.embed(texts)
+            return self.embedder.embed_queries(texts) if queries else self.embedder.embed(texts)
 
         matrix = call_with_retry(run, operation, self.retry)
         self.model_calls += len(texts)
@@ -176,7 +176,7 @@ class EmbeddingService:
         hit = self._queries.get(key)
         if hit is not None:
             return hit
-        vec: Vector = self._embed([text], operation)[0]
+        vec: Vector = self._embed([text], operation, queries=True)[0]
         self._queries.put(key, vec)
         return vec
 

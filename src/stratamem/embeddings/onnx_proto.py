@@ -20,8 +20,15 @@ import numpy.typing as npt
 
 #: ``TensorProto.DataType`` values used by the builder.
 FLOAT = 1
+UINT8 = 2
+INT8 = 3
 INT64 = 7
-_DTYPES: dict[np.dtype[np.generic], int] = {np.dtype(np.float32): FLOAT, np.dtype(np.int64): INT64}
+_DTYPES: dict[np.dtype[np.generic], int] = {
+    np.dtype(np.float32): FLOAT,
+    np.dtype(np.uint8): UINT8,
+    np.dtype(np.int8): INT8,
+    np.dtype(np.int64): INT64,
+}
 #: ``AttributeProto.AttributeType`` values.
 _ATTR_FLOAT = 1
 _ATTR_INT = 2
@@ -62,7 +69,7 @@ def _float(number: int, value: float) -> bytes:
 
 
 def tensor(name: str, array: npt.NDArray[np.generic]) -> bytes:
-    """A ``TensorProto`` (dims, data_type, name, raw_data little-endian) of a float32 or int64 array."""
+    """A ``TensorProto`` (dims, data_type, name, raw_data little-endian) of a float32, (u)int8 or int64 array."""
     data = np.ascontiguousarray(array)
     dtype = _DTYPES[data.dtype]
     dims = b"".join(_int(1, d) for d in data.shape)
