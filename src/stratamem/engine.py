@@ -234,7 +234,8 @@ class MemoryEngine:
         )
         info = provider.initialize(embedder.model_id, embedder.dimensions)
         self.store_info = info
-        provider.attach_embedder(self.embeddings.embed_query)
+        # ``generate_embedding`` gives the vector a memory of the text would be stored with
+        provider.attach_embedder(self.embeddings.embed_text)
         #: Every extension point (``stratamem/hooks.py``); the attributes below are the same lists.
         self.hooks = EngineHooks(write_hooks=provider.write_hooks, row_listeners=provider.row_listeners)
         self.guards: list[WriteGuard] = self.hooks.guards

@@ -34,6 +34,9 @@ def register(app: typer.Typer) -> None:
         manifest = json.loads((target / MANIFEST).read_text())
         diff = manifest.get("verified_max_abs_diff")
         verified = f"; max abs diff from sentence-transformers {diff:.2g}" if diff is not None else ""
+        cosine = manifest.get("query_min_cosine")
+        if cosine is not None:
+            verified += f"; int8 query model's lowest cosine to it {cosine:.3f}"
         console.print(f"default embedder ready in {target} (loaded and warmed in {loaded:.2f} s{verified})")
         console.print(f"built from {manifest.get('source')}")
 

@@ -180,6 +180,16 @@ class EmbeddingService:
         self._queries.put(key, vec)
         return vec
 
+    def embed_text(self, text: str, operation: str = "generate_embedding") -> Vector:
+        """The vector a memory of ``text`` is stored with (``Embedder.embed``, not a query's vector); LRU-cached."""
+        key = ("text", self.model_id, text)
+        hit = self._queries.get(key)
+        if hit is not None:
+            return hit
+        vec: Vector = self._embed([text], operation)[0]
+        self._queries.put(key, vec)
+        return vec
+
     def forget(self, tenant_id: str, hashes: Sequence[str]) -> None:
         """Drop cache entries of deleted content: in this process and in the shared (Redis) cache."""
         gone = set(hashes)

@@ -246,9 +246,10 @@ class _GraphWriter:
         once here (int8, symmetric, one scale per output column), ``MatMulInteger`` multiplies them in
         integers, and the int32 result is scaled back to float.
         """
-        b = self.const(f"{name}.bias", bias)
         if not self.int8:
-            return self.op("Add", [self.op("MatMul", [x, self.const(f"{name}.weight_t", weight.T)]), b])
+            w_float = self.const(f"{name}.weight_t", weight.T)
+            return self.op("Add", [self.op("MatMul", [x, w_float]), self.const(f"{name}.bias", bias)])
+        b = self.const(f"{name}.bias", bias)
         w_int8, w_scale = quantize_columns(np.asarray(weight.T, dtype=np.float32))
         w = self.const(f"{name}.weight_t_int8", w_int8, np.int8)
         w_zero = self.const(f"{name}.weight_t_zero_point", np.zeros(w_int8.shape[1], dtype=np.int8), np.int8)
