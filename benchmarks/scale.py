@@ -243,7 +243,7 @@ def sdk(mem: Memory, query: str) -> Callable[[], object]:
 
 
 def embed_one(embedder: Embedder, query: str) -> Callable[[], object]:
-    return lambda: embedder.embed([query])
+    return lambda: embedder.embed_queries([query])  # what a search runs (the int8 query model by default)
 
 
 def search_query(

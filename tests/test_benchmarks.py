@@ -227,3 +227,17 @@ def test_graph_add_benchmark_builds_reuses_and_times_statements(tmp_path: Path) 
     assert [a["add"] for a in data["adds"]] == ["plain", "supersede"] and all(a["n"] == 3 for a in data["adds"])
     marked = {s["statement"] for s in data["statements"] if s["add"] == "supersede"}
     assert "UPDATE memory_nodes SET" in marked and "UPDATE entities SET" in marked
+
+
+@pytest.mark.model
+def test_query_model_benchmark_compares_both_models(tmp_path: Path) -> None:
+    out = tmp_path / "query_model.json"
+    run = _bench("query_model.py", "--queries", "24", "--rounds", "1", "--out", str(out))
+    assert run.returncode == 0, run.stderr
+    assert "same best stored sentence" in run.stdout
+    data = json.loads(out.read_text())
+    assert 0.95 < data["cosine_min"] <= data["cosine_mean"] < 1.0
+    assert 0.0 < data["same_best_stored"] <= 1.0
+    assert set(data["latency_ms"]) == {"float", "int8"}
+    assert all(v["p50"] > 0 for v in data["latency_ms"].values())
+    assert set(data["throughput"]) == {"float, batches of 16", "float, batches of 32", "int8, one query at a time"}
