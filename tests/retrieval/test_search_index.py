@@ -463,3 +463,55 @@ def test_warm_search_index_loads_the_largest_scopes_before_any_search(tmp_path: 
     with Memory.open(path, embedder="hashing") as mem:
         provider(mem).configure_search_index(max_rows=31)
         assert provider(mem).warm_search_index(timeout=30) == 30
+
+
+def test_a_fresh_centroid_is_read_without_waiting_for_the_partition_lock(tmp_path: Path) -> None:
+    """Every default search asks for its scope's centroid after its own search: while the cached one
+    is fresh it comes back even when another thread holds the partition's lock (a search, an add
+    being applied); a stale one is recomputed under the lock."""
+    import threading
+
+    acme = TenantContext(tenant_id="acme", principal="p")
+    with Memory.open(tmp_path / "c.duckdb", embedder="hashing") as mem:
+        for i in range(12):
+            mem.add(acme, f"fact number {i} about topic {i * 7}", layer="user", identifiers=IDS)
+        mem.search(acme, "fact about a topic", identifiers=IDS)  # loads the partition, computes the centroid
+        provider = mem.engine.provider
+        assert isinstance(provider, DuckDBProvider) and provider.search_index is not None
+        key = ("acme", "user", scope_key(Layer.USER, parse_identifiers(IDS, "search")))
+        part = provider.search_index._get(key)
+        assert part is not None
+        scope = Scope(Layer.USER, key[2])
+        now = datetime.now(UTC)
+        cached = part.fresh_centroid()
+        assert cached[0] and cached[1] is not None
+
+        def centroid_in_thread() -> tuple[threading.Thread, list[Any]]:
+            got: list[Any] = []
+            thread = threading.Thread(target=lambda: got.append(provider.scope_centroid("acme", scope, now)))
+            thread.start()
+            return thread, got
+
+        held, release = threading.Event(), threading.Event()
+
+        def hold() -> None:  # another thread holds the partition's lock, as a search or an add would
+            with part.lock:
+                held.set()
+                release.wait(10)
+
+        holder = threading.Thread(target=hold)
+        holder.start()
+        assert held.wait(5)
+        try:
+            fresh_reader, got = centroid_in_thread()
+            fresh_reader.join(2)
+            assert not fresh_reader.is_alive() and got == [cached[1]]  # answered while the lock is held
+            part.changes += 10 * max(8, part.n_live)  # stale now: recomputed, under the lock
+            stale_reader, got_stale = centroid_in_thread()
+            stale_reader.join(0.3)
+            assert stale_reader.is_alive() and got_stale == []  # waits for the lock
+        finally:
+            release.set()
+            holder.join(5)
+        stale_reader.join(5)
+        assert len(got_stale) == 1 and got_stale[0] is not None and got_stale[0] is not cached[1]

@@ -264,6 +264,16 @@ class PartitionRows:
         self.active[slot] = new.status == "active"
         self.expires[slot] = _epoch(new.expires_at)
 
+    def fresh_centroid(self) -> tuple[bool, Centroid | None]:
+        """``(True, centroid)`` when the cached centroid is still fresh (see :meth:`centroid`), else
+        ``(False, None)``. Read without ``lock``: the cache is replaced whole (one tuple) and the counts
+        are plain integers, so the worst a concurrent write can cause is the centroid it made stale
+        an instant ago, which a search holding the lock just before that write would have used too."""
+        cached = self._centroid
+        if cached is not None and self.changes - cached[1] <= max(8, self.n_live // 20):
+            return True, cached[0]
+        return False, None
+
     def centroid(self) -> Centroid | None:
         """The centroid of the current (active) rows (``retrieval/centering.py``), recomputed once
         more than 5% of the rows (at least 8) changed since it was last computed: a few new rows

@@ -397,6 +397,12 @@ class SearchIndex:
 
     def centroid(self, key: PartitionKey, load: Callable[[], LoadedRows]) -> Centroid | None:
         part = self.partition(key, load)
+        # Every default search asks for it right after its own search: a fresh cached centroid is
+        # read without waiting for the partition's lock a second time (behind other searches and
+        # the adds being applied).
+        fresh, centroid = part.fresh_centroid()
+        if fresh:
+            return centroid
         with part.lock:
             return part.centroid()
 
