@@ -369,6 +369,21 @@ def test_iteration_counts_and_tenants(store: Memory, tenant: TenantContext) -> N
     assert [e.content for e in exported] == ["u", "p", "p2"]
     assert all(e.embedding is not None and len(e.embedding) == 384 for e in exported)
     assert tenant.tenant_id in provider.tenants()
+    # the operator's gauge: live memories per layer over every tenant, in one call
+    # (a PostgreSQL store is shared with other tests' tenants: compare with what it held before)
+    before = provider.count_live_by_layer(datetime.now(UTC))
+    other = TenantContext(tenant_id=f"{tenant.tenant_id}-other", principal="p")
+    store.add(other, content="o", layer="user", identifiers=U1)
+    gone = store.add(other, content="soon gone", layer="user", identifiers=U1).memory.id
+    store.delete(other, gone)
+    now = datetime.now(UTC)
+    after = provider.count_live_by_layer(now)
+    assert after.get("user", 0) - before.get("user", 0) == 1 and after.get("project") == before.get("project")
+    per_tenant: dict[str, int] = {}
+    for t in provider.tenants():
+        for layer, n in provider.count_by_layer(t, now).items():
+            per_tenant[layer] = per_tenant.get(layer, 0) + n
+    assert after == per_tenant
 
 
 def test_concurrent_writers_lose_nothing(store: Memory, tenant: TenantContext) -> None:

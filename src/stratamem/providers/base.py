@@ -542,6 +542,16 @@ class MemoryProvider(ABC):
     @abstractmethod
     def count_by_layer(self, tenant_id: str, now: datetime) -> dict[str, int]: ...
 
+    def count_live_by_layer(self, now: datetime) -> dict[str, int]:
+        """Live memories per layer summed over every tenant (the operator's storage-size gauge).
+
+        The default counts tenant by tenant; a provider may answer in one query."""
+        totals: dict[str, int] = {}
+        for tenant_id in self.tenants():
+            for layer, n in self.count_by_layer(tenant_id, now).items():
+                totals[layer] = totals.get(layer, 0) + n
+        return dict(sorted(totals.items()))
+
     @abstractmethod
     def iter_entries(self, tenant_id: str, *, batch_size: int = 500) -> Iterator[MemoryEntry]:
         """Every stored entry of a tenant (any status), oldest first, for export."""

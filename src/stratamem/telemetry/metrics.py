@@ -80,11 +80,7 @@ def live_counts(engine: MemoryEngine, *, min_interval_s: float = 30.0) -> dict[s
         if cached is not None and now - _last_refresh.get(id(engine), -1e9) < min_interval_s:
             return cached
         _last_refresh[id(engine)] = now
-    totals: dict[str, int] = {}
-    at = engine.now()
-    for tenant in engine.provider.tenants():
-        for layer, n in engine.provider.count_by_layer(tenant, at).items():
-            totals[layer] = totals.get(layer, 0) + n
+    totals = engine.provider.count_live_by_layer(engine.now())
     with _refresh_lock:
         _counts[id(engine)] = totals
     return totals

@@ -388,6 +388,18 @@ class MemoriesMixin(SearchIndexMixin):
             ).fetchall()
         return {r[0]: int(r[1]) for r in rows}
 
+    def count_live_by_layer(self, now: datetime) -> dict[str, int]:
+        """One query over every tenant. Counts do not depend on the queued bookkeeping appends or the
+        access log, so the read neither writes those first nor waits for the write lock to fold the
+        log: a metrics scrape stays fast while adds hold the lock."""
+        with self._read(appends=False) as cur:
+            rows = cur.execute(
+                "SELECT layer, count(*) FROM memories WHERE status = 'active' "
+                "AND (expires_at IS NULL OR expires_at > ?) GROUP BY layer ORDER BY layer",
+                [to_naive_utc(now)],
+            ).fetchall()
+        return {r[0]: int(r[1]) for r in rows}
+
     def iter_entries(self, tenant_id: str, *, batch_size: int = 500) -> Iterator[MemoryEntry]:
         after: tuple[Any, str] | None = None
         while True:
