@@ -264,16 +264,9 @@ def _write_safetensors(path: Path, tensors: dict[str, np.ndarray]) -> None:
             fh.write(np.ascontiguousarray(array, dtype="<f4").tobytes())
 
 
-def test_a_model_that_disagrees_with_the_reference_vectors_fails_verification(tmp_path: Path) -> None:
-    """Weights changed slightly (a corrupt download would be worse): the build's verification refuses them."""
-    from stratamem.embeddings.onnx import verify_default_model
-    from stratamem.embeddings.onnx_build import (
-        WEIGHTS_FILES,
-        build_onnx,
-        installed_weights_path,
-        load_safetensors,
-    )
-
+def _perturbed_weights(tmp_path: Path, keys: list[str]) -> tuple[Path, dict[str, np.ndarray]]:
+    """A copy of the installed weights folder with noise (sd 0.05, seed 0) added to ``keys``; the
+    folder and its tensors. Skips when the weights package is not installed."""
     source = installed_weights_path()
     if source is None:
         pytest.skip("the weights package is not installed (make install-dev installs it)")
@@ -283,10 +276,18 @@ def test_a_model_that_disagrees_with_the_reference_vectors_fails_verification(tm
         if name != "model.safetensors":
             (weights / name).write_bytes((source / name).read_bytes())
     tensors = {k: v.astype(np.float32) for k, v in load_safetensors(source / "model.safetensors").items()}
+    rng = np.random.default_rng(0)
+    for key in keys:
+        tensors[key] = tensors[key] + rng.normal(0, 0.05, tensors[key].shape).astype(np.float32)
+    _write_safetensors(weights / "model.safetensors", tensors)
+    return weights, tensors
+
+
+def test_a_model_that_disagrees_with_the_reference_vectors_fails_verification(tmp_path: Path) -> None:
+    """Weights changed slightly (a corrupt download would be worse): the build's verification refuses them."""
     key = "encoder.layer.0.output.dense.bias"
     # not a constant shift: the LayerNorm that follows would remove it
-    tensors[key] = tensors[key] + np.random.default_rng(0).normal(0, 0.05, tensors[key].shape).astype(np.float32)
-    _write_safetensors(weights / "model.safetensors", tensors)
+    weights, tensors = _perturbed_weights(tmp_path, [key])
     assert np.array_equal(load_safetensors(weights / "model.safetensors")[key], tensors[key])
     built = build_onnx(tmp_path / "model", weights, model_name="all-MiniLM-L6-v2")
     with pytest.raises(MemoryError) as err:
@@ -437,20 +438,7 @@ def test_quantize_columns_is_symmetric_per_column() -> None:
 
 def test_verification_rejects_a_query_model_far_from_the_reference(onnx_dir: Path, tmp_path: Path) -> None:
     """A query model built from other weights (the float model right) fails the build's verification."""
-    source = installed_weights_path()
-    if source is None:
-        pytest.skip("the weights package is not installed (make install-dev installs it)")
-    weights = tmp_path / "weights"
-    weights.mkdir()
-    for name in WEIGHTS_FILES:
-        if name != "model.safetensors":
-            (weights / name).write_bytes((source / name).read_bytes())
-    tensors = {k: v.astype(np.float32) for k, v in load_safetensors(source / "model.safetensors").items()}
-    rng = np.random.default_rng(0)
-    for i in range(6):
-        key = f"encoder.layer.{i}.intermediate.dense.weight"
-        tensors[key] = tensors[key] + rng.normal(0, 0.05, tensors[key].shape).astype(np.float32)
-    _write_safetensors(weights / "model.safetensors", tensors)
+    weights, _ = _perturbed_weights(tmp_path, [f"encoder.layer.{i}.intermediate.dense.weight" for i in range(6)])
     built = tmp_path / "model"
     built.mkdir()
     for name in ("model.onnx", "tokenizer.json", MANIFEST):

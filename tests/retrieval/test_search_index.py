@@ -471,6 +471,8 @@ def test_a_fresh_centroid_is_read_without_waiting_for_the_partition_lock(tmp_pat
     being applied); a stale one is recomputed under the lock."""
     import threading
 
+    from ..core.locks import held_elsewhere
+
     acme = TenantContext(tenant_id="acme", principal="p")
     with Memory.open(tmp_path / "c.duckdb", embedder="hashing") as mem:
         for i in range(12):
@@ -492,17 +494,7 @@ def test_a_fresh_centroid_is_read_without_waiting_for_the_partition_lock(tmp_pat
             thread.start()
             return thread, got
 
-        held, release = threading.Event(), threading.Event()
-
-        def hold() -> None:  # another thread holds the partition's lock, as a search or an add would
-            with part.lock:
-                held.set()
-                release.wait(10)
-
-        holder = threading.Thread(target=hold)
-        holder.start()
-        assert held.wait(5)
-        try:
+        with held_elsewhere(part.lock):  # as a search or an add being applied would
             fresh_reader, got = centroid_in_thread()
             fresh_reader.join(2)
             assert not fresh_reader.is_alive() and got == [cached[1]]  # answered while the lock is held
@@ -510,8 +502,5 @@ def test_a_fresh_centroid_is_read_without_waiting_for_the_partition_lock(tmp_pat
             stale_reader, got_stale = centroid_in_thread()
             stale_reader.join(0.3)
             assert stale_reader.is_alive() and got_stale == []  # waits for the lock
-        finally:
-            release.set()
-            holder.join(5)
         stale_reader.join(5)
         assert len(got_stale) == 1 and got_stale[0] is not None and got_stale[0] is not cached[1]

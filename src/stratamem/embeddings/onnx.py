@@ -155,9 +155,8 @@ class OnnxEmbedder(Embedder):
         if int8_queries is None:
             int8_queries = Settings().onnx_int8_queries
         query_file = manifest.get("query_model") if int8_queries and not int8 else None
-        self._query_model: Path | None = (
-            self._dir / str(query_file) if query_file and (self._dir / str(query_file)).exists() else None
-        )
+        query_path = self._dir / str(query_file) if query_file else None
+        self._query_model: Path | None = query_path if query_path is not None and query_path.exists() else None
 
     def _manifest(self) -> dict[str, Any]:
         path = self._dir / MANIFEST
@@ -219,7 +218,7 @@ class OnnxEmbedder(Embedder):
                 )
             return self._query_session, self._load_tokenizer()
 
-    def _load_int8_query_session(self, path: Path) -> tuple[Any, Any]:
+    def _load_int8_query_session(self) -> tuple[Any, Any]:
         """The session of the int8 query model and the tokenizer, created on first use; its workers
         spin during a run only, as the single-text session's do."""
         with self._lock:
@@ -227,7 +226,7 @@ class OnnxEmbedder(Embedder):
                 self._int8_query_session = self._new_session(
                     self._runtime(),
                     {"session.intra_op.allow_spinning": "1", "session.force_spinning_stop": "1"},
-                    path,
+                    self._query_model,
                 )
             return self._int8_query_session, self._load_tokenizer()
 
@@ -283,7 +282,7 @@ class OnnxEmbedder(Embedder):
         items = list(texts)
         if self._query_model is None or not items:
             return self.embed(items)
-        session, tokenizer = self._load_int8_query_session(self._query_model)
+        session, tokenizer = self._load_int8_query_session()
         return np.vstack([self._run(session, tokenizer, [text]) for text in items])
 
     def _batched(self, session: Any, tokenizer: Any, items: list[str]) -> Matrix:

@@ -278,8 +278,9 @@ class PartitionRows:
         """The centroid of the current (active) rows (``retrieval/centering.py``), recomputed once
         more than 5% of the rows (at least 8) changed since it was last computed: a few new rows
         hardly move the mean of many."""
-        if self._centroid is not None and self.changes - self._centroid[1] <= max(8, self.n_live // 20):
-            return self._centroid[0]
+        fresh, cached = self.fresh_centroid()
+        if fresh:
+            return cached
         n = len(self.ids)
         live = self.present[:n] & self.active[:n]
         centroid = mean_of_unit_rows(self.vectors[:n][live]) if live.any() else None
