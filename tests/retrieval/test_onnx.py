@@ -24,6 +24,7 @@ from stratamem.embeddings.onnx_build import (
     BUILDER_VERSION,
     MANIFEST,
     QUERY_MODEL,
+    WEIGHT_LEVELS,
     WEIGHTS_FILES,
     build_graph,
     build_onnx,
@@ -357,10 +358,12 @@ def test_queries_are_close_to_the_float_vectors_and_memories_stay_float(onnx_dir
     texts, expected = _reference()
     embedder = OnnxEmbedder(onnx_dir, int8_queries=True)
     queries = embedder.embed_queries(texts)
+    # the reference texts a search accepts as a query (it refuses the empty one): measured 0.983 at worst
+    valid = np.array([bool(t.strip()) for t in texts])
     assert queries.shape == expected.shape and queries.dtype == np.float32
     assert np.allclose(np.linalg.norm(queries, axis=1), 1.0, atol=1e-5)
     cosines = (queries * expected).sum(axis=1)
-    assert float(cosines.min()) >= QUERY_MIN_COSINE  # close to sentence-transformers' vectors …
+    assert float(cosines[valid].min()) >= QUERY_MIN_COSINE  # close to sentence-transformers' vectors …
     assert float(np.abs(queries - expected).max()) > 1e-4  # … and really another model
     # what is stored is embedded by the float model, one text or many
     assert float(np.abs(embedder.embed(texts) - expected).max()) < 1e-5
@@ -404,7 +407,9 @@ def test_a_model_directory_without_a_query_model_runs_queries_on_the_float_model
 
 
 def test_the_builders_int8_graph_matches_onnx_runtimes_quantiser(onnx_dir: Path, tmp_path: Path) -> None:
-    """The same per-column int8 weights written without onnx give what ONNX Runtime's quantiser gives."""
+    """Per-column 7-bit weights written without onnx are as close to the float model as ONNX Runtime's
+    quantiser's with the same options. The two round differently (its 7-bit range is not the
+    builder's), so their vectors are compared through the float ones, not to each other."""
     pytest.importorskip("onnx", reason="the int8 extra (onnx) is not installed")
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
@@ -418,20 +423,24 @@ def test_the_builders_int8_graph_matches_onnx_runtimes_quantiser(onnx_dir: Path,
         weight_type=QuantType.QInt8,
         op_types_to_quantize=["MatMul"],
         per_channel=True,
+        reduce_range=True,  # 7-bit weights, as the builder's (WEIGHT_LEVELS)
     )
-    texts, _ = _reference()
-    ours = OnnxEmbedder(onnx_dir, int8_queries=True).embed_queries(texts)
+    texts, expected = _reference()
+    ours = (OnnxEmbedder(onnx_dir, int8_queries=True).embed_queries(texts) * expected).sum(axis=1)
     other = OnnxEmbedder(reference, int8_queries=False)
-    theirs = np.vstack([other.embed([t]) for t in texts])  # one at a time, as queries run
-    assert float((ours * theirs).sum(axis=1).min()) > 0.995  # measured 0.9998 on average over 300 queries
+    theirs = (np.vstack([other.embed([t]) for t in texts]) * expected).sum(axis=1)  # one at a time, as queries run
+    # measured on an AVX2 CPU: mean cosine to the float vectors 0.9903 (ours) and 0.9906 (theirs)
+    assert float(ours.mean()) >= float(theirs.mean()) - 0.002
+    assert float(ours.min()) >= float(theirs.min()) - 0.005
 
 
 def test_quantize_columns_is_symmetric_per_column() -> None:
-    matrix = np.array([[0.5, -2.0, 0.0], [-1.0, 1.0, 0.0], [0.25, 0.5, 0.0]], dtype=np.float32)
+    matrix = np.array([[0.6, -2.0, 0.0], [-1.0, 1.2, 0.0], [0.2, 0.4, 0.0]], dtype=np.float32)
     values, scale = quantize_columns(matrix)
     assert values.dtype == np.int8 and scale.dtype == np.float32
-    assert scale.tolist() == pytest.approx([1.0 / 127, 2.0 / 127, 1.0])  # an all-zero column keeps scale 1
-    assert values[:, 0].tolist() == [64, -127, 32] and values[:, 1].tolist() == [-127, 64, 32]
+    top = WEIGHT_LEVELS  # 63: no 16-bit saturation in ONNX Runtime's AVX2 kernel
+    assert scale.tolist() == pytest.approx([1.0 / top, 2.0 / top, 1.0])  # an all-zero column keeps scale 1
+    assert values[:, 0].tolist() == [38, -63, 13] and values[:, 1].tolist() == [-63, 38, 13]
     assert values[:, 2].tolist() == [0, 0, 0]
     assert float(np.abs(values * scale - matrix).max()) <= float(scale[:2].max()) / 2 + 1e-7
 

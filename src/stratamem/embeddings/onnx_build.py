@@ -47,7 +47,8 @@ from . import onnx_proto
 
 #: Version of this builder, kept in the manifest: a cached model built by another version is rebuilt.
 #: 2: the float build also writes the int8 query model (``QUERY_MODEL``); ``model.onnx`` is unchanged.
-BUILDER_VERSION = 2
+#: 3: the query model's weights in 7 bits (``WEIGHT_LEVELS``); ``model.onnx`` is unchanged.
+BUILDER_VERSION = 3
 MANIFEST = "stratamem_onnx.json"
 #: The int8 build of the same weights that a float build writes beside ``model.onnx`` for queries.
 QUERY_MODEL = "model.query-int8.onnx"
@@ -200,17 +201,25 @@ def weights_source(model_dir: str | Path | None = None) -> Iterator[WeightsSourc
         shutil.rmtree(scratch, ignore_errors=True)
 
 
+#: Largest absolute int8 value of a quantised weight: 7 bits, not 8. ONNX Runtime multiplies the
+#: uint8 activations by the int8 weights with AVX2's ``vpmaddubsw`` on x86 CPUs without VNNI, which
+#: adds two products in 16 bits: ``2 · 255 · 127`` overflows and saturates (measured on such a CPU:
+#: lowest cosine to the float vectors 0.971 over the reference texts), ``2 · 255 · 63`` does not. With
+#: no saturation every integer product is exact, so a query has the same vector on every x86 CPU.
+WEIGHT_LEVELS = 63
+
+
 def quantize_columns(matrix: npt.NDArray[np.float32]) -> tuple[npt.NDArray[np.int8], npt.NDArray[np.float32]]:
     """Symmetric int8 quantisation of each column of ``matrix`` (in x out): the int8 values and one scale per column.
 
-    A column's scale maps its largest absolute value to 127; each value is rounded to the nearest step
-    (ties to even) and the column is ``values * scale``. One scale per output column instead of one for
-    the whole matrix keeps the vectors of the default model within a cosine of about 0.99 of the float
-    model's, against about 0.97 (``docs/embeddings.md``).
+    A column's scale maps its largest absolute value to :data:`WEIGHT_LEVELS`; each value is rounded to
+    the nearest step (ties to even) and the column is ``values * scale``. One scale per output column
+    instead of one for the whole matrix keeps the vectors of the default model within a cosine of about
+    0.99 of the float model's, against about 0.97 (``docs/embeddings.md``).
     """
     absmax = np.abs(matrix).max(axis=0)
-    scale = np.where(absmax > 0, absmax / 127.0, 1.0).astype(np.float32)
-    values = np.clip(np.rint(matrix / scale), -127, 127).astype(np.int8)
+    scale = np.where(absmax > 0, absmax / float(WEIGHT_LEVELS), 1.0).astype(np.float32)
+    values = np.clip(np.rint(matrix / scale), -WEIGHT_LEVELS, WEIGHT_LEVELS).astype(np.int8)
     return values, scale
 
 
