@@ -7,10 +7,12 @@ import numpy as np
 from stratamem import MemoryConfig
 from stratamem.retrieval.centering import (
     BACKGROUND_SAMPLE,
+    SHRINK_ROWS,
     centered_cosines,
     mean_of_unit_rows,
     relevance,
     relevance_z,
+    relevance_z_each,
     sample_rows,
 )
 
@@ -61,6 +63,27 @@ def test_relevance_is_measured_in_units_of_the_scope_background() -> None:
     # one memory (or identical ones) has no background: the floor is then not applied
     one = mean_of_unit_rows(scope[:1])
     assert one is not None and one.background is None and relevance_z(scope[0], scope[:1], one) is None
+
+
+def test_relevance_is_the_centered_projection_and_each_row_is_measured_on_its_own() -> None:
+    """``(unit(m) - c) · unit(q - c)``, computed per row without whole-matrix numpy operations (which
+    release the GIL): the same value as the direct formula, and a row's float the same alone or
+    beside other rows (the relevance floor measures a layer's candidates in one call)."""
+    rng = np.random.default_rng(3)
+    shared = rng.normal(size=384)
+    scope = (rng.normal(size=(60, 384)) + shared).astype(np.float32)
+    centroid = mean_of_unit_rows(scope)
+    assert centroid is not None and centroid.background is not None
+    query = (rng.normal(size=384) + shared).astype(np.float32)
+    rows = (scope[:20] * rng.uniform(0.2, 3.0, size=(20, 1))).astype(np.float32)  # rows of other scales
+    shift = centroid.mean * (centroid.rows / (centroid.rows + SHRINK_ROWS))
+    q = query / np.linalg.norm(query) - shift
+    direct = (rows / np.linalg.norm(rows, axis=1, keepdims=True) - shift) @ (q / np.linalg.norm(q))
+    assert np.allclose(relevance(query, rows, centroid), direct, atol=1e-5)
+    together = relevance_z_each(query, list(rows), centroid)
+    assert together is not None
+    alone = [float(relevance_z(query, [row], centroid)[0]) for row in rows]  # type: ignore[index]
+    assert together == alone  # bit for bit
 
 
 def test_the_background_sample_is_evenly_spaced_and_bounded() -> None:

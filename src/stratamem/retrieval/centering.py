@@ -72,6 +72,37 @@ def _shift(mean: npt.NDArray[np.float32], rows: int) -> npt.NDArray[np.float32]:
     return np.asarray(mean * (rows / (rows + SHRINK_ROWS)), dtype=np.float32)
 
 
+def _row_dots(rows: npt.NDArray[np.float32], vector: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    """Each row's dot product with ``vector``, one row at a time: a stack of (1 x d) by (d x 1)
+    products in one numpy call.
+
+    A row's result does not depend on the rows beside it (a matrix-vector product over several rows
+    may round the last bit differently from the same row alone). And numpy keeps the GIL for it: a
+    dot product of two vectors (``np.dot``, ``np.linalg.norm``) releases and retakes the GIL, which
+    in a busy server costs a wait of up to the interpreter's switch interval (5 ms) each time,
+    while another thread runs; one call per row made a search wait that often."""
+    return np.asarray(np.matmul(rows[:, None, :], vector[:, None])[:, 0, 0], dtype=np.float32)
+
+
+def _relevance(query: npt.ArrayLike, vectors: npt.ArrayLike, centroid: Centroid) -> npt.NDArray[np.float32]:
+    """:func:`relevance` in float32, as ``(m · u) / |m| - c · u`` with ``u = unit(q - c)``: the same
+    quantity as ``(unit(m) - c) · u``, computed without an operation over the whole matrix (numpy
+    releases the GIL for those, see :func:`_row_dots`), and each row on its own."""
+    rows = np.asarray(vectors, dtype=np.float32)
+    if rows.ndim == 1:
+        rows = rows.reshape(1, -1)
+    shift = _shift(centroid.mean, centroid.rows)
+    u = _query_part(query, shift)
+    norms = np.maximum(np.sqrt(np.matmul(rows[:, None, :], rows[:, :, None])[:, 0, 0]), np.float32(1e-12))
+    return np.asarray(_row_dots(rows, u) / norms - np.float32(shift @ u), dtype=np.float32)
+
+
+def _query_part(query: npt.ArrayLike, shift: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    """``unit(q - shift)``: the direction the query adds to the scope."""
+    q = _unit_rows(query)[0] - shift
+    return np.asarray(q / max(float(np.sqrt(q @ q)), 1e-12), dtype=np.float32)
+
+
 def sample_rows(n: int) -> npt.NDArray[np.int64]:
     """Indices of the (at most ``BACKGROUND_SAMPLE``) evenly spaced rows the background is measured on."""
     if n <= BACKGROUND_SAMPLE:
@@ -126,10 +157,7 @@ def centered_cosines(query: npt.ArrayLike, vectors: npt.ArrayLike, centroid: Cen
 def relevance(query: npt.ArrayLike, vectors: npt.ArrayLike, centroid: Centroid) -> npt.NDArray[np.float64]:
     """``unit(q - c) · (m - c)`` for each row ``m`` of ``vectors``: how far a memory's part beyond
     the scope reaches along what the query adds to the scope (``c`` the shrunk centroid)."""
-    shift = _shift(centroid.mean, centroid.rows)
-    q = _unit_rows(query)[0] - shift
-    q = q / max(float(np.linalg.norm(q)), 1e-12)
-    return np.asarray((_unit_rows(vectors) - shift) @ q, dtype=np.float64)
+    return np.asarray(_relevance(query, vectors, centroid), dtype=np.float64)
 
 
 def relevance_z(query: npt.ArrayLike, vectors: npt.ArrayLike, centroid: Centroid) -> npt.NDArray[np.float64] | None:
@@ -146,15 +174,10 @@ def relevance_z_each(query: npt.ArrayLike, vectors: npt.ArrayLike, centroid: Cen
     part and the rows' normalisation computed once for all rows (the relevance floor of a search,
     ``search.py``); None when the centroid has no background.
 
-    Each row's product with the query is a dot product of that row alone: numpy takes the product
-    of a one-row matrix with a vector as a dot product, and a matrix-vector product over several
-    rows may round the last bit differently, so this gives exactly the floats of one call per row.
+    Each row's product with the query is computed on its own (:func:`_row_dots`), so this gives
+    exactly the floats of one call per row.
     """
     bg = centroid.background
     if bg is None:
         return None
-    shift = _shift(centroid.mean, centroid.rows)
-    q = _unit_rows(query)[0] - shift
-    q = q / max(float(np.linalg.norm(q)), 1e-12)
-    rows = _unit_rows(vectors) - shift
-    return [(float(np.dot(row, q)) - bg.mean) / bg.std for row in rows]
+    return [(float(r) - bg.mean) / bg.std for r in _relevance(query, vectors, centroid)]

@@ -106,7 +106,7 @@ class PartitionRows:
         self._index_terms(slot, content)
         vec = np.asarray(vector, dtype=np.float32).reshape(-1)
         self.vectors[slot] = vec
-        self.norms[slot] = float(np.linalg.norm(vec))
+        self.norms[slot] = float(np.sqrt(vec @ vec))
         if self.ann_building:
             self.ann_dirty.add(slot)
         if self.ann is not None:

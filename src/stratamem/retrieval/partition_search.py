@@ -109,7 +109,7 @@ class PartitionSearch(PartitionRows):
     def search(self, query: SearchQuery, *, use_ann: bool) -> SearchPage:
         self.last_used = time.monotonic()
         q = np.asarray(query.vector, dtype=np.float32).reshape(-1)
-        qnorm = float(np.linalg.norm(q))
+        qnorm = float(np.sqrt(q @ q))  # not np.linalg.norm: see centering._row_dots
         now = query.now.timestamp()
         terms = query_terms(query.text) if query.lexical_weight > 0 else []
         bm = self._bm25(terms) if terms else None
