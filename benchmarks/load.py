@@ -17,7 +17,8 @@
    of a new memory. The server's resident memory is read at the start, every ``--rss-every``
    seconds (with the memory its DuckDB store says it holds, from /metrics), and at the end.
 
-Prints requests/s (overall, searches, adds), p50/p95/p99 per kind, errors, the embedder's batched
+Prints requests/s (overall, searches, adds; and completed per ``--rss-every`` window, which shows
+whether the first seconds are as fast as the rest), p50/p95/p99 per kind, errors, the embedder's batched
 throughput and the ratio, texts per model run of the query micro-batching and adds per transaction
 of the group commit (from the server's /metrics); writes JSON to ``--out`` (default benchmarks/results/load.json).
 """
@@ -190,8 +191,12 @@ async def drive(
     queries: list[str],
     new_texts: list[str],
     seed: int,
+    window: float = 10.0,
 ) -> dict[str, Any]:
+    """``window``: seconds per bucket of the completed-requests series (is the first bucket as fast
+    as the later ones: did the server's warm start load what a request needs)."""
     latencies: dict[str, list[float]] = {"search": [], "add": []}
+    done_at: list[float] = []  # perf_counter of each successful request's completion
     errors: dict[str, int] = {}
     messages: dict[str, str] = {}  # the first response body of each kind of error
     rng = random.Random(seed)
@@ -218,7 +223,9 @@ async def drive(
             except httpx.HTTPError as exc:
                 ok, label = False, type(exc).__name__
             if ok:
-                latencies[kind].append((time.perf_counter() - started) * 1000)
+                now = time.perf_counter()
+                latencies[kind].append((now - started) * 1000)
+                done_at.append(now)
             else:
                 errors[f"{kind} {label}"] = errors.get(f"{kind} {label}", 0) + 1
                 if label.isdigit():
@@ -231,7 +238,13 @@ async def drive(
         await asyncio.gather(*(client(http) for _ in range(clients)))
         elapsed = time.perf_counter() - started
     total = sum(len(v) for v in latencies.values())
+    buckets = [0] * max(1, int(elapsed // window) + 1)
+    for t in done_at:
+        buckets[min(len(buckets) - 1, int((t - started) // window))] += 1
+    # the last bucket is partial (and drains in-flight requests): reported as a rate over its own span
+    spans = [window] * (len(buckets) - 1) + [elapsed - window * (len(buckets) - 1)]
     return {
+        "requests_per_s_by_window": [n / span for n, span in zip(buckets, spans, strict=True) if span > 0.5],
         "elapsed_s": elapsed,
         "requests_per_s": total / elapsed,
         "searches_per_s": len(latencies["search"]) / elapsed,
@@ -302,7 +315,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--tenant", default=TENANT, help="the clients' tenant (a store kept by scale.py --keep: bench-main)"
     )
-    parser.add_argument("--rss-every", type=float, default=10.0, help="seconds between samples of the server's RSS")
+    parser.add_argument(
+        "--rss-every",
+        type=float,
+        default=10.0,
+        help="seconds between samples of the server's RSS, and per bucket of the req/s series",
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "load.json")
     args = parser.parse_args(argv)
 
@@ -339,6 +357,7 @@ def main(argv: list[str] | None = None) -> int:
                         queries,
                         new_texts,
                         args.seed,
+                        args.rss_every,
                     ),
                     proc.pid,
                     args.rss_every,
@@ -384,6 +403,7 @@ def main(argv: list[str] | None = None) -> int:
     for kind in ("search", "add"):
         row = lat[kind]
         print(f"{kind:<7} n={row['n']:<6} p50 {row['p50']:.1f} ms  p95 {row['p95']:.1f} ms  p99 {row['p99']:.1f} ms")
+    print(f"req/s every {args.rss_every:g} s: " + " ".join(f"{v:.0f}" for v in load["requests_per_s_by_window"]))
     print(f"errors       {sum(load['errors'].values())} {load['errors'] or ''}")
     for label, body in load["error_examples"].items():
         print(f"  {label}: {body}")
