@@ -34,7 +34,7 @@ from ..base import (
 )
 from .database import _scope_sql, _text_list, _vector_literal
 from .index import SearchIndexMixin
-from .rows import _COLUMNS, _INSERT_COLUMNS, _N_COLS
+from .rows import _COLUMNS, _INSERT_COLUMNS, _N_COLS, by_ids
 
 
 def _time_column(query: ListQuery) -> str:
@@ -89,11 +89,12 @@ class MemoriesMixin(SearchIndexMixin):
         include_embedding: bool = False,
         statuses: tuple[str, ...] = ACTIVE,
     ) -> MemoryEntry | None:
+        where, params = by_ids(tenant_id, [memory_id])
         with self._read() as cur:
             row = cur.execute(
-                f"{self._select(include_embedding)} WHERE tenant_id = ? AND id = ? "
+                f"{self._select(include_embedding)} WHERE {where} "
                 "AND list_contains(?::JSON::VARCHAR[], status) AND (expires_at IS NULL OR expires_at > ?)",
-                [tenant_id, memory_id, _text_list(statuses), to_naive_utc(now)],
+                [*params, _text_list(statuses), to_naive_utc(now)],
             ).fetchone()
         return self._entry(row, include_embedding) if row else None
 
@@ -102,20 +103,17 @@ class MemoriesMixin(SearchIndexMixin):
         values[20] = _vector_literal(values[20])
         set_embedding = entry.embedding is not None
         dims = int(self.db.dims or 0)
+        where, params = by_ids(entry.tenant_id, [entry.id])
         with self.transaction() as cur:
-            row = cur.execute(
-                "SELECT version FROM memories WHERE tenant_id = ? AND id = ?", [entry.tenant_id, entry.id]
-            ).fetchone()
+            row = cur.execute(f"SELECT version FROM memories WHERE {where}", params).fetchone()
             if row is None or int(row[0]) != previous.version:
                 return False
             cur.execute(
                 "UPDATE memories SET layer = ?, scope = ?, content = ?, content_hash = ?, identifiers = ?, "
                 "metadata = ?, provenance = ?, tier = ?, status = ?, version = ?, etag = ?, importance = ?, "
                 "access_count = ?, created_at = ?, updated_at = ?, expires_at = ?, last_accessed_at = ?, "
-                "deleted_at = ?"
-                + (f", embedding = ?::FLOAT[{dims}]" if set_embedding else "")
-                + " WHERE tenant_id = ? AND id = ?",
-                [*values[2:20], *([values[20]] if set_embedding else []), entry.tenant_id, entry.id],
+                "deleted_at = ?" + (f", embedding = ?::FLOAT[{dims}]" if set_embedding else "") + f" WHERE {where}",
+                [*values[2:20], *([values[20]] if set_embedding else []), *params],
             )
             if entry.content_hash:
                 self.db.known_hashes.add("memories", entry.tenant_id, self.db.model, [entry.content_hash])

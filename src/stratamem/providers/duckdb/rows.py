@@ -64,6 +64,24 @@ _ARROW_TYPES: list[Kind] = [
 log = logging.getLogger("stratamem.duckdb")
 
 
+#: Most ids looked up through the id index in one statement; more are matched by a scan.
+BY_IDS_MAX = 256
+
+
+def by_ids(tenant_id: str, ids: Sequence[str]) -> tuple[str, list[Any]]:
+    """A WHERE condition on ``memories`` for the tenant's rows with these ids, and its parameters.
+
+    DuckDB uses an ART index for a lookup only when the filter is on the index's one column: with
+    ``tenant_id = ?`` beside ``id = ?`` (or with the (tenant_id, id) primary key) it scans the whole
+    table, about 9 ms at 100k memories. So the ids are matched by the ``idx_memories_id`` index in a
+    subquery and the tenant is checked on the rows it finds: 1-2 ms. The tenant stays a bound
+    parameter; only the number of ``?`` depends on the input. Over :data:`BY_IDS_MAX` ids, one scan."""
+    if len(ids) > BY_IDS_MAX:
+        return "tenant_id = ? AND list_contains(?::JSON::VARCHAR[], id)", [tenant_id, _text_list(ids)]
+    marks = ", ".join("?" * len(ids))
+    return f"rowid IN (SELECT rowid FROM memories WHERE id IN ({marks})) AND tenant_id = ?", [*ids, tenant_id]
+
+
 class RowsMixin(DuckDBConnection):
     """Row encoding and decoding of ``memories``."""
 
@@ -178,10 +196,8 @@ class RowsMixin(DuckDBConnection):
     ) -> builtins.list[MemoryEntry]:
         if not ids:
             return []
-        rows = cur.execute(
-            f"{self._select(with_embedding)} WHERE tenant_id = ? AND list_contains(?::JSON::VARCHAR[], id)",
-            [tenant_id, _text_list(ids)],
-        ).fetchall()
+        where, params = by_ids(tenant_id, ids)
+        rows = cur.execute(f"{self._select(with_embedding)} WHERE {where}", params).fetchall()
         by_id = {r[1]: self._entry(r, with_embedding) for r in rows}
         return [by_id[i] for i in ids if i in by_id]
 

@@ -111,6 +111,12 @@ def _v2_api_keys(cur: Any, dims: int) -> None:
     cur.execute("CREATE INDEX idx_api_keys_tenant ON api_keys (tenant_id)")
 
 
+def _v10_memory_ids(cur: Any, dims: int) -> None:
+    # Reads and writes of memories by id find their rows through this index (rows.py ``by_ids``):
+    # the primary key (tenant_id, id) is an index DuckDB does not use for lookups.
+    cur.execute("CREATE INDEX idx_memories_id ON memories (id)")
+
+
 #: The API keys table: part of the store (``providers/duckdb/keys.py``); version 2 keeps the number
 #: the server feature reserved for it, so stores created before it moved here stay as they are.
 API_KEYS_MIGRATION = Migration(2, "server: api keys", _v2_api_keys)
@@ -118,7 +124,7 @@ API_KEYS_MIGRATION = Migration(2, "server: api keys", _v2_api_keys)
 
 #: Version numbers are reserved per feature so that features can land in any order:
 #: 1 core · 2 server (api keys, audit) · 3 hygiene · 4 lifecycle · 5 graph · 6 retrieval · 7 snapshots
-#: · 8 core (access log).
+#: · 8 core (access log) · 10 core (memories by id).
 #: A feature keeps its DDL in its own module, which appends its ``Migration`` to ``MIGRATIONS`` at
 #: import time and is listed in ``FEATURE_SCHEMA_MODULES``; the provider applies every version not
 #: yet recorded in ``schema_version``, in version order.
@@ -126,6 +132,7 @@ MIGRATIONS: list[Migration] = [
     Migration(1, "memories, embedding cache", _v1_core),
     API_KEYS_MIGRATION,
     Migration(8, "access log", _v8_access_log),
+    Migration(10, "memories by id", _v10_memory_ids),
 ]
 
 #: Modules (absolute names) that register feature migrations; imported before migrating.
