@@ -1,4 +1,5 @@
-"""DuckDB access log: ``record_access`` appends, the next transaction or read folds it into ``memories``.
+"""DuckDB access log: ``record_access`` appends, the next read or transaction that changes stored rows
+folds it into ``memories`` (an add of new rows does not).
 
 The statistics a caller sees must be exactly those of the UPDATE per access the log replaces: counts
 summed, the latest access time and importance kept — through reads, writes, close, a crash (rows
@@ -86,6 +87,28 @@ def test_a_write_folds_the_log_in_its_own_transaction(tmp_path: Path) -> None:
         mem.delete(ACME, b)  # any write transaction
         assert _log_rows(p) == 0
         assert _raw(p, "acme", a)[:2] == (2, T0.replace(tzinfo=None))
+
+
+def test_an_add_of_new_rows_leaves_the_log_to_the_next_write_or_read(tmp_path: Path) -> None:
+    """The fold scans ``memories``; an insert of new rows cannot be overwritten by it, so an add
+    does not pay for it. The statistics stay exact for every later read and write."""
+    with Memory.open(tmp_path / "m.duckdb", embedder="hashing") as mem:
+        a, b = _two(mem)
+        p = _provider(mem)
+        p.record_access("acme", {a: 0.9}, T0, counts={a: 2})
+        p.flush_appends()
+        added = mem.add(ACME, content="the user drinks green tea", layer="user", identifiers=IDS).memory.id
+        assert _log_rows(p) == 1 and _raw(p, "acme", a)[0] == 0  # the add left the log as it was
+        assert _raw(p, "acme", added)[0] == 0
+        mem.update(ACME, b, content="the user lives in Munich")  # changes a stored row: folds first
+        assert _log_rows(p) == 0
+        assert _raw(p, "acme", a)[:2] == (2, T0.replace(tzinfo=None))
+        p.record_access("acme", {a: 0.3}, T0 + timedelta(minutes=1))
+        p.flush_appends()
+        mem.add(ACME, content="the user plays chess on Sundays", layer="user", identifiers=IDS)
+        got = p.get("acme", a, T0 + timedelta(hours=1))  # a read folds what the add left
+        assert got is not None and got.access_count == 3 and got.importance == 0.3
+        assert _log_rows(p) == 0
 
 
 def test_search_statistics_match_without_the_log_and_searches_do_not_fold(tmp_path: Path) -> None:

@@ -323,10 +323,12 @@ class DuckDBConnection(MemoryProvider):
     def transaction(self, *, settle: bool = True, flush: bool = True, bookkeeping: bool = False) -> Iterator[Any]:
         """Serialised write transaction; commit on success, roll back on any error.
 
-        It first folds pending access-log rows into ``memories`` (``settle=False`` only for the
-        append itself and for appends to tables that are not ``memories``), so every write and every
-        read sees the access statistics complete. ``bookkeeping``: the transaction only appends
-        access statistics and ``memory_events`` rows, so its commit leaves ``generation`` as it is."""
+        It first folds pending access-log rows into ``memories``, so every write and every read sees
+        the access statistics complete. ``settle=False`` for the append itself, for appends to
+        tables that are not ``memories``, and for inserts of new rows (an add): the fold updates only
+        rows the log names, which a new row is not, and it scans ``memories``. ``bookkeeping``: the
+        transaction only appends access statistics and ``memory_events`` rows, so its commit leaves
+        ``generation`` as it is."""
         db = self.db
         # The queued bookkeeping appends are written first, so that every transaction sees them:
         # by this transaction itself, ahead of its own statements (one commit instead of two).

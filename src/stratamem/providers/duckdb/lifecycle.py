@@ -35,8 +35,9 @@ class LifecycleMixin(SearchIndexMixin):
             (tenant_id, memory_id, 1 if counts is None else int(counts.get(memory_id, 1)), accessed, float(value))
             for memory_id, value in importance.items()
         ]
-        # Appended to the access log (no scan of ``memories``), folded by the next transaction or
-        # read; the access rows of one append batch (concurrent searches) share one insert.
+        # Appended to the access log (no scan of ``memories``), folded by the next read or transaction
+        # that changes stored rows; the access rows of one append batch (concurrent searches) share
+        # one insert.
         self._append(RowAppend(duckdb_schema.ACCESS_LOG_TABLE, rows, self._insert_access))
         return len(rows)
 

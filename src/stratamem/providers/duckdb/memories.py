@@ -52,7 +52,9 @@ class MemoriesMixin(SearchIndexMixin):
         ready = prepared is not None and prepared.rows is not None and prepared.matches(entries)
         columns = prepared.rows if ready and prepared is not None else self._prepare_rows(entries)
         batch = self._arrow_batch(columns, entries)
-        with self.transaction() as cur:
+        # New rows only: logged accesses are of other rows, so the log need not be folded first (the
+        # fold scans ``memories``; the next write that changes stored rows, or a read, folds it).
+        with self.transaction(settle=False) as cur:
             cur.register("stratamem_batch", batch)
             try:
                 cur.execute(f"INSERT INTO memories ({_INSERT_COLUMNS}) SELECT {_INSERT_COLUMNS} FROM stratamem_batch")

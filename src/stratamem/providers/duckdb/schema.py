@@ -69,8 +69,9 @@ def _v1_core(cur: Any, dims: int) -> None:
     )
 
 
-#: Name of the DuckDB access log (migration 8): ``record_access`` appends here, and the next
-#: transaction or read folds the rows into ``memories`` (``DuckDBProvider.settle_access``).
+#: Name of the DuckDB access log (migration 8): ``record_access`` appends here, and the next read or
+#: transaction that changes stored rows folds them into ``memories`` (``DuckDBProvider.settle_access``;
+#: an add of new rows does not).
 ACCESS_LOG_TABLE = "memory_access_log"
 
 
