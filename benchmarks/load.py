@@ -12,7 +12,9 @@
    texts like the ones the clients send, just before the load: the ratio of the server's search
    throughput to it is what carries over between machines.
 3. Starts ``stratamem serve`` on the store (a subprocess, waits for /ready; the per-key rate limit
-   off unless ``STRATAMEM_RATE_LIMIT_PER_SECOND`` is set, since one key serves every client) and runs ``--clients``
+   off unless ``STRATAMEM_RATE_LIMIT_PER_SECOND`` is set, since one key serves every client). The
+   server runs the code of the checkout that holds this file (its ``src/`` comes first on the
+   server's ``PYTHONPATH``): to measure another branch or worktree, run its own ``load.py``. It runs ``--clients``
    asyncio httpx clients for ``--seconds``: each request is a search (``--search-share``) or an add
    of a new memory. The server's resident memory is read at the start, every ``--rss-every``
    seconds (with the memory its DuckDB store says it holds, from /metrics), and at the end.
