@@ -91,9 +91,15 @@ def fuse(dense: np.ndarray, lex: np.ndarray, weight: float = 1.0) -> np.ndarray:
     return np.clip(dense + weight * lex * (1.0 - dense) * gate, 0.0, 1.0)
 
 
-def engine_ranked(conv: Conversation, qi: int, scores: np.ndarray, weight: float, after: int) -> list[int]:
+Rerank = Callable[[Sequence[context.Hit], float], list[context.Hit]]
+
+
+def engine_ranked(
+    conv: Conversation, qi: int, scores: np.ndarray, weight: float, after: int, rerank: Rerank = context.rerank
+) -> list[int]:
     """The engine's page: the best ``CANDIDATES`` by relevance, then ``context.lexical_context``
-    (the turns read by place from the conversation) and ``context.rerank``, as ``context_page``."""
+    (the turns read by place from the conversation) and ``rerank`` (the engine's ``context.rerank``
+    unless a variant gives another), as ``context_page``."""
     order = [int(i) for i in np.argsort(-scores, kind="stable")[: context.CANDIDATES]]
     if weight <= 0:
         return order
@@ -120,7 +126,42 @@ def engine_ranked(conv: Conversation, qi: int, scores: np.ndarray, weight: float
     candidates = [ScoredEntry(entry=conv.entries[i], score=float(scores[i])) for i in order]
     hits = context.lexical_context(candidates, read, conv.queries[qi], vector, 1.0, 0.0, after=after)
     index = {e.id: i for i, e in enumerate(conv.entries)}
-    return [index[context.hit_id(h)] for h in context.rerank(hits, weight)]
+    return [index[context.hit_id(h)] for h in rerank(hits, weight)]
+
+
+def rerank_two_neighbours(hits: Sequence[context.Hit], weight: float) -> list[context.Hit]:
+    """``context.rerank`` with the sum of the two most relevant neighbours (each at ``weight``)
+    instead of the most relevant one: a turn inside a relevant exchange gains from both sides."""
+    by_place = {place: hit.score for hit in hits if (place := context._place(hit)) is not None}
+    floor = min(hit.score for hit in hits)
+    out = []
+    for hit in hits:
+        place = context._place(hit)
+        if place is None:
+            out.append(hit)
+            continue
+        thread, position = place
+        near = sorted(
+            by_place.get((thread, position + step), floor)
+            for step in range(-context.WINDOW, context.WINDOW + 1)
+            if step != 0
+        )
+        out.append(context._rescored(hit, (hit.score + weight * (near[-1] + near[-2])) / (1.0 + 2.0 * weight)))
+    out.sort(key=lambda h: (-h.score, context.hit_id(h)))
+    return out
+
+
+def feedback(conv: Conversation, base: np.ndarray, lex: np.ndarray, best: int, beta: float) -> np.ndarray:
+    """Pseudo-relevance feedback: each question's vector moved towards the mean vector of its ``best``
+    turns by ``base`` (by ``beta`` of a unit vector), every turn's dense score taken again and fused."""
+    vectors = np.array([e.embedding for e in conv.entries], dtype=np.float32)
+    out = np.empty_like(base)
+    for qi in range(base.shape[0]):
+        centroid = vectors[np.argsort(-base[qi], kind="stable")[:best]].mean(axis=0)
+        query = conv.query_vectors[qi] + beta * centroid / max(1e-9, float(np.linalg.norm(centroid)))
+        query /= float(np.linalg.norm(query))
+        out[qi] = fuse((1.0 + vectors @ query) / 2.0, lex[qi])
+    return out
 
 
 def ranked(scores: np.ndarray, session: np.ndarray, weight: float, window: int) -> list[int]:
@@ -196,7 +237,12 @@ Variant = Callable[[Conversation], np.ndarray]
 
 
 def evaluate(
-    convs: list[Conversation], score: Variant, weight: float, window: int, after: int | None = None
+    convs: list[Conversation],
+    score: Variant,
+    weight: float,
+    window: int,
+    after: int | None = None,
+    rerank: Rerank = context.rerank,
 ) -> dict[str, Any]:
     """Recall@10 (all, dev, held out, and per category on each split), hit@1 and MRR of a variant;
     ``after`` not None: the engine's lexical context, reading ``after`` turns after each candidate."""
@@ -210,7 +256,7 @@ def evaluate(
             if after is None:
                 order = ranked(scores[qi], conv.session, weight, window)
             else:
-                order = engine_ranked(conv, qi, scores[qi], weight, after)
+                order = engine_ranked(conv, qi, scores[qi], weight, after, rerank)
             ids = [conv.dia[i] for i in order[:20]]
             found = len(evidence & set(ids[:10])) / len(evidence)
             recall[split].append(found)
@@ -266,7 +312,7 @@ def main(argv: list[str] | None = None) -> int:
     hybrid: Variant = lambda c: fuse(c.dense, lex[c.sample_id]["turn"])  # noqa: E731
     weight, window = MemoryConfig().context_weight, context.WINDOW
     # (name, score, context weight, window, turns read after each candidate: None = no lexical context)
-    variants: list[tuple[str, Variant, float, int, int | None]] = [
+    variants: list[tuple[str, Variant, float, int, int | None] | tuple[str, Variant, float, int, int, Rerank]] = [
         ("dense only", lambda c: c.dense, 0.0, 1, None),
         ("hybrid, no neighbouring turns", hybrid, 0.0, 1, None),
         (
@@ -281,6 +327,15 @@ def main(argv: list[str] | None = None) -> int:
         ("lexical context, no turn read after the candidates", hybrid, weight, window, 0),
         ("lexical context, one turn read after each candidate", hybrid, weight, window, 1),
         ("reciprocal rank fusion (k 60) instead of score fusion", rrf, weight, window, None),
+        (
+            "pseudo-relevance feedback: query + 0.3 x mean of its best 3 turns",
+            lambda c: feedback(c, hybrid(c), lex[c.sample_id]["turn"], 3, 0.3),
+            weight,
+            window,
+            window,
+        ),
+        ("neighbours: the two most relevant, 0.15 each", hybrid, 0.15, window, window, rerank_two_neighbours),
+        ("neighbours: the two most relevant, 0.2 each", hybrid, 0.2, window, window, rerank_two_neighbours),
         (
             "(index) contextual dense: mean of turn and previous+turn",
             lambda c: fuse((c.dense + c.dense_context) / 2.0, lex[c.sample_id]["turn"]),
@@ -308,8 +363,8 @@ def main(argv: list[str] | None = None) -> int:
     ]
     results = {}
     print(f"{'variant':<66} {'R@10':>6} {'dev':>6} {'held':>6} {'H@1':>6} {'MRR':>6}")
-    for name, score, w, win, after in variants:
-        row = evaluate(convs, score, w, win, after)
+    for name, score, w, win, after, *rerank in variants:
+        row = evaluate(convs, score, w, win, after, *rerank)
         results[name] = {**row, "context_weight": w, "window": win, "lexical_context_after": after}
         print(
             f"{name:<66} {row['recall@10']:6.3f} {row['dev']:6.3f} {row['holdout']:6.3f} "
