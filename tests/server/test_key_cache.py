@@ -87,3 +87,44 @@ def test_bounded_and_disabled(server_mem: Memory) -> None:
     provider.api_key_revoke("acme", created.record.key_id, datetime.now(UTC))
     with pytest.raises(MemoryError):
         off.verify(provider, created.key)
+
+
+def test_holds_says_whether_verify_would_skip_the_store(server_mem: Memory) -> None:
+    provider = server_mem.engine.provider
+    now = [0.0]
+    cache = KeyCache(5.0, clock=lambda: now[0])
+    created = create_key(provider, "acme", "writer")
+    assert not cache.holds(created.key)  # never verified
+    cache.verify(provider, created.key)
+    assert cache.holds(created.key) and cache.holds(f"  {created.key} ")  # as verify strips it
+    now[0] = 5.1
+    assert not cache.holds(created.key)  # expired: verify reads the store again
+    cache.verify(provider, created.key)
+    cache.invalidate(created.record.key_id)
+    assert not cache.holds(created.key)
+    off = KeyCache(0.0)
+    off.verify(provider, created.key)
+    assert not off.holds(created.key)
+
+
+def test_authentication_stays_on_the_event_loop_only_for_a_cached_key(
+    make_client: Callable[..., TestClient], server_mem: Memory
+) -> None:
+    from starlette.requests import Request
+
+    from stratamem.server.deps import _in_process
+
+    client = make_client(key_cache_ttl=3600)
+    key = create_key(server_mem.engine.provider, "acme", "reader").key
+
+    def request(**headers: str) -> Request:
+        raw = [(k.lower().encode(), v.encode()) for k, v in headers.items()]
+        return Request({"type": "http", "app": client.app, "headers": raw})
+
+    assert not _in_process(request(), f"Bearer {key}", None)  # first use: the key's record is read
+    assert client.get("/v1/memories", headers=h(key)).status_code == 200
+    assert _in_process(request(), f"Bearer {key}", None)
+    assert _in_process(request(), None, key)
+    assert not _in_process(request(), None, None)  # no credential: refused on a worker thread
+    assert not _in_process(request(), "Bearer a.b.c", None)  # a JWT is verified on a worker thread
+    assert not _in_process(request(), "Basic abc", None)

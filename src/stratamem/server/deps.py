@@ -11,15 +11,18 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import Depends, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
-from ..coordination.ratelimit import RateLimiter
+from ..coordination.ratelimit import LocalRateLimiter, RateLimiter
 from ..errors import ErrorCode, MemoryError
 from ..model import TenantContext
 from ..sdk import Memory
 from ..telemetry.metrics import ERRORS
 from .auth import READ_ROLES, WRITE_ROLES, AuthResult, authenticate, credential_from_headers, require_role
 from .auth_failures import AuthFailures
+from .keys import PREFIX as KEY_PREFIX
+from .keys import KeyCache
 from .ratelimit import check_rate
 from .settings import ServerSettings
 
@@ -28,8 +31,9 @@ api_key_scheme = APIKeyHeader(name="X-API-Key", auto_error=False, description="A
 
 
 # The dependencies that only read request state are ``async def``: FastAPI runs a plain ``def``
-# dependency on a worker thread, one thread hand-off each per request. ``get_auth`` stays a plain
-# ``def``: a key's first verification reads the store and the rate limit may ask Redis.
+# dependency on a worker thread, one thread hand-off each per request. ``get_auth`` authenticates on
+# the event loop only when that touches neither the store nor the network (``_in_process``): a key's
+# first verification reads the store, and the rate limit may ask Redis.
 
 
 async def get_memory(request: Request) -> Memory:
@@ -95,7 +99,21 @@ def authenticate_request(request: Request, authorization: str | None, api_key: s
     return result
 
 
-def get_auth(
+def _in_process(request: Request, authorization: str | None, api_key: str | None) -> bool:
+    """Whether authenticating this request stays in this process's memory: an API key the key cache
+    holds fresh (no store read) and the in-process rate limiter (no Redis). A denial then writes its
+    audit line like any other (a local append)."""
+    if not isinstance(request.app.state.limiter, LocalRateLimiter):
+        return False
+    try:
+        credential = credential_from_headers(authorization, api_key)
+    except MemoryError:
+        return False
+    cache: KeyCache = request.app.state.key_cache
+    return credential.startswith(KEY_PREFIX + "_") and cache.holds(credential)
+
+
+async def get_auth(
     request: Request,
     bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer_scheme)],
     api_key: Annotated[str | None, Depends(api_key_scheme)],
@@ -104,7 +122,9 @@ def get_auth(
     if cached is not None:
         return cached
     authorization = request.headers.get("authorization")
-    return authenticate_request(request, authorization, api_key)
+    if _in_process(request, authorization, api_key):
+        return authenticate_request(request, authorization, api_key)
+    return await run_in_threadpool(authenticate_request, request, authorization, api_key)
 
 
 async def get_tenant(auth: Annotated[AuthResult, Depends(get_auth)]) -> TenantContext:

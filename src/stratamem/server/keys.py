@@ -174,6 +174,19 @@ class KeyCache:
                 self._entries.popitem(last=False)
         return record
 
+    def holds(self, key: str) -> bool:
+        """Whether :meth:`verify` would answer ``key`` from the cache (a fresh entry), without the store.
+
+        Args:
+            key: The presented API key.
+        """
+        if self.ttl <= 0:
+            return False
+        digest = self._digest(key)
+        with self._lock:
+            hit = self._entries.get(digest)
+            return hit is not None and hit[0] > self._clock()
+
     def invalidate(self, key_id: str) -> None:
         """Forget every cached verification of the key ``key_id`` (it was revoked).
 
