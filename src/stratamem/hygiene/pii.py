@@ -61,7 +61,8 @@ _PATTERNS: list[tuple[str, str, re.Pattern[str], object]] = [
         None,
     ),
     ("iban", "[REDACTED_IBAN]", re.compile(r"\b[A-Z]{2}\d{2}(?:\s?[A-Z0-9]{4}){2,7}(?:\s?[A-Z0-9]{1,4})?\b"), _iban_ok),
-    ("credit_card", "[REDACTED_CARD]", re.compile(r"(?<!\d)(?:\d[ -]?){12,18}\d(?!\d)"), _card_ok),
+    # a card number is a token of its own: digits inside a word (a hex digest, an id) are not one
+    ("credit_card", "[REDACTED_CARD]", re.compile(r"(?<!\w)(?:\d[ -]?){12,18}\d(?!\w)"), _card_ok),
     ("ssn", "[REDACTED_SSN]", re.compile(r"(?<!\d)\d{3}-\d{2}-\d{4}(?!\d)"), None),
     ("ip_address", "[REDACTED_IP]", re.compile(r"(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?![\d.])"), _ipv4_ok),
     (
