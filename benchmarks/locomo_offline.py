@@ -132,23 +132,7 @@ def engine_ranked(
 def rerank_two_neighbours(hits: Sequence[context.Hit], weight: float) -> list[context.Hit]:
     """``context.rerank`` with the sum of the two most relevant neighbours (each at ``weight``)
     instead of the most relevant one: a turn inside a relevant exchange gains from both sides."""
-    by_place = {place: hit.score for hit in hits if (place := context._place(hit)) is not None}
-    floor = min(hit.score for hit in hits)
-    out = []
-    for hit in hits:
-        place = context._place(hit)
-        if place is None:
-            out.append(hit)
-            continue
-        thread, position = place
-        near = sorted(
-            by_place.get((thread, position + step), floor)
-            for step in range(-context.WINDOW, context.WINDOW + 1)
-            if step != 0
-        )
-        out.append(context._rescored(hit, (hit.score + weight * (near[-1] + near[-2])) / (1.0 + 2.0 * weight)))
-    out.sort(key=lambda h: (-h.score, context.hit_id(h)))
-    return out
+    return context.rerank(hits, weight, neighbours=2)
 
 
 def feedback(conv: Conversation, base: np.ndarray, lex: np.ndarray, best: int, beta: float) -> np.ndarray:

@@ -112,7 +112,7 @@ def test_authentication_stays_on_the_event_loop_only_for_a_cached_key(
 ) -> None:
     from starlette.requests import Request
 
-    from stratamem.server.deps import _in_process
+    from stratamem.server.deps import authenticates_in_process
 
     client = make_client(key_cache_ttl=3600)
     key = create_key(server_mem.engine.provider, "acme", "reader").key
@@ -121,10 +121,10 @@ def test_authentication_stays_on_the_event_loop_only_for_a_cached_key(
         raw = [(k.lower().encode(), v.encode()) for k, v in headers.items()]
         return Request({"type": "http", "app": client.app, "headers": raw})
 
-    assert not _in_process(request(), f"Bearer {key}", None)  # first use: the key's record is read
+    assert not authenticates_in_process(request(), f"Bearer {key}", None)  # first use: the key's record is read
     assert client.get("/v1/memories", headers=h(key)).status_code == 200
-    assert _in_process(request(), f"Bearer {key}", None)
-    assert _in_process(request(), None, key)
-    assert not _in_process(request(), None, None)  # no credential: refused on a worker thread
-    assert not _in_process(request(), "Bearer a.b.c", None)  # a JWT is verified on a worker thread
-    assert not _in_process(request(), "Basic abc", None)
+    assert authenticates_in_process(request(), f"Bearer {key}", None)
+    assert authenticates_in_process(request(), None, key)
+    assert not authenticates_in_process(request(), None, None)  # no credential: refused on a worker thread
+    assert not authenticates_in_process(request(), "Bearer a.b.c", None)  # a JWT is verified on a worker thread
+    assert not authenticates_in_process(request(), "Basic abc", None)

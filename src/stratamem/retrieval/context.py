@@ -93,8 +93,14 @@ def _rescored(hit: Hit, score: float) -> Hit:
     return ScoredEntry(hit.entry, score, hit.vector)
 
 
-def rerank(hits: Sequence[Hit], weight: float) -> list[Hit]:
-    """The hits re-scored with their neighbours' relevance (see module doc, step 2), best first."""
+def rerank(hits: Sequence[Hit], weight: float, *, neighbours: int = 1) -> list[Hit]:
+    """The hits re-scored with their neighbours' relevance (see module doc, step 2), best first.
+
+    ``neighbours`` is how many of the most relevant turns within ``WINDOW`` places count, each at
+    ``weight``: one by default; ``benchmarks/locomo_offline.py`` measures two.
+    """
+    if not 1 <= neighbours <= 2 * WINDOW:
+        raise ValueError(f"neighbours must be between 1 and {2 * WINDOW}, got {neighbours}")
     if weight <= 0 or not hits:
         return list(hits)
     by_place = {place: hit.score for hit in hits if (place := _place(hit)) is not None}
@@ -108,10 +114,9 @@ def rerank(hits: Sequence[Hit], weight: float) -> list[Hit]:
             out.append(hit)
             continue
         thread, position = place
-        neighbour = max(
-            by_place.get((thread, position + step), floor) for step in range(-WINDOW, WINDOW + 1) if step != 0
-        )
-        out.append(_rescored(hit, (hit.score + weight * neighbour) / (1.0 + weight)))
+        near = [by_place.get((thread, position + step), floor) for step in range(-WINDOW, WINDOW + 1) if step != 0]
+        best = max(near) if neighbours == 1 else sum(sorted(near)[-neighbours:])
+        out.append(_rescored(hit, (hit.score + weight * best) / (1.0 + neighbours * weight)))
     out.sort(key=lambda h: (-h.score, hit_id(h)))
     return out
 

@@ -32,7 +32,7 @@ api_key_scheme = APIKeyHeader(name="X-API-Key", auto_error=False, description="A
 
 # The dependencies that only read request state are ``async def``: FastAPI runs a plain ``def``
 # dependency on a worker thread, one thread hand-off each per request. ``get_auth`` authenticates on
-# the event loop only when that touches neither the store nor the network (``_in_process``): a key's
+# the event loop only when that touches neither the store nor the network (``authenticates_in_process``): a key's
 # first verification reads the store, and the rate limit may ask Redis.
 
 
@@ -99,7 +99,7 @@ def authenticate_request(request: Request, authorization: str | None, api_key: s
     return result
 
 
-def _in_process(request: Request, authorization: str | None, api_key: str | None) -> bool:
+def authenticates_in_process(request: Request, authorization: str | None, api_key: str | None) -> bool:
     """Whether authenticating this request stays in this process's memory: an API key the key cache
     holds fresh (no store read) and the in-process rate limiter (no Redis). A denial then writes its
     audit line like any other (a local append)."""
@@ -122,7 +122,7 @@ async def get_auth(
     if cached is not None:
         return cached
     authorization = request.headers.get("authorization")
-    if _in_process(request, authorization, api_key):
+    if authenticates_in_process(request, authorization, api_key):
         return authenticate_request(request, authorization, api_key)
     return await run_in_threadpool(authenticate_request, request, authorization, api_key)
 
