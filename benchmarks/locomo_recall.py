@@ -2,6 +2,7 @@
 
     python benchmarks/locomo_recall.py [--config dense hybrid ...] [--embedder local|onnx|hashing]
                                        [--db PATH [--reuse]] [--data PATH] [--weight W]
+                                       [--default-search]
 
 One tenant per conversation; every turn is one memory in the ``user`` layer (user_id = the
 conversation id), content ``"{speaker}: {text}"``, session date, session number and ``dia_id`` in
@@ -18,8 +19,12 @@ Configurations (``--config``, several allowed; they share one ingested store):
   hybrid   dense fused with BM25 (hybrid_weight = 1.0), no neighbouring turns (context_weight = 0)
   default  the default MemoryConfig: hybrid plus neighbouring turns (context_weight = 0.3, ± 2 turns)
   half     hybrid with hybrid_weight = 0.5
-``--weight W`` adds a ``hybrid@W`` configuration. ``--reuse`` searches an existing ``--db`` store
-without ingesting again (the lexical index is written with the rows, whatever the configuration).
+``--weight W`` adds a ``hybrid@W`` configuration. ``--default-search`` also asks every question of
+categories 1-5 as a caller would, with no threshold (the default threshold and relevance floor), and
+reports per category and split how many return nothing, hit@1 and the mean best score. Category 5,
+adversarial, has no answer: it asks about one speaker what the other one said, and its evidence is
+that turn. ``--reuse`` searches an existing ``--db`` store without ingesting again (the lexical
+index is written with the rows, whatever the configuration).
 Prints a table and writes benchmarks/results/locomo_recall[_<embedder>].json. Skips with a message
 when the data file (../shared/bench/locomo-dev.json) is absent.
 """
@@ -160,6 +165,33 @@ def evaluate(mem: Memory, data: list[dict[str, Any]], **search_kwargs: Any) -> d
     }
 
 
+def default_search(mem: Memory, data: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Every question of categories 1-5 with the default search (no threshold given), limit 10: the
+    share returning nothing, hit@1, and the mean best score (asked again at threshold 0)."""
+    cells: dict[str, dict[str, list[float]]] = {}
+    names = {**CATEGORIES, 5: "adversarial"}
+    for conv in data:
+        ctx = TenantContext(tenant_id=conv["sample_id"], principal="bench")
+        ids = {"user_id": conv["sample_id"]}
+        split = "holdout" if conv["sample_id"] in HOLDOUT else "dev"
+        for qa in conv["qa"]:
+            cat = int(qa.get("category", 0))
+            if cat not in names:
+                continue
+            evidence = set(qa.get("evidence") or [])
+            res = mem.search(ctx, qa["question"], identifiers=ids, layers=["user"], limit=10)
+            best = mem.search(ctx, qa["question"], identifiers=ids, layers=["user"], limit=1, threshold=0.0)
+            ranked = [r.memory.metadata.get("dia_id") for r in res.results]
+            cell = cells.setdefault(f"{cat} {names[cat]}, {split}", {"empty": [], "hit@1": [], "best": []})
+            cell["empty"].append(0.0 if ranked else 1.0)
+            cell["hit@1"].append(1.0 if ranked and ranked[0] in evidence else 0.0)
+            cell["best"].append(best.results[0].score if best.results else 0.0)
+    return {
+        key: {"n": len(v["empty"]), **{m: statistics.fmean(vals) for m, vals in v.items()}}
+        for key, v in sorted(cells.items())
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config", nargs="+", default=["dense", "hybrid", "default"], choices=sorted(CONFIGS))
@@ -169,6 +201,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--db", type=Path, default=None, help="store path (default: a temporary file)")
     parser.add_argument("--reuse", action="store_true", help="search an existing --db without ingesting")
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument(
+        "--default-search", action="store_true", help="also ask every question (categories 1-5) with no threshold"
+    )
     args = parser.parse_args(argv)
     if not args.data.exists():
         print(
@@ -202,6 +237,10 @@ def main(argv: list[str] | None = None) -> int:
                 "config": {**MemoryConfig(**overrides).model_dump(include={"hybrid_weight", "context_weight"})},
                 **evaluate(mem, data),
             }
+    calibration: dict[str, dict[str, float]] | None = None
+    if args.default_search:
+        with Memory.open(db, embedder=args.embedder) as mem:
+            calibration = default_search(mem, data)
     tmp.cleanup()
 
     header = (
@@ -222,6 +261,10 @@ def main(argv: list[str] | None = None) -> int:
                 f"{name:<12} {label}: recall@10 {res['recall@10_by_split'][split]:.3f}, "
                 f"hit@1 {res['hit@1_by_split'][split]:.3f}, MRR {res['MRR_by_split'][split]:.3f}"
             )
+    if calibration is not None:
+        print(f"\n{'default search (no threshold), limit 10':<40} {'n':>4} {'nothing':>8} {'H@1':>6} {'best':>6}")
+        for key, m in calibration.items():
+            print(f"{key:<40} {int(m['n']):>4} {m['empty']:8.3f} {m['hit@1']:6.3f} {m['best']:6.3f}")
     if ingest_s is not None:
         print(
             f"ingest: {n_memories} memories in {ingest_s:.1f} s ({n_memories / ingest_s:.0f}/s), "
@@ -238,6 +281,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": platform.platform(),
         "python": platform.python_version(),
         "configs": results,
+        **({"default_search": calibration} if calibration is not None else {}),
     }
     if args.reuse and out.exists():  # keep the ingestion figures of the run that built the store
         previous = json.loads(out.read_text())

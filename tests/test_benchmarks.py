@@ -143,6 +143,28 @@ def test_locomo_offline_replays_the_engine_score(tmp_path: Path) -> None:
     assert 0.0 < replay["hit@1"] < 1.0, "a ranking to compare: some answers first, some not"
 
 
+def test_locomo_recall_reports_the_default_search_per_category(tmp_path: Path) -> None:
+    """``--default-search`` asks every question, adversarial ones too, with no threshold."""
+    data, out = tmp_path / "locomo.json", tmp_path / "r.json"
+    _tiny_locomo(data)
+    convs = json.loads(data.read_text())
+    convs[0]["qa"].append({"question": "How was Ben's pottery?", "evidence": ["D1:1"], "category": 5})
+    data.write_text(json.dumps(convs))
+    run = _bench(
+        "locomo_recall.py", "--embedder", "hashing", "--data", str(data), "--config", "dense", "--default-search",
+        "--out", str(out),
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    cells = json.loads(out.read_text())["default_search"]
+    assert set(cells) == {"4 single-hop, dev", "4 single-hop, holdout", "5 adversarial, dev"}
+    assert cells["5 adversarial, dev"]["n"] == 1
+    assert cells["4 single-hop, dev"]["n"] == cells["4 single-hop, holdout"]["n"] == 12
+    for cell in cells.values():
+        assert 0.0 <= cell["empty"] <= 1.0 and 0.0 <= cell["hit@1"] <= 1.0 and 0.0 < cell["best"] <= 1.0
+    assert cells["4 single-hop, holdout"]["hit@1"] > 0.5  # each question names its turn's topic
+    assert "5 adversarial, dev" in run.stdout
+
+
 def test_context_latency_times_both_configurations(tmp_path: Path) -> None:
     """On a store written by locomo_recall.py, both configurations are searched the same number of times."""
     data, db = tmp_path / "locomo.json", tmp_path / "locomo.duckdb"
