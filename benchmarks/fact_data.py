@@ -362,3 +362,107 @@ SCENARIOS: list[Scenario] = [
         ],
     ),
 ]
+
+
+#: Questions in the user's own voice, as an agent forwards the user's message ("where do I live
+#: now?"), for the scenarios about one user. ``fact_ranking.py`` asks them of the scenario's memories
+#: as written (about the name) and of the same memories about "User" (:func:`about_user`), the form
+#: of the write gate without a name and of most agents. Dana's were written first and looked at while
+#: ``retrieval/voice.py`` was built; Marco's, Priya's and Sam's were written afterwards, before they
+#: were measured.
+VOICED: dict[str, list[Q]] = {
+    "dana": [
+        q("where do I live now?", "city"),
+        q("what do I eat these days?", "diet"),
+        q("what theme do I like in apps?", "theme"),
+        q("what's my job?", "job"),
+        q("am I allergic to anything?", "allergy"),
+        q("which language am I learning?", "lang"),
+        q("where am I travelling in October?", "trip"),
+        q("how do I take my coffee?", "coffee"),
+        q("how do I get to work?", "car"),
+        q("when is my birthday?", "birthday"),
+        q("who is my partner?", "partner"),
+        q("what music do I like?", "music"),
+        q("which phone do I have?", "phone"),
+        q("when do I go to the gym?", "gym"),
+        q("when does my daughter start school?", "daughter"),
+        q("what is my salary?"),
+        q("do I have a dog?"),
+        q("what's my favourite football team?"),
+    ],
+    "marco": [
+        q("which editor do I use now?", "editor"),
+        q("who is my manager?", "manager"),
+        q("what test framework do I want?", "tests"),
+        q("what line length do I use?", "style"),
+        q("which OS am I on?", "os"),
+        q("what's my shell?", "shell"),
+        q("what time zone am I in?", "tz"),
+        q("how do I like review comments?", "review"),
+        q("when is my pipeline rewrite due?", "deadline"),
+        q("what keyboard do I type on?", "kb"),
+        q("what does my side project store its data in?", "db"),
+        q("what's my favourite restaurant?"),
+        q("which cloud do I deploy to?"),
+    ],
+    "priya": [
+        q("where do I live now?", "city"),
+        q("what's my job?", "job"),
+        q("what's my cat called?", "pet"),
+        q("which race am I training for?", "run"),
+        q("what meat don't I eat?", "diet"),
+        q("what units do I prefer?", "units"),
+        q("what does my son play?", "son"),
+        q("what am I reading?", "reading"),
+        q("when do I go to bed?", "sleep"),
+        q("what car do I drive?", "car"),
+        q("can I have milk?", "allergy"),
+        q("which languages do I speak?", "lang"),
+        q("when is my anniversary?", "anniv"),
+        q("what do I grow on my balcony?", "plants"),
+        q("what's my blood type?"),
+        q("how many siblings do I have?"),
+        q("which football club do I support?"),
+    ],
+    "sam": [
+        q("which plan am I on?", "plan"),
+        q("where do I work?", "company"),
+        q("how many seats does my account have?", "seats"),
+        q("how do I prefer to be contacted?", "contact"),
+        q("what bug did I report?", "issue"),
+        q("where am I based?", "tz"),
+        q("who gets my invoices?", "billing"),
+        q("when does my contract renew?", "renewal"),
+        q("which integrations do I use?", "integr"),
+        q("who is the other admin on my account?", "admin"),
+        q("what do I need every month?", "export"),
+        q("what's my home address?"),
+        q("do I use the Salesforce integration?"),
+    ],
+}
+
+
+def about_user(scenario: Scenario) -> Scenario:
+    """The scenario with its memories about "User" instead of the user's name (the statement of
+    the name itself kept), as a separate tenant's scope, asking its ``VOICED`` questions."""
+    name = scenario.identifiers["user_id"].capitalize()
+    memories = [
+        m if m.key == "name" else M(m.key, m.content.replace(f"{name}'s", "User's").replace(name, "User"), m.supersedes)
+        for m in scenario.memories
+    ]
+    return Scenario(
+        f"{scenario.name}-user", scenario.split, scenario.layer, scenario.identifiers, memories, VOICED[scenario.name]
+    )
+
+
+def voiced(scenario: Scenario) -> Scenario:
+    """The scenario as written, as a separate tenant's scope, asking its ``VOICED`` questions."""
+    return Scenario(
+        f"{scenario.name}-name",
+        scenario.split,
+        scenario.layer,
+        scenario.identifiers,
+        scenario.memories,
+        VOICED[scenario.name],
+    )

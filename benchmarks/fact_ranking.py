@@ -18,7 +18,11 @@ with ``Memory.search`` and the default settings (or the overrides given). Report
 * ``top1 ans / unans``: the mean top-1 score (threshold 0) of answerable and unanswerable questions,
   the measurement the default threshold is chosen from.
 
-Prints a table and writes ``benchmarks/results/fact_ranking.json``; ``--dump`` prints every question
+A second table asks the questions in the user's own voice (``fact_data.VOICED``: "where do I live
+now?") of each user scenario's memories as written (``name``) and about "User" (``user``), with
+the default search (``retrieval/voice.py``).
+
+Prints the tables and writes ``benchmarks/results/fact_ranking.json``; ``--dump`` prints every question
 with its first three results.
 """
 
@@ -34,7 +38,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from fact_data import SCENARIOS, Scenario
+from fact_data import SCENARIOS, VOICED, Scenario, about_user, voiced
 from stratamem import Memory, MemoryConfig, TenantContext
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -159,6 +163,25 @@ def run(
     return out
 
 
+def run_voiced(
+    embedder: str | None, splits: list[str], dump: bool, config: MemoryConfig, **search: Any
+) -> dict[str, dict[str, float]]:
+    """The default search of the questions in the user's voice, per memory form and split."""
+    tallies: dict[str, Tally] = {}
+    with tempfile.TemporaryDirectory(prefix="stratamem-voice-") as tmp:
+        clock = Clock()
+        with Memory.open(Path(tmp) / "voice.duckdb", embedder=embedder, clock=clock, config=config) as mem:
+            for scenario in SCENARIOS:
+                if scenario.split not in splits or scenario.name not in VOICED:
+                    continue
+                for form, variant in (("name", voiced(scenario)), ("user", about_user(scenario))):
+                    ingest(mem, clock, variant)
+                    evaluate(
+                        mem, variant, {DEFAULT: tallies.setdefault(f"{form} {scenario.split}", Tally())}, dump, **search
+                    )
+    return {key: tally.summary() for key, tally in sorted(tallies.items())}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--embedder", default=None, help="embedder name (default: the store's default)")
@@ -199,6 +222,14 @@ def main(argv: list[str] | None = None) -> int:
         for split, row in rows.items():
             label = "default" if t == DEFAULT else f"{t:.3f}"
             print(f"{label:<10}{split:<8} {int(row['questions']):>4} " + " ".join(f"{row[c]:>10.3f}" for c in cols))
+    voice = run_voiced(args.embedder, args.split, args.dump, config, **search)
+    cols = ["p@1", "MRR", "miss", "unans FP"]
+    print(
+        f"\nquestions in the user's voice, default search\n{'memories':<18} {'n':>4} "
+        + " ".join(f"{c:>10}" for c in cols)
+    )
+    for key, row in voice.items():
+        print(f"{key:<18} {int(row['questions']):>4} " + " ".join(f"{row[c]:>10.3f}" for c in cols))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(
         json.dumps(
@@ -210,6 +241,7 @@ def main(argv: list[str] | None = None) -> int:
                 "relevance_floor": config.relevance_floor,
                 "machine": platform.platform(),
                 "results": {"default" if t == DEFAULT else f"{t:g}": rows for t, rows in results.items()},
+                "voiced": voice,
             },
             indent=2,
         )

@@ -9,7 +9,10 @@ public SDK, as an application embedding stratamem would call it:
 * ``open + first search``: ``Memory.open`` to the first answer (the first search loads the scope's
   partition into the search index and starts the model);
 * ``search``: ``mem.search`` end to end with distinct queries (query embedding included), p50/p95;
-* ``search (vector cached)``: the same queries again (the engine's query cache hits).
+* ``search (vector cached)``: the same queries again (the engine's query cache hits);
+* ``search, first person``: the same queries after "I wonder: ", which makes each a question in the
+  user's voice, asked of the personal layers in their memories' words (``retrieval/voice.py``: two
+  or three texts embedded instead of one, and the scope's centroid read).
 * with ``--engine-rounds N``: N more passes of cached searches, split into the time spent in
   ``provider.search`` and the rest (``engine only``: the engine's own work around the store, query
   embedding excluded), each as wall time and as CPU time of the searching thread
@@ -102,10 +105,10 @@ def main(argv: list[str] | None = None) -> int:
     with Memory.open(args.store, embedder=args.embedder) as mem:
         mem.search(ctx, queries[0], identifiers=who, limit=10)
         open_first_ms = (time.perf_counter() - started) * 1000
-        rows: dict[str, list[float]] = {"search": [], "search (vector cached)": []}
+        rows: dict[str, list[float]] = {"search": [], "search (vector cached)": [], "search, first person": []}
         counts: list[int] = []
         for label in rows:
-            for q in queries:
+            for q in queries if label != "search, first person" else [f"I wonder: {q}" for q in queries]:
                 t0 = time.perf_counter()
                 res = mem.search(ctx, q, identifiers=who, limit=10)
                 rows[label].append((time.perf_counter() - t0) * 1000)

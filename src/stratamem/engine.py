@@ -81,7 +81,9 @@ from .providers.base import (
 )
 from .query import UNSET, QueryOptions, narrower_layers, parse_options, parse_time
 from .retrieval.boosts import Boosts, boosted_page
+from .retrieval.centering import Centroid
 from .retrieval.context import context_page
+from .retrieval.voice import ASKED, PERSONAL_LAYERS, ScopeForms, closest, phrasings
 from .retry import call_with_retry
 from .search import FloorMeasure, above_relevance_floor, merge_results
 from .telemetry.audit import AuditLog
@@ -90,6 +92,7 @@ from .validation import check_id, check_limit
 log = logging.getLogger("stratamem")
 
 Clock = Callable[[], datetime]
+_Vec = npt.NDArray[np.float32]
 
 
 def utc_now() -> datetime:
@@ -251,6 +254,8 @@ class MemoryEngine:
         #: an update's if_match mismatch to store the conflict entry (returns its id or None).
         self.access_hooks: list[Callable[[TenantContext, Sequence[MemoryEntry]], None]] = self.hooks.access_hooks
         self._pool = ThreadPoolExecutor(max_workers=self.config.search_workers, thread_name_prefix="stratamem-search")
+        # which phrasing of a question in the user's voice each personal scope takes (retrieval/voice.py)
+        self._scope_forms = ScopeForms()
         #: Prepares adds of ``prepare_ahead_min``+ items (``provider.prepare_add``, at nice 10) while the
         #: calling thread embeds them.
         self._prepare_pool = ThreadPoolExecutor(
@@ -1010,10 +1015,15 @@ class MemoryEngine:
             )
             at = parse_as_of(as_of, op)
             statuses = _statuses(include_superseded, at, op)
-            vector = self.embeddings.embed_query(query, op)
             now = self.now()
+            # a personal layer may be searched with the question in its memories' words (retrieval/voice.py)
+            personal = self.config.user_voice and PERSONAL_LAYERS.intersection(target)
+            options = phrasings(query, ids.user_id) if personal else [(ASKED, query)]
+            asked, centroids = self._phrasing(tctx, op, ids, target, options, now)
 
             def one(layer: Layer) -> SearchPage:
+                text, vector = asked[layer]
+
                 def fetch(n: int) -> SearchPage:
                     def keep(entry: MemoryEntry) -> bool:
                         return (at is None or valid_at(entry, at)) and opts.in_window(entry)
@@ -1024,7 +1034,7 @@ class MemoryEngine:
                             tenant_id=tctx.tenant_id,
                             scope=Scope(layer, scope_key(layer, ids)),
                             vector=vector,
-                            text=query,
+                            text=text,
                             limit=fetched,
                             min_score=float(threshold),
                             now=now,
@@ -1072,7 +1082,7 @@ class MemoryEngine:
                     self.config.context_weight,
                     read=read,
                     entries=entries,
-                    query=query,
+                    query=text,
                     vector=vector,
                     lexical_weight=lexical_weight,
                     min_score=float(threshold),
@@ -1088,17 +1098,16 @@ class MemoryEngine:
             )
             total = max(0, sum(p.total for p in pages) - dropped)
             if floor is not None and merged:
-                centroids = {
-                    layer: self._store(
-                        lambda lr=layer: self.provider.scope_centroid(  # type: ignore[misc]
-                            tctx.tenant_id, Scope(lr, scope_key(lr, ids)), now
-                        ),
-                        op,
-                    )
-                    for layer in {lr for lr, _ in merged}
-                }
+                for layer in {lr for lr, _ in merged} - set(centroids):
+                    centroids[layer] = self._centroid(tctx, op, ids, layer, now)
                 kept = above_relevance_floor(
-                    merged, vector, centroids, floor, lexical_weight, floor_report, vectors=vectors
+                    merged,
+                    {layer: v for layer, (_, v) in asked.items()},
+                    centroids,
+                    floor,
+                    lexical_weight,
+                    floor_report,
+                    vectors=vectors,
                 )
                 # every candidate was seen when fewer than ``limit`` came back: the count is exact
                 seen_all = len(merged) < limit or not kept
@@ -1128,6 +1137,50 @@ class MemoryEngine:
             self._accessed(tctx, [r.memory for r in results])
             extra.update(layers=[layer.value for layer in target], result_count=len(results), results_by_layer=by_layer)
             return SearchMemoryOutput(results=results, total_count=total, searched_layers=target)
+
+    def _centroid(self, tctx: TenantContext, op: str, ids: LayerIdentifiers, layer: Layer, now: datetime) -> Any:
+        return self._store(
+            lambda: self.provider.scope_centroid(tctx.tenant_id, Scope(layer, scope_key(layer, ids)), now), op
+        )
+
+    def _phrasing(
+        self,
+        tctx: TenantContext,
+        op: str,
+        ids: LayerIdentifiers,
+        target: Sequence[Layer],
+        options: Sequence[tuple[str, str]],
+        now: datetime,
+    ) -> tuple[dict[Layer, tuple[str, _Vec]], dict[Layer, Centroid | None]]:
+        """The (text, vector) each layer is searched with, and the centroids read on the way. With
+        several phrasings (``retrieval/voice.py``) each personal layer takes the one that moves the
+        question towards its scope's centroid, decided once per scope and kinds offered
+        (``ScopeForms``); every other layer, and a scope without memories, the question as asked."""
+        text_of = dict(options)
+        kinds = tuple(text_of)
+        chosen = dict.fromkeys(target, ASKED)
+        centroids: dict[Layer, Centroid | None] = {}
+        undecided: list[tuple[Layer, Centroid, tuple[str, ...]]] = []
+        for layer in target if len(options) > 1 else ():
+            if layer not in PERSONAL_LAYERS:
+                continue
+            centroid = centroids[layer] = self._centroid(tctx, op, ids, layer, now)
+            if centroid is None:
+                continue
+            key = (tctx.tenant_id, layer.value, scope_key(layer, ids), *kinds)
+            kind = self._scope_forms.get(key, centroid.rows)
+            if kind is None:
+                undecided.append((layer, centroid, key))
+            else:
+                chosen[layer] = kind
+        if undecided:  # every phrasing embedded once; the chosen ones below come from the query cache
+            matrix = np.vstack(self.embeddings.embed_queries([text for _, text in options], op))
+            for layer, centroid, key in undecided:
+                chosen[layer] = kinds[closest(matrix, centroid.mean)]
+                self._scope_forms.put(key, centroid.rows, chosen[layer])
+        needed = list(dict.fromkeys(text_of[kind] for kind in chosen.values()))
+        vectors = dict(zip(needed, self.embeddings.embed_queries(needed, op), strict=True))
+        return {layer: (text_of[kind], vectors[text_of[kind]]) for layer, kind in chosen.items()}, centroids
 
     # ------------------------------------------------------------------------------ get/update/delete
     def _shared_cache_hashes(self, tenant_id: str, ids: Sequence[str]) -> list[str]:

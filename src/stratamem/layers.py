@@ -62,6 +62,12 @@ LAYER_PRECEDENCE: dict[Layer, float] = {
 }
 
 
+#: Layers whose memories are about the user: the write gate writes a first-person fact into them
+#: about the user, and a search may ask them a first-person question about the user
+#: (``retrieval/voice.py``).
+PERSONAL_LAYERS = frozenset({Layer.AGENT, Layer.USER, Layer.SESSION})
+
+
 def precedence(layer: Layer) -> float:
     """1 for agent … 7 for company; lower sorts first."""
     return LAYER_PRECEDENCE[layer]

@@ -118,7 +118,7 @@ class FloorMeasure:
 
 def above_relevance_floor(
     merged: list[tuple[Layer, ScoredEntry]],
-    query: Vector,
+    query: Vector | Mapping[Layer, Vector],
     centroids: Mapping[Layer, Centroid | None],
     floor: float,
     lexical_weight: float = 0.0,
@@ -132,7 +132,8 @@ def above_relevance_floor(
 
     Args:
         merged: the merged candidates, in order.
-        query: the query vector.
+        query: the query vector, or each layer's (a personal layer may be searched with the question
+            in other words, ``retrieval/voice.py``).
         centroids: each layer's scope centroid (None when the scope has none).
         floor: standard deviations above the background a result needs.
         lexical_weight: the lexical weight of the fused scores (0: no identifier exception).
@@ -158,17 +159,21 @@ def above_relevance_floor(
             if lr == layer and row is not None:
                 at.append(i)
                 chosen.append(row)
-        z = relevance_z_each(query, chosen, centroid) if chosen else None
+        z = relevance_z_each(_of(query, layer), chosen, centroid) if chosen else None
         for i, measured in zip(at, z or [], strict=False):
             sigmas[i] = measured
     kept: list[tuple[Layer, ScoredEntry]] = []
     for (layer, hit), sigma, row in zip(merged, sigmas, rows, strict=True):
-        measure = _measure(layer, hit, query, sigma, floor, lexical_weight, row)
+        measure = _measure(layer, hit, _of(query, layer), sigma, floor, lexical_weight, row)
         if report is not None:
             report.append(measure)
         if measure.kept:
             kept.append((layer, hit))
     return kept
+
+
+def _of(query: Vector | Mapping[Layer, Vector], layer: Layer) -> Vector:
+    return query[layer] if isinstance(query, Mapping) else query
 
 
 def lexical_match(

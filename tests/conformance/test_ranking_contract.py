@@ -82,3 +82,65 @@ def test_the_demo_answers_which_database_with_postgresql(model_store: Memory) ->
     assert res.results[0].memory.content == "The backend of this project runs on PostgreSQL 16", [
         (r.layer.value, r.memory.content, r.score) for r in res.results
     ]
+
+
+# Questions in the user's voice (retrieval/voice.py): the agent searches with the user's message.
+DANA = [
+    "Dana moved to Berlin last month",
+    "Dana works as a product designer at Figma",
+    "Dana is allergic to peanuts",
+    "Dana drinks her coffee black",
+    "Dana listens to jazz while working",
+    "Dana's partner Lukas is a nurse",
+    "Dana uses an iPhone 15 and a MacBook Air",
+    "Dana goes to the gym on Monday mornings",
+]
+ALICE = [
+    "User prefers dark mode",
+    "User works at Acme as a data engineer",
+    "User lives in Lisbon",
+    "User is vegetarian",
+    "User plays the cello",
+    "User's sister is called Inês",
+    "Alice's favourite editor is Neovim",
+    "Alice's manager is Bob Chen",
+]
+VOICE_CASES = [
+    ("dana", DANA, "where do I live now?", "Dana moved to Berlin last month"),
+    ("dana", DANA, "what's my job?", "Dana works as a product designer at Figma"),
+    ("alice", ALICE, "which instrument do I play?", "User plays the cello"),
+    ("alice", ALICE, "where do I live?", "User lives in Lisbon"),
+    # the issue's repro, in a scope an agent wrote mostly about "User": the shared name used to decide
+    ("alice", ALICE, "what theme does alice like", "User prefers dark mode"),
+]
+
+
+@pytest.mark.parametrize("case", range(len(VOICE_CASES)))
+def test_a_question_in_the_users_voice_finds_the_fact_about_the_user(
+    model_store: Memory, tenant: TenantContext, case: int
+) -> None:
+    user, contents, question, answer = VOICE_CASES[case]
+    ids = {"user_id": user}
+    model_store.bulk_add(tenant, [{"content": c, "layer": "user", "identifiers": ids} for c in contents])
+    res = model_store.search(tenant, question, identifiers=ids)  # the default threshold and floor
+    assert res.results and res.results[0].memory.content == answer, [(r.memory.content, r.score) for r in res.results]
+
+
+def test_other_layers_get_the_question_as_asked(model_store: Memory, tenant: TenantContext) -> None:
+    """A layered search rephrases the question for the personal layers only: a project's memories
+    are ranked with the question as asked, the same score as a search of the project alone."""
+    ids = {"user_id": "dana", "project_id": "atlas"}
+    model_store.bulk_add(tenant, [{"content": c, "layer": "user", "identifiers": ids} for c in DANA])
+    project = ["Run the integration tests with make test-integration", "The backend runs on PostgreSQL 16"]
+    model_store.bulk_add(tenant, [{"content": c, "layer": "project", "identifiers": ids} for c in project])
+    question = "how do I run the integration tests?"
+    both = model_store.search(tenant, question, identifiers=ids, layers=["user", "project"], threshold=0.0)
+    alone = model_store.search(tenant, question, identifiers=ids, layers=["project"], threshold=0.0)
+    scores = {r.memory.content: r.score for r in both.results if r.layer.value == "project"}
+    assert scores == {r.memory.content: r.score for r in alone.results}
+    assert alone.results[0].memory.content == project[0]
+    # the default search: Dana's memories do not answer it, the project's does
+    found = model_store.search(tenant, question, identifiers=ids, layers=["user", "project"])
+    assert [r.memory.content for r in found.results][:1] == [project[0]], [
+        (r.memory.content, r.score) for r in found.results
+    ]

@@ -180,6 +180,16 @@ class EmbeddingService:
         self._queries.put(key, vec)
         return vec
 
+    def embed_queries(self, texts: Sequence[str], operation: str = "search") -> list[Vector]:
+        """Query vectors of ``texts`` (``embed_query`` of each), the ones not cached embedded in one call."""
+        found = {text: self._queries.get((self.model_id, text)) for text in texts}
+        missing = [text for text, vec in found.items() if vec is None]
+        if missing:
+            for text, vec in zip(missing, self._embed(missing, operation, queries=True), strict=True):
+                self._queries.put((self.model_id, text), vec)
+                found[text] = vec
+        return [v for v in (found[text] for text in texts) if v is not None]
+
     def embed_text(self, text: str, operation: str = "generate_embedding") -> Vector:
         """The vector a memory of ``text`` is stored with (``Embedder.embed``, not a query's vector); LRU-cached."""
         key = ("text", self.model_id, text)

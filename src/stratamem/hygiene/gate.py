@@ -34,7 +34,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .. import supersession
 from ..errors import ErrorCode, MemoryError
-from ..layers import get_accessible_layers, parse_identifiers, parse_layer, require_identifiers, scope_key
+from ..layers import (
+    PERSONAL_LAYERS,
+    get_accessible_layers,
+    parse_identifiers,
+    parse_layer,
+    require_identifiers,
+    scope_key,
+)
 from ..llm.base import Category, DecisionContext, FormattedMemory, LLMClient, WriteDecision
 from ..llm.metrics import record_fallback
 from ..llm.rules import RuleBasedLLM, strip_forget, strip_remember, to_third_person
@@ -53,7 +60,6 @@ log = logging.getLogger("stratamem.hygiene")
 T = TypeVar("T")
 
 Intent = Literal["none", "remember", "forget"]
-PERSONAL_LAYERS = (Layer.AGENT, Layer.USER, Layer.SESSION)
 
 
 class HygieneConfig(BaseModel):

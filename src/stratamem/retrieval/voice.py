@@ -1,0 +1,178 @@
+"""Questions in the user's voice, asked of memories about the user.
+
+The personal layers (agent, user, session) hold facts about the user in the third person: with the
+user's name ("Dana moved to Berlin") or with the neutral "User" ("User moved to Berlin"), the form
+the write gate and most agents use while the name is unknown. An agent often searches with the
+user's own message, in the first person: "where do I live now?". For all-MiniLM-L6-v2 the subject
+weighs as much as the content: that question's fused score with "Dana moved to Berlin" is about 0.61,
+under the default threshold, while "where does Dana live now?" finds it first above it. The same holds
+the other way round: "what theme does alice like" ranks "Alice's favourite editor is Neovim" above
+"User prefers dark mode" because of the shared name.
+
+So a search of a personal layer may ask the question in other words that refer to the user
+(:func:`phrasings`): as asked; about "the user"; about the user's name, taken from the ``user_id``
+when it is one (:func:`name_from_id`). Each personal scope is searched with the phrasing that moves
+the question most towards the scope's centroid (:func:`closest`), that is, the way most of that
+scope's memories speak of the user. Layers about something else (project, team, org, company, object) get the
+question as asked.
+
+A question that names the user speaks of them in the third person; its "I" is the asker (an agent
+asking "how should I talk to Priya"), so its first-person words are left alone and only the name
+may be replaced by "the user".
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import OrderedDict
+
+import numpy as np
+import numpy.typing as npt
+
+from ..layers import PERSONAL_LAYERS
+
+_I = re.IGNORECASE
+#: "me" after a request to the assistant ("tell me about Mars", "show me the logs") is only whom to
+#: answer, not what the question is about; "what do you know about me" is about the user.
+_ADDRESSED = "tell|show|give|send|help|let|get|find|bring|teach|explain|ask|pass|hand"
+_FIRST_PERSON = re.compile(
+    r"\b(?:i|my|mine|myself)\b|\bi['\u2019](?:m|ve|d|ll)\b|(?<!\w)(?!(?:" + _ADDRESSED + r")\s)\w+\s+me\b|^me\b", _I
+)
+#: "do I live" -> "does Dana live": auxiliaries before "I", and their third-person form.
+_AUXILIARIES = {
+    "am": "is",
+    "do": "does",
+    "have": "has",
+    "was": "was",
+    "were": "was",
+    "did": "did",
+    "can": "can",
+    "could": "could",
+    "should": "should",
+    "shall": "shall",
+    "will": "will",
+    "would": "would",
+    "may": "may",
+    "might": "might",
+    "must": "must",
+}
+_AUX_I = re.compile(r"\b(" + "|".join(_AUXILIARIES) + r")\s+i\b", _I)
+_CONTRACTIONS = (
+    (re.compile(r"\bi'm\b", _I), "is"),
+    (re.compile(r"\bi've\b", _I), "has"),
+    (re.compile(r"\bi'd\b", _I), "would"),
+    (re.compile(r"\bi'll\b", _I), "will"),
+    (re.compile(r"\bi am\b", _I), "is"),
+)
+#: A user id that reads as a first name: letters, an inner hyphen or apostrophe, 2 to 30 characters.
+_NAME_ID = re.compile(r"[A-Za-z][A-Za-z'-]{0,28}[A-Za-z]")
+
+
+def first_person(query: str) -> bool:
+    """Whether the query speaks in the first person (I, me, my, mine, myself, I'm …)."""
+    return _FIRST_PERSON.search(query.replace("\u2019", "'")) is not None
+
+
+def about(query: str, who: str) -> str:
+    """The query with its first-person words about ``who``: "where do I live?" -> "where does Dana
+    live?", "what's my job?" -> "what's Dana's job?"."""
+    s = query.replace("\u2019", "'")
+    s = _AUX_I.sub(lambda m: f"{_AUXILIARIES[m.group(1).lower()]} {who}", s)
+    for pattern, verb in _CONTRACTIONS:
+        s = pattern.sub(f"{who} {verb}", s)
+    s = re.sub(r"\b(?:my|mine)\b", f"{who}'s", s, flags=_I)
+    s = re.sub(r"\b(?:me|myself)\b", who, s, flags=_I)
+    return re.sub(r"\bi\b", who, s, flags=_I)
+
+
+def name_from_id(user_id: str | None) -> str | None:
+    """The user's first name when the user id is one ("dana" -> "Dana"), else None ("u-1042",
+    "dana@example.com")."""
+    if not user_id or not _NAME_ID.fullmatch(user_id):
+        return None
+    return user_id[0].upper() + user_id[1:]
+
+
+def _names(query: str, name: str) -> re.Pattern[str] | None:
+    pattern = re.compile(r"\b" + re.escape(name) + r"\b", _I)
+    return pattern if pattern.search(query) else None
+
+
+#: The kinds of phrasing: the question as asked, about "the user", about the user's name.
+ASKED, THE_USER, NAME = "asked", "the user", "name"
+
+
+def phrasings(query: str, user_id: str | None) -> list[tuple[str, str]]:
+    """``(kind, text)`` of the query as asked, then of the same question in the other ways personal
+    memories refer to the user (none when it neither speaks in the first person nor names the user)."""
+    name = name_from_id(user_id)
+    named = _names(query, name) if name else None
+    if named is not None:  # the user in the third person: the name, or "the user"
+        out = [(ASKED, query), (THE_USER, named.sub(lambda m: "the user", query))]
+    elif first_person(query):
+        out = [(ASKED, query), (THE_USER, about(query, "the user"))]
+        if name:
+            out.append((NAME, about(query, name)))
+    else:
+        return [(ASKED, query)]
+    unique: dict[str, str] = {}  # text -> kind: a rephrasing equal to another is asked once
+    for kind, text in out:
+        unique.setdefault(text, kind)
+    return [(kind, text) for text, kind in unique.items()]
+
+
+class ScopeForms:
+    """The kind of phrasing each personal scope took, by the kinds offered: chosen on the scope's
+    first such question (which embeds every phrasing) and kept while its centroid has the same row
+    count, so that later questions embed only the phrasing they use. Bounded; least recent first out.
+    """
+
+    def __init__(self, size: int = 4096) -> None:
+        self._size = size
+        self._chosen: OrderedDict[tuple[str, ...], tuple[int, str]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[str, ...], rows: int) -> str | None:
+        with self._lock:
+            found = self._chosen.get(key)
+            if found is None or found[0] != rows:
+                return None
+            self._chosen.move_to_end(key)
+            return found[1]
+
+    def put(self, key: tuple[str, ...], rows: int, kind: str) -> None:
+        with self._lock:
+            self._chosen[key] = (rows, kind)
+            self._chosen.move_to_end(key)
+            while len(self._chosen) > self._size:
+                self._chosen.popitem(last=False)
+
+
+def closest(vectors: npt.NDArray[np.float32], centroid: npt.NDArray[np.float32]) -> int:
+    """The index of the phrasing that moves the question (row 0) most nearly the way of the scope's
+    centroid: the cosine of each rephrasing's change ``v_i - v_0`` with the centroid, 0 for the
+    question as asked (kept when no rephrasing moves towards the scope; the first on a tie).
+
+    The change, not the phrasing's own similarity to the centroid: a name moves a vector further
+    than "the user" does, so two memories of eight naming the user would otherwise win over six about
+    "User" (measured in ``tests/conformance/test_ranking_contract.py``).
+    """
+    change = vectors - vectors[0]
+    norms = np.sqrt(np.einsum("ij,ij->i", change, change))
+    toward = np.divide(change @ centroid, norms, out=np.zeros(len(vectors), dtype=np.float32), where=norms > 1e-6)
+    return int(np.argmax(toward))
+
+
+__all__ = [
+    "ASKED",
+    "NAME",
+    "PERSONAL_LAYERS",
+    "THE_USER",
+    "ScopeForms",
+    "about",
+    "closest",
+    "first_person",
+    "name_from_id",
+    "phrasings",
+]

@@ -1,0 +1,119 @@
+"""``retrieval/voice.py``: a question in the user's voice, asked in the words personal memories use."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from stratamem.retrieval.voice import (
+    ASKED,
+    NAME,
+    THE_USER,
+    ScopeForms,
+    about,
+    closest,
+    first_person,
+    name_from_id,
+    phrasings,
+)
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("where do I live now?", "where does Dana live now?"),
+        ("what's my job?", "what's Dana's job?"),
+        ("am I allergic to anything?", "is Dana allergic to anything?"),
+        ("I'm hungry, what do I like?", "Dana is hungry, what does Dana like?"),
+        ("have I told you about my trip?", "has Dana told you about Dana's trip?"),
+        ("remind me what i said about Lisbon", "remind Dana what Dana said about Lisbon"),
+        ("is this book mine", "is this book Dana's"),
+        ("what do you know about me", "what do you know about Dana"),
+        ("I\u2019ve moved, where do I live now?", "Dana has moved, where does Dana live now?"),
+    ],
+)
+def test_first_person_words_are_about_the_user(query: str, expected: str) -> None:
+    assert first_person(query)
+    assert about(query, "Dana") == expected
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "which database do we use",
+        "where does Dana live",
+        "Imagine a migration plan",
+        "tell me about the weather on Mars",  # "me" is whom to answer, not what it is about
+        "show me the deploy logs",
+    ],
+)
+def test_other_questions_are_not_in_the_first_person(query: str) -> None:
+    assert not first_person(query)
+
+
+@pytest.mark.parametrize(
+    ("user_id", "name"),
+    [("dana", "Dana"), ("Mary-Jane", "Mary-Jane"), ("o'neil", "O'neil"), ("u1", None), ("dana@example.com", None)],
+)
+def test_a_user_id_is_a_name_only_when_it_reads_as_one(user_id: str, name: str | None) -> None:
+    assert name_from_id(user_id) == name
+
+
+def test_no_name_for_an_empty_or_one_letter_id() -> None:
+    assert name_from_id(None) is None
+    assert name_from_id("") is None
+    assert name_from_id("x") is None
+
+
+def texts(query: str, user_id: str | None) -> list[str]:
+    return [text for _, text in phrasings(query, user_id)]
+
+
+def test_phrasings() -> None:
+    assert [kind for kind, _ in phrasings("where do I live?", "dana")] == [ASKED, THE_USER, NAME]
+    assert [kind for kind, _ in phrasings("what theme does alice like", "alice")] == [ASKED, THE_USER]
+    # the first person: as asked, about "the user", about the name when the id is one
+    assert texts("where do I live?", "dana") == [
+        "where do I live?",
+        "where does the user live?",
+        "where does Dana live?",
+    ]
+    assert texts("where do I live?", "u-1042") == ["where do I live?", "where does the user live?"]
+    # the user named: as asked, and about "the user"; the asker's "I" stays the asker's
+    assert texts("how should I talk to Priya", "priya") == [
+        "how should I talk to Priya",
+        "how should I talk to the user",
+    ]
+    assert texts("what theme does ALICE like", "alice") == [
+        "what theme does ALICE like",
+        "what theme does the user like",
+    ]
+    # neither: the question only
+    assert texts("which database do we use", "dana") == ["which database do we use"]
+    assert texts("which city does the user live in", None) == ["which city does the user live in"]
+
+
+def test_closest_picks_the_rephrasing_that_moves_towards_the_centroid() -> None:
+    asked = np.array([1.0, 0.0, 0.0], dtype=np.float32)
+    short = np.array([0.8, 0.6, 0.0], dtype=np.float32)  # a small change, straight towards the scope
+    far = np.array([0.0, 0.9, 0.44], dtype=np.float32)  # a larger change, partly elsewhere
+    vectors = np.vstack([asked, short, far])
+    centroid = np.array([0.2, 0.8, 0.0], dtype=np.float32)
+    assert float(far @ centroid) > float(short @ centroid)  # nearer the centroid itself ...
+    assert closest(vectors, centroid) == 1  # ... but the rephrasing that moves towards it wins
+    # no rephrasing moves towards the scope: the question as asked
+    assert closest(vectors, np.array([1.0, -0.5, -0.5], dtype=np.float32)) == 0
+    # a rephrasing identical to the question counts as no change
+    assert closest(np.vstack([asked, asked]), np.array([1.0, 0.0, 0.0], dtype=np.float32)) == 0
+
+
+def test_scope_forms_keep_a_choice_while_the_centroid_is_the_same() -> None:
+    forms = ScopeForms(size=2)
+    key = ("t", "user", "u1", ASKED, THE_USER)
+    assert forms.get(key, 10) is None
+    forms.put(key, 10, THE_USER)
+    assert forms.get(key, 10) == THE_USER
+    assert forms.get(key, 11) is None  # the centroid was recomputed: decide again
+    forms.put(("t", "user", "u2", ASKED, THE_USER), 5, ASKED)
+    forms.put(("t", "user", "u3", ASKED, THE_USER), 5, ASKED)  # over the bound: the oldest goes
+    assert forms.get(key, 10) is None
