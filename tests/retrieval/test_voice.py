@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
+from stratamem import Memory, MemoryConfig, TenantContext
+from stratamem.embeddings import Embedder
 from stratamem.retrieval.voice import (
     ASKED,
     NAME,
@@ -117,3 +121,23 @@ def test_scope_forms_keep_a_choice_while_the_centroid_is_the_same() -> None:
     forms.put(("t", "user", "u2", ASKED, THE_USER), 5, ASKED)
     forms.put(("t", "user", "u3", ASKED, THE_USER), 5, ASKED)  # over the bound: the oldest goes
     assert forms.get(key, 10) is None
+
+
+@pytest.mark.model
+def test_user_voice_can_be_turned_off(tmp_path: Path, minilm: Embedder) -> None:
+    """With ``user_voice=False`` the personal layers get the question as asked: in the first person
+    it scores under the default threshold against facts about "Dana"."""
+    ctx = TenantContext(tenant_id="t1", principal="p")
+    ids = {"user_id": "dana"}
+    facts = [
+        "Dana moved to Berlin last month",
+        "Dana works as a product designer at Figma",
+        "Dana drinks her coffee black",
+    ]
+    found: dict[bool, list[str]] = {}
+    for on in (True, False):
+        with Memory.open(tmp_path / f"{on}.duckdb", embedder=minilm, config=MemoryConfig(user_voice=on)) as mem:
+            mem.bulk_add(ctx, [{"content": c, "layer": "user", "identifiers": ids} for c in facts])
+            found[on] = [r.memory.content for r in mem.search(ctx, "where do I live now?", identifiers=ids).results]
+    assert found[True][:1] == ["Dana moved to Berlin last month"]
+    assert found[False] == []
