@@ -1138,6 +1138,16 @@ class MemoryEngine:
             extra.update(layers=[layer.value for layer in target], result_count=len(results), results_by_layer=by_layer)
             return SearchMemoryOutput(results=results, total_count=total, searched_layers=target)
 
+    def asked_as(self, tctx: TenantContext, query: str, identifiers: Any, layers: Sequence[Layer]) -> dict[Layer, str]:
+        """The words each of ``layers`` is searched with for ``query`` (``retrieval/voice.py``): the
+        query itself, or a personal layer's rephrasing. For the search console, after ``search`` has
+        checked the request (no access check here; the scope's choice is the one that search made)."""
+        ids = parse_identifiers(identifiers, "search")
+        personal = self.config.user_voice and PERSONAL_LAYERS.intersection(layers)
+        options = phrasings(query, ids.user_id) if personal else [(ASKED, query)]
+        asked, _ = self._phrasing(tctx, "search", ids, layers, options, self.now())
+        return {layer: text for layer, (text, _) in asked.items()}
+
     def _centroid(self, tctx: TenantContext, op: str, ids: LayerIdentifiers, layer: Layer, now: datetime) -> Any:
         return self._store(
             lambda: self.provider.scope_centroid(tctx.tenant_id, Scope(layer, scope_key(layer, ids)), now), op

@@ -192,6 +192,34 @@ def test_explained_search_shows_what_the_relevance_floor_removed(
         assert not [x for x in out["removed"] if x["reason"] == "relevance_floor"]
 
 
+def test_explained_search_shows_how_a_question_in_the_users_voice_was_asked(
+    open_mem: Callable[..., Memory], minilm: Embedder, tmp_path: Path
+) -> None:
+    """A first-person question is asked of the user layer about the user's name: the explanation
+    says so (``askedAs``), and its dense part is measured with those words, as the search scored it."""
+    mem = open_mem(tmp_path / "voice.duckdb", embedder=minilm)
+    headers = {"Authorization": f"Bearer {create_key(mem.engine.provider, 'acme', 'admin').key}"}
+    with TestClient(create_app(mem, ServerSettings(mcp_enabled=False))) as client:
+        ids = {"userId": "dana", "projectId": "web"}
+        items = [{"content": c, "layer": "user", "identifiers": ids} for c in DANA]
+        items.append({"content": "The web project deploys on Fridays", "layer": "project", "identifiers": ids})
+        assert client.post("/v1/memories/bulk", json={"items": items}, headers=headers).status_code in (200, 201)
+        body = {"query": "where do I live now?", "identifiers": ids, "threshold": 0.0}
+        out = client.post("/v1/memories/search/explain", json=body, headers=headers).json()
+        assert out["askedAs"] == {"user": "where does Dana live now?"}  # the project: as asked
+        first = out["results"][0]
+        assert first["memory"]["content"] == "Dana lives in Hamburg"
+        plain = client.post("/v1/memories/search", json=body, headers=headers).json()
+        assert plain["results"][0]["score"] == first["score"]
+        third = client.post(
+            "/v1/memories/search/explain", json={**body, "query": "where does Dana live now?"}, headers=headers
+        ).json()
+        assert third["askedAs"] == {}
+        # the same words, the same dense part: the first-person one was measured with the rephrasing
+        assert third["results"][0]["memory"]["id"] == first["memory"]["id"]
+        assert third["results"][0]["parts"]["dense"] == pytest.approx(first["parts"]["dense"], abs=1e-6)
+
+
 def test_memory_events_trends_and_maintenance_runs_over_rest(client: TestClient, make_key: Callable[..., str]) -> None:
     admin = {"Authorization": f"Bearer {make_key(role='admin')}"}
     bob = {"Authorization": f"Bearer {make_key(role='reader', userId='bob')}"}

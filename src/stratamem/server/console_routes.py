@@ -136,6 +136,12 @@ class SearchExplanation(_Out):
         description="Similarity at which a broader layer's hit is a duplicate.", examples=[0.95]
     )
     relevance_floor: float | None = None
+    asked_as: dict[Layer, str] = Field(
+        default_factory=dict,
+        description="The words a layer was searched with when they differ from the query: a question in "
+        "the user's voice is asked of the personal layers about \"the user\" or the user's name.",
+        examples=[{"user": "where does Dana live now?"}],
+    )
 
 
 def _similarity(a: list[float] | None, b: list[float] | None) -> float | None:
@@ -234,7 +240,10 @@ def explain_search(memory: Any, ctx: TenantContext, body: SearchRequest) -> Sear
         sigma = None if m.sigma is None else round(m.sigma, 4)
         return FloorParts(sigma=sigma, floor=m.floor, identifier_exception=m.lexical_exception, kept=m.kept)
 
-    vector = [float(x) for x in engine.embeddings.embed_query(body.query, "search")]
+    asked = engine.asked_as(ctx, body.query, body.identifiers, merged.searched_layers)
+    vectors = {
+        layer: [float(x) for x in engine.embeddings.embed_query(text, "search")] for layer, text in asked.items()
+    }
     weight = cfg.hybrid_weight if body.hybrid_weight is None else body.hybrid_weight
     boosts = Boosts(
         recency=cfg.recency_boost if body.recency_boost is None else body.recency_boost,
@@ -244,10 +253,10 @@ def explain_search(memory: Any, ctx: TenantContext, body: SearchRequest) -> Sear
     now = engine.now()
     context_on = cfg.context_weight > 0
 
-    def parts(entry: MemoryEntry, score: float) -> ScoreParts:
+    def parts(entry: MemoryEntry, layer: Layer, score: float) -> ScoreParts:
         factor = boosts.factor(entry, now) if boosts.active else 1.0
         relevance = score / factor if factor > 0 else score
-        dense = _similarity(vector, entry.embedding)
+        dense = _similarity(vectors[layer], entry.embedding)
         if dense is None:
             dense = relevance
         lexical: float | None = max(0.0, relevance - dense)
@@ -267,7 +276,7 @@ def explain_search(memory: Any, ctx: TenantContext, body: SearchRequest) -> Sear
             memory=r.memory.model_copy(update={"embedding": None}),
             layer=r.layer,
             score=r.score,
-            parts=parts(r.memory, r.score),
+            parts=parts(r.memory, r.layer, r.score),
             floor=floor_parts(r.memory.id),
         )
         for r in merged.results
@@ -318,6 +327,7 @@ def explain_search(memory: Any, ctx: TenantContext, body: SearchRequest) -> Sear
         hybrid_weight=weight,
         dedup_threshold=cfg.dedup_threshold,
         relevance_floor=cfg.relevance_floor if body.threshold is None else None,
+        asked_as={layer: text for layer, text in asked.items() if text != body.query},
     )
 
 
