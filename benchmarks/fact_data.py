@@ -456,6 +456,21 @@ def about_user(scenario: Scenario) -> Scenario:
     )
 
 
+def opaque_id(scenario: Scenario) -> Scenario:
+    """The scenario as written, under a user id that is not a name ("u-1001"), as a separate tenant's
+    scope, asking its ``VOICED`` questions: the name is known only where a memory states it (Dana's
+    "User's name is Dana")."""
+    number = 1001 + list(VOICED).index(scenario.name)
+    return Scenario(
+        f"{scenario.name}-opaque",
+        scenario.split,
+        scenario.layer,
+        {"user_id": f"u-{number}"},
+        scenario.memories,
+        VOICED[scenario.name],
+    )
+
+
 def voiced(scenario: Scenario) -> Scenario:
     """The scenario as written, as a separate tenant's scope, asking its ``VOICED`` questions."""
     return Scenario(

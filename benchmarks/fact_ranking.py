@@ -19,8 +19,9 @@ with ``Memory.search`` and the default settings (or the overrides given). Report
   the measurement the default threshold is chosen from.
 
 A second table asks the questions in the user's own voice (``fact_data.VOICED``: "where do I live
-now?") of each user scenario's memories as written (``name``) and about "User" (``user``), with
-the default search (``retrieval/voice.py``).
+now?") of each user scenario's memories as written (``name``), about "User" (``user``), and as
+written under a user id that is not a name (``name, id u-…``), with the default search
+(``retrieval/voice.py``).
 
 Prints the tables and writes ``benchmarks/results/fact_ranking.json``; ``--dump`` prints every question
 with its first three results.
@@ -38,7 +39,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from fact_data import SCENARIOS, VOICED, Scenario, about_user, voiced
+from fact_data import SCENARIOS, VOICED, Scenario, about_user, opaque_id, voiced
 from stratamem import Memory, MemoryConfig, TenantContext
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -174,7 +175,12 @@ def run_voiced(
             for scenario in SCENARIOS:
                 if scenario.split not in splits or scenario.name not in VOICED:
                     continue
-                for form, variant in (("name", voiced(scenario)), ("user", about_user(scenario))):
+                forms = (
+                    ("name", voiced(scenario)),
+                    ("user", about_user(scenario)),
+                    ("name, id u-…", opaque_id(scenario)),
+                )
+                for form, variant in forms:
                     ingest(mem, clock, variant)
                     evaluate(
                         mem, variant, {DEFAULT: tallies.setdefault(f"{form} {scenario.split}", Tally())}, dump, **search
@@ -223,13 +229,13 @@ def main(argv: list[str] | None = None) -> int:
             label = "default" if t == DEFAULT else f"{t:.3f}"
             print(f"{label:<10}{split:<8} {int(row['questions']):>4} " + " ".join(f"{row[c]:>10.3f}" for c in cols))
     voice = run_voiced(args.embedder, args.split, args.dump, config, **search)
-    cols = ["p@1", "MRR", "miss", "unans FP"]
+    cols = ["p@1", "MRR", "miss", "unans FP", "stale>cur"]
     print(
-        f"\nquestions in the user's voice, default search\n{'memories':<18} {'n':>4} "
+        f"\nquestions in the user's voice, default search\n{'memories':<22} {'n':>4} "
         + " ".join(f"{c:>10}" for c in cols)
     )
     for key, row in voice.items():
-        print(f"{key:<18} {int(row['questions']):>4} " + " ".join(f"{row[c]:>10.3f}" for c in cols))
+        print(f"{key:<22} {int(row['questions']):>4} " + " ".join(f"{row[c]:>10.3f}" for c in cols))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(
         json.dumps(

@@ -39,6 +39,7 @@ from .errors import ErrorCode, MemoryError
 from .features import EventsFeature, SearchExpansion
 from .filters import compile_filter, parse_filter, with_tags_match
 from .hooks import ConflictHook, EngineHooks, Observer, OperationEvent, ResultFilter, WriteGuard
+from .hygiene.text import stated_name
 from .layers import (
     get_accessible_layers,
     parse_identifiers,
@@ -83,7 +84,7 @@ from .query import UNSET, QueryOptions, narrower_layers, parse_options, parse_ti
 from .retrieval.boosts import Boosts, boosted_page
 from .retrieval.centering import Centroid
 from .retrieval.context import context_page
-from .retrieval.voice import ASKED, PERSONAL_LAYERS, ScopeForms, closest, phrasings
+from .retrieval.voice import ASKED, PERSONAL_LAYERS, ScopeForms, closest, first_person, name_from_id, phrasings
 from .retry import call_with_retry
 from .search import FloorMeasure, above_relevance_floor, merge_results
 from .telemetry.audit import AuditLog
@@ -1017,9 +1018,7 @@ class MemoryEngine:
             statuses = _statuses(include_superseded, at, op)
             now = self.now()
             # a personal layer may be searched with the question in its memories' words (retrieval/voice.py)
-            personal = self.config.user_voice and PERSONAL_LAYERS.intersection(target)
-            options = phrasings(query, ids.user_id) if personal else [(ASKED, query)]
-            asked, centroids = self._phrasing(tctx, op, ids, target, options, now)
+            asked, centroids = self._phrasing(tctx, op, ids, target, query, now)
 
             def one(layer: Layer) -> SearchPage:
                 text, vector = asked[layer]
@@ -1143,10 +1142,55 @@ class MemoryEngine:
         query itself, or a personal layer's rephrasing. For the search console, after ``search`` has
         checked the request (no access check here; the scope's choice is the one that search made)."""
         ids = parse_identifiers(identifiers, "search")
-        personal = self.config.user_voice and PERSONAL_LAYERS.intersection(layers)
-        options = phrasings(query, ids.user_id) if personal else [(ASKED, query)]
-        asked, _ = self._phrasing(tctx, "search", ids, layers, options, self.now())
+        asked, _ = self._phrasing(tctx, "search", ids, layers, query, self.now())
         return {layer: text for layer, (text, _) in asked.items()}
+
+    def _options(
+        self, tctx: TenantContext, op: str, ids: LayerIdentifiers, target: Sequence[Layer], query: str, now: datetime
+    ) -> list[tuple[str, str]]:
+        """The phrasings a search of ``target`` chooses from (``retrieval/voice.py``): the query alone
+        unless a personal layer is searched. The user's name: the user id when it is one, else, for a
+        first-person question, the name the user's scope states."""
+        if not (self.config.user_voice and PERSONAL_LAYERS.intersection(target)):
+            return [(ASKED, query)]
+        name = name_from_id(ids.user_id)
+        if name is None and ids.user_id and first_person(query):
+            name = self._stated_name(tctx, op, ids.user_id, now)
+        return phrasings(query, name)
+
+    def _stated_name(self, tctx: TenantContext, op: str, user_id: str, now: datetime) -> str | None:
+        """The first name the newest memory of the user's scope states ("User's name is Dana", the
+        write gate's form), looked up once per scope and kept while its centroid is the same."""
+        ids = LayerIdentifiers(user_id=user_id)
+        centroid = self._centroid(tctx, op, ids, Layer.USER, now)
+        if centroid is None:
+            return None
+        scope = Scope(Layer.USER, scope_key(Layer.USER, ids))
+        key = ("name", tctx.tenant_id, scope.key)
+        known = self._scope_forms.get(key, centroid.rows)
+        if known is not None:
+            return known or None
+        statement = "User's name is"
+        page: SearchPage = self._store(
+            lambda: self.provider.search(
+                SearchQuery(
+                    tenant_id=tctx.tenant_id,
+                    scope=scope,
+                    vector=self.embeddings.embed_query(statement, op),
+                    text=statement,
+                    limit=20,
+                    min_score=0.0,
+                    now=now,
+                    lexical_weight=self.config.hybrid_weight,
+                )
+            ),
+            op,
+        )
+        stated = [(hit.entry.created_at, name) for hit in page.hits if (name := stated_name(hit.entry.content))]
+        # the first name: facts say "Priya moved …", rarely "Priya Natarajan moved …"
+        found = max(stated)[1].split()[0] if stated else None
+        self._scope_forms.put(key, centroid.rows, found or "")
+        return found
 
     def _centroid(self, tctx: TenantContext, op: str, ids: LayerIdentifiers, layer: Layer, now: datetime) -> Any:
         return self._store(
@@ -1159,13 +1203,14 @@ class MemoryEngine:
         op: str,
         ids: LayerIdentifiers,
         target: Sequence[Layer],
-        options: Sequence[tuple[str, str]],
+        query: str,
         now: datetime,
     ) -> tuple[dict[Layer, tuple[str, _Vec]], dict[Layer, Centroid | None]]:
         """The (text, vector) each layer is searched with, and the centroids read on the way. With
         several phrasings (``retrieval/voice.py``) each personal layer takes the one that moves the
         question towards its scope's centroid, decided once per scope and kinds offered
         (``ScopeForms``); every other layer, and a scope without memories, the question as asked."""
+        options = self._options(tctx, op, ids, target, query, now)
         text_of = dict(options)
         kinds = tuple(text_of)
         chosen = dict.fromkeys(target, ASKED)

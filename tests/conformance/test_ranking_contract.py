@@ -112,6 +112,8 @@ VOICE_CASES = [
     ("alice", ALICE, "where do I live?", "User lives in Lisbon"),
     # the repro, in a scope an agent wrote mostly about "User": the shared name used to decide
     ("alice", ALICE, "what theme does alice like", "User prefers dark mode"),
+    # a user id that is not a name: the name the scope states (the write gate's "User's name is …")
+    ("u-1042", ["User's name is Dana", *DANA], "where do I live now?", "Dana moved to Berlin last month"),
 ]
 
 

@@ -70,12 +70,12 @@ def test_no_name_for_an_empty_or_one_letter_id() -> None:
 
 
 def texts(query: str, user_id: str | None) -> list[str]:
-    return [text for _, text in phrasings(query, user_id)]
+    return [text for _, text in phrasings(query, name_from_id(user_id))]
 
 
 def test_phrasings() -> None:
-    assert [kind for kind, _ in phrasings("where do I live?", "dana")] == [ASKED, THE_USER, NAME]
-    assert [kind for kind, _ in phrasings("what theme does alice like", "alice")] == [ASKED, THE_USER]
+    assert [kind for kind, _ in phrasings("where do I live?", "Dana")] == [ASKED, THE_USER, NAME]
+    assert [kind for kind, _ in phrasings("what theme does alice like", "Alice")] == [ASKED, THE_USER]
     # the first person: as asked, about "the user", about the name when the id is one
     assert texts("where do I live?", "dana") == [
         "where do I live?",

@@ -290,7 +290,7 @@ def fact_slot(content: str) -> str | None:
 #: The formatted statement of the user's name: "User's name is Dana", "User wants to be called Dee".
 #: It keeps the neutral "User" on purpose: it is the one memory that links "User" to the name.
 _NAME_FACT = re.compile(
-    r"^User(?:'s (?:first |full |given )?name is| wants to be called| is called| goes by) "
+    r"^(?:[Tt]he )?[Uu]ser(?:'s (?:first |full |given )?name is| wants to be called| is called| goes by) "
     r"(?P<name>[A-Za-z][\w'\u2019-]*(?: [A-Z][\w'\u2019-]*){0,2})\s*(?:$|[,.;!])"
 )
 _NAME_CLAUSE = r"(?:'s (?:first |full |given )?name\b| wants to be called\b| is called\b| goes by\b)"
@@ -298,7 +298,8 @@ _LEADING_USER = re.compile(r"^User\b(?!" + _NAME_CLAUSE + ")")
 
 
 def stated_name(content: str) -> str | None:
-    """The name a formatted memory gives the user ("User's name is Dana" → "Dana"), or None."""
+    """The name a formatted memory gives the user ("User's name is Dana", "The user's name is Priya
+    Natarajan" → "Dana", "Priya Natarajan"), or None."""
     m = _NAME_FACT.match(content.strip().replace("\u2019", "'"))
     if m is None:
         return None

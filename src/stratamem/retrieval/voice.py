@@ -11,10 +11,11 @@ the other way round: "what theme does alice like" ranks "Alice's favourite edito
 
 So a search of a personal layer may ask the question in other words that refer to the user
 (:func:`phrasings`): as asked; about "the user"; about the user's name, taken from the ``user_id``
-when it is one (:func:`name_from_id`). Each personal scope is searched with the phrasing that moves
-the question most towards the scope's centroid (:func:`closest`), that is, the way most of that
-scope's memories speak of the user. Layers about something else (project, team, org, company, object) get the
-question as asked.
+when it is one (:func:`name_from_id`), else, for a first-person question, the name a memory of the
+user's scope states ("User's name is Dana", the write gate's form). Each personal scope is searched
+with the phrasing that moves the question most towards the scope's centroid (:func:`closest`), that
+is, the way most of that scope's memories speak of the user. Layers about something else (project,
+team, org, company, object) get the question as asked.
 
 A question that names the user speaks of them in the third person; its "I" is the asker (an agent
 asking "how should I talk to Priya"), so its first-person words are left alone and only the name
@@ -103,10 +104,10 @@ def _names(query: str, name: str) -> re.Pattern[str] | None:
 ASKED, THE_USER, NAME = "asked", "the user", "name"
 
 
-def phrasings(query: str, user_id: str | None) -> list[tuple[str, str]]:
+def phrasings(query: str, name: str | None) -> list[tuple[str, str]]:
     """``(kind, text)`` of the query as asked, then of the same question in the other ways personal
-    memories refer to the user (none when it neither speaks in the first person nor names the user)."""
-    name = name_from_id(user_id)
+    memories refer to the user, ``name`` the user's name when known (none when the question neither
+    speaks in the first person nor names the user)."""
     named = _names(query, name) if name else None
     if named is not None:  # the user in the third person: the name, or "the user"
         out = [(ASKED, query), (THE_USER, named.sub(lambda m: "the user", query))]
@@ -123,9 +124,10 @@ def phrasings(query: str, user_id: str | None) -> list[tuple[str, str]]:
 
 
 class ScopeForms:
-    """The kind of phrasing each personal scope took, by the kinds offered: chosen on the scope's
-    first such question (which embeds every phrasing) and kept while its centroid has the same row
-    count, so that later questions embed only the phrasing they use. Bounded; least recent first out.
+    """A value decided per scope and kept while the scope's centroid has the same row count: the
+    kind of phrasing each personal scope took, by the kinds offered (chosen on the scope's first such
+    question, which embeds every phrasing, so that later questions embed only the phrasing they use),
+    and the name a user scope's memories state ("" for none). Bounded; least recent first out.
     """
 
     def __init__(self, size: int = 4096) -> None:
