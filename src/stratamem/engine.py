@@ -1150,11 +1150,12 @@ class MemoryEngine:
     ) -> list[tuple[str, str]]:
         """The phrasings a search of ``target`` chooses from (``retrieval/voice.py``): the query alone
         unless a personal layer is searched. The user's name: the user id when it is one, else, for a
-        first-person question, the name the user's scope states."""
+        first-person question of a search that reads the user layer, the name its scope states."""
         if not (self.config.user_voice and PERSONAL_LAYERS.intersection(target)):
             return [(ASKED, query)]
         name = name_from_id(ids.user_id)
-        if name is None and ids.user_id and first_person(query):
+        if name is None and ids.user_id and Layer.USER in target and first_person(query):
+            # read from the user layer only when this search reads it (its grant was checked)
             name = self._stated_name(tctx, op, ids.user_id, now)
         return phrasings(query, name)
 

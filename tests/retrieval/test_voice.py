@@ -9,6 +9,7 @@ import pytest
 
 from stratamem import Memory, MemoryConfig, TenantContext
 from stratamem.embeddings import Embedder
+from stratamem.model import Layer
 from stratamem.retrieval.voice import (
     ASKED,
     NAME,
@@ -141,3 +142,25 @@ def test_user_voice_can_be_turned_off(tmp_path: Path, minilm: Embedder) -> None:
             found[on] = [r.memory.content for r in mem.search(ctx, "where do I live now?", identifiers=ids).results]
     assert found[True][:1] == ["Dana moved to Berlin last month"]
     assert found[False] == []
+
+
+@pytest.mark.model
+def test_the_stated_name_is_read_only_by_a_search_of_the_user_layer(tmp_path: Path, minilm: Embedder) -> None:
+    """Under a user id that is not a name, a first-person question takes the name the user layer
+    states, and only when the search reads that layer: a session-only search (whose grant may not
+    cover the user layer) does not look at it."""
+    ctx = TenantContext(tenant_id="t1", principal="p")
+    ids = {"user_id": "u-1042", "session_id": "s1"}
+    facts = ["Dana moved to Berlin last month", "Dana works as a product designer", "Dana drinks her coffee black"]
+    with Memory.open(tmp_path / "m.duckdb", embedder=minilm) as mem:
+        mem.bulk_add(
+            ctx, [{"content": c, "layer": "user", "identifiers": ids} for c in ["User's name is Dana", *facts]]
+        )
+        mem.bulk_add(ctx, [{"content": c, "layer": "session", "identifiers": ids} for c in facts])
+        question = "where do I live now?"
+        both = mem.engine.asked_as(ctx, question, ids, [Layer.USER, Layer.SESSION])
+        assert both == {Layer.USER: "where does Dana live now?", Layer.SESSION: "where does Dana live now?"}
+        alone = mem.engine.asked_as(ctx, question, ids, [Layer.SESSION])
+        assert "Dana" not in alone[Layer.SESSION]
+        found = mem.search(ctx, question, identifiers=ids, layers=["user"])
+        assert found.results[0].memory.content == "Dana moved to Berlin last month"
