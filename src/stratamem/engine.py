@@ -39,7 +39,6 @@ from .errors import ErrorCode, MemoryError
 from .features import EventsFeature, SearchExpansion
 from .filters import compile_filter, parse_filter, with_tags_match
 from .hooks import ConflictHook, EngineHooks, Observer, OperationEvent, ResultFilter, WriteGuard
-from .hygiene.text import stated_name
 from .layers import (
     get_accessible_layers,
     parse_identifiers,
@@ -89,6 +88,7 @@ from .retry import call_with_retry
 from .search import FloorMeasure, above_relevance_floor, merge_results
 from .telemetry.audit import AuditLog
 from .validation import check_id, check_limit
+from .wording import stated_name
 
 log = logging.getLogger("stratamem")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from stratamem.hygiene.text import stated_name
+from stratamem.wording import stated_name
 
 
 @pytest.mark.parametrize(

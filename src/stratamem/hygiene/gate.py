@@ -47,11 +47,12 @@ from ..llm.metrics import record_fallback
 from ..llm.rules import RuleBasedLLM, strip_forget, strip_remember, to_third_person
 from ..model import Layer, LayerIdentifiers, TenantContext
 from ..providers.base import Scope, ScoredEntry, SearchQuery
+from ..wording import stated_name
 from .events import EventLog
 from .prompts import PromptTemplates
 from .sanitize import sanitize
 from .secrets import find_secrets
-from .text import containment, fact_slot, jaccard, key_terms, name_user, neutral, stated_name
+from .text import containment, fact_slot, jaccard, key_terms, name_user, neutral
 
 if TYPE_CHECKING:
     from ..engine import MemoryEngine
