@@ -88,7 +88,7 @@ from .retry import call_with_retry
 from .search import FloorMeasure, above_relevance_floor, merge_results
 from .telemetry.audit import AuditLog
 from .validation import check_id, check_limit
-from .wording import stated_name
+from .wording import NAME_STATEMENT, newest_stated_name
 
 log = logging.getLogger("stratamem")
 
@@ -1171,14 +1171,13 @@ class MemoryEngine:
         known = self._scope_forms.get(key, centroid.rows)
         if known is not None:
             return known or None
-        statement = "User's name is"
         page: SearchPage = self._store(
             lambda: self.provider.search(
                 SearchQuery(
                     tenant_id=tctx.tenant_id,
                     scope=scope,
-                    vector=self.embeddings.embed_query(statement, op),
-                    text=statement,
+                    vector=self.embeddings.embed_query(NAME_STATEMENT, op),
+                    text=NAME_STATEMENT,
                     limit=20,
                     min_score=0.0,
                     now=now,
@@ -1187,16 +1186,19 @@ class MemoryEngine:
             ),
             op,
         )
-        stated = [(hit.entry.created_at, name) for hit in page.hits if (name := stated_name(hit.entry.content))]
+        stated = newest_stated_name((hit.entry.created_at, hit.entry.content) for hit in page.hits)
         # the first name: facts say "Priya moved …", rarely "Priya Natarajan moved …"
-        found = max(stated)[1].split()[0] if stated else None
+        found = stated.split()[0] if stated else None
         self._scope_forms.put(key, centroid.rows, found or "")
         return found
 
-    def _centroid(self, tctx: TenantContext, op: str, ids: LayerIdentifiers, layer: Layer, now: datetime) -> Any:
-        return self._store(
+    def _centroid(
+        self, tctx: TenantContext, op: str, ids: LayerIdentifiers, layer: Layer, now: datetime
+    ) -> Centroid | None:
+        centroid: Centroid | None = self._store(
             lambda: self.provider.scope_centroid(tctx.tenant_id, Scope(layer, scope_key(layer, ids)), now), op
         )
+        return centroid
 
     def _phrasing(
         self,

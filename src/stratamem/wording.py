@@ -9,6 +9,8 @@ outside ``hygiene``, because the engine imports no feature.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
+from datetime import datetime
 
 STOP_WORDS: frozenset[str] = frozenset(
     [
@@ -180,3 +182,13 @@ def stated_name(content: str) -> str | None:
     if name.split()[0].lower() in STOP_WORDS or name.lower() in {"not", "unknown", "private"}:
         return None
     return name[:1].upper() + name[1:]
+
+
+#: The words a search for the memory that states the user's name asks with.
+NAME_STATEMENT = "User's name is"
+
+
+def newest_stated_name(memories: Iterable[tuple[datetime, str]]) -> str | None:
+    """The name stated by the newest of ``(created_at, content)`` that states one, or None."""
+    stated = [(at, name) for at, content in memories if (name := stated_name(content))]
+    return max(stated)[1] if stated else None

@@ -188,7 +188,7 @@ class EmbeddingService:
             for text, vec in zip(missing, self._embed(missing, operation, queries=True), strict=True):
                 self._queries.put((self.model_id, text), vec)
                 found[text] = vec
-        return [v for v in (found[text] for text in texts) if v is not None]
+        return [vec for text in texts if (vec := found[text]) is not None]
 
     def embed_text(self, text: str, operation: str = "generate_embedding") -> Vector:
         """The vector a memory of ``text`` is stored with (``Embedder.embed``, not a query's vector); LRU-cached."""

@@ -47,7 +47,7 @@ from ..llm.metrics import record_fallback
 from ..llm.rules import RuleBasedLLM, strip_forget, strip_remember, to_third_person
 from ..model import Layer, LayerIdentifiers, TenantContext
 from ..providers.base import Scope, ScoredEntry, SearchQuery
-from ..wording import stated_name
+from ..wording import NAME_STATEMENT, newest_stated_name, stated_name
 from .events import EventLog
 from .prompts import PromptTemplates
 from .sanitize import sanitize
@@ -384,13 +384,11 @@ class WriteGate:
         layers = [layer]
         if layer != Layer.USER and ids.user_id:
             layers.append(Layer.USER)
-        found: list[tuple[float, str]] = []
-        for lyr in layers:
-            for hit in self._search(tctx, lyr, ids, "User's name is", 20, 0.0):
-                stated = stated_name(hit.entry.content)
-                if stated:
-                    found.append((hit.entry.created_at.timestamp(), stated))
-        return max(found)[1] if found else None
+        return newest_stated_name(
+            (hit.entry.created_at, hit.entry.content)
+            for lyr in layers
+            for hit in self._search(tctx, lyr, ids, NAME_STATEMENT, 20, 0.0)
+        )
 
     def _replaced_by_llm(self, tctx: TenantContext, decision: WriteDecision) -> list[str]:
         """The memory an LLM's ``update`` decision names, when it exists in this tenant (else none)."""
