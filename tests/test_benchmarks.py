@@ -179,6 +179,38 @@ def test_context_latency_times_both_configurations(tmp_path: Path) -> None:
     assert all(line.endswith("(10 searches)") for line in lines)
 
 
+def test_centered_ranking_runs_and_writes_its_json(tmp_path: Path) -> None:
+    out = tmp_path / "centered_ranking.json"
+    run = _bench("centered_ranking.py", "--embedder", "hashing", "--out", str(out))
+    assert run.returncode == 0, run.stderr
+    data = json.loads(out.read_text())
+    assert set(data["questions"]) == {"dev", "holdout", "fresh"} and min(data["questions"].values()) > 10
+    assert {"fused", "relevance", "centered cos", "fused + 0.5 relevance"} <= set(data["p@1"])
+    for row in data["p@1"].values():
+        assert set(row) == {"dev", "holdout", "fresh", "all"}
+        assert all(0.0 <= v <= 1.0 for v in row.values())
+
+
+def test_the_fact_scenarios_name_only_memories_they_hold() -> None:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        from fact_data import SCENARIOS, VOICED
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    assert {s.split for s in SCENARIOS} == {"dev", "holdout", "fresh"}
+    assert len({s.name for s in SCENARIOS}) == len(SCENARIOS)
+    for scenario in SCENARIOS:
+        keys = [m.key for m in scenario.memories]
+        assert len(set(keys)) == len(keys), scenario.name
+        for m in scenario.memories:  # an older memory is written before the one that replaces it
+            assert m.supersedes is None or m.supersedes in keys[: keys.index(m.key)], (scenario.name, m.key)
+        for question in [*scenario.questions, *VOICED.get(scenario.name, [])]:
+            assert set(question.answers) <= set(keys), (scenario.name, question.text)
+        answerable = [q for q in scenario.questions if q.answers]
+        assert answerable and len(answerable) < len(scenario.questions), scenario.name  # both kinds
+    assert set(VOICED) <= {s.name for s in SCENARIOS}
+
+
 def test_floor_options_runs_and_writes_its_json(tmp_path: Path) -> None:
     out = tmp_path / "floor_options.json"
     run = _bench("floor_options.py", "--embedder", "hashing", "--sizes", "7", "--trials", "2", "--out", str(out))
