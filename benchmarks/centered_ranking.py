@@ -15,6 +15,8 @@ order alone), and its candidates are ranked again, offline, by other measures of
 
 Prints precision@1 per split and writes ``benchmarks/results/centered_ranking.json``. The question
 as asked is embedded (no phrasing in the user's voice: its questions are in the third person).
+``locomo_offline.py`` measures the same relevance on conversations (rows "relevance to the
+conversation's centroid"), where it loses.
 """
 
 from __future__ import annotations

@@ -37,6 +37,7 @@ from stratamem.embeddings import make_embedder
 from stratamem.model import MemoryEntry, Provenance
 from stratamem.providers.base import ScoredEntry, ThreadTurn, dense_score
 from stratamem.retrieval import context, lexical
+from stratamem.retrieval.centering import mean_of_unit_rows, relevance
 
 #: The turns' times (the offline replay applies no time filter).
 _EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
@@ -294,6 +295,18 @@ def main(argv: list[str] | None = None) -> int:
         return sum(1.0 / (60.0 + r + 1.0) for r in ranks)
 
     hybrid: Variant = lambda c: fuse(c.dense, lex[c.sample_id]["turn"])  # noqa: E731
+    centered: dict[str, np.ndarray] = {}
+
+    def relevance_to_centroid(c: Conversation) -> np.ndarray:
+        """(questions, turns): each turn's relevance to each question measured from the centroid of
+        the conversation's turns (``retrieval/centering.py``, the relevance floor's measure)."""
+        if c.sample_id not in centered:
+            vectors = np.asarray([e.embedding for e in c.entries], dtype=np.float32)
+            centroid = mean_of_unit_rows(vectors)
+            assert centroid is not None
+            centered[c.sample_id] = np.vstack([relevance(q, vectors, centroid) for q in c.query_vectors])
+        return centered[c.sample_id]
+
     weight, window = MemoryConfig().context_weight, context.WINDOW
     # (name, score, context weight, window, turns read after each candidate: None = no lexical context)
     variants: list[tuple[str, Variant, float, int, int | None] | tuple[str, Variant, float, int, int, Rerank]] = [
@@ -318,6 +331,21 @@ def main(argv: list[str] | None = None) -> int:
             window,
             window,
         ),
+        (
+            "hybrid + 0.25 x relevance to the conversation's centroid",
+            lambda c: hybrid(c) + 0.25 * relevance_to_centroid(c),
+            weight,
+            window,
+            window,
+        ),
+        (
+            "hybrid + 0.5 x relevance to the conversation's centroid",
+            lambda c: hybrid(c) + 0.5 * relevance_to_centroid(c),
+            weight,
+            window,
+            window,
+        ),
+        ("relevance to the conversation's centroid alone", relevance_to_centroid, weight, window, window),
         ("neighbours: the two most relevant, 0.15 each", hybrid, 0.15, window, window, rerank_two_neighbours),
         ("neighbours: the two most relevant, 0.2 each", hybrid, 0.2, window, window, rerank_two_neighbours),
         (
