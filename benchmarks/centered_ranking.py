@@ -3,8 +3,9 @@
     python benchmarks/centered_ranking.py [--embedder onnx] [--out PATH]
 
 Every scenario of ``fact_data.py`` (dev, holdout and fresh) is written as ``fact_ranking.py``
-writes it; each answerable question is asked with ``threshold=0`` (no threshold, no floor: the
-order alone), and its candidates are ranked again, offline, by other measures of the same vectors:
+writes it (``floor_options.collect``); each answerable question is asked with ``threshold=0`` (no
+threshold, no floor: the order alone), and its candidates are ranked again, offline, by other
+measures of the same vectors:
 
 * ``fused``: the default search's own score (the order it returns);
 * ``relevance``: ``unit(q - c) · (m - c)`` against the centroid ``c`` of the scope's current
@@ -24,71 +25,29 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from fact_data import SCENARIOS
-from fact_ranking import RESULTS, Clock, ingest
-from stratamem import Memory, TenantContext
-from stratamem.retrieval.centering import centered_cosines, mean_of_unit_rows, relevance
+from fact_ranking import RESULTS
+from floor_options import collect
 
 SPLITS = ("dev", "holdout", "fresh")
 WEIGHTS = (0.1, 0.25, 0.5, 1.0)
 
-
-@dataclass
-class Asked:
-    """One answerable question's candidates (threshold 0) and their measures."""
-
-    split: str
-    answers: set[str]
-    keys: list[str]
-    fused: npt.NDArray[np.float64]
-    relevance: npt.NDArray[np.float64]
-    centered: npt.NDArray[np.float64]
+Row = dict[str, Any]
 
 
-def collect(embedder: str | None) -> list[Asked]:
-    rows: list[Asked] = []
-    with tempfile.TemporaryDirectory(prefix="stratamem-centered-") as tmp:
-        clock = Clock()
-        with Memory.open(Path(tmp) / "f.duckdb", embedder=embedder, clock=clock) as mem:
-            embed = mem.engine.embeddings.embed_query
-            for scenario in SCENARIOS:
-                ingest(mem, clock, scenario)
-                ctx = TenantContext(tenant_id=f"facts-{scenario.name}", principal="bench")
-                for question in scenario.questions:
-                    if not question.answers:
-                        continue
-                    res = mem.search(ctx, question.text, identifiers=scenario.identifiers, limit=100, threshold=0.0)
-                    vectors = np.vstack([embed(r.memory.content) for r in res.results])
-                    centroid = mean_of_unit_rows(vectors)  # every current memory of the scope
-                    assert centroid is not None
-                    q = embed(question.text)
-                    rows.append(
-                        Asked(
-                            split=scenario.split,
-                            answers=set(question.answers),
-                            keys=[str(r.memory.metadata.get("key")) for r in res.results],
-                            fused=np.array([r.score for r in res.results], dtype=np.float64),
-                            relevance=relevance(q, vectors, centroid),
-                            centered=centered_cosines(q, vectors, centroid),
-                        )
-                    )
-    return rows
-
-
-def precision_at_1(rows: list[Asked], score: Callable[[Asked], npt.NDArray[np.float64]]) -> dict[str, float]:
+def precision_at_1(rows: list[Row], score: Callable[[Row], npt.NDArray[np.float64]]) -> dict[str, float]:
+    """Share of the answerable questions of each split (and all) whose best candidate by ``score`` answers."""
     out: dict[str, float] = {}
     for split in (*SPLITS, "all"):
-        chosen = [r for r in rows if split == "all" or r.split == split]
+        chosen = [r for r in rows if split == "all" or r["split"] == split]
         if chosen:
-            out[split] = float(np.mean([r.keys[int(np.argmax(score(r)))] in r.answers for r in chosen]))
+            out[split] = float(np.mean([r["keys"][int(np.argmax(score(r)))] in r["answers"] for r in chosen]))
     return out
 
 
@@ -97,20 +56,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--embedder", default=None, help="embedder name (default: the store's default)")
     parser.add_argument("--out", type=Path, default=RESULTS / "centered_ranking.json")
     args = parser.parse_args(argv)
-    rows = collect(args.embedder)
-    variants: dict[str, Callable[[Asked], npt.NDArray[np.float64]]] = {
-        "fused": lambda r: r.fused,
-        "relevance": lambda r: r.relevance,
-        "centered cos": lambda r: r.centered,
+    rows = [r for r in collect(args.embedder, SPLITS) if r["answers"]]
+    variants: dict[str, Callable[[Row], npt.NDArray[np.float64]]] = {
+        "fused": lambda r: r["fused"],
+        "relevance": lambda r: r["relevance"],
+        "centered cos": lambda r: r["centered cos"],
     }
     for beta in WEIGHTS:
-        variants[f"fused + {beta} relevance"] = lambda r, b=beta: r.fused + b * r.relevance  # type: ignore[misc]
+        variants[f"fused + {beta} relevance"] = lambda r, b=beta: r["fused"] + b * r["relevance"]  # type: ignore[misc]
     results = {name: precision_at_1(rows, fn) for name, fn in variants.items()}
     columns = list(next(iter(results.values())))
     print(f"{'p@1 at threshold 0':<26}" + "".join(f"{c:>10}" for c in columns))
     for name, row in results.items():
         print(f"{name:<26}" + "".join(f"{row[c]:>10.3f}" for c in columns))
-    counts = {split: sum(r.split == split for r in rows) for split in SPLITS}
+    counts = {split: sum(r["split"] == split for r in rows) for split in SPLITS}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(
         json.dumps(

@@ -52,15 +52,16 @@ Arr = npt.NDArray[np.float64]
 MAX_UNANSWERABLE = 0.2
 
 
-def collect(embedder: str | None) -> list[dict[str, Any]]:
-    """One row per question: split, answers, keys, fused scores and every measure per memory."""
+def collect(embedder: str | None, splits: tuple[str, ...] = ("dev", "holdout")) -> list[dict[str, Any]]:
+    """One row per question of ``splits``: split, answers, keys, fused scores and every measure per
+    memory. The default leaves out "fresh", which is only ever measured, never tuned on."""
     rows: list[dict[str, Any]] = []
     threshold = MemoryConfig().default_threshold
     with tempfile.TemporaryDirectory(prefix="stratamem-floor-") as tmp:
         clock = Clock()
         with Memory.open(Path(tmp) / "f.duckdb", embedder=embedder, clock=clock) as mem:
             for scenario in SCENARIOS:
-                if scenario.split not in ("dev", "holdout"):  # "fresh" is only ever measured, never tuned on
+                if scenario.split not in splits:
                     continue
                 ingest(mem, clock, scenario)
                 ctx = TenantContext(tenant_id=f"facts-{scenario.name}", principal="bench")
