@@ -136,8 +136,13 @@ async function loadTree(tree, table, detail) {
   }
 }
 
+// Each loadTable call takes a number; an answer that arrives after a later call started is dropped,
+// so a slow first load cannot overwrite the table a filter, a scope or a page asked for since.
+let tableLoads = 0;
+
 async function loadTable(table, detail) {
   const st = browseState;
+  const load = ++tableLoads;
   clear(table, "Loading…");
   // The created-time window is the API's (since inclusive, until exclusive: the day after "To", UTC).
   const nextDay = (d) => new Date(Date.parse(`${d}T00:00:00Z`) + 86400e3).toISOString();
@@ -151,6 +156,7 @@ async function loadTable(table, detail) {
                   expiresBefore: st.expiring ? st.soon : null };
   try {
     const { data } = await api("GET", "/v1/memories", { query });
+    if (load !== tableLoads) return;
     const rows = data.memories;
     if (data.nextCursor) st.cursors[st.page + 1] = data.nextCursor;
     const columns = ["Id", "Layer", "Scope", "Content", "Created", ...(st.expiring ? ["Expires"] : []), "Status", "Imp."];
@@ -172,7 +178,7 @@ async function loadTable(table, detail) {
         h("button", { id: "next-page", disabled: data.nextCursor ? null : true,
                       onclick: () => { st.page += 1; loadTable(table, detail); } }, "Next")));
   } catch (err) {
-    clear(table, errorBox(err));
+    if (load === tableLoads) clear(table, errorBox(err));
   }
 }
 
