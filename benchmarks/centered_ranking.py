@@ -14,6 +14,12 @@ measures of the same vectors:
 * ``centered cos``: the cosine of the two centered vectors;
 * ``fused + β·relevance``: the fused score with the relevance added at weight β.
 
+Each variant is also replayed with the default threshold and relevance floor (``floored``: a
+candidate is kept when its fused score passes the threshold and its relevance is at least
+``MemoryConfig.relevance_floor`` standard deviations above its scope's background; the floor's
+exception for a strong lexical match and the questions in the user's voice are not replayed), which
+shows how much of a variant's gain the floor already gives.
+
 Prints precision@1 per split and writes ``benchmarks/results/centered_ranking.json``. The question
 as asked is embedded (no phrasing in the user's voice: its questions are in the third person).
 ``locomo_offline.py`` measures the same relevance on conversations (rows "relevance to the
@@ -34,6 +40,7 @@ import numpy.typing as npt
 
 from fact_ranking import RESULTS
 from floor_options import collect
+from stratamem.config import MemoryConfig
 
 SPLITS = ("dev", "holdout", "fresh")
 WEIGHTS = (0.1, 0.25, 0.5, 1.0)
@@ -41,14 +48,26 @@ WEIGHTS = (0.1, 0.25, 0.5, 1.0)
 Row = dict[str, Any]
 
 
-def precision_at_1(rows: list[Row], score: Callable[[Row], npt.NDArray[np.float64]]) -> dict[str, float]:
-    """Share of the answerable questions of each split (and all) whose best candidate by ``score`` answers."""
+def precision_at_1(
+    rows: list[Row], score: Callable[[Row], npt.NDArray[np.float64]], floor: float | None = None
+) -> dict[str, float]:
+    """Share of the answerable questions of each split (and all) whose best candidate by ``score``
+    answers; with ``floor``, the best of the candidates the default threshold and that relevance
+    floor keep (none kept: a miss)."""
     out: dict[str, float] = {}
     for split in (*SPLITS, "all"):
         chosen = [r for r in rows if split == "all" or r["split"] == split]
         if chosen:
-            out[split] = float(np.mean([r["keys"][int(np.argmax(score(r)))] in r["answers"] for r in chosen]))
+            out[split] = float(np.mean([_first_answers(r, score(r), floor) for r in chosen]))
     return out
+
+
+def _first_answers(row: Row, scores: npt.NDArray[np.float64], floor: float | None) -> bool:
+    kept = np.ones(len(scores), dtype=bool) if floor is None else row["passes"] & (row["relevance z"] >= floor)
+    if not kept.any():
+        return False
+    best = int(np.argmax(np.where(kept, scores, -np.inf)))
+    return bool(row["keys"][best] in row["answers"])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -65,15 +84,25 @@ def main(argv: list[str] | None = None) -> int:
     for beta in WEIGHTS:
         variants[f"fused + {beta} relevance"] = lambda r, b=beta: r["fused"] + b * r["relevance"]  # type: ignore[misc]
     results = {name: precision_at_1(rows, fn) for name, fn in variants.items()}
-    columns = list(next(iter(results.values())))
-    print(f"{'p@1 at threshold 0':<26}" + "".join(f"{c:>10}" for c in columns))
-    for name, row in results.items():
-        print(f"{name:<26}" + "".join(f"{row[c]:>10.3f}" for c in columns))
+    floor = MemoryConfig().relevance_floor
+    floored = {name: precision_at_1(rows, fn, floor) for name, fn in variants.items()}
+    for title, table in (("p@1 at threshold 0", results), ("p@1, threshold and floor", floored)):
+        columns = list(next(iter(table.values())))
+        print(f"{title:<26}" + "".join(f"{c:>10}" for c in columns))
+        for name, row in table.items():
+            print(f"{name:<26}" + "".join(f"{row[c]:>10.3f}" for c in columns))
     counts = {split: sum(r["split"] == split for r in rows) for split in SPLITS}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(
         json.dumps(
-            {"embedder": args.embedder, "machine": platform.machine(), "questions": counts, "p@1": results}, indent=2
+            {
+                "embedder": args.embedder,
+                "machine": platform.machine(),
+                "questions": counts,
+                "p@1": results,
+                "floored p@1": floored,
+            },
+            indent=2,
         )
     )
     print(f"wrote {args.out}")

@@ -186,9 +186,14 @@ def test_centered_ranking_runs_and_writes_its_json(tmp_path: Path) -> None:
     data = json.loads(out.read_text())
     assert set(data["questions"]) == {"dev", "holdout", "fresh"} and min(data["questions"].values()) > 10
     assert {"fused", "relevance", "centered cos", "fused + 0.5 relevance"} <= set(data["p@1"])
-    for row in data["p@1"].values():
-        assert set(row) == {"dev", "holdout", "fresh", "all"}
-        assert all(0.0 <= v <= 1.0 for v in row.values())
+    assert set(data["floored p@1"]) == set(data["p@1"])
+    for table in ("p@1", "floored p@1"):
+        for row in data[table].values():
+            assert set(row) == {"dev", "holdout", "fresh", "all"}
+            assert all(0.0 <= v <= 1.0 for v in row.values())
+    # the floor only removes candidates: a variant never answers more questions with it than without
+    for name, row in data["floored p@1"].items():
+        assert all(row[split] <= data["p@1"][name][split] + 1e-9 for split in row), name
 
 
 def test_the_fact_scenarios_name_only_memories_they_hold() -> None:
