@@ -27,7 +27,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import ValidationError
 
-from . import supersession
+from . import replacements
 from .add_groups import AddGroups, PendingAdd
 from .arguments import check_str_list, split_ids
 from .config import MemoryConfig
@@ -104,6 +104,23 @@ def _etag(memory_id: str, version: int, chash: str, metadata: Mapping[str, Any])
     meta = json.dumps(metadata, sort_keys=True, default=str) if metadata else "{}"  # most memories: none
     raw = f"{memory_id}:{version}:{chash}:{meta}"
     return content_hash(raw)[7:27]
+
+
+def _superseded_copy(old: MemoryEntry, new: MemoryEntry, now: datetime) -> MemoryEntry:
+    """``old`` as the memory ``new`` replaces: superseded, valid until ``new`` was created (the
+    stored vector is kept)."""
+    version = old.version + 1
+    prov = old.provenance.model_copy(update={"superseded_by": new.id, "valid_to": new.created_at})
+    return old.model_copy(
+        update={
+            "status": "superseded",
+            "provenance": prov,
+            "version": version,
+            "updated_at": max(now, old.updated_at),
+            "etag": _etag(old.id, version, old.content_hash, old.metadata),
+            "embedding": None,
+        }
+    )
 
 
 #: Metadata keys fixed at creation (scope and ``promotedFromId`` are immutable so provenance can be
@@ -673,9 +690,11 @@ class MemoryEngine:
                 raise
         return entries, explicit
 
-    def _embed_and_store(self, ctx: TenantContext, entries: Sequence[MemoryEntry], operation: str) -> list[bool]:
-        """Embed ``entries`` (one call) and store them in one transaction; returns, per entry, whether
-        the model had to run for it."""
+    def _embed(
+        self, ctx: TenantContext, entries: Sequence[MemoryEntry], operation: str
+    ) -> tuple[list[bool], PreparedAdd | None]:
+        """Embed ``entries`` (one call; each entry's ``embedding`` is set); returns, per entry,
+        whether the model had to run for it, and the add's work prepared meanwhile (or None)."""
         texts = [e.content for e in entries]
         prepared: PreparedAdd | None = None
         if len(entries) >= self.prepare_ahead_min:
@@ -699,147 +718,137 @@ class MemoryEngine:
             vectors, generated = self.embeddings.embed_contents(ctx.tenant_id, texts, operation, persist=False)
         for entry, vec in zip(entries, vectors.tolist(), strict=True):  # one call for the whole matrix
             entry.embedding = vec
-        # The new vectors enter the persistent embedding cache in the same transaction as the rows.
-        self._store(
-            lambda: self.provider.add(entries, cache_model=self.embeddings.model_id, prepared=prepared), operation
+        return generated, prepared
+
+    def _replacements(
+        self,
+        ctx: TenantContext,
+        entries: Sequence[MemoryEntry],
+        explicit: Mapping[str, Sequence[str]],
+        now: datetime,
+        operation: str,
+    ) -> list[list[MemoryEntry] | MemoryError]:
+        """Per embedded entry, the older memories it replaces (explicit ids, and the rule-based
+        detection of ``supersession.py`` when configured) or the error that fails it
+        (``replacements.py``)."""
+
+        def lookup(old_id: str) -> MemoryEntry | None:
+            found: MemoryEntry | None = self._store(lambda: self.provider.get(ctx.tenant_id, old_id, now), operation)
+            return found
+
+        def nearest(entry: MemoryEntry, n: int) -> list[tuple[float, MemoryEntry]]:
+            query = SearchQuery(
+                tenant_id=ctx.tenant_id,
+                scope=Scope(entry.layer, scope_key(entry.layer, entry.identifiers)),
+                vector=np.asarray(entry.embedding, dtype=np.float32),
+                text=entry.content,
+                limit=n,
+                min_score=replacements.min_score(),
+                now=now,
+            )
+            page: SearchPage = self._store(lambda: self.provider.search(query), operation)
+            return [(hit.score, hit.entry) for hit in page.hits]
+
+        return replacements.plan(
+            entries,
+            explicit,
+            lookup=lookup,
+            nearest=nearest if self.config.detect_supersession else None,
+            now=now,
+            operation=operation,
         )
-        return generated
+
+    def _store_replacing(
+        self,
+        entries: Sequence[MemoryEntry],
+        olds: Sequence[Sequence[MemoryEntry]],
+        prepared: PreparedAdd | None,
+        now: datetime,
+        operation: str,
+    ) -> list[list[str]]:
+        """Store ``entries`` and mark the memories each replaces (``olds[i]`` for entry ``i``)
+        superseded, in one transaction; returns, per entry, the ids actually replaced (a memory
+        another writer changed meanwhile is left as it is). The new vectors enter the persistent
+        embedding cache in the same transaction as the rows."""
+        pairs: list[tuple[MemoryEntry, MemoryEntry]] = []
+        owners: list[int] = []
+        for i, (entry, replaced) in enumerate(zip(entries, olds, strict=True)):
+            for old in replaced:
+                pairs.append((_superseded_copy(old, entry, now), old))
+                owners.append(i)
+        applied: list[bool] = self._store(
+            lambda: self.provider.add_replacing(
+                entries, pairs, cache_model=self.embeddings.model_id, prepared=prepared
+            ),
+            operation,
+        )
+        out: list[list[str]] = [[] for _ in entries]
+        for (_, old), i, ok in zip(pairs, owners, applied, strict=True):
+            if ok:
+                out[i].append(old.id)
+        return out
 
     def add_many(self, ctx: TenantContext, items: Sequence[Any], operation: str) -> list[AddMemoryOutput]:
         entries, explicit = self._prepare_items(ctx, items, operation)
-        generated = self._embed_and_store(ctx, entries, operation)
-        replaced = self._supersede(ctx, entries, explicit, operation)
-        return [
-            AddMemoryOutput(
-                memory=entry.model_copy(update={"embedding": None}),
-                embedding_generated=gen,
-                superseded=replaced.get(entry.id, []),
-            )
-            for entry, gen in zip(entries, generated, strict=True)
-        ]
+        generated, prepared = self._embed(ctx, entries, operation)
+        now = self.now()
+        olds: list[list[MemoryEntry]] = []
+        for i, planned in enumerate(self._replacements(ctx, entries, explicit, now, operation)):
+            if isinstance(planned, MemoryError):  # nothing is stored
+                if len(entries) > 1:
+                    planned.details.setdefault("index", i)
+                raise planned
+            olds.append(planned)
+        replaced = self._store_replacing(entries, olds, prepared, now, operation)
+        return [self._add_output(entry, gen, ids) for entry, gen, ids in zip(entries, generated, replaced, strict=True)]
 
     def _store_add_group(self, group: list[PendingAdd]) -> None:
         """Store a group of single adds of one tenant (``add_groups.py``): one embedding call and one
-        transaction for all of them, then each one's supersession in arrival order, as ``add_many``
-        does for the items of one call. Sets every member's output or error; when the grouped
-        transaction fails, marks each member to be stored alone (``_store_add_alone``, on its own
-        caller's thread), so a bad add fails only its own caller."""
+        transaction for all of them and the memories they replace, decided in arrival order as
+        ``add_many`` does for the items of one call. Sets every member's output or error; an add
+        whose replacement fails (an explicit id not found) fails alone and is not stored; when the
+        grouped transaction fails, marks each member to be stored alone (``_store_add_alone``, on
+        its own caller's thread), so a bad add fails only its own caller."""
         entries = [p.entry for p in group]
+        ctx = group[0].ctx
         try:
-            generated = self._embed_and_store(group[0].ctx, entries, "add")
+            generated, prepared = self._embed(ctx, entries, "add")
+            now = self.now()
+            planned = self._replacements(ctx, entries, {p.entry.id: p.supersedes for p in group}, now, "add")
+            kept = [i for i, plan in enumerate(planned) if not isinstance(plan, MemoryError)]
+            for pending, plan in zip(group, planned, strict=True):
+                if isinstance(plan, MemoryError):
+                    pending.error = plan
+            olds = [plan for plan in planned if not isinstance(plan, MemoryError)]
+            replaced = self._store_replacing([entries[i] for i in kept], olds, prepared, now, "add")
         except Exception as exc:
             if len(group) == 1:
                 group[0].error = exc
                 return
             log.info("add: a grouped transaction of %d adds failed (%s); storing each alone", len(group), exc)
             for pending in group:
-                pending.alone = True
+                if pending.error is None:
+                    pending.alone = True
             return
-        later = {e.id: i for i, e in enumerate(entries)}
-        now = self.now()
-        for i, (pending, gen) in enumerate(zip(group, generated, strict=True)):
-            try:
-                replaced = self._supersede_one(pending.ctx, pending.entry, i, later, pending.supersedes, now, "add")
-            except Exception as exc:
-                pending.error = exc
-                continue
-            pending.output = self._add_output(pending.entry, gen, replaced)
+        for i, ids in zip(kept, replaced, strict=True):
+            group[i].output = self._add_output(entries[i], generated[i], ids)
 
     def _store_add_alone(self, pending: PendingAdd) -> AddMemoryOutput:
         """Store one add of a group whose transaction failed, as an ungrouped add would be."""
         entry = pending.entry
-        generated = self._embed_and_store(pending.ctx, [entry], "add")[0]
-        replaced = self._supersede_one(pending.ctx, entry, 0, {entry.id: 0}, pending.supersedes, self.now(), "add")
-        return self._add_output(entry, generated, replaced)
+        generated, prepared = self._embed(pending.ctx, [entry], "add")
+        now = self.now()
+        planned = self._replacements(pending.ctx, [entry], {entry.id: pending.supersedes}, now, "add")[0]
+        if isinstance(planned, MemoryError):
+            raise planned
+        replaced = self._store_replacing([entry], [planned], prepared, now, "add")[0]
+        return self._add_output(entry, generated[0], replaced)
 
     @staticmethod
     def _add_output(entry: MemoryEntry, generated: bool, replaced: list[str]) -> AddMemoryOutput:
         return AddMemoryOutput(
             memory=entry.model_copy(update={"embedding": None}), embedding_generated=generated, superseded=replaced
         )
-
-    def _supersede(
-        self, ctx: TenantContext, entries: Sequence[MemoryEntry], explicit: Mapping[str, Sequence[str]], operation: str
-    ) -> dict[str, list[str]]:
-        """Mark the older memories the new ``entries`` replace (explicit ids, and the rule-based
-        detection of ``supersession.py`` when configured); returns new id -> replaced ids."""
-        out: dict[str, list[str]] = {}
-        now = self.now()
-        later = {e.id: i for i, e in enumerate(entries)}
-        for i, entry in enumerate(entries):
-            replaced = self._supersede_one(ctx, entry, i, later, explicit.get(entry.id, ()), now, operation)
-            if replaced:
-                out[entry.id] = replaced
-        return out
-
-    def _supersede_one(
-        self,
-        ctx: TenantContext,
-        entry: MemoryEntry,
-        index: int,
-        batch: Mapping[str, int],
-        explicit: Sequence[str],
-        now: datetime,
-        operation: str,
-    ) -> list[str]:
-        """The ids of the older memories ``entry`` (item ``index`` of a batch stored together, whose
-        ids map to their positions in ``batch``) replaces, marked superseded. An item of the batch
-        stored after ``entry`` is never a candidate: the batch behaves as if added in order."""
-        out: list[str] = []
-        olds: dict[str, MemoryEntry] = {}
-        for old_id in explicit:
-            old = self._store(lambda o=old_id: self.provider.get(ctx.tenant_id, o, now), operation)  # type: ignore[misc]
-            if old is None:
-                raise MemoryError(
-                    ErrorCode.MEMORY_NOT_FOUND,
-                    f"no memory with id {old_id!r} to supersede",
-                    operation=operation,
-                    details={"id": old_id, "field": "supersedes"},
-                )
-            olds[old.id] = old
-        # A conversation turn (it has a position in a thread) records what was said, not the current
-        # state of a fact: only explicit ids supersede through it.
-        if (
-            self.config.detect_supersession
-            and entry.provenance.position is None
-            and entry.embedding
-            and supersession.may_supersede(entry.content)
-        ):
-            query = SearchQuery(
-                tenant_id=ctx.tenant_id,
-                scope=Scope(entry.layer, scope_key(entry.layer, entry.identifiers)),
-                vector=np.asarray(entry.embedding, dtype=np.float32),
-                text=entry.content,
-                limit=supersession.CANDIDATES,
-                min_score=(1.0 + supersession.MIN_COSINE_FROM_TO) / 2.0,
-                now=now,
-            )
-            page: SearchPage = self._store(lambda q=query: self.provider.search(q), operation)  # type: ignore[misc]
-            candidates = [
-                supersession.Candidate(hit.entry, 2.0 * hit.score - 1.0)
-                for hit in page.hits
-                if hit.entry.id != entry.id and batch.get(hit.entry.id, -1) < index
-            ]
-            for old in supersession.superseded(entry.content, candidates):
-                olds.setdefault(old.id, old)
-        for old in olds.values():
-            if old.id == entry.id or old.status != "active":
-                continue
-            version = old.version + 1
-            prov = old.provenance.model_copy(update={"superseded_by": entry.id, "valid_to": entry.created_at})
-            updated = old.model_copy(
-                update={
-                    "status": "superseded",
-                    "provenance": prov,
-                    "version": version,
-                    "updated_at": max(now, old.updated_at),
-                    "etag": _etag(old.id, version, old.content_hash, old.metadata),
-                    "embedding": None,
-                }
-            )
-            if self._store(lambda u=updated, c=old: self.provider.update(u, c), operation):  # type: ignore[misc]
-                out.append(old.id)
-        return out
 
     def _prepare_ahead(self, entries: Sequence[MemoryEntry], operation: str) -> PreparedAdd | None:
         """``provider.prepare_add``; a failure only means the work is done in the transaction instead."""

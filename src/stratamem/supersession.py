@@ -3,7 +3,7 @@
 A memory that states a change ("moved to Berlin", "switched from VS Code to Neovim", "not vegetarian
 anymore", "now reports to Bob") supersedes the older memory of the same scope about the same
 attribute. The older memory is kept as history (``status == "superseded"``, ``provenance.valid_to``
-and ``provenance.superseded_by``) and leaves default search and list; see ``engine.supersede``.
+and ``provenance.superseded_by``) and leaves default search and list; see ``replacements.py``.
 
 Two rules, both on candidates the embedder found similar in the same scope:
 

@@ -191,6 +191,28 @@ def test_an_invalid_add_is_refused_before_it_joins_a_group(
     assert [c for _, c in hook.calls] == [["held first"], ["valid second"]]  # the invalid add never queued
 
 
+def test_an_add_naming_no_memory_to_supersede_fails_alone_and_is_not_stored(
+    store: Memory, tenant: TenantContext, pool: ThreadPoolExecutor
+) -> None:
+    hook = Transactions()
+    store.engine.provider.write_hooks.append(hook)
+    hook.hold()
+    head = pool.submit(_add, store, tenant, "held first")
+    _wait_for(hook.holding.is_set, "the first add's transaction")
+    good = pool.submit(_add, store, tenant, "valid second")
+    _wait_for(lambda: store.engine.add_groups.queued(tenant.tenant_id) == 1, "the valid add to queue")
+    bad = pool.submit(store.add, tenant, "names no memory", layer="user", identifiers=U, supersedes=["no-such-id"])
+    _wait_for(lambda: store.engine.add_groups.queued(tenant.tenant_id) == 2, "the other add to queue")
+    hook.release()
+    with pytest.raises(MemoryError) as err:
+        bad.result(30)
+    assert err.value.code.value == "MEMORY_NOT_FOUND" and err.value.details["id"] == "no-such-id"
+    assert head.result(30).memory.content == "held first" and good.result(30).memory.content == "valid second"
+    assert [c for _, c in hook.calls] == [["held first"], ["valid second"]]  # one group, without it
+    stored = {m.content for m in store.list(tenant, layer="user", identifiers=U, include_superseded=True).memories}
+    assert stored == {"held first", "valid second"}
+
+
 def test_single_adds_are_stored_one_by_one(store: Memory, tenant: TenantContext) -> None:
     hook = Transactions()
     store.engine.provider.write_hooks.append(hook)

@@ -16,7 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from stratamem import Memory, MemoryError, TenantContext
+from stratamem import Memory, MemoryConfig, MemoryError, TenantContext
+from stratamem.engine import _superseded_copy
 
 U = {"user_id": "dana"}
 
@@ -84,6 +85,83 @@ def test_bad_history_parameters_are_invalid_params(open_store: Callable[..., Mem
     with pytest.raises(MemoryError) as err:
         mem.add(tenant, content="x", layer="user", identifiers=U, supersedes=["no-such-id"])
     assert err.value.code == "MEMORY_NOT_FOUND"
+
+
+def test_a_write_naming_no_memory_to_supersede_stores_nothing(
+    open_store: Callable[..., Memory], tenant: TenantContext
+) -> None:
+    """The memories a write replaces are found before anything is stored: an id that names no
+    current memory fails the write, and no new memory is left behind."""
+    mem = open_store()
+    with pytest.raises(MemoryError) as err:
+        mem.add(tenant, content="Dana lives in Berlin", layer="user", identifiers=U, supersedes=["no-such-id"])
+    assert err.value.code == "MEMORY_NOT_FOUND" and err.value.details["id"] == "no-such-id"
+    items = [
+        {"content": "Dana lives in Hamburg", "layer": "user", "identifiers": U},
+        {"content": "Dana lives in Berlin", "layer": "user", "identifiers": U, "supersedes": ["no-such-id"]},
+    ]
+    with pytest.raises(MemoryError) as err:
+        mem.bulk_add(tenant, items)
+    assert err.value.code == "MEMORY_NOT_FOUND" and err.value.details["index"] == 1
+    assert mem.list(tenant, layer="user", identifiers=U, include_superseded=True).memories == []
+    # an id already replaced is no longer current: naming it again fails the same way
+    old = mem.add(tenant, content="Dana lives in Hamburg", layer="user", identifiers=U).memory
+    mem.add(tenant, content="Dana lives in Berlin", layer="user", identifiers=U, supersedes=[old.id])
+    with pytest.raises(MemoryError) as err:
+        mem.add(tenant, content="Dana lives in Paris", layer="user", identifiers=U, supersedes=[old.id])
+    assert err.value.code == "MEMORY_NOT_FOUND"
+    listed = mem.list(tenant, layer="user", identifiers=U, include_superseded=True).memories
+    assert sorted(m.content for m in listed) == ["Dana lives in Berlin", "Dana lives in Hamburg"]
+
+
+class _FailingUpdates:
+    """A write hook that fails every update, inside the write that makes it."""
+
+    def after_add(self, tx: object, entries: object) -> None:
+        return None
+
+    def after_update(self, tx: object, entry: object, previous: object) -> None:
+        raise ValueError("an update that fails")
+
+    def after_delete(self, tx: object, tenant_id: str, ids: object) -> None:
+        return None
+
+
+@pytest.mark.parametrize("grouped", [True, False])
+def test_a_memory_and_the_one_it_replaces_are_written_together(
+    open_store: Callable[..., Memory], tenant: TenantContext, grouped: bool
+) -> None:
+    """When marking the older memory fails, the new one is not stored either (one transaction)."""
+    mem = open_store(config=MemoryConfig(retry_max_attempts=1, group_adds=grouped))
+    old = mem.add(tenant, content="Dana lives in Hamburg", layer="user", identifiers=U).memory
+    mem.engine.provider.write_hooks.append(_FailingUpdates())
+    with pytest.raises(MemoryError) as err:
+        mem.add(tenant, content="Dana lives in Berlin", layer="user", identifiers=U, supersedes=[old.id])
+    assert err.value.code == "PROVIDER_ERROR"
+    listed = mem.list(tenant, layer="user", identifiers=U, include_superseded=True).memories
+    assert [(m.content, m.status, m.version) for m in listed] == [("Dana lives in Hamburg", "active", 1)]
+
+
+def test_a_replacement_keeps_the_accesses_recorded_after_it_was_read(
+    open_store: Callable[..., Memory], tenant: TenantContext
+) -> None:
+    """Marking a memory superseded writes its validity, not the access statistics of the copy the
+    writer read: an access recorded in between still counts."""
+    mem = open_store()
+    provider = mem.engine.provider
+    old = mem.add(tenant, content="Dana lives in Hamburg", layer="user", identifiers=U).memory
+    now = mem.engine.now()
+    read = provider.get(tenant.tenant_id, old.id, now, include_embedding=True)
+    assert read is not None and read.access_count == 0
+    provider.record_access(tenant.tenant_id, {old.id: 0.7}, now)  # after the writer's read
+    newer = read.model_copy(update={"id": "dana-berlin", "content": "Dana lives in Berlin", "content_hash": "sha"})
+    assert provider.add_replacing([newer], [(_superseded_copy(read, newer, now), read)]) == [True]
+    got = provider.get(tenant.tenant_id, old.id, now, statuses=("superseded",))
+    assert got is not None and got.provenance.superseded_by == "dana-berlin" and got.version == 2
+    assert got.access_count == 1
+    # a replacement of a version another writer changed meanwhile is not applied
+    again = read.model_copy(update={"id": "dana-paris", "content": "Dana lives in Paris", "content_hash": "sha2"})
+    assert provider.add_replacing([again], [(_superseded_copy(read, again, now), read)]) == [False]
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

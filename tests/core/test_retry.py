@@ -24,14 +24,20 @@ class _FlakyDuckDB(DuckDBProvider):
         self.failures = failures
         self.attempts = 0
 
-    def add(
-        self, entries: Sequence[MemoryEntry], *, cache_model: str | None = None, prepared: PreparedAdd | None = None
-    ) -> None:
+    def add_replacing(
+        self,
+        entries: Sequence[MemoryEntry],
+        replacements: Sequence[tuple[MemoryEntry, MemoryEntry]],
+        *,
+        cache_model: str | None = None,
+        prepared: PreparedAdd | None = None,
+    ) -> list[bool]:
+        """The write of every add (its rows and the memories it replaces)."""
         self.attempts += 1
         if self.failures > 0:
             self.failures -= 1
             raise TransientProviderError("simulated lock contention")
-        super().add(entries, cache_model=cache_model, prepared=prepared)
+        return super().add_replacing(entries, replacements, cache_model=cache_model, prepared=prepared)
 
 
 def test_transient_errors_are_retried(tmp_path: Path, open_mem: Callable[..., Memory], acme: TenantContext) -> None:

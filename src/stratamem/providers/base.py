@@ -428,6 +428,33 @@ class MemoryProvider(ABC):
         ``entry.embedding`` None means "keep the stored vector".
         """
 
+    def add_replacing(
+        self,
+        entries: Sequence[MemoryEntry],
+        replacements: Sequence[tuple[MemoryEntry, MemoryEntry]],
+        *,
+        cache_model: str | None = None,
+        prepared: PreparedAdd | None = None,
+    ) -> builtins.list[bool]:
+        """:meth:`add` the entries, then :meth:`update` each ``(new, previous)`` of ``replacements``
+        (the older memories the new ones make out of date, marked superseded), in that order.
+
+        ``new`` differs from ``previous`` in its status, provenance, version, etag, update and
+        deletion times only; a store may write just those (DuckDB does, so that the accesses it
+        logged since ``previous`` was read are not overwritten).
+
+        A store with transactions (DuckDB, PostgreSQL) does both in one: a new memory is never
+        stored without its replacements, nor a replacement without it, and the write pays one
+        commit. A replacement may name an entry of the same call (added first). This default, for a
+        store without transactions, calls the two in turn.
+
+        Returns:
+            Per replacement, whether it was applied (False: its stored version is no longer
+            ``previous.version``, another writer changed it).
+        """
+        self.add(entries, cache_model=cache_model, prepared=prepared)
+        return [self.update(new, previous) for new, previous in replacements]
+
     @abstractmethod
     def delete(self, tenant_id: str, ids: Sequence[str]) -> builtins.list[str]:
         """Hard-delete these ids of this tenant atomically; returns the ids that existed."""

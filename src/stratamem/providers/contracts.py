@@ -106,6 +106,18 @@ class MemoryStore(Protocol):
         """Replace ``previous`` with ``entry`` iff the stored version is still ``previous.version``."""
         ...
 
+    def add_replacing(
+        self,
+        entries: Sequence[MemoryEntry],
+        replacements: Sequence[tuple[MemoryEntry, MemoryEntry]],
+        *,
+        cache_model: str | None = None,
+        prepared: PreparedAdd | None = None,
+    ) -> builtins.list[bool]:
+        """``add(entries)`` then ``update(new, previous)`` per replacement, in one transaction where
+        the store has them; per replacement, whether it was applied."""
+        ...
+
     def delete(self, tenant_id: str, ids: Sequence[str]) -> builtins.list[str]: ...
 
     def list(self, query: ListQuery) -> ListPage: ...

@@ -114,6 +114,44 @@ class InMemoryProvider(MemoryProvider):
                 if cache_model is not None:
                     self._cache.setdefault((e.tenant_id, cache_model, e.content_hash), self._vectors[key])
 
+    def add_replacing(
+        self,
+        entries: Sequence[MemoryEntry],
+        replacements: Sequence[tuple[MemoryEntry, MemoryEntry]],
+        *,
+        cache_model: str | None = None,
+        prepared: PreparedAdd | None = None,
+    ) -> builtins.list[bool]:
+        with self._lock:  # one step for every reader: the lock is re-entrant
+            keys = [(e.tenant_id, e.id) for e in entries] + [(n.tenant_id, n.id) for n, _ in replacements]
+            saved = {key: (self._rows.get(key), self._vectors.get(key), self._terms.get(key)) for key in keys}
+            try:
+                self.add(entries, cache_model=cache_model, prepared=prepared)
+                return [self._replace(new, previous) for new, previous in replacements]
+            except BaseException:  # as a rolled-back transaction: the rows as they were
+                for key, (row, vector, terms) in saved.items():
+                    if row is None or vector is None:
+                        self._rows.pop(key, None)
+                        self._vectors.pop(key, None)
+                        self._terms.pop(key, None)
+                    else:
+                        self._rows[key], self._vectors[key] = row, vector
+                        self._terms[key] = terms if terms is not None else {}
+                raise
+
+    def _replace(self, entry: MemoryEntry, previous: MemoryEntry) -> bool:
+        """A replacement of :meth:`add_replacing`: the stored row's status, provenance, version,
+        etag, update and deletion times become ``entry``'s, the rest stays as stored."""
+        key = (entry.tenant_id, entry.id)
+        current = self._rows.get(key)
+        if current is None or current.version != previous.version:
+            return False
+        for hook in self.write_hooks:
+            hook.after_update(None, entry, previous)
+        fields = ("status", "provenance", "version", "etag", "updated_at", "deleted_at")
+        self._rows[key] = current.model_copy(update={f: getattr(entry, f) for f in fields}, deep=True)
+        return True
+
     def get(
         self,
         tenant_id: str,

@@ -563,25 +563,73 @@ class PostgresProvider(PostgresRowCopyMixin, MemoryProvider):
     ) -> None:
         if not entries:
             return
-        rows = [self._row_values(e) for e in entries]
         with self.transaction("add") as conn:
-            with conn.cursor() as cur, cur.copy(f"COPY memories ({_INSERT_COLUMNS}) FROM STDIN (FORMAT BINARY)") as cp:
-                cp.set_types(_COPY_TYPES)
-                for row in rows:
-                    cp.write_row(row)
-            if cache_model is not None:
-                by_tenant: dict[str, list[str]] = {}
-                for e in entries:
-                    by_tenant.setdefault(e.tenant_id, []).append(e.id)
-                for tenant_id, ids in by_tenant.items():
-                    conn.execute(
-                        "INSERT INTO embedding_cache (tenant_id, model, content_hash, embedding, created_at) "
-                        "SELECT DISTINCT ON (content_hash) tenant_id, %s, content_hash, embedding, now() "
-                        "FROM memories WHERE tenant_id = %s AND id = ANY(%s) ORDER BY content_hash "
-                        "ON CONFLICT DO NOTHING",
-                        [cache_model, tenant_id, ids],
-                    )
-            self._run_add_hooks(conn, entries, prepared)
+            self._add_in(conn, entries, cache_model, prepared)
+
+    def add_replacing(
+        self,
+        entries: Sequence[MemoryEntry],
+        replacements: Sequence[tuple[MemoryEntry, MemoryEntry]],
+        *,
+        cache_model: str | None = None,
+        prepared: PreparedAdd | None = None,
+    ) -> builtins.list[bool]:
+        with self.transaction("add") as conn:
+            if entries:
+                self._add_in(conn, entries, cache_model, prepared)
+            return [self._replace_in(conn, new, previous) for new, previous in replacements]
+
+    def _replace_in(self, conn: psycopg.Connection[Any], entry: MemoryEntry, previous: MemoryEntry) -> bool:
+        """A replacement of :meth:`add_replacing` in the transaction of ``conn``: the stored row's
+        status, provenance, version, etag, update and deletion times become ``entry``'s, the rest
+        stays as stored (accesses recorded since the row was read still count)."""
+        cur = conn.execute(
+            "UPDATE memories SET status = %s, provenance = %s, version = %s, etag = %s, updated_at = %s, "
+            "deleted_at = %s WHERE tenant_id = %s AND id = %s AND version = %s",
+            [
+                entry.status,
+                Json(entry.provenance.model_dump(mode="json", exclude_none=True), dumps=dump_json),
+                entry.version,
+                entry.etag,
+                entry.updated_at,
+                entry.deleted_at,
+                entry.tenant_id,
+                entry.id,
+                previous.version,
+            ],
+        )
+        if cur.rowcount != 1:
+            return False
+        for hook in self.write_hooks:
+            hook.after_update(conn, entry, previous)
+        return True
+
+    def _add_in(
+        self,
+        conn: psycopg.Connection[Any],
+        entries: Sequence[MemoryEntry],
+        cache_model: str | None,
+        prepared: PreparedAdd | None,
+    ) -> None:
+        """:meth:`add` in the transaction of ``conn``."""
+        rows = [self._row_values(e) for e in entries]
+        with conn.cursor() as cur, cur.copy(f"COPY memories ({_INSERT_COLUMNS}) FROM STDIN (FORMAT BINARY)") as cp:
+            cp.set_types(_COPY_TYPES)
+            for row in rows:
+                cp.write_row(row)
+        if cache_model is not None:
+            by_tenant: dict[str, list[str]] = {}
+            for e in entries:
+                by_tenant.setdefault(e.tenant_id, []).append(e.id)
+            for tenant_id, ids in by_tenant.items():
+                conn.execute(
+                    "INSERT INTO embedding_cache (tenant_id, model, content_hash, embedding, created_at) "
+                    "SELECT DISTINCT ON (content_hash) tenant_id, %s, content_hash, embedding, now() "
+                    "FROM memories WHERE tenant_id = %s AND id = ANY(%s) ORDER BY content_hash "
+                    "ON CONFLICT DO NOTHING",
+                    [cache_model, tenant_id, ids],
+                )
+        self._run_add_hooks(conn, entries, prepared)
 
     def get(
         self,
@@ -601,32 +649,36 @@ class PostgresProvider(PostgresRowCopyMixin, MemoryProvider):
         return self._entry(row, include_embedding) if row else None
 
     def update(self, entry: MemoryEntry, previous: MemoryEntry) -> bool:
+        with self.transaction("update") as conn:
+            return self._update_in(conn, entry, previous)
+
+    def _update_in(self, conn: psycopg.Connection[Any], entry: MemoryEntry, previous: MemoryEntry) -> bool:
+        """:meth:`update` in the transaction of ``conn``."""
         values = self._row_values(entry)
         set_embedding = entry.embedding is not None
-        with self.transaction("update") as conn:
-            cur = conn.execute(
-                "UPDATE memories SET layer = %s, scope = %s, content = %s, content_hash = %s, identifiers = %s, "
-                "metadata = %s, provenance = %s, tier = %s, status = %s, version = %s, etag = %s, importance = %s, "
-                "access_count = %s, created_at = %s, updated_at = %s, expires_at = %s, last_accessed_at = %s, "
-                "deleted_at = %s"
-                + (", embedding = %s" if set_embedding else "")
-                + " WHERE tenant_id = %s AND id = %s AND version = %s",
-                [
-                    *values[2:6],
-                    Json(values[6], dumps=dump_json),
-                    Json(values[7], dumps=dump_json),
-                    Json(values[8], dumps=dump_json),
-                    *values[9:20],
-                    *([values[20]] if set_embedding else []),
-                    entry.tenant_id,
-                    entry.id,
-                    previous.version,
-                ],
-            )
-            if cur.rowcount != 1:
-                return False
-            for hook in self.write_hooks:
-                hook.after_update(conn, entry, previous)
+        cur = conn.execute(
+            "UPDATE memories SET layer = %s, scope = %s, content = %s, content_hash = %s, identifiers = %s, "
+            "metadata = %s, provenance = %s, tier = %s, status = %s, version = %s, etag = %s, importance = %s, "
+            "access_count = %s, created_at = %s, updated_at = %s, expires_at = %s, last_accessed_at = %s, "
+            "deleted_at = %s"
+            + (", embedding = %s" if set_embedding else "")
+            + " WHERE tenant_id = %s AND id = %s AND version = %s",
+            [
+                *values[2:6],
+                Json(values[6], dumps=dump_json),
+                Json(values[7], dumps=dump_json),
+                Json(values[8], dumps=dump_json),
+                *values[9:20],
+                *([values[20]] if set_embedding else []),
+                entry.tenant_id,
+                entry.id,
+                previous.version,
+            ],
+        )
+        if cur.rowcount != 1:
+            return False
+        for hook in self.write_hooks:
+            hook.after_update(conn, entry, previous)
         return True
 
     def delete(self, tenant_id: str, ids: Sequence[str]) -> builtins.list[str]:
