@@ -577,32 +577,7 @@ class PostgresProvider(PostgresRowCopyMixin, MemoryProvider):
         with self.transaction("add") as conn:
             if entries:
                 self._add_in(conn, entries, cache_model, prepared)
-            return [self._replace_in(conn, new, previous) for new, previous in replacements]
-
-    def _replace_in(self, conn: psycopg.Connection[Any], entry: MemoryEntry, previous: MemoryEntry) -> bool:
-        """A replacement of :meth:`add_replacing` in the transaction of ``conn``: the stored row's
-        status, provenance, version, etag, update and deletion times become ``entry``'s, the rest
-        stays as stored (accesses recorded since the row was read still count)."""
-        cur = conn.execute(
-            "UPDATE memories SET status = %s, provenance = %s, version = %s, etag = %s, updated_at = %s, "
-            "deleted_at = %s WHERE tenant_id = %s AND id = %s AND version = %s",
-            [
-                entry.status,
-                Json(entry.provenance.model_dump(mode="json", exclude_none=True), dumps=dump_json),
-                entry.version,
-                entry.etag,
-                entry.updated_at,
-                entry.deleted_at,
-                entry.tenant_id,
-                entry.id,
-                previous.version,
-            ],
-        )
-        if cur.rowcount != 1:
-            return False
-        for hook in self.write_hooks:
-            hook.after_update(conn, entry, previous)
-        return True
+            return [self._update_in(conn, new, previous, validity_only=True) for new, previous in replacements]
 
     def _add_in(
         self,
@@ -652,29 +627,45 @@ class PostgresProvider(PostgresRowCopyMixin, MemoryProvider):
         with self.transaction("update") as conn:
             return self._update_in(conn, entry, previous)
 
-    def _update_in(self, conn: psycopg.Connection[Any], entry: MemoryEntry, previous: MemoryEntry) -> bool:
-        """:meth:`update` in the transaction of ``conn``."""
-        values = self._row_values(entry)
-        set_embedding = entry.embedding is not None
-        cur = conn.execute(
-            "UPDATE memories SET layer = %s, scope = %s, content = %s, content_hash = %s, identifiers = %s, "
-            "metadata = %s, provenance = %s, tier = %s, status = %s, version = %s, etag = %s, importance = %s, "
-            "access_count = %s, created_at = %s, updated_at = %s, expires_at = %s, last_accessed_at = %s, "
-            "deleted_at = %s"
-            + (", embedding = %s" if set_embedding else "")
-            + " WHERE tenant_id = %s AND id = %s AND version = %s",
-            [
+    def _update_in(
+        self, conn: psycopg.Connection[Any], entry: MemoryEntry, previous: MemoryEntry, *, validity_only: bool = False
+    ) -> bool:
+        """:meth:`update` in the transaction of ``conn``. ``validity_only`` (a replacement of
+        :meth:`add_replacing`): only the row's status, provenance, version, etag, update and
+        deletion times become ``entry``'s, the rest stays as stored (accesses recorded since the row
+        was read still count)."""
+        if validity_only:
+            sql = (
+                "UPDATE memories SET status = %s, provenance = %s, version = %s, etag = %s, updated_at = %s, "
+                "deleted_at = %s"
+            )
+            params: list[Any] = [
+                entry.status,
+                Json(entry.provenance.model_dump(mode="json", exclude_none=True), dumps=dump_json),
+                entry.version,
+                entry.etag,
+                entry.updated_at,
+                entry.deleted_at,
+            ]
+        else:
+            values = self._row_values(entry)
+            set_embedding = entry.embedding is not None
+            sql = (
+                "UPDATE memories SET layer = %s, scope = %s, content = %s, content_hash = %s, identifiers = %s, "
+                "metadata = %s, provenance = %s, tier = %s, status = %s, version = %s, etag = %s, importance = %s, "
+                "access_count = %s, created_at = %s, updated_at = %s, expires_at = %s, last_accessed_at = %s, "
+                "deleted_at = %s" + (", embedding = %s" if set_embedding else "")
+            )
+            params = [
                 *values[2:6],
                 Json(values[6], dumps=dump_json),
                 Json(values[7], dumps=dump_json),
                 Json(values[8], dumps=dump_json),
                 *values[9:20],
                 *([values[20]] if set_embedding else []),
-                entry.tenant_id,
-                entry.id,
-                previous.version,
-            ],
-        )
+            ]
+        where = " WHERE tenant_id = %s AND id = %s AND version = %s"
+        cur = conn.execute(sql + where, [*params, entry.tenant_id, entry.id, previous.version])
         if cur.rowcount != 1:
             return False
         for hook in self.write_hooks:

@@ -93,7 +93,7 @@ class MemoriesMixin(SearchIndexMixin):
             self._run_add_hooks(cur, entries, prepared)
             for tenant_id in dict.fromkeys(e.tenant_id for e in entries):
                 self._stage(Change("upsert", tenant_id, entries=[e for e in entries if e.tenant_id == tenant_id]))
-            return [self._replace_in(cur, new, previous) for new, previous in replacements]
+            return [self._update_in(cur, new, previous, validity_only=True) for new, previous in replacements]
 
     def get(
         self,
@@ -117,52 +117,43 @@ class MemoriesMixin(SearchIndexMixin):
         with self.transaction() as cur:
             return self._update_in(cur, entry, previous)
 
-    def _replace_in(self, cur: Any, entry: MemoryEntry, previous: MemoryEntry) -> bool:
-        """A replacement of :meth:`add_replacing` in the write transaction of ``cur``: the stored
-        row's status, provenance, version, etag, update and deletion times become ``entry``'s, the
-        rest stays as stored. The access statistics are not rewritten, so accesses logged since the
-        row was read still count when the log is folded."""
+    def _update_in(self, cur: Any, entry: MemoryEntry, previous: MemoryEntry, *, validity_only: bool = False) -> bool:
+        """:meth:`update` in the write transaction of ``cur``. ``validity_only`` (a replacement of
+        :meth:`add_replacing`): only the row's status, provenance, version, etag, update and
+        deletion times become ``entry``'s, the rest stays as stored; the access statistics are not
+        rewritten, so accesses logged since the row was read still count when the log is folded."""
         where, params = by_ids(entry.tenant_id, [entry.id])
         row = cur.execute(f"SELECT version FROM memories WHERE {where}", params).fetchone()
         if row is None or int(row[0]) != previous.version:
             return False
-        cur.execute(
-            "UPDATE memories SET status = ?, provenance = ?, version = ?, etag = ?, updated_at = ?, deleted_at = ? "
-            f"WHERE {where}",
-            [
-                entry.status,
-                provenance_json(entry),
-                entry.version,
-                entry.etag,
-                to_naive_utc(entry.updated_at),
-                to_naive_utc(entry.deleted_at),
-                *params,
-            ],
-        )
-        for hook in self.write_hooks:
-            hook.after_update(cur, entry, previous)
-        self._stage(Change("upsert", entry.tenant_id, entries=[entry], previous=[previous]))
-        return True
-
-    def _update_in(self, cur: Any, entry: MemoryEntry, previous: MemoryEntry) -> bool:
-        """:meth:`update` in the write transaction of ``cur``."""
-        values = self._row_values(entry.model_copy(update={"embedding": entry.embedding or [0.0]}))
-        values[20] = _vector_literal(values[20])
-        set_embedding = entry.embedding is not None
-        dims = int(self.db.dims or 0)
-        where, params = by_ids(entry.tenant_id, [entry.id])
-        row = cur.execute(f"SELECT version FROM memories WHERE {where}", params).fetchone()
-        if row is None or int(row[0]) != previous.version:
-            return False
-        cur.execute(
-            "UPDATE memories SET layer = ?, scope = ?, content = ?, content_hash = ?, identifiers = ?, "
-            "metadata = ?, provenance = ?, tier = ?, status = ?, version = ?, etag = ?, importance = ?, "
-            "access_count = ?, created_at = ?, updated_at = ?, expires_at = ?, last_accessed_at = ?, "
-            "deleted_at = ?" + (f", embedding = ?::FLOAT[{dims}]" if set_embedding else "") + f" WHERE {where}",
-            [*values[2:20], *([values[20]] if set_embedding else []), *params],
-        )
-        if entry.content_hash:
-            self.db.known_hashes.add("memories", entry.tenant_id, self.db.model, [entry.content_hash])
+        if validity_only:
+            cur.execute(
+                "UPDATE memories SET status = ?, provenance = ?, version = ?, etag = ?, updated_at = ?, "
+                f"deleted_at = ? WHERE {where}",
+                [
+                    entry.status,
+                    provenance_json(entry),
+                    entry.version,
+                    entry.etag,
+                    to_naive_utc(entry.updated_at),
+                    to_naive_utc(entry.deleted_at),
+                    *params,
+                ],
+            )
+        else:
+            values = self._row_values(entry.model_copy(update={"embedding": entry.embedding or [0.0]}))
+            values[20] = _vector_literal(values[20])
+            set_embedding = entry.embedding is not None
+            dims = int(self.db.dims or 0)
+            cur.execute(
+                "UPDATE memories SET layer = ?, scope = ?, content = ?, content_hash = ?, identifiers = ?, "
+                "metadata = ?, provenance = ?, tier = ?, status = ?, version = ?, etag = ?, importance = ?, "
+                "access_count = ?, created_at = ?, updated_at = ?, expires_at = ?, last_accessed_at = ?, "
+                "deleted_at = ?" + (f", embedding = ?::FLOAT[{dims}]" if set_embedding else "") + f" WHERE {where}",
+                [*values[2:20], *([values[20]] if set_embedding else []), *params],
+            )
+            if entry.content_hash:
+                self.db.known_hashes.add("memories", entry.tenant_id, self.db.model, [entry.content_hash])
         for hook in self.write_hooks:
             hook.after_update(cur, entry, previous)
         self._stage(Change("upsert", entry.tenant_id, entries=[entry], previous=[previous]))
