@@ -81,8 +81,8 @@ def pool() -> Iterator[ThreadPoolExecutor]:
         yield executor
 
 
-def _add(mem: Memory, ctx: TenantContext, content: str) -> AddMemoryOutput:
-    return mem.add(ctx, content, layer="user", identifiers=U)
+def _add(mem: Memory, ctx: TenantContext, content: str, supersedes: Sequence[str] | None = None) -> AddMemoryOutput:
+    return mem.add(ctx, content, layer="user", identifiers=U, supersedes=supersedes)
 
 
 def _grouped(
@@ -90,16 +90,17 @@ def _grouped(
     pool: ThreadPoolExecutor,
     hook: Transactions,
     first: tuple[TenantContext, str],
-    queued: Sequence[tuple[TenantContext, str]],
+    queued: Sequence[tuple[TenantContext, str] | tuple[TenantContext, str, Sequence[str]]],
 ) -> tuple[Future[AddMemoryOutput], list[Future[AddMemoryOutput]]]:
-    """Add ``first`` and hold its transaction; queue ``queued`` (same tenant) behind it one by one,
-    in that order, then release. Returns the futures of the first add and of the queued ones."""
+    """Add ``first`` and hold its transaction; queue ``queued`` (same tenant; a third item: the ids
+    the add supersedes) behind it one by one, in that order, then release. Returns the futures of
+    the first add and of the queued ones."""
     hook.hold()
     head = pool.submit(_add, mem, *first)
     _wait_for(hook.holding.is_set, "the first add's transaction")
     rest: list[Future[AddMemoryOutput]] = []
-    for ctx, content in queued:
-        rest.append(pool.submit(_add, mem, ctx, content))
+    for item in queued:
+        rest.append(pool.submit(_add, mem, *item))
         n = len(rest)
         _wait_for(lambda n=n: mem.engine.add_groups.queued(first[0].tenant_id) == n, "the add to queue")  # type: ignore[misc]
     hook.release()
@@ -196,14 +197,8 @@ def test_an_add_naming_no_memory_to_supersede_fails_alone_and_is_not_stored(
 ) -> None:
     hook = Transactions()
     store.engine.provider.write_hooks.append(hook)
-    hook.hold()
-    head = pool.submit(_add, store, tenant, "held first")
-    _wait_for(hook.holding.is_set, "the first add's transaction")
-    good = pool.submit(_add, store, tenant, "valid second")
-    _wait_for(lambda: store.engine.add_groups.queued(tenant.tenant_id) == 1, "the valid add to queue")
-    bad = pool.submit(store.add, tenant, "names no memory", layer="user", identifiers=U, supersedes=["no-such-id"])
-    _wait_for(lambda: store.engine.add_groups.queued(tenant.tenant_id) == 2, "the other add to queue")
-    hook.release()
+    queued = [(tenant, "valid second"), (tenant, "names no memory", ["no-such-id"])]
+    head, (good, bad) = _grouped(store, pool, hook, (tenant, "held first"), queued)
     with pytest.raises(MemoryError) as err:
         bad.result(30)
     assert err.value.code.value == "MEMORY_NOT_FOUND" and err.value.details["id"] == "no-such-id"
