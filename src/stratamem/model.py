@@ -343,7 +343,8 @@ class AddMemoryInput(_Model):
     expires_at: datetime | None = None
     importance: float | None = None
     provenance: Provenance | None = None
-    #: Ids of older memories of the same tenant that this one replaces (marked ``superseded``).
+    #: Ids of older memories of the same tenant that this one replaces (marked ``superseded`` in the
+    #: add's own transaction); one that names no current memory fails the add before it is stored.
     supersedes: list[str] | None = None
 
 

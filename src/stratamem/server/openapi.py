@@ -127,7 +127,12 @@ FIELDS: dict[str, tuple[str, Any]] = {
         "`user` adds `session` (with sessionId) and `agent` (with agentId).",
         True,
     ),
-    "supersedes": ("Ids of older memories this one replaces; they become `superseded` (kept as history).", []),
+    "supersedes": (
+        "Ids of older memories this one replaces; they become `superseded` (kept as history) in the same "
+        "transaction. An id that names no current memory of the tenant fails the add (`MEMORY_NOT_FOUND`) "
+        "and nothing is stored.",
+        [],
+    ),
     "superseded": ("Ids of older memories this one made out of date (now `superseded`).", []),
     "importanceBoost": ("0..1: discount less important memories (default off).", 0.5),
     "score": ("Relevance 0..1 after boosts.", 0.83),
