@@ -8,6 +8,8 @@ from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
+from arro3.core import Table
+
 from ...embeddings.base import Vector
 from ...filters import Predicate
 from ...model import MemoryEntry
@@ -58,42 +60,57 @@ class MemoriesMixin(SearchIndexMixin):
         cache_model: str | None = None,
         prepared: PreparedAdd | None = None,
     ) -> builtins.list[bool]:
-        if not entries:
-            return [self.update(new, previous) for new, previous in replacements]
-        ready = prepared is not None and prepared.rows is not None and prepared.matches(entries)
-        columns = prepared.rows if ready and prepared is not None else self._prepare_rows(entries)
-        batch = self._arrow_batch(columns, entries)
+        if not entries and not replacements:
+            return []
+        batch: Table | None = None
+        if entries:  # built before the write lock is taken
+            ready = prepared is not None and prepared.rows is not None and prepared.matches(entries)
+            columns = prepared.rows if ready and prepared is not None else self._prepare_rows(entries)
+            batch = self._arrow_batch(columns, entries)
         # New rows, and replacements that leave the access statistics as stored: the logged accesses
         # need not be folded first (the fold scans ``memories``; the next write that rewrites stored
         # rows whole, or a read, folds them).
         with self.transaction(settle=False) as cur:
-            cur.register("stratamem_batch", batch)
-            try:
-                cur.execute(f"INSERT INTO memories ({_INSERT_COLUMNS}) SELECT {_INSERT_COLUMNS} FROM stratamem_batch")
-                # The store's own model needs no copy: cache_get reads its vectors from ``memories``
-                # (1000 rows: ~1.5 MB of WAL and an insert less per add; a 100k store's file
-                # 0.81 GB instead of 1.31).
-                # DISTINCT ON only where the batch repeats a content (it is not free on large batches).
-                if cache_model is not None and cache_model != self.db.model:
-                    repeats = len({e.content_hash for e in entries}) < len(entries)
-                    cur.execute(
-                        "INSERT OR IGNORE INTO embedding_cache SELECT "
-                        + ("DISTINCT ON (content_hash) " if repeats else "")
-                        + "tenant_id, ?, content_hash, embedding, created_at FROM stratamem_batch",
-                        [cache_model],
-                    )
-            finally:
-                cur.unregister("stratamem_batch")
-            known = self.db.known_hashes
-            for tenant_id in dict.fromkeys(e.tenant_id for e in entries):
-                stored = [e.content_hash for e in entries if e.tenant_id == tenant_id and e.content_hash]
-                known.add("memories", tenant_id, self.db.model, stored)
-                if cache_model is not None and cache_model != self.db.model:
-                    known.add("embedding_cache", tenant_id, cache_model, stored)
-            self._run_add_hooks(cur, entries, prepared)
-            for tenant_id in dict.fromkeys(e.tenant_id for e in entries):
-                self._stage(Change("upsert", tenant_id, entries=[e for e in entries if e.tenant_id == tenant_id]))
+            if batch is not None:
+                self._insert_in(cur, batch, entries, cache_model, prepared)
             return [self._update_in(cur, new, previous, validity_only=True) for new, previous in replacements]
+
+    def _insert_in(
+        self,
+        cur: Any,
+        batch: Table,
+        entries: Sequence[MemoryEntry],
+        cache_model: str | None,
+        prepared: PreparedAdd | None,
+    ) -> None:
+        """The rows of :meth:`add` (``batch``, their Arrow table), their cache entries and the write
+        hooks, in the transaction of ``cur``."""
+        cur.register("stratamem_batch", batch)
+        try:
+            cur.execute(f"INSERT INTO memories ({_INSERT_COLUMNS}) SELECT {_INSERT_COLUMNS} FROM stratamem_batch")
+            # The store's own model needs no copy: cache_get reads its vectors from ``memories``
+            # (1000 rows: ~1.5 MB of WAL and an insert less per add; a 100k store's file
+            # 0.81 GB instead of 1.31).
+            # DISTINCT ON only where the batch repeats a content (it is not free on large batches).
+            if cache_model is not None and cache_model != self.db.model:
+                repeats = len({e.content_hash for e in entries}) < len(entries)
+                cur.execute(
+                    "INSERT OR IGNORE INTO embedding_cache SELECT "
+                    + ("DISTINCT ON (content_hash) " if repeats else "")
+                    + "tenant_id, ?, content_hash, embedding, created_at FROM stratamem_batch",
+                    [cache_model],
+                )
+        finally:
+            cur.unregister("stratamem_batch")
+        known = self.db.known_hashes
+        for tenant_id in dict.fromkeys(e.tenant_id for e in entries):
+            stored = [e.content_hash for e in entries if e.tenant_id == tenant_id and e.content_hash]
+            known.add("memories", tenant_id, self.db.model, stored)
+            if cache_model is not None and cache_model != self.db.model:
+                known.add("embedding_cache", tenant_id, cache_model, stored)
+        self._run_add_hooks(cur, entries, prepared)
+        for tenant_id in dict.fromkeys(e.tenant_id for e in entries):
+            self._stage(Change("upsert", tenant_id, entries=[e for e in entries if e.tenant_id == tenant_id]))
 
     def get(
         self,
