@@ -743,7 +743,7 @@ class MemoryEngine:
                 vector=np.asarray(entry.embedding, dtype=np.float32),
                 text=entry.content,
                 limit=n,
-                min_score=replacements.min_score(),
+                min_score=replacements.MIN_SCORE,
                 now=now,
             )
             page: SearchPage = self._store(lambda: self.provider.search(query), operation)

@@ -28,6 +28,9 @@ from .errors import ErrorCode, MemoryError
 from .layers import scope_key
 from .model import MemoryEntry
 
+#: The dense score ``(1 + cosine) / 2`` a candidate needs (the weakest rule's cosine).
+MIN_SCORE = (1.0 + supersession.MIN_COSINE_FROM_TO) / 2.0
+
 
 def plan(
     entries: Sequence[MemoryEntry],
@@ -110,16 +113,11 @@ def _replaced_by(
     return [old for old in olds.values() if old.id != entry.id and old.status == "active"]
 
 
-def min_score() -> float:
-    """The dense score ``(1 + cosine) / 2`` a candidate needs (the weakest rule's cosine)."""
-    return (1.0 + supersession.MIN_COSINE_FROM_TO) / 2.0
-
-
 def _similar_in_batch(
     entry: MemoryEntry, earlier: Sequence[MemoryEntry], now: datetime
 ) -> list[tuple[float, MemoryEntry]]:
     """Earlier entries of the batch in the entry's scope, scored as the store's dense search would
-    score them once stored, that pass :func:`min_score`."""
+    score them once stored, that pass ``MIN_SCORE``."""
     key = scope_key(entry.layer, entry.identifiers)
     same = [
         e
@@ -134,5 +132,4 @@ def _similar_in_batch(
     q = np.asarray(entry.embedding, dtype=np.float32)
     rows = np.asarray([e.embedding for e in same], dtype=np.float32)
     cosines = (rows @ q) / np.maximum(np.linalg.norm(rows, axis=1) * np.linalg.norm(q), 1e-12)
-    floor = min_score()
-    return [(s, e) for e, c in zip(same, cosines.tolist(), strict=True) if (s := (1.0 + c) / 2.0) >= floor]
+    return [(s, e) for e, c in zip(same, cosines.tolist(), strict=True) if (s := (1.0 + c) / 2.0) >= MIN_SCORE]

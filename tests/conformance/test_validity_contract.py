@@ -16,8 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from stratamem import Memory, MemoryConfig, MemoryError, TenantContext
-from stratamem.engine import _superseded_copy
+from stratamem import Memory, MemoryConfig, MemoryEntry, MemoryError, TenantContext
 
 U = {"user_id": "dana"}
 
@@ -155,13 +154,21 @@ def test_a_replacement_keeps_the_accesses_recorded_after_it_was_read(
     assert read is not None and read.access_count == 0
     provider.record_access(tenant.tenant_id, {old.id: 0.7}, now)  # after the writer's read
     newer = read.model_copy(update={"id": "dana-berlin", "content": "Dana lives in Berlin", "content_hash": "sha"})
-    assert provider.add_replacing([newer], [(_superseded_copy(read, newer, now), read)]) == [True]
+    assert provider.add_replacing([newer], [(_marked(read, newer), read)]) == [True]
     got = provider.get(tenant.tenant_id, old.id, now, statuses=("superseded",))
     assert got is not None and got.provenance.superseded_by == "dana-berlin" and got.version == 2
     assert got.access_count == 1
     # a replacement of a version another writer changed meanwhile is not applied
     again = read.model_copy(update={"id": "dana-paris", "content": "Dana lives in Paris", "content_hash": "sha2"})
-    assert provider.add_replacing([again], [(_superseded_copy(read, again, now), read)]) == [False]
+    assert provider.add_replacing([again], [(_marked(read, again), read)]) == [False]
+
+
+def _marked(old: MemoryEntry, new: MemoryEntry) -> MemoryEntry:
+    """``old`` as a replacement of ``add_replacing`` marks it: superseded by ``new``, next version."""
+    provenance = old.provenance.model_copy(update={"superseded_by": new.id, "valid_to": new.created_at})
+    return old.model_copy(
+        update={"status": "superseded", "provenance": provenance, "version": old.version + 1, "etag": "e2"}
+    )
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
