@@ -96,11 +96,17 @@ Rerank = Callable[[Sequence[context.Hit], float], list[context.Hit]]
 
 
 def engine_ranked(
-    conv: Conversation, qi: int, scores: np.ndarray, weight: float, after: int, rerank: Rerank = context.rerank
+    conv: Conversation,
+    qi: int,
+    scores: np.ndarray,
+    weight: float,
+    after: int,
+    rerank: Rerank = context.rerank,
+    speaker_penalty: float = context.SPEAKER_PENALTY,
 ) -> list[int]:
     """The engine's page: the best ``CANDIDATES`` by relevance, then ``context.lexical_context``
-    (the turns read by place from the conversation) and ``rerank`` (the engine's ``context.rerank``
-    unless a variant gives another), as ``context_page``."""
+    (the turns read by place from the conversation), ``rerank`` (the engine's ``context.rerank``
+    unless a variant gives another) and ``context.prefer_speaker``, as ``context_page``."""
     order = [int(i) for i in np.argsort(-scores, kind="stable")[: context.CANDIDATES]]
     if weight <= 0:
         return order
@@ -127,7 +133,8 @@ def engine_ranked(
     candidates = [ScoredEntry(entry=conv.entries[i], score=float(scores[i])) for i in order]
     hits = context.lexical_context(candidates, read, conv.queries[qi], vector, 1.0, 0.0, after=after)
     index = {e.id: i for i, e in enumerate(conv.entries)}
-    return [index[context.hit_id(h)] for h in rerank(hits, weight)]
+    ranked = context.prefer_speaker(rerank(hits, weight), conv.queries[qi], speaker_penalty)
+    return [index[context.hit_id(h)] for h in ranked]
 
 
 def rerank_two_neighbours(hits: Sequence[context.Hit], weight: float) -> list[context.Hit]:
@@ -228,9 +235,11 @@ def evaluate(
     window: int,
     after: int | None = None,
     rerank: Rerank = context.rerank,
+    speaker_penalty: float = context.SPEAKER_PENALTY,
 ) -> dict[str, Any]:
     """Recall@10 (all, dev, held out, and per category on each split), hit@1 and MRR of a variant;
-    ``after`` not None: the engine's lexical context, reading ``after`` turns after each candidate."""
+    ``after`` not None: the engine's lexical context, reading ``after`` turns after each candidate,
+    then its re-ranking (``rerank``) and the speaker step at ``speaker_penalty``."""
     recall: dict[str, list[float]] = {"dev": [], "holdout": []}
     by_category: dict[str, dict[str, list[float]]] = {split: {} for split in recall}
     hit1, rr = [], []
@@ -241,7 +250,7 @@ def evaluate(
             if after is None:
                 order = ranked(scores[qi], conv.session, weight, window)
             else:
-                order = engine_ranked(conv, qi, scores[qi], weight, after, rerank)
+                order = engine_ranked(conv, qi, scores[qi], weight, after, rerank, speaker_penalty)
             ids = [conv.dia[i] for i in order[:20]]
             found = len(evidence & set(ids[:10])) / len(evidence)
             recall[split].append(found)
@@ -308,28 +317,39 @@ def main(argv: list[str] | None = None) -> int:
         return centered[c.sample_id]
 
     weight, window = MemoryConfig().context_weight, context.WINDOW
-    # (name, score, context weight, window, turns read after each candidate: None = no lexical context)
-    variants: list[tuple[str, Variant, float, int, int | None] | tuple[str, Variant, float, int, int, Rerank]] = [
-        ("dense only", lambda c: c.dense, 0.0, 1, None),
-        ("hybrid, no neighbouring turns", hybrid, 0.0, 1, None),
+    before_speaker = {"speaker_penalty": 0.0}  # the rows measured before the speaker step existed
+    # (name, score, context weight, window, turns read after each candidate: None = no lexical
+    # context, options of ``evaluate``)
+    variants: list[tuple[str, Variant, float, int, int | None, dict[str, Any]]] = [
+        ("dense only", lambda c: c.dense, 0.0, 1, None, {}),
+        ("hybrid, no neighbouring turns", hybrid, 0.0, 1, None, {}),
         (
             "before: neighbours +-1, weight 0.2, BM25 k1 1.2, b 0.75",
             lambda c: fuse(c.dense, lex[c.sample_id]["before"]),
             0.2,
             1,
             None,
+            {},
         ),
-        ("previous default: neighbours +-2, weight 0.3, no lexical context", hybrid, weight, window, None),
-        ("engine default (MemoryConfig, retrieval/context.py)", hybrid, weight, window, window),
-        ("lexical context, no turn read after the candidates", hybrid, weight, window, 0),
-        ("lexical context, one turn read after each candidate", hybrid, weight, window, 1),
-        ("reciprocal rank fusion (k 60) instead of score fusion", rrf, weight, window, None),
+        ("previous default: neighbours +-2, weight 0.3, no lexical context", hybrid, weight, window, None, {}),
+        ("engine default (MemoryConfig, retrieval/context.py)", hybrid, weight, window, window, {}),
+        ("previous default: lexical context, no speaker step", hybrid, weight, window, window, before_speaker),
+    ]
+    variants += [
+        (f"speaker step at {penalty}", hybrid, weight, window, window, {"speaker_penalty": penalty})
+        for penalty in (0.02, 0.03, 0.08, 0.12)
+    ]
+    variants += [
+        ("lexical context, no turn read after the candidates", hybrid, weight, window, 0, before_speaker),
+        ("lexical context, one turn read after each candidate", hybrid, weight, window, 1, before_speaker),
+        ("reciprocal rank fusion (k 60) instead of score fusion", rrf, weight, window, None, {}),
         (
             "pseudo-relevance feedback: query + 0.3 x mean of its best 3 turns",
             lambda c: feedback(c, hybrid(c), lex[c.sample_id]["turn"], 3, 0.3),
             weight,
             window,
             window,
+            before_speaker,
         ),
         (
             "hybrid + 0.25 x relevance to the conversation's centroid",
@@ -337,6 +357,7 @@ def main(argv: list[str] | None = None) -> int:
             weight,
             window,
             window,
+            before_speaker,
         ),
         (
             "hybrid + 0.5 x relevance to the conversation's centroid",
@@ -344,26 +365,57 @@ def main(argv: list[str] | None = None) -> int:
             weight,
             window,
             window,
+            before_speaker,
         ),
-        ("relevance to the conversation's centroid alone", relevance_to_centroid, weight, window, window),
-        ("neighbours: the two most relevant, 0.15 each", hybrid, 0.15, window, window, rerank_two_neighbours),
-        ("neighbours: the two most relevant, 0.2 each", hybrid, 0.2, window, window, rerank_two_neighbours),
+        (
+            "relevance to the conversation's centroid alone",
+            relevance_to_centroid,
+            weight,
+            window,
+            window,
+            before_speaker,
+        ),
+        (
+            "neighbours: the two most relevant, 0.15 each",
+            hybrid,
+            0.15,
+            window,
+            window,
+            {**before_speaker, "rerank": rerank_two_neighbours},
+        ),
+        (
+            "neighbours: the two most relevant, 0.2 each",
+            hybrid,
+            0.2,
+            window,
+            window,
+            {**before_speaker, "rerank": rerank_two_neighbours},
+        ),
         (
             "(index) contextual dense: mean of turn and previous+turn",
             lambda c: fuse((c.dense + c.dense_context) / 2.0, lex[c.sample_id]["turn"]),
             weight,
             window,
             None,
+            {},
         ),
-        ("(index) BM25 document previous+turn", lexical_with(lambda t, p: p), weight, window, None),
-        ("(index) max of BM25 turn, previous+turn", lexical_with(np.maximum), weight, window, None),
-        ("(index) mean of BM25 turn, previous+turn", lexical_with(lambda t, p: (t + p) / 2.0), weight, window, None),
+        ("(index) BM25 document previous+turn", lexical_with(lambda t, p: p), weight, window, None, {}),
+        ("(index) max of BM25 turn, previous+turn", lexical_with(np.maximum), weight, window, None, {}),
+        (
+            "(index) mean of BM25 turn, previous+turn",
+            lexical_with(lambda t, p: (t + p) / 2.0),
+            weight,
+            window,
+            None,
+            {},
+        ),
         (
             "(index) BM25 document previous+turn+next",
             lambda c: fuse(c.dense, lex[c.sample_id]["around"]),
             weight,
             window,
             None,
+            {},
         ),
         (
             "(index) BM25 previous+turn + contextual dense",
@@ -371,13 +423,21 @@ def main(argv: list[str] | None = None) -> int:
             weight,
             window,
             None,
+            {},
         ),
     ]
     results = {}
     print(f"{'variant':<66} {'R@10':>6} {'dev':>6} {'held':>6} {'H@1':>6} {'MRR':>6}")
-    for name, score, w, win, after, *rerank in variants:
-        row = evaluate(convs, score, w, win, after, *rerank)
-        results[name] = {**row, "context_weight": w, "window": win, "lexical_context_after": after}
+    for name, score, w, win, after, options in variants:
+        row = evaluate(convs, score, w, win, after, **options)
+        penalty = options.get("speaker_penalty", context.SPEAKER_PENALTY) if after is not None else None
+        results[name] = {
+            **row,
+            "context_weight": w,
+            "window": win,
+            "lexical_context_after": after,
+            "speaker_penalty": penalty,
+        }
         print(
             f"{name:<66} {row['recall@10']:6.3f} {row['dev']:6.3f} {row['holdout']:6.3f} "
             f"{row['hit@1']:6.3f} {row['MRR']:6.3f}"

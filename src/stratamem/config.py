@@ -44,7 +44,8 @@ class MemoryConfig(BaseModel):
     #: Weight of lexical (BM25) matching fused into search scores; 0 = dense similarity only.
     #: ``score = dense + w · lex · (1 - dense)`` (see docs/concepts.md "Scores"); tuned on LoCoMo.
     hybrid_weight: float = Field(1.0, ge=0.0, le=1.0)
-    #: Weight of a positioned memory's neighbouring turns in its score (``retrieval/context.py``); 0 = off.
+    #: Weight of a positioned memory's neighbouring turns in its score (``retrieval/context.py``); 0 = off
+    #: (with the lexical context and the speaker step of the same module).
     context_weight: float = Field(0.3, ge=0.0, le=1.0)
     #: Query-time boosts, off by default (0): a hit's score is multiplied by
     #: ``1 - recency_boost · (1 - 0.5 ** (age_days / recency_half_life_days))`` and by

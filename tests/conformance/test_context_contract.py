@@ -3,7 +3,9 @@ score takes in its neighbouring turns.
 
 A memory with ``provenance.thread_id`` / ``position`` is re-scored as ``(s + w · n) / (1 + w)``
 where ``n`` is the best relevance among the turns of its thread within ``WINDOW`` positions, and its
-lexical match also reads the words of the previous turn of its thread (``retrieval/context.py``).
+lexical match also reads the words of the previous turn of its thread (``retrieval/context.py``);
+when the question names one of the turns' speakers, the other speakers' turns lose
+``SPEAKER_PENALTY``.
 The provider ranks by relevance and reads turns by place (``thread_turns``); the contract is that the
 engine gives the same scores whatever provider holds the turns, and that a turn's words count for
 its neighbour only while the turn is stored as it is: updated, deleted or soft-deleted, they stop
@@ -22,7 +24,8 @@ from stratamem.filters import compile_filter, parse_filter
 from stratamem.layers import scope_key
 from stratamem.model import Layer, LayerIdentifiers, MemoryEntry
 from stratamem.providers.base import ACTIVE, MemoryProvider, Scope, ThreadTurn, thread_place
-from stratamem.retrieval.context import WINDOW
+from stratamem.retrieval import context
+from stratamem.retrieval.context import SPEAKER_PENALTY, WINDOW
 
 IDS = {"user_id": "conv"}
 #: (thread, position, content): the lighthouse question is answered across turns of thread "s1".
@@ -65,7 +68,8 @@ def _scores(
 def test_neighbours_within_the_window_lift_a_turn(
     open_store: Callable[..., Memory], tenant: TenantContext, provider_name: str
 ) -> None:
-    """The neighbour formula, on dense relevance (no lexical half, so no lexical context)."""
+    """The neighbour formula, on dense relevance (no lexical half, so no lexical context); the
+    question names Marta, so Tom's turns then lose ``SPEAKER_PENALTY`` (the speaker step)."""
     plain = open_store(config=MemoryConfig(context_weight=0.0))
     places = _write(plain, tenant)
     relevance = _scores(plain, tenant, hybrid_weight=0.0)
@@ -75,11 +79,14 @@ def test_neighbours_within_the_window_lift_a_turn(
     rescored = _scores(ctx, tenant, hybrid_weight=0.0)
     floor = min(relevance.values())
     by_place = {place: relevance[mid] for mid, place in places.items()}
+    contents = {(thread, position): content for thread, position, content in TURNS}
     for mid, (thread, position) in places.items():
         neighbour = max(
             by_place.get((thread, position + step), floor) for step in range(-WINDOW, WINDOW + 1) if step != 0
         )
         expected = (relevance[mid] + weight * neighbour) / (1.0 + weight)
+        if context.speaker(contents[(thread, position)]) == "Tom":
+            expected -= SPEAKER_PENALTY
         assert rescored[mid] == pytest.approx(expected, abs=2e-6), (provider_name, thread, position)
 
 

@@ -154,7 +154,7 @@ FIELDS: dict[str, tuple[str, Any]] = {
     "conflictOf": ("Id of a memory this one contradicts.", None),
     "conflict": ("Whether the memory is flagged as contradicting another.", False),
     "threadId": ("Conversation or session the memory was said in (with `position`).", "session-3"),
-    "position": ("Order of the turn in its thread; search weighs neighbouring turns.", 7),
+    "position": ("Order of the turn in its thread; search weighs neighbouring turns and their speakers.", 7),
     "supersededBy": ("Id of the newer memory that replaced this one (status `superseded`).", None),
     "validTo": ("When this memory stopped being current (it was superseded).", None),
     # health

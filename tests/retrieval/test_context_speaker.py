@@ -1,0 +1,114 @@
+"""``context.prefer_speaker``: when a query names one speaker of the page's turns, the turns of the
+other speakers lose ``SPEAKER_PENALTY`` (step 3 of ``retrieval/context.py``)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from stratamem.model import Layer, LayerIdentifiers, MemoryEntry, Provenance
+from stratamem.providers.base import ScoredEntry, ThreadTurn
+from stratamem.retrieval import context
+
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+PENALTY = context.SPEAKER_PENALTY
+
+
+def turn(position: int, content: str, score: float, thread: str | None = "s1") -> ScoredEntry:
+    entry = MemoryEntry(
+        id=f"{thread}-{position:03d}",
+        tenant_id="t",
+        content=content,
+        layer=Layer.USER,
+        identifiers=LayerIdentifiers(user_id="u"),
+        created_at=NOW,
+        updated_at=NOW,
+        etag="e",
+        content_hash="h",
+        provenance=Provenance(thread_id=thread, position=position) if thread else Provenance(),
+    )
+    return ScoredEntry(entry, score)
+
+
+def scores(hits: list[context.Hit]) -> dict[str, float]:
+    return {context.hit_id(h): round(h.score, 6) for h in hits}
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ("Caroline: I went to the support group yesterday", "Caroline"),
+        ("  Dr. Chen: take two a day", "Dr. Chen"),
+        ("user: I moved to Berlin", "user"),
+        ("Mary Ann Lee: hello", "Mary Ann Lee"),
+        ("See https://example.com: it is down", None),  # more than three words before the colon
+        ("https://example.com is down", None),
+        ("Dana moved to Berlin last month", None),
+        ("Meeting at 10:30 tomorrow", None),
+        ("2024: a good year", None),
+    ],
+)
+def test_the_speaker_is_the_transcript_prefix(content: str, expected: str | None) -> None:
+    assert context.speaker(content) == expected
+
+
+def test_turns_of_the_speaker_not_named_lose_the_penalty_and_the_page_is_reordered() -> None:
+    hits: list[context.Hit] = [
+        turn(0, "Melanie: I ran a charity race for the shelter last Sunday", 0.80),
+        turn(1, "Caroline: that is great, I ran one too in May", 0.78),
+        turn(2, "Caroline: and I painted a sunrise afterwards", 0.50),
+    ]
+    ranked = context.prefer_speaker(hits, "When did caroline run a charity race?")
+    assert scores(ranked) == {"s1-000": round(0.80 - PENALTY, 6), "s1-001": 0.78, "s1-002": 0.50}
+    assert [context.hit_id(h) for h in ranked] == ["s1-001", "s1-000", "s1-002"]
+
+
+def test_a_turn_read_after_the_candidates_is_judged_by_its_text_too() -> None:
+    joined = ThreadTurn(
+        id="s1-003",
+        thread="s1",
+        position=3,
+        content="Melanie: the race raised a lot",
+        score=0.9,
+        created_at=NOW,
+        updated_at=NOW,
+        valid_to=None,
+    )
+    hits: list[context.Hit] = [context.JoinedTurn(turn=joined, score=0.7), turn(1, "Caroline: I ran", 0.68)]
+    ranked = context.prefer_speaker(hits, "What did Caroline's race raise?")  # a possessive names her too
+    assert [context.hit_id(h) for h in ranked] == ["s1-001", "s1-003"]
+    assert isinstance(ranked[1], context.JoinedTurn) and ranked[1].score == pytest.approx(0.7 - PENALTY)
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "Who ran a charity race?",  # names nobody
+        "Did Caroline and Melanie both run?",  # names both speakers
+        "When did Carol run?",  # a part of a name is not the name
+    ],
+)
+def test_a_query_that_names_no_single_speaker_changes_nothing(query: str) -> None:
+    hits: list[context.Hit] = [turn(0, "Melanie: I ran a race", 0.8), turn(1, "Caroline: me too", 0.7)]
+    assert context.prefer_speaker(hits, query) == hits
+
+
+def test_one_speaker_memories_without_a_place_and_case_are_handled() -> None:
+    one_speaker: list[context.Hit] = [turn(0, "Caroline: I ran", 0.8), turn(1, "Caroline: in May", 0.7)]
+    assert context.prefer_speaker(one_speaker, "When did Caroline run?") == one_speaker
+    # "User" and "user" are one speaker; a memory without a place is never a turn of anyone
+    mixed: list[context.Hit] = [
+        turn(0, "User: I moved to Berlin", 0.70),
+        turn(1, "assistant: noted, Berlin", 0.80),
+        turn(2, "user: and I work at Acme", 0.60),
+        turn(3, "assistant: a fact without a place", 0.75, thread=None),
+    ]
+    got = scores(context.prefer_speaker(mixed, "where does the user live?"))
+    assert got == {"s1-000": 0.70, "s1-001": round(0.80 - PENALTY, 6), "s1-002": 0.60, "None-003": 0.75}
+
+
+def test_scores_stay_at_least_zero_and_a_zero_penalty_is_off() -> None:
+    hits: list[context.Hit] = [turn(0, "Melanie: hi", 0.02), turn(1, "Caroline: hello", 0.01)]
+    assert scores(context.prefer_speaker(hits, "what did Caroline say"))["s1-000"] == 0.0
+    assert context.prefer_speaker(hits, "what did Caroline say", penalty=0.0) == hits
