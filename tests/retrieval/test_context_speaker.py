@@ -94,6 +94,14 @@ def test_a_query_that_names_no_single_speaker_changes_nothing(query: str) -> Non
     assert context.prefer_speaker(hits, query) == hits
 
 
+def test_a_label_of_one_letter_or_a_stop_word_is_never_named() -> None:
+    """'A' and 'Q' are found as words in most queries ("what is a …"): not a speaker's name."""
+    qa: list[context.Hit] = [turn(0, "Q: what is a good editor?", 0.8), turn(1, "A: Neovim", 0.7)]
+    assert context.prefer_speaker(qa, "what is a good editor") == qa
+    me: list[context.Hit] = [turn(0, "Me: I ran", 0.72), turn(1, "Caroline: me too", 0.7)]
+    assert [context.hit_id(h) for h in context.prefer_speaker(me, "did Caroline tell me")] == ["s1-001", "s1-000"]
+
+
 def test_one_speaker_memories_without_a_place_and_case_are_handled() -> None:
     one_speaker: list[context.Hit] = [turn(0, "Caroline: I ran", 0.8), turn(1, "Caroline: in May", 0.7)]
     assert context.prefer_speaker(one_speaker, "When did Caroline run?") == one_speaker

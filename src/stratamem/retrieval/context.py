@@ -31,7 +31,8 @@ include positioned memories, search does two things with the :data:`CANDIDATES` 
 
 3. **Whose turn.** A turn written in the transcript form ``"Speaker: text"`` is spoken by
    ``Speaker`` (:func:`speaker`). When the page's turns have at least two speakers and the query
-   names exactly one of them ("What did Caroline research?"), the turns of the other speakers lose
+   names exactly one of them ("What did Caroline research?"; a label of single letters or stop
+   words, "Q" or "A", is never taken as named), the turns of the other speakers lose
    :data:`SPEAKER_PENALTY`: a question about what one participant did or said is answered by that
    participant's own turns far more often than by the other's (in LoCoMo, 96% of the evidence turns
    of questions naming one speaker), while the other's turns on the same topic score alike.
@@ -143,6 +144,12 @@ def speaker(content: str) -> str | None:
     return match.group(1) if match else None
 
 
+def _nameable(who: str) -> bool:
+    """Whether a query can name this speaker: a label of single letters or stop words ("Q", "A",
+    "me") would be found in almost any query ("what is a …")."""
+    return any(len(word) > 1 and word not in lexical.STOPWORDS for word in who.split())
+
+
 def _content(hit: Hit) -> str:
     return hit.turn.content if isinstance(hit, JoinedTurn) else hit.entry.content
 
@@ -159,7 +166,7 @@ def prefer_speaker(hits: Sequence[Hit], query: str, penalty: float = SPEAKER_PEN
     if penalty <= 0 or len(speakers) < 2:
         return list(hits)
     folded = query.casefold()  # a name counts as whole words ("Caroline's")
-    named = [who for who in speakers if re.search(rf"(?<!\w){re.escape(who)}(?!\w)", folded)]
+    named = [who for who in speakers if _nameable(who) and re.search(rf"(?<!\w){re.escape(who)}(?!\w)", folded)]
     if len(named) != 1:
         return list(hits)
     out = [
