@@ -47,6 +47,9 @@ class MemoryConfig(BaseModel):
     #: Weight of a positioned memory's neighbouring turns in its score (``retrieval/context.py``); 0 = off
     #: (with the lexical context and the speaker step of the same module).
     context_weight: float = Field(0.3, ge=0.0, le=1.0)
+    #: Lost by a turn of another speaker than the one a query names (``retrieval/context.py`` step 3,
+    #: turns written "Speaker: text"); 0 = off. Chosen on the dev LoCoMo conversations (docs/ranking.md).
+    speaker_penalty: float = Field(0.05, ge=0.0, le=1.0)
     #: Query-time boosts, off by default (0): a hit's score is multiplied by
     #: ``1 - recency_boost · (1 - 0.5 ** (age_days / recency_half_life_days))`` and by
     #: ``1 - importance_boost · (1 - importance)``; the threshold applies to the relevance before

@@ -1094,6 +1094,7 @@ class MemoryEngine:
                     vector=vector,
                     lexical_weight=lexical_weight,
                     min_score=float(threshold),
+                    speaker_penalty=self.config.speaker_penalty,
                 )
 
             # all layers are searched concurrently and merged once every one has finished

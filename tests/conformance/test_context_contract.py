@@ -90,6 +90,21 @@ def test_neighbours_within_the_window_lift_a_turn(
         assert rescored[mid] == pytest.approx(expected, abs=2e-6), (provider_name, thread, position)
 
 
+def test_the_speaker_penalty_is_configurable_and_zero_turns_it_off(
+    open_store: Callable[..., Memory], tenant: TenantContext, provider_name: str
+) -> None:
+    """``MemoryConfig.speaker_penalty``: Tom's turns (the question names Marta) score exactly that
+    much less than with the step off; Marta's score the same."""
+    on = open_store(config=MemoryConfig(speaker_penalty=0.1))
+    places = _write(on, tenant)
+    off = open_store(config=MemoryConfig(speaker_penalty=0.0))
+    with_step, without = _scores(on, tenant), _scores(off, tenant)
+    contents = {(thread, position): content for thread, position, content in TURNS}
+    for mid, place in places.items():
+        lost = 0.1 if context.speaker(contents[place]) == "Tom" else 0.0
+        assert with_step[mid] == pytest.approx(without[mid] - lost, abs=2e-6), (provider_name, place)
+
+
 def test_a_turn_two_places_after_the_match_outranks_its_twin_elsewhere(
     open_store: Callable[..., Memory], tenant: TenantContext
 ) -> None:

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from stratamem import MemoryConfig
 from stratamem.model import Layer, LayerIdentifiers, MemoryEntry, Provenance
 from stratamem.providers.base import ScoredEntry, ThreadTurn
 from stratamem.retrieval import context
@@ -120,3 +121,7 @@ def test_scores_stay_at_least_zero_and_a_zero_penalty_is_off() -> None:
     hits: list[context.Hit] = [turn(0, "Melanie: hi", 0.02), turn(1, "Caroline: hello", 0.01)]
     assert scores(context.prefer_speaker(hits, "what did Caroline say"))["s1-000"] == 0.0
     assert context.prefer_speaker(hits, "what did Caroline say", penalty=0.0) == hits
+
+
+def test_the_config_default_is_the_module_constant() -> None:
+    assert MemoryConfig().speaker_penalty == context.SPEAKER_PENALTY

@@ -67,7 +67,8 @@ TOKENISED_TURNS = 16384
 
 Place = tuple[str, int]
 #: Subtracted from the score of a turn spoken by another participant than the one the query names
-#: (step 3 of the module doc). On the dev LoCoMo conversations recall@10 was flat from 0.03 to 0.08.
+#: (step 3 of the module doc; ``MemoryConfig.speaker_penalty``). On the dev LoCoMo conversations
+#: recall@10 was flat from 0.03 to 0.08.
 SPEAKER_PENALTY = 0.05
 
 #: The transcript form ``"Speaker: text"``: one to three words, each starting with a letter, then a
@@ -318,6 +319,7 @@ def context_page(
     vector: Vector | None = None,
     lexical_weight: float = 0.0,
     min_score: float = 0.0,
+    speaker_penalty: float = SPEAKER_PENALTY,
 ) -> SearchPage:
     """The top ``limit`` after the lexical context and re-ranking of the module doc; ``search(n)``
     returns the top ``n`` by relevance, ``read`` the scope's turns at given places and ``entries``
@@ -336,6 +338,7 @@ def context_page(
         vector: The query embedding.
         lexical_weight: Weight of the lexical half of the fused score.
         min_score: The search's threshold; a turn read around the candidates joins only above it.
+        speaker_penalty: ``MemoryConfig.speaker_penalty``, step 3 (0: off).
 
     Returns:
         The re-ranked page.
@@ -348,7 +351,7 @@ def context_page(
     hits: list[Hit] = list(page.hits)
     if read is not None and entries is not None and vector is not None:
         hits = lexical_context(page.hits, read, query, vector, lexical_weight, min_score)
-    ranked = prefer_speaker(rerank(hits, weight), query)
+    ranked = prefer_speaker(rerank(hits, weight), query, speaker_penalty)
     # the joined turns of the page are read whole, in one read; one gone since it was read by place
     # (deleted, erased, expired in between) leaves the page and the next hit takes its place
     out: list[ScoredEntry] = []
