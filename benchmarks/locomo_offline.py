@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from locomo_recall import CATEGORIES, DEFAULT_DATA, HOLDOUT, RESULTS, turns
+from locomo_recall import CATEGORIES, DEFAULT_DATA, HOLDOUT, RESULTS, session_time, turns
 from stratamem import MemoryConfig
 from stratamem.embeddings import make_embedder
 from stratamem.model import MemoryEntry, Provenance
@@ -103,10 +103,12 @@ def engine_ranked(
     after: int,
     rerank: Rerank = context.rerank,
     speaker_penalty: float = context.SPEAKER_PENALTY,
+    date_penalty: float = context.DATE_PENALTY,
 ) -> list[int]:
     """The engine's page: the best ``CANDIDATES`` by relevance, then ``context.lexical_context``
     (the turns read by place from the conversation), ``rerank`` (the engine's ``context.rerank``
-    unless a variant gives another) and ``context.prefer_speaker``, as ``context_page``."""
+    unless a variant gives another), ``context.prefer_speaker`` and ``context.prefer_dates``, as
+    ``context_page``."""
     order = [int(i) for i in np.argsort(-scores, kind="stable")[: context.CANDIDATES]]
     if weight <= 0:
         return order
@@ -125,6 +127,7 @@ def engine_ranked(
                 created_at=_EPOCH,
                 updated_at=_EPOCH,
                 valid_to=None,
+                occurred_at=e.provenance.occurred_at,
             )
             for place in places
             if (e := by_place.get(place)) is not None
@@ -133,7 +136,10 @@ def engine_ranked(
     candidates = [ScoredEntry(entry=conv.entries[i], score=float(scores[i])) for i in order]
     hits = context.lexical_context(candidates, read, conv.queries[qi], vector, 1.0, 0.0, after=after)
     index = {e.id: i for i, e in enumerate(conv.entries)}
-    ranked = context.prefer_speaker(rerank(hits, weight), conv.queries[qi], speaker_penalty)
+    query = conv.queries[qi]
+    ranked = context.prefer_dates(
+        context.prefer_speaker(rerank(hits, weight), query, speaker_penalty), query, date_penalty
+    )
     return [index[context.hit_id(h)] for h in ranked]
 
 
@@ -202,7 +208,9 @@ def load(data: list[dict[str, Any]], embedder: str, cache: Path) -> list[Convers
             MemoryEntry.model_construct(
                 id=f"{i:05d}",
                 content=texts[i],
-                provenance=Provenance(thread_id=f"session_{t['session']}", position=i),
+                provenance=Provenance(
+                    thread_id=f"session_{t['session']}", position=i, occurred_at=session_time(t["date"])
+                ),
                 embedding=vectors["turn"][i].tolist(),
             )
             for i, t in enumerate(ts)
@@ -236,6 +244,7 @@ def evaluate(
     after: int | None = None,
     rerank: Rerank = context.rerank,
     speaker_penalty: float = context.SPEAKER_PENALTY,
+    date_penalty: float = context.DATE_PENALTY,
 ) -> dict[str, Any]:
     """Recall@10 (all, dev, held out, and per category on each split), hit@1 and MRR of a variant;
     ``after`` not None: the engine's lexical context, reading ``after`` turns after each candidate,
@@ -250,7 +259,7 @@ def evaluate(
             if after is None:
                 order = ranked(scores[qi], conv.session, weight, window)
             else:
-                order = engine_ranked(conv, qi, scores[qi], weight, after, rerank, speaker_penalty)
+                order = engine_ranked(conv, qi, scores[qi], weight, after, rerank, speaker_penalty, date_penalty)
             ids = [conv.dia[i] for i in order[:20]]
             found = len(evidence & set(ids[:10])) / len(evidence)
             recall[split].append(found)
@@ -317,7 +326,8 @@ def main(argv: list[str] | None = None) -> int:
         return centered[c.sample_id]
 
     weight, window = MemoryConfig().context_weight, context.WINDOW
-    before_speaker = {"speaker_penalty": 0.0}  # the rows measured before the speaker step existed
+    # the rows measured before the speaker and date steps existed
+    before_speaker: dict[str, Any] = {"speaker_penalty": 0.0, "date_penalty": 0.0}
     # (name, score, context weight, window, turns read after each candidate: None = no lexical
     # context, options of ``evaluate``)
     variants: list[tuple[str, Variant, float, int, int | None, dict[str, Any]]] = [
@@ -336,8 +346,22 @@ def main(argv: list[str] | None = None) -> int:
         ("previous default: lexical context, no speaker step", hybrid, weight, window, window, before_speaker),
     ]
     variants += [
-        (f"speaker step at {penalty}", hybrid, weight, window, window, {"speaker_penalty": penalty})
+        ("previous default: the speaker step, no date step", hybrid, weight, window, window, {"date_penalty": 0.0})
+    ]
+    variants += [
+        (
+            f"speaker step at {penalty}",
+            hybrid,
+            weight,
+            window,
+            window,
+            {"speaker_penalty": penalty, "date_penalty": 0.0},
+        )
         for penalty in (0.02, 0.03, 0.08, 0.12)
+    ]
+    variants += [
+        (f"date step at {penalty}", hybrid, weight, window, window, {"date_penalty": penalty})
+        for penalty in (0.02, 0.05, 0.15, 0.2, 0.3)
     ]
     variants += [
         ("lexical context, no turn read after the candidates", hybrid, weight, window, 0, before_speaker),

@@ -12,12 +12,15 @@ the top k) are reported per category and overall for k = 5, 10, 20, with ingesti
 latency p50/p95 (end to end, query embedding included), plus hit@1 (an evidence turn first) and MRR;
 recall@10, hit@1 and MRR are also reported apart for the dev conversations and the two held out
 (``HOLDOUT``).
-Each turn carries its place in its session (``provenance.thread_id`` / ``position``).
+Each turn carries its place in its session (``provenance.thread_id`` / ``position``) and its
+session's date (``provenance.occurred_at``).
 
 Configurations (``--config``, several allowed; they share one ingested store):
-  dense    dense similarity only (hybrid_weight = 0, no neighbouring turns)
-  hybrid   dense fused with BM25 (hybrid_weight = 1.0), no neighbouring turns (context_weight = 0)
-  default  the default MemoryConfig: hybrid plus neighbouring turns (context_weight = 0.3, ± 2 turns)
+  dense    dense similarity only (hybrid_weight = 0, no conversation steps, no date step)
+  hybrid   dense fused with BM25 (hybrid_weight = 1.0), no conversation steps (context_weight = 0),
+           no date step (date_penalty = 0)
+  default  the default MemoryConfig: hybrid plus the conversation steps (neighbouring turns, lexical
+           context, speaker) and the date step
   half     hybrid with hybrid_weight = 0.5
 ``--weight W`` adds a ``hybrid@W`` configuration. ``--default-search`` also asks every question of
 categories 1-5 as a caller would, with no threshold (the default threshold and relevance floor), and
@@ -38,6 +41,7 @@ import statistics
 import sys
 import tempfile
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -53,8 +57,8 @@ KS = (5, 10, 20)
 HOLDOUT = frozenset({"conv-42", "conv-43"})
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 CONFIGS: dict[str, dict[str, Any]] = {
-    "dense": {"hybrid_weight": 0.0, "context_weight": 0.0},
-    "hybrid": {"context_weight": 0.0},
+    "dense": {"hybrid_weight": 0.0, "context_weight": 0.0, "date_penalty": 0.0},
+    "hybrid": {"context_weight": 0.0, "date_penalty": 0.0},
     "default": {},
     "half": {"hybrid_weight": 0.5},
 }
@@ -79,6 +83,14 @@ def turns(conv: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def session_time(date: str) -> datetime | None:
+    """A session's date as LoCoMo writes it ("1:56 pm on 8 May, 2023"), UTC; None if it reads otherwise."""
+    try:
+        return datetime.strptime(date, "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
+    except ValueError:
+        return None
+
+
 def ingest(mem: Memory, data: list[dict[str, Any]], batch: int = 500) -> tuple[float, int]:
     start = time.perf_counter()
     count = 0
@@ -96,7 +108,12 @@ def ingest(mem: Memory, data: list[dict[str, Any]], batch: int = 500) -> tuple[f
                     "speaker": t["speaker"],
                 },
                 # the turn's place in its session: search weighs neighbouring turns (retrieval/context.py)
-                "provenance": {"thread_id": f"session_{t['session']}", "position": i},
+                "provenance": {
+                    "thread_id": f"session_{t['session']}",
+                    "position": i,
+                    # when the turn was said: search prefers the turns of a date a question names
+                    "occurred_at": session_time(t["date"]),
+                },
             }
             for i, t in enumerate(turns(conv))
         ]
@@ -234,7 +251,11 @@ def main(argv: list[str] | None = None) -> int:
         with Memory.open(db, embedder=args.embedder, config=MemoryConfig(**overrides)) as mem:
             mem.engine.embeddings.embed_query("warm-up")
             results[name] = {
-                "config": {**MemoryConfig(**overrides).model_dump(include={"hybrid_weight", "context_weight"})},
+                "config": {
+                    **MemoryConfig(**overrides).model_dump(
+                        include={"hybrid_weight", "context_weight", "speaker_penalty", "date_penalty"}
+                    )
+                },
                 **evaluate(mem, data),
             }
     calibration: dict[str, dict[str, float]] | None = None

@@ -50,6 +50,9 @@ class MemoryConfig(BaseModel):
     #: Lost by a turn of another speaker than the one a query names (``retrieval/context.py`` step 3,
     #: turns written "Speaker: text"); 0 = off. Chosen on the dev LoCoMo conversations (docs/ranking.md).
     speaker_penalty: float = Field(0.05, ge=0.0, le=1.0)
+    #: Lost by a memory outside the date a query names ("in January 2022"; ``retrieval/dates.py``,
+    #: ``retrieval/context.py`` step 4); 0 = off. Chosen on the dev LoCoMo conversations.
+    date_penalty: float = Field(0.1, ge=0.0, le=1.0)
     #: Query-time boosts, off by default (0): a hit's score is multiplied by
     #: ``1 - recency_boost · (1 - 0.5 ** (age_days / recency_half_life_days))`` and by
     #: ``1 - importance_boost · (1 - importance)``; the threshold applies to the relevance before

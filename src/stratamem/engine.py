@@ -1095,6 +1095,7 @@ class MemoryEngine:
                     lexical_weight=lexical_weight,
                     min_score=float(threshold),
                     speaker_penalty=self.config.speaker_penalty,
+                    date_penalty=self.config.date_penalty,
                 )
 
             # all layers are searched concurrently and merged once every one has finished

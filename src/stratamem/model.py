@@ -277,6 +277,10 @@ class Provenance(_Model):
     #: it. Search ranks a turn higher when its neighbours are relevant too (``retrieval/context.py``).
     thread_id: str | None = None
     position: int | None = None
+    #: When what the memory records was said or happened (a conversation turn's time, an imported
+    #: event), if not when it was written: search ranks the memories of a date a question names
+    #: higher (``retrieval/dates.py``), by this time, else by ``created_at``.
+    occurred_at: datetime | None = None
     #: The newer memory that replaced this one, and when this one stopped being current.
     superseded_by: str | None = None
     valid_to: datetime | None = None

@@ -229,24 +229,34 @@ def test_thread_turns_matches_the_generic_reader(
     each turn's columns are those of the stored memory."""
     mem, ids = _store_of(open_store, tenant, [("s1", 0, SAID), ("s1", 1, ACK), *OTHER])
     mem.delete(tenant, ids[("s3", 1)])
+    said = datetime(2022, 5, 1, 13, 56, tzinfo=UTC)  # a turn's own time is read with it
+    dated = mem.add(
+        tenant,
+        content="Priya: the code changes every May",
+        layer="user",
+        identifiers=IDS,
+        provenance={"thread_id": "s1", "position": 2, "occurred_at": said},
+    ).memory.id
     provider = mem.engine.provider
     vector = mem.engine.embeddings.embed_query(CODE_QUESTION, "test")
-    places = [("s1", 0), ("s1", 1), ("s3", 1), ("s3", 2), ("s9", 0)]
+    places = [("s1", 0), ("s1", 1), ("s1", 2), ("s3", 1), ("s3", 2), ("s9", 0)]
     now = mem.engine.now()
     own = provider.thread_turns(tenant.tenant_id, SCOPE, places, vector, now)
     generic = MemoryProvider.thread_turns(provider, tenant.tenant_id, SCOPE, places, vector, now)
     assert sorted(_turn_key(t) for t in own) == sorted(_turn_key(t) for t in generic), provider_name
-    assert {t.id for t in own} == {ids[("s1", 0)], ids[("s1", 1)], ids[("s3", 2)]}, provider_name
+    assert {t.id for t in own} == {ids[("s1", 0)], ids[("s1", 1)], dated, ids[("s3", 2)]}, provider_name
     for turn in own:
         stored = _stored(mem, tenant, turn.id)
         assert turn.place == thread_place(stored), provider_name
-        assert (turn.content, turn.created_at, turn.updated_at, turn.valid_to) == (
+        assert (turn.content, turn.created_at, turn.updated_at, turn.valid_to, turn.occurred_at) == (
             stored.content,
             stored.created_at,
             stored.updated_at,
             stored.provenance.valid_to,
+            stored.provenance.occurred_at,
         ), provider_name
         assert turn.created_at.tzinfo is not None and 0.0 <= turn.score <= 1.0, provider_name
+    assert {t.id: t.occurred_at for t in own}[dated] == said, provider_name
 
 
 def _stored(mem: Memory, tenant: TenantContext, memory_id: str) -> MemoryEntry:
@@ -256,7 +266,50 @@ def _stored(mem: Memory, tenant: TenantContext, memory_id: str) -> MemoryEntry:
 
 
 def _turn_key(turn: ThreadTurn) -> tuple[object, ...]:
-    return (turn.id, turn.place, turn.content, round(turn.score, 5), turn.created_at, turn.updated_at, turn.valid_to)
+    return (
+        turn.id,
+        turn.place,
+        turn.content,
+        round(turn.score, 5),
+        turn.created_at,
+        turn.updated_at,
+        turn.valid_to,
+        turn.occurred_at,
+    )
+
+
+#: Memories of three times; the question names the second.
+DATED = [
+    ("Joanna finished her first screenplay", datetime(2022, 1, 21, tzinfo=UTC)),
+    ("Joanna finished a short screenplay for a contest", datetime(2022, 3, 4, tzinfo=UTC)),
+    ("Joanna started writing a screenplay", datetime(2021, 11, 2, tzinfo=UTC)),
+]
+DATED_QUESTION = "Which screenplay did Joanna finish in March 2022?"
+
+
+@pytest.mark.parametrize("positioned", [False, True])
+def test_memories_outside_a_named_date_lose_the_date_penalty(
+    open_store: Callable[..., Memory], tenant: TenantContext, provider_name: str, positioned: bool
+) -> None:
+    """Step 4 on every provider, for plain memories and for turns: with the question naming March
+    2022, the memories said at other times score exactly ``date_penalty`` less than with the step
+    off, the March one the same."""
+    off = open_store(config=MemoryConfig(date_penalty=0.0))
+    ids = []
+    for i, (content, said) in enumerate(DATED):
+        prov: dict[str, object] = {"occurred_at": said}
+        if positioned:
+            prov |= {"thread_id": f"s{i}", "position": 0}
+        ids.append(off.add(tenant, content=content, layer="user", identifiers=IDS, provenance=prov).memory.id)
+    on = open_store(config=MemoryConfig(date_penalty=0.2))  # the same store, the step on
+    scores = {
+        penalty: [got[i] for i in ids]
+        for penalty, got in ((0.0, _scores(off, tenant, DATED_QUESTION)), (0.2, _scores(on, tenant, DATED_QUESTION)))
+    }
+    for i, (before, after) in enumerate(zip(scores[0.0], scores[0.2], strict=True)):
+        lost = 0.0 if i == 1 else 0.2
+        assert after == pytest.approx(max(0.0, before - lost), abs=2e-6), (provider_name, positioned, i)
+    assert scores[0.2][1] == max(scores[0.2]), (provider_name, positioned)
 
 
 SCOPE = Scope(Layer.USER, scope_key(Layer.USER, LayerIdentifiers(user_id="conv")))

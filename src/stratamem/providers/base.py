@@ -144,6 +144,8 @@ class ThreadTurn:
     updated_at: datetime
     #: ``provenance.valid_to`` (``as_of``), aware UTC.
     valid_to: datetime | None
+    #: ``provenance.occurred_at`` (the dates a question names), aware UTC.
+    occurred_at: datetime | None = None
 
     @property
     def place(self) -> tuple[str, int]:
@@ -768,6 +770,7 @@ def thread_turn(entry: MemoryEntry, score: float) -> ThreadTurn | None:
     if place is None:
         return None
     valid_to = entry.provenance.valid_to
+    occurred_at = entry.provenance.occurred_at
     return ThreadTurn(
         id=entry.id,
         thread=place[0],
@@ -777,11 +780,12 @@ def thread_turn(entry: MemoryEntry, score: float) -> ThreadTurn | None:
         created_at=aware_utc(entry.created_at),
         updated_at=aware_utc(entry.updated_at),
         valid_to=aware_utc(valid_to) if valid_to is not None else None,
+        occurred_at=aware_utc(occurred_at) if occurred_at is not None else None,
     )
 
 
 def provenance_time(value: str | datetime | None) -> datetime | None:
-    """A timestamp of a stored provenance (``valid_to``), read as :class:`Provenance` reads it,
+    """A timestamp of a stored provenance (``valid_to``, ``occurred_at``), read as :class:`Provenance` reads it,
     aware UTC (a naive one is UTC)."""
     return None if value is None else aware_utc(_DATETIME.validate_python(value))
 

@@ -784,7 +784,7 @@ class PostgresProvider(PostgresRowCopyMixin, MemoryProvider):
             rows = conn.execute(
                 f"SELECT id, {thread_sql}, provenance->>'position', content, "
                 "least(1::float8, greatest(0::float8, 1 - (embedding <=> %s) / 2)), created_at, updated_at, "
-                "provenance->>'valid_to'"
+                "provenance->>'valid_to', provenance->>'occurred_at'"
                 + (", metadata" if predicate is not None else "")
                 + f" FROM memories WHERE {self._SCOPE_WHERE} "
                 f"AND {thread_sql} || chr(31) || (provenance->>'position') = ANY(%s)",
@@ -808,9 +808,10 @@ class PostgresProvider(PostgresRowCopyMixin, MemoryProvider):
                 created_at=aware_utc(r[5]),
                 updated_at=aware_utc(r[6]),
                 valid_to=provenance_time(r[7]),
+                occurred_at=provenance_time(r[8]),
             )
             for r in rows
-            if predicate is None or predicate(self._unseal(tenant_id, r[0], r[8]))
+            if predicate is None or predicate(self._unseal(tenant_id, r[0], r[9]))
         ]
         return [t for t in turns if t.place in wanted]
 

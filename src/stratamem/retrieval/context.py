@@ -37,10 +37,18 @@ include positioned memories, search does two things with the :data:`CANDIDATES` 
    participant's own turns far more often than by the other's (in LoCoMo, 96% of the evidence turns
    of questions naming one speaker), while the other's turns on the same topic score alike.
 
-A memory without a position keeps its score and its own words. Like the boosts, this re-ranks
-relevant memories: the threshold applies to the relevance ``s``. ``w`` is
-``MemoryConfig.context_weight`` (0 = all three off); the lexical context also needs a lexical weight
-(``hybrid_weight`` > 0). Chosen on the dev LoCoMo conversations (docs/ranking.md).
+4. **When.** When the query names a date with a year ("in January 2022", "on 1 May, 2022";
+   ``dates.named_window``), the memories whose time (``provenance.occurred_at``, else
+   ``created_at``) is outside that window, and whose text names no date in it, lose
+   :data:`DATE_PENALTY`: the question asks what happened or was said then. This step applies to
+   every memory, positioned or not, and on a page without positioned memories it re-orders that
+   page.
+
+A memory without a position keeps its score and its own words in steps 1 to 3. Like the boosts, this
+re-ranks relevant memories: the threshold applies to the relevance ``s``. ``w`` is
+``MemoryConfig.context_weight`` (0 = steps 1 to 3 off); the lexical context also needs a lexical weight
+(``hybrid_weight`` > 0); ``MemoryConfig.speaker_penalty`` and ``date_penalty`` set steps 3 and 4
+(0 = off). Chosen on the dev LoCoMo conversations (docs/ranking.md).
 """
 
 from __future__ import annotations
@@ -50,13 +58,14 @@ import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 import numpy as np
 
 from ..embeddings.base import Vector
 from ..model import MemoryEntry
-from ..providers.base import ScoredEntry, SearchPage, ThreadTurn, hit_vector, thread_place
-from . import lexical
+from ..providers.base import ScoredEntry, SearchPage, ThreadTurn, aware_utc, hit_vector, thread_place
+from . import dates, lexical
 
 #: Candidates re-ranked per layer when the layer holds positioned memories.
 CANDIDATES = 50
@@ -70,6 +79,10 @@ Place = tuple[str, int]
 #: (step 3 of the module doc; ``MemoryConfig.speaker_penalty``). On the dev LoCoMo conversations
 #: recall@10 was flat from 0.03 to 0.08.
 SPEAKER_PENALTY = 0.05
+
+#: Subtracted from the score of a memory outside the time a query names (step 4;
+#: ``MemoryConfig.date_penalty``).
+DATE_PENALTY = 0.1
 
 #: The transcript form ``"Speaker: text"``: one to three words, each starting with a letter, then a
 #: colon and white space (``"Caroline: …"``, ``"Dr. Chen: …"``, ``"user: …"``; not ``"https://…"``).
@@ -173,6 +186,31 @@ def prefer_speaker(hits: Sequence[Hit], query: str, penalty: float = SPEAKER_PEN
     out = [
         _rescored(hit, max(0.0, hit.score - penalty)) if spoken.get(i, named[0]) != named[0] else hit
         for i, hit in enumerate(hits)
+    ]
+    out.sort(key=lambda h: (-h.score, hit_id(h)))
+    return out
+
+
+def _when(hit: Hit) -> datetime:
+    """The time of a hit's memory: when it was said or happened, else when it was written."""
+    if isinstance(hit, JoinedTurn):
+        return hit.turn.occurred_at or hit.turn.created_at
+    occurred = hit.entry.provenance.occurred_at if hit.entry.provenance else None
+    return aware_utc(occurred or hit.entry.created_at)
+
+
+def prefer_dates(hits: Sequence[Hit], query: str, penalty: float = DATE_PENALTY) -> list[Hit]:
+    """The hits with step 4 of the module doc applied, best first: when ``query`` names a date, every
+    hit whose time is outside its window loses ``penalty`` (never below 0). Otherwise unchanged."""
+    window = dates.named_window(query) if penalty > 0 and hits else None
+    if window is None:
+        return list(hits)
+    start, end = window
+    out = [
+        hit
+        if start <= _when(hit) < end or dates.mentions(_content(hit), window)
+        else _rescored(hit, max(0.0, hit.score - penalty))
+        for hit in hits
     ]
     out.sort(key=lambda h: (-h.score, hit_id(h)))
     return out
@@ -320,6 +358,7 @@ def context_page(
     lexical_weight: float = 0.0,
     min_score: float = 0.0,
     speaker_penalty: float = SPEAKER_PENALTY,
+    date_penalty: float = DATE_PENALTY,
 ) -> SearchPage:
     """The top ``limit`` after the lexical context and re-ranking of the module doc; ``search(n)``
     returns the top ``n`` by relevance, ``read`` the scope's turns at given places and ``entries``
@@ -339,19 +378,24 @@ def context_page(
         lexical_weight: Weight of the lexical half of the fused score.
         min_score: The search's threshold; a turn read around the candidates joins only above it.
         speaker_penalty: ``MemoryConfig.speaker_penalty``, step 3 (0: off).
+        date_penalty: ``MemoryConfig.date_penalty``, step 4 (0: off).
 
     Returns:
         The re-ranked page.
     """
     page = search(limit)
     if weight <= 0 or not any(_place(hit) is not None for hit in page.hits):
-        return page
+        if date_penalty <= 0 or dates.named_window(query) is None:
+            return page
+        # step 4 alone re-orders the page (its hits are whole entries: ScoredEntry)
+        dated = [h for h in prefer_dates(page.hits, query, date_penalty) if isinstance(h, ScoredEntry)]
+        return SearchPage(hits=dated, total=page.total)
     if page.total > len(page.hits):
         page = search(max(limit, CANDIDATES))
     hits: list[Hit] = list(page.hits)
     if read is not None and entries is not None and vector is not None:
         hits = lexical_context(page.hits, read, query, vector, lexical_weight, min_score)
-    ranked = prefer_speaker(rerank(hits, weight), query, speaker_penalty)
+    ranked = prefer_dates(prefer_speaker(rerank(hits, weight), query, speaker_penalty), query, date_penalty)
     # the joined turns of the page are read whole, in one read; one gone since it was read by place
     # (deleted, erased, expired in between) leaves the page and the next hit takes its place
     out: list[ScoredEntry] = []

@@ -155,6 +155,11 @@ FIELDS: dict[str, tuple[str, Any]] = {
     "conflict": ("Whether the memory is flagged as contradicting another.", False),
     "threadId": ("Conversation or session the memory was said in (with `position`).", "session-3"),
     "position": ("Order of the turn in its thread; search weighs neighbouring turns and their speakers.", 7),
+    "occurredAt": (
+        "When what the memory records was said or happened, if not when it was written; search ranks the "
+        "memories of a date a question names higher by it (else by `createdAt`).",
+        "2022-05-01T13:56:00Z",
+    ),
     "supersededBy": ("Id of the newer memory that replaced this one (status `superseded`).", None),
     "validTo": ("When this memory stopped being current (it was superseded).", None),
     # health

@@ -227,7 +227,7 @@ class MemoriesMixin(SearchIndexMixin):
             rows = cur.execute(
                 f"SELECT id, {thread_sql}, {position_sql}, content, least(1.0, greatest(0.0, "
                 f"(1 + array_cosine_similarity(embedding, ?::FLOAT[{dims}])) / 2)), created_at, updated_at, "
-                "json_extract_string(provenance, '$.valid_to')"
+                "json_extract_string(provenance, '$.valid_to'), json_extract_string(provenance, '$.occurred_at')"
                 + (", metadata" if predicate is not None else "")
                 + " FROM memories WHERE tenant_id = ? AND layer = ? AND scope = ? AND embedding IS NOT NULL "
                 "AND list_contains(?::JSON::VARCHAR[], status) AND (expires_at IS NULL OR expires_at > ?) "
@@ -252,9 +252,10 @@ class MemoriesMixin(SearchIndexMixin):
                 created_at=aware_utc(r[5]),
                 updated_at=aware_utc(r[6]),
                 valid_to=provenance_time(r[7]),
+                occurred_at=provenance_time(r[8]),
             )
             for r in rows
-            if predicate is None or predicate(json.loads(r[8]))
+            if predicate is None or predicate(json.loads(r[9]))
         ]
         return [t for t in turns if t.place in wanted]
 
