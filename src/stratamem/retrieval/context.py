@@ -1,10 +1,12 @@
-"""Conversation-aware ranking: a turn is read with the turn before it, and scored with its neighbours.
+"""Conversation-aware ranking: a turn is read with the turn before it, scored with its neighbours and
+its speaker; and every memory with the time a question names.
 
 Memories written from a conversation may carry their place in it: ``provenance.thread_id`` (a
 conversation or session) and ``provenance.position`` (the turn's order in that thread). The answer
 to a question often spans turns ("Did you go?" / "Yes, last Friday"), and the turn that says it may
 not share the question's words while the turn before it does. When a searched layer's candidates
-include positioned memories, search does two things with the :data:`CANDIDATES` best candidates:
+include positioned memories, search does the first three steps below with the :data:`CANDIDATES`
+best candidates; the fourth applies to every search whose query names a date:
 
 1. **Lexical context.** A positioned turn's words are read together with those of the previous
    turn of its thread (position - 1): its lexical match ``lex`` becomes the larger of its own and
