@@ -126,6 +126,12 @@ def _rescored(hit: Hit, score: float) -> Hit:
     return ScoredEntry(hit.entry, score, hit.vector)
 
 
+def _best_first(hits: list[Hit]) -> list[Hit]:
+    """The hits by score, highest first, ties by id (the order of every re-ranking step)."""
+    hits.sort(key=lambda h: (-h.score, hit_id(h)))
+    return hits
+
+
 def rerank(hits: Sequence[Hit], weight: float, *, neighbours: int = 1) -> list[Hit]:
     """The hits re-scored with their neighbours' relevance (see module doc, step 2), best first.
 
@@ -150,8 +156,7 @@ def rerank(hits: Sequence[Hit], weight: float, *, neighbours: int = 1) -> list[H
         near = [by_place.get((thread, position + step), floor) for step in range(-WINDOW, WINDOW + 1) if step != 0]
         best = max(near) if neighbours == 1 else sum(sorted(near)[-neighbours:])
         out.append(_rescored(hit, (hit.score + weight * best) / (1.0 + neighbours * weight)))
-    out.sort(key=lambda h: (-h.score, hit_id(h)))
-    return out
+    return _best_first(out)
 
 
 def speaker(content: str) -> str | None:
@@ -189,8 +194,7 @@ def prefer_speaker(hits: Sequence[Hit], query: str, penalty: float = SPEAKER_PEN
         _rescored(hit, max(0.0, hit.score - penalty)) if spoken.get(i, named[0]) != named[0] else hit
         for i, hit in enumerate(hits)
     ]
-    out.sort(key=lambda h: (-h.score, hit_id(h)))
-    return out
+    return _best_first(out)
 
 
 def _when(hit: Hit) -> datetime:
@@ -214,8 +218,7 @@ def prefer_dates(hits: Sequence[Hit], query: str, penalty: float = DATE_PENALTY)
         else _rescored(hit, max(0.0, hit.score - penalty))
         for hit in hits
     ]
-    out.sort(key=lambda h: (-h.score, hit_id(h)))
-    return out
+    return _best_first(out)
 
 
 @functools.lru_cache(maxsize=TOKENISED_TURNS)
@@ -387,7 +390,7 @@ def context_page(
     """
     page = search(limit)
     if weight <= 0 or not any(_place(hit) is not None for hit in page.hits):
-        if date_penalty <= 0 or dates.named_window(query) is None:
+        if date_penalty <= 0:
             return page
         # step 4 alone re-orders the page (its hits are whole entries: ScoredEntry)
         dated = [h for h in prefer_dates(page.hits, query, date_penalty) if isinstance(h, ScoredEntry)]
