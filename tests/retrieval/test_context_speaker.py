@@ -3,33 +3,20 @@ other speakers lose ``SPEAKER_PENALTY`` (step 3 of ``retrieval/context.py``)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 import pytest
 
 from stratamem import MemoryConfig
-from stratamem.model import Layer, LayerIdentifiers, MemoryEntry, Provenance
-from stratamem.providers.base import ScoredEntry, ThreadTurn
+from stratamem.model import Provenance
 from stratamem.retrieval import context
 
-NOW = datetime(2026, 1, 1, tzinfo=UTC)
+from .hits import joined, scored
+
 PENALTY = context.SPEAKER_PENALTY
 
 
-def turn(position: int, content: str, score: float, thread: str | None = "s1") -> ScoredEntry:
-    entry = MemoryEntry(
-        id=f"{thread}-{position:03d}",
-        tenant_id="t",
-        content=content,
-        layer=Layer.USER,
-        identifiers=LayerIdentifiers(user_id="u"),
-        created_at=NOW,
-        updated_at=NOW,
-        etag="e",
-        content_hash="h",
-        provenance=Provenance(thread_id=thread, position=position) if thread else Provenance(),
-    )
-    return ScoredEntry(entry, score)
+def turn(position: int, content: str, score: float, thread: str | None = "s1") -> context.Hit:
+    place = Provenance(thread_id=thread, position=position) if thread else Provenance()
+    return scored(f"{thread}-{position:03d}", content, score, provenance=place)
 
 
 def scores(hits: list[context.Hit]) -> dict[str, float]:
@@ -66,17 +53,10 @@ def test_turns_of_the_speaker_not_named_lose_the_penalty_and_the_page_is_reorder
 
 
 def test_a_turn_read_after_the_candidates_is_judged_by_its_text_too() -> None:
-    joined = ThreadTurn(
-        id="s1-003",
-        thread="s1",
-        position=3,
-        content="Melanie: the race raised a lot",
-        score=0.9,
-        created_at=NOW,
-        updated_at=NOW,
-        valid_to=None,
-    )
-    hits: list[context.Hit] = [context.JoinedTurn(turn=joined, score=0.7), turn(1, "Caroline: I ran", 0.68)]
+    hits: list[context.Hit] = [
+        joined("s1-003", ("s1", 3), "Melanie: the race raised a lot", 0.7),
+        turn(1, "Caroline: I ran", 0.68),
+    ]
     ranked = context.prefer_speaker(hits, "What did Caroline's race raise?")  # a possessive names her too
     assert [context.hit_id(h) for h in ranked] == ["s1-001", "s1-003"]
     assert isinstance(ranked[1], context.JoinedTurn) and ranked[1].score == pytest.approx(0.7 - PENALTY)

@@ -8,9 +8,11 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from stratamem import MemoryConfig
-from stratamem.model import Layer, LayerIdentifiers, MemoryEntry, Provenance
-from stratamem.providers.base import ScoredEntry, ThreadTurn
+from stratamem.model import Provenance
+from stratamem.providers.base import ScoredEntry
 from stratamem.retrieval import context, dates
+
+from .hits import joined, scored
 
 
 def day(y: int, m: int, d: int) -> datetime:
@@ -52,21 +54,7 @@ def test_no_window_without_a_valid_date_with_a_year(query: str) -> None:
 
 
 def entry(i: int, score: float, created: datetime, occurred: datetime | None = None) -> ScoredEntry:
-    return ScoredEntry(
-        MemoryEntry(
-            id=f"m{i}",
-            tenant_id="t",
-            content=f"memory {i}",
-            layer=Layer.USER,
-            identifiers=LayerIdentifiers(user_id="u"),
-            created_at=created,
-            updated_at=created,
-            etag="e",
-            content_hash="h",
-            provenance=Provenance(occurred_at=occurred),
-        ),
-        score,
-    )
+    return scored(f"m{i}", f"memory {i}", score, created=created, provenance=Provenance(occurred_at=occurred))
 
 
 def test_memories_outside_the_window_lose_the_penalty_by_occurred_at_else_created_at() -> None:
@@ -89,18 +77,8 @@ def test_memories_outside_the_window_lose_the_penalty_by_occurred_at_else_create
 
 
 def test_a_turn_read_after_the_candidates_is_dated_too_and_scores_stay_at_least_zero() -> None:
-    joined = ThreadTurn(
-        id="t1",
-        thread="s1",
-        position=1,
-        content="Joanna: I finished my screenplay",
-        score=0.9,
-        created_at=day(2026, 1, 1),
-        updated_at=day(2026, 1, 1),
-        valid_to=None,
-        occurred_at=day(2022, 1, 21),
-    )
-    hits: list[context.Hit] = [entry(0, 0.05, day(2026, 1, 1)), context.JoinedTurn(turn=joined, score=0.04)]
+    said = joined("t1", ("s1", 1), "Joanna: I finished my screenplay", 0.04, occurred_at=day(2022, 1, 21))
+    hits: list[context.Hit] = [entry(0, 0.05, day(2026, 1, 1)), said]
     ranked = context.prefer_dates(hits, "What did Joanna accomplish in January 2022?")
     assert [(context.hit_id(h), round(h.score, 6)) for h in ranked] == [("t1", 0.04), ("m0", 0.0)]
 
