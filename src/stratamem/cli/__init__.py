@@ -5,12 +5,15 @@ Each feature registers its commands from its own module; this file only assemble
 
 from __future__ import annotations
 
+import copy
 import importlib
 import sys
 from types import ModuleType
 from typing import Annotated
 
 import typer
+from typer.main import get_command_name
+from typer.models import CommandInfo, TyperInfo
 
 from .. import __version__
 from . import (
@@ -75,12 +78,45 @@ def _click_exceptions() -> ModuleType:
         return importlib.import_module("click.exceptions")
 
 
+def _name(info: CommandInfo | TyperInfo) -> str | None:
+    """The name typer gives a registered command or group (None when it is left to typer's defaults)."""
+    if isinstance(info.name, str):
+        return info.name
+    if isinstance(info, CommandInfo):
+        return None if info.callback is None else get_command_name(info.callback.__name__)
+    if info.typer_instance is not None and isinstance(info.typer_instance.info.name, str):
+        return info.typer_instance.info.name
+    return None
+
+
+def _for_command(args: list[str]) -> typer.Typer:
+    """``app`` with only the command or group that ``args`` runs, else ``app`` itself.
+
+    Typer turns every registered command into a click command (reading each one's signature and
+    type hints) before it runs any, which is a good part of a short command's start-up; a command
+    line names one command, so only that one is turned. Root options, help and unknown names go to
+    the whole app, whose messages list every command."""
+    if not args or args[0].startswith("-"):
+        return app
+    for info in app.registered_commands:
+        if _name(info) == args[0]:
+            only = copy.copy(app)
+            only.registered_commands, only.registered_groups = [info], []
+            return only
+    for group in app.registered_groups:
+        if _name(group) == args[0]:
+            only = copy.copy(app)
+            only.registered_commands, only.registered_groups = [], [group]
+            return only
+    return app
+
+
 def main() -> None:
     """Run the CLI; a usage error (unknown option, missing argument, bad value) is one line
     ``error INVALID_PARAMS: message`` and exit status 2, like every other bad input."""
     cx = _click_exceptions()
     try:
-        code = app(standalone_mode=False)
+        code = _for_command(sys.argv[1:])(standalone_mode=False)
     except cx.NoArgsIsHelpError as exc:
         typer.echo(exc.ctx.get_help() if exc.ctx is not None else str(exc))
         sys.exit(2)

@@ -44,9 +44,9 @@ def make_embedder(spec: str | Embedder | None = None, *, settings: Settings | No
     if kind in ("local", "minilm", "sentence-transformers"):
         return SentenceTransformerEmbedder(arg or options.get("model_path"))
     if kind == "onnx":  # all-MiniLM-L6-v2 on ONNX Runtime (no torch); built into the cache on first use
-        return OnnxEmbedder(arg or options.get("model_dir"))
+        return OnnxEmbedder(arg or options.get("model_dir"), settings=settings)
     if kind == "onnx-int8":  # the same with int8 weights (another model id: its vectors differ slightly)
-        return OnnxEmbedder(arg or options.get("model_dir"), int8=True)
+        return OnnxEmbedder(arg or options.get("model_dir"), int8=True, settings=settings)
     if kind == "openai":
         from .openai import OpenAIEmbedder  # noqa: PLC0415  httpx, only for the OpenAI-compatible backend (offline runs never load it)
 

@@ -50,9 +50,11 @@ def _is_current(model_dir: Path) -> bool:
     return bool(manifest.get("builder_version") == BUILDER_VERSION)
 
 
-def ensure_default_model(model_dir: str | Path | None = None, *, int8: bool = False) -> Path:
+def ensure_default_model(
+    model_dir: str | Path | None = None, *, int8: bool = False, settings: Settings | None = None
+) -> Path:
     """The cache directory of the default model, built (and, float, verified) if missing or stale."""
-    target = Path(model_dir) if model_dir else default_onnx_dir(int8=int8)
+    target = Path(model_dir) if model_dir else default_onnx_dir(int8=int8, settings=settings)
     if not _is_current(target):
         build_onnx(target, int8=int8, verify=None if int8 else verify_default_model)
     return target
@@ -120,10 +122,14 @@ class OnnxEmbedder(Embedder):
         fast_queries: bool = True,
         int8: bool = False,
         int8_queries: bool | None = None,
+        settings: Settings | None = None,
     ) -> None:
         #: Only the default cache directory is built on demand; a directory given explicitly must hold a model.
-        #: ``int8`` chooses the default directory of the int8-quantised build.
-        self._dir = ensure_default_model(int8=int8) if model_dir is None else Path(model_dir)
+        #: ``int8`` chooses the default directory of the int8-quantised build. ``settings``: the
+        #: ``STRATAMEM_*`` settings already read (None: read them here).
+        if settings is None and (model_dir is None or int8_queries is None):
+            settings = Settings()
+        self._dir = ensure_default_model(int8=int8, settings=settings) if model_dir is None else Path(model_dir)
         self._batch_size = batch_size
         self._threads = threads
         #: ONNX Runtime's worker threads busy-wait after each run unless told not to; on a small
@@ -153,7 +159,7 @@ class OnnxEmbedder(Embedder):
         #: float model. ``int8_queries`` None reads ``STRATAMEM_ONNX_INT8_QUERIES`` (default on);
         #: a directory without that file runs queries on the float model.
         if int8_queries is None:
-            int8_queries = Settings().onnx_int8_queries
+            int8_queries = settings is not None and settings.onnx_int8_queries
         query_file = manifest.get("query_model") if int8_queries and not int8 else None
         query_path = self._dir / str(query_file) if query_file else None
         self._query_model: Path | None = query_path if query_path is not None and query_path.exists() else None
