@@ -98,15 +98,12 @@ def _for_command(args: list[str]) -> typer.Typer:
     the whole app, whose messages list every command."""
     if not args or args[0].startswith("-"):
         return app
-    for info in app.registered_commands:
+    infos: list[CommandInfo | TyperInfo] = [*app.registered_commands, *app.registered_groups]
+    for info in infos:
         if _name(info) == args[0]:
-            only = copy.copy(app)
-            only.registered_commands, only.registered_groups = [info], []
-            return only
-    for group in app.registered_groups:
-        if _name(group) == args[0]:
-            only = copy.copy(app)
-            only.registered_commands, only.registered_groups = [], [group]
+            only = copy.copy(app)  # the root callback and settings, one command
+            only.registered_commands = [info] if isinstance(info, CommandInfo) else []
+            only.registered_groups = [info] if isinstance(info, TyperInfo) else []
             return only
     return app
 
