@@ -1,4 +1,4 @@
-"""A command line turns only the command it runs into a click command (``cli._for_command``): the
+"""A command line turns only the command it runs into a click command (``cli.app_for``): the
 rest of the app is never inspected, and what the command does and prints is the whole app's."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from stratamem.cli import _for_command, app
+from stratamem.cli import app, app_for
 
 NAMES = sorted(typer.main.get_command(app).commands)  # type: ignore[attr-defined]
 
@@ -15,7 +15,7 @@ NAMES = sorted(typer.main.get_command(app).commands)  # type: ignore[attr-define
 def test_every_command_and_group_is_found() -> None:
     assert {"add", "search", "serve", "mcp", "models", "graph", "keys", "snapshot", "policy"} <= set(NAMES)
     for name in NAMES:
-        only = _for_command([name, "--help"])
+        only = app_for([name, "--help"])
         assert only is not app, name
         assert sorted(typer.main.get_command(only).commands) == [name]  # type: ignore[attr-defined]
     # the whole app keeps every command
@@ -24,14 +24,14 @@ def test_every_command_and_group_is_found() -> None:
 
 @pytest.mark.parametrize("args", [[], ["--help"], ["--version"], ["no-such-command"], ["-x", "search"]])
 def test_root_options_and_unknown_names_get_the_whole_app(args: list[str]) -> None:
-    assert _for_command(args) is app
+    assert app_for(args) is app
 
 
 @pytest.mark.parametrize("args", [["search", "--help"], ["models", "--help"], ["snapshot", "push", "--help"]])
 def test_help_is_the_same_as_the_whole_apps(args: list[str]) -> None:
     runner = CliRunner()
     whole = runner.invoke(app, args, env={"COLUMNS": "120"})
-    only = runner.invoke(_for_command(args), args, env={"COLUMNS": "120"})
+    only = runner.invoke(app_for(args), args, env={"COLUMNS": "120"})
     assert whole.exit_code == only.exit_code == 0
     assert only.output == whole.output
     assert args[0] in only.output

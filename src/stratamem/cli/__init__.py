@@ -89,7 +89,7 @@ def _name(info: CommandInfo | TyperInfo) -> str | None:
     return None
 
 
-def _for_command(args: list[str]) -> typer.Typer:
+def app_for(args: list[str]) -> typer.Typer:
     """``app`` with only the command or group that ``args`` runs, else ``app`` itself.
 
     Typer turns every registered command into a click command (reading each one's signature and
@@ -113,7 +113,7 @@ def main() -> None:
     ``error INVALID_PARAMS: message`` and exit status 2, like every other bad input."""
     cx = _click_exceptions()
     try:
-        code = _for_command(sys.argv[1:])(standalone_mode=False)
+        code = app_for(sys.argv[1:])(standalone_mode=False)
     except cx.NoArgsIsHelpError as exc:
         typer.echo(exc.ctx.get_help() if exc.ctx is not None else str(exc))
         sys.exit(2)

@@ -127,8 +127,7 @@ class OnnxEmbedder(Embedder):
         #: Only the default cache directory is built on demand; a directory given explicitly must hold a model.
         #: ``int8`` chooses the default directory of the int8-quantised build. ``settings``: the
         #: ``STRATAMEM_*`` settings already read (None: read them here).
-        if settings is None and (model_dir is None or int8_queries is None):
-            settings = Settings()
+        settings = settings or Settings()
         self._dir = ensure_default_model(int8=int8, settings=settings) if model_dir is None else Path(model_dir)
         self._batch_size = batch_size
         self._threads = threads
@@ -159,7 +158,7 @@ class OnnxEmbedder(Embedder):
         #: float model. ``int8_queries`` None reads ``STRATAMEM_ONNX_INT8_QUERIES`` (default on);
         #: a directory without that file runs queries on the float model.
         if int8_queries is None:
-            int8_queries = settings is not None and settings.onnx_int8_queries
+            int8_queries = settings.onnx_int8_queries
         query_file = manifest.get("query_model") if int8_queries and not int8 else None
         query_path = self._dir / str(query_file) if query_file else None
         self._query_model: Path | None = query_path if query_path is not None and query_path.exists() else None
