@@ -23,11 +23,11 @@ from .model import (
     TenantContext,
     UpdateMemoryOutput,
 )
-from .sdk import AsyncMemory, Memory
 from .telemetry.observe import ObserveConfig
 
 if TYPE_CHECKING:
     from .client import AsyncClient, Client
+    from .sdk import AsyncMemory, Memory
 
 __version__ = "0.1.0"
 
@@ -59,7 +59,14 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    """``Client`` / ``AsyncClient`` load httpx only when used: opening an embedded store stays offline."""
+    """Load the engine (``Memory``, ``AsyncMemory``: numpy, DuckDB, the providers) and the HTTP client
+    (``Client``, ``AsyncClient``: httpx) when first used: a process that needs neither (``stratamem mcp``
+    answering the MCP handshake, ``stratamem keys``) does not pay for importing them, and opening an
+    embedded store stays offline."""
+    if name in ("Memory", "AsyncMemory"):
+        from . import sdk  # noqa: PLC0415 - the engine is imported on first use
+
+        return getattr(sdk, name)
     if name in ("Client", "AsyncClient"):
         from . import client  # noqa: PLC0415 - httpx is imported only by applications that use the client
 

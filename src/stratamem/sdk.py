@@ -49,7 +49,7 @@ from .model import (
 from .persistence.snapshots import AsyncSnapshotManager, SnapshotManager, open_from_snapshot
 from .providers import MemoryProvider, open_provider
 from .query import UNSET, Order, TagsMatch, TimeField, Unset
-from .settings import Settings
+from .settings import DEFAULT_STORE, Settings
 from .telemetry import observe as telemetry
 from .telemetry.observe import Observation, ObserveConfig
 
@@ -69,9 +69,6 @@ if TYPE_CHECKING:
 
 P = ParamSpec("P")
 R = TypeVar("R")
-
-#: The default store of ``Memory.open()`` and of every CLI command (``STRATAMEM_DB`` overrides it).
-DEFAULT_STORE = "data/stratamem.duckdb"
 
 
 def _lock_error(exc: MemoryError) -> MemoryError:

@@ -18,6 +18,9 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from .lifecycle.config import parse_duration
 
+#: The default store of ``Memory.open()`` and of every CLI command (``STRATAMEM_DB`` overrides it).
+DEFAULT_STORE = "data/stratamem.duckdb"
+
 #: The prefix of every variable: field ``llm_url`` is ``STRATAMEM_LLM_URL``.
 ENV_PREFIX = "STRATAMEM_"
 

@@ -38,7 +38,7 @@ def test_mcp_tools_match_a_real_mcp_client_listing(mem: Memory, acme: TenantCont
     assert set(tools[0]) == {"name", "description", "inputSchema"}
 
     binding = make_binding(acme, ALICE)
-    server = build_mcp_server(mem, lambda _ctx: binding)
+    server = build_mcp_server(lambda: mem, lambda _ctx: binding)
 
     async def listed() -> list[dict[str, object]]:
         async with Client(server) as client:

@@ -7,7 +7,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from stratamem.cli import app, app_for
+from stratamem.cli import COMMAND_MODULES, MODULES, app, app_for, build_app
 
 NAMES = sorted(typer.main.get_command(app).commands)  # type: ignore[attr-defined]
 
@@ -35,3 +35,13 @@ def test_help_is_the_same_as_the_whole_apps(args: list[str]) -> None:
     assert whole.exit_code == only.exit_code == 0
     assert only.output == whole.output
     assert args[0] in only.output
+
+
+def test_each_command_is_registered_by_the_module_the_map_names() -> None:
+    """A command line imports only the module ``COMMAND_MODULES`` names for it: the map must name the
+    module that registers each command, and cover the whole app."""
+    assert sorted(COMMAND_MODULES) == NAMES
+    for module in MODULES:
+        alone = typer.main.get_command(build_app((module,)))
+        registered = sorted(alone.commands)  # type: ignore[attr-defined]
+        assert registered == sorted(n for n, m in COMMAND_MODULES.items() if m == module), module

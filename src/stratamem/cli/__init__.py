@@ -16,28 +16,42 @@ from typer.main import get_command_name
 from typer.models import CommandInfo, TyperInfo
 
 from .. import __version__
-from . import (
-    coordination_cmds,
-    demo_cmd,
-    encryption_cmds,
-    graph_cmds,
-    hygiene_cmds,
-    keys_cmds,
-    lifecycle_cmds,
-    memory_cmds,
-    migrate_cmd,
-    models_cmds,
-    server_cmds,
-    snapshot_cmds,
+
+#: The modules that register commands, in the order ``--help`` lists them.
+MODULES = (
+    "memory_cmds",
+    "demo_cmd",
+    "server_cmds",
+    "keys_cmds",
+    "graph_cmds",
+    "coordination_cmds",
+    "snapshot_cmds",
+    "lifecycle_cmds",
+    "models_cmds",
+    "hygiene_cmds",
+    "encryption_cmds",
+    "migrate_cmd",
 )
 
-app = typer.Typer(
-    name="stratamem",
-    help="Layered, multi-tenant semantic memory for AI agents.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    add_completion=False,
-)
+#: The module that registers each command or group: a command line imports only its own module (the
+#: others bring the engine, the HTTP server or the snapshot store, which ``stratamem mcp`` or
+#: ``stratamem keys`` do not need before they start). tests/core/test_cli_start.py checks it against
+#: the whole app.
+COMMAND_MODULES: dict[str, str] = {
+    **dict.fromkeys(("add", "search", "get", "list", "delete", "stats", "import", "export"), "memory_cmds"),
+    "demo": "demo_cmd",
+    "serve": "server_cmds",
+    "mcp": "server_cmds",
+    "keys": "keys_cmds",
+    "graph": "graph_cmds",
+    "writer": "coordination_cmds",
+    "snapshot": "snapshot_cmds",
+    **dict.fromkeys(("prune", "maintain", "forget-user", "close-session", "reflect"), "lifecycle_cmds"),
+    "models": "models_cmds",
+    **dict.fromkeys(("health", "process", "remember", "forget", "policy"), "hygiene_cmds"),
+    "encryption": "encryption_cmds",
+    "migrate": "migrate_cmd",
+}
 
 
 def _show_version(value: bool) -> None:
@@ -46,7 +60,6 @@ def _show_version(value: bool) -> None:
         raise typer.Exit(0)
 
 
-@app.callback()
 def _root(
     version: Annotated[
         bool,
@@ -56,18 +69,37 @@ def _root(
     """Layered, multi-tenant semantic memory for AI agents."""
 
 
-memory_cmds.register(app)
-demo_cmd.register(app)
-server_cmds.register(app)
-keys_cmds.register(app)
-graph_cmds.register(app)
-coordination_cmds.register(app)
-snapshot_cmds.register(app)
-lifecycle_cmds.register(app)
-models_cmds.register(app)
-hygiene_cmds.register(app)
-encryption_cmds.register(app)
-migrate_cmd.register(app)
+def build_app(modules: tuple[str, ...] = MODULES) -> typer.Typer:
+    """The ``stratamem`` app with the commands of ``modules`` (default: every command)."""
+    built = typer.Typer(
+        name="stratamem",
+        help="Layered, multi-tenant semantic memory for AI agents.",
+        no_args_is_help=True,
+        pretty_exceptions_enable=False,
+        add_completion=False,
+    )
+    built.callback()(_root)
+    for name in modules:
+        importlib.import_module(f"{__name__}.{name}").register(built)
+    return built
+
+
+_whole: typer.Typer | None = None
+
+
+def whole_app() -> typer.Typer:
+    """The app with every command (built once)."""
+    global _whole  # one app per process, built on first use
+    if _whole is None:
+        _whole = build_app()
+    return _whole
+
+
+def __getattr__(name: str) -> typer.Typer:
+    """``stratamem.cli.app``: the whole app, built when first asked for."""
+    if name == "app":
+        return whole_app()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _click_exceptions() -> ModuleType:
@@ -90,22 +122,24 @@ def _name(info: CommandInfo | TyperInfo) -> str | None:
 
 
 def app_for(args: list[str]) -> typer.Typer:
-    """``app`` with only the command or group that ``args`` runs, else ``app`` itself.
+    """An app with only the command or group that ``args`` runs, else the whole app.
 
-    Typer turns every registered command into a click command (reading each one's signature and
-    type hints) before it runs any, which is a good part of a short command's start-up; a command
-    line names one command, so only that one is turned. Root options, help and unknown names go to
-    the whole app, whose messages list every command."""
-    if not args or args[0].startswith("-"):
-        return app
-    infos: list[CommandInfo | TyperInfo] = [*app.registered_commands, *app.registered_groups]
+    A command line names one command, so only its module is imported and only that command is
+    turned into a click command (typer reads the signature and type hints of every registered
+    command before it runs any, a good part of a short command's start-up). Root options, help and
+    unknown names go to the whole app, whose messages list every command."""
+    module = COMMAND_MODULES.get(args[0]) if args else None
+    if module is None:
+        return whole_app()
+    partial = build_app((module,))
+    infos: list[CommandInfo | TyperInfo] = [*partial.registered_commands, *partial.registered_groups]
     for info in infos:
         if _name(info) == args[0]:
-            only = copy.copy(app)  # the root callback and settings, one command
+            only = copy.copy(partial)  # the root callback and settings, one command
             only.registered_commands = [info] if isinstance(info, CommandInfo) else []
             only.registered_groups = [info] if isinstance(info, TyperInfo) else []
             return only
-    return app
+    return whole_app()  # COMMAND_MODULES names a module that does not register it: stay correct
 
 
 def main() -> None:

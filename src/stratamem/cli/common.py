@@ -8,19 +8,19 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from pydantic import ValidationError
 from rich.console import Console
 
-from ..embeddings import make_embedder
-from ..embeddings.batching import MicroBatchingEmbedder
 from ..errors import ErrorCode, MemoryError
 from ..model import TenantContext
-from ..sdk import DEFAULT_STORE, Memory
-from ..settings import ENV_PREFIX, Settings
+from ..settings import DEFAULT_STORE, ENV_PREFIX, Settings
 from ..telemetry.observe import ObserveConfig
+
+if TYPE_CHECKING:
+    from ..sdk import Memory
 
 console = Console()
 err_console = Console(stderr=True)
@@ -220,15 +220,33 @@ def open_store(
         )
     settings = cli_settings()
     with coded_errors():
-        model = make_embedder(embedder, settings=settings)
-        if batch_queries:
-            model = MicroBatchingEmbedder(model)
-        mem = Memory.open(db, embedder=model, observe=observe, settings=settings)
+        mem = open_memory(db, embedder, settings, batch_queries=batch_queries, observe=observe)
     try:
         with coded_errors():
             yield mem
     finally:
         mem.close()
+
+
+def open_memory(
+    db: str,
+    embedder: str | None,
+    settings: Settings,
+    *,
+    batch_queries: bool = False,
+    observe: bool | ObserveConfig | None = None,
+) -> Memory:
+    """The store and embedder of a command (what :func:`open_store` opens); raises ``MemoryError``.
+
+    The engine (numpy, DuckDB, the embedder) is imported here, when a command first needs it."""
+    from ..embeddings import make_embedder  # noqa: PLC0415 - the engine loads when a command needs it
+    from ..embeddings.batching import MicroBatchingEmbedder  # noqa: PLC0415
+    from ..sdk import Memory  # noqa: PLC0415
+
+    model = make_embedder(embedder, settings=settings)
+    if batch_queries:
+        model = MicroBatchingEmbedder(model)
+    return Memory.open(db, embedder=model, observe=observe, settings=settings)
 
 
 def emit_json(data: Any) -> None:

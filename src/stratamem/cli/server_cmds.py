@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import importlib.util
 import logging
-import threading
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from pydantic import ValidationError
 
 from ..model import Grant
-from ..sdk import Memory
 from ..settings import Settings
 from ..telemetry.observe import OBSERVE_ON, ObserveConfig
 from .common import (
@@ -29,13 +27,18 @@ from .common import (
     TeamOpt,
     TenantOpt,
     UserOpt,
+    cli_settings,
     coded_errors,
     fail,
     from_settings,
     identifiers,
+    open_memory,
     open_store,
     tenant,
 )
+
+if TYPE_CHECKING:
+    from ..sdk import Memory
 
 
 def _warm_quietly(mem: Memory) -> None:
@@ -228,19 +231,29 @@ def register(app: typer.Typer) -> None:
         _require_server_extra()
         wanted = observe if observe is not None else (metrics_port is not None or audit_log is not None)
         observation = ObserveConfig(metrics_port=metrics_port, audit_log=audit_log) if wanted else False
-        from ..mcp.server import make_binding, run_stdio  # noqa: PLC0415  server extra (mcp)
+        from ..mcp.server import make_binding  # noqa: PLC0415  server extra (mcp)
+        from ..mcp.stdio import OpeningStore, run_stdio  # noqa: PLC0415
 
         ids = identifiers(
             agent_id, user_id, session_id, project_id, team_id, org_id, company_id, object_type, object_id
         )
-        with open_store(db, embedder, observe=observation) as mem:
+        with coded_errors():
+            bound = Grant.parse(grant or [], ids) if ids or grant else None
+            ctx = tenant(tenant_id).model_copy(update={"grant": bound})
+            binding = make_binding(ctx, ids, layer)
+        settings = cli_settings()
+
+        def prepare(mem: Memory) -> None:
             if mem.observation is not None and mem.observation.metrics_url:
                 typer.echo(f"stratamem mcp: metrics at {mem.observation.metrics_url}", err=True)
-            with coded_errors():
-                bound = Grant.parse(grant or [], ids) if ids or grant else None
-                ctx = tenant(tenant_id).model_copy(update={"grant": bound})
-                binding = make_binding(ctx, ids, layer)
-            # Load the model beside the MCP handshake: the first tool call waits for it only if it is
-            # not done yet, and the client sees the server answer at once.
-            threading.Thread(target=_warm_quietly, args=(mem,), name="stratamem-warm-up", daemon=True).start()
-            run_stdio(mem, binding)
+            _warm_quietly(mem)
+
+        # The store and the model open beside the MCP handshake: the client sees the server answer as
+        # soon as the SDK is loaded, and the first tool call waits for the store only if it is not open.
+        store = OpeningStore(lambda: open_memory(db, embedder, settings, observe=observation), prepare).start()
+        try:
+            run_stdio(store, binding)
+        finally:
+            store.close()
+        if store.error is not None:
+            raise typer.Exit(2)

@@ -23,34 +23,27 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
-from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
-from starlette.requests import Request
-from starlette.routing import Route
-from starlette.types import Receive, Scope, Send
 
 from .. import __version__
 from ..crud.skill import CrudAction, CrudError, CrudItem, CrudLayer, CrudScope, MemoryCrudResponse
 from ..errors import ErrorCode, MemoryError
 from ..layers import get_accessible_layers, parse_identifiers, parse_layer
 from ..model import Layer, LayerIdentifiers, MemoryEntry, TenantContext
-from ..sdk import Memory
-from ..server.auth import WRITE_ROLES
-from ..server.deps import authenticate_request
-from ..server.http_errors import error_response
 from ..settings import Settings
+
+if TYPE_CHECKING:
+    from ..sdk import Memory
 
 Category = Literal["preference", "fact", "context", "instruction"]
 Intent = Literal["none", "remember", "forget"]
 #: memory_crud actions that write (need a credential that may write).
 CRUD_WRITES = frozenset({"create", "update", "delete", "promote"})
-AUTH_SCOPE_KEY = "stratamem.auth"
 
 
 @dataclass(frozen=True)
@@ -211,7 +204,17 @@ INSTRUCTIONS = (
 )
 
 
-def build_mcp_server(memory: Memory, resolve: Resolver, *, legacy_tools: bool | None = None) -> MCPServer[Any]:
+def build_mcp_server(
+    store: Callable[[], Memory], resolve: Resolver, *, legacy_tools: bool | None = None
+) -> MCPServer[Any]:
+    """The MCP server and its tools.
+
+    Args:
+        store: Returns the open store; it may wait for the store to open (stdio opens it beside the
+            handshake) and raise its ``MemoryError``, which the tool call answers with.
+        resolve: Who a tool call acts for (the stdio command's options, or the HTTP request's key).
+        legacy_tools: List the deprecated tool names (None: ``STRATAMEM_MCP_LEGACY_TOOLS``).
+    """
     server: MCPServer[Any] = _CodedMCPServer("stratamem", version=__version__, instructions=INSTRUCTIONS)
     legacy = legacy_tools_enabled() if legacy_tools is None else legacy_tools
 
@@ -233,6 +236,12 @@ def build_mcp_server(memory: Memory, resolve: Resolver, *, legacy_tools: bool | 
         except MemoryError as exc:
             raise _tool_error(exc) from None
 
+    def opened() -> Memory:
+        try:
+            return store()
+        except MemoryError as exc:
+            raise _tool_error(exc) from None
+
     @server.tool(
         name="createMemory",
         annotations=CREATE,
@@ -249,7 +258,7 @@ def build_mcp_server(memory: Memory, resolve: Resolver, *, legacy_tools: bool | 
     ) -> dict[str, Any]:
         b = binding(context, write=True)
         try:
-            out = memory.add(
+            out = store().add(
                 b.ctx,
                 content,
                 layer=b.layer,
@@ -282,7 +291,7 @@ def build_mcp_server(memory: Memory, resolve: Resolver, *, legacy_tools: bool | 
     ) -> dict[str, Any]:
         b = binding(context)
         try:
-            res = memory.search(
+            res = store().search(
                 b.ctx,
                 query,
                 identifiers=b.identifiers,
@@ -311,7 +320,7 @@ def build_mcp_server(memory: Memory, resolve: Resolver, *, legacy_tools: bool | 
     ) -> dict[str, Any]:
         b = binding(context, write=True)
         try:
-            out = memory.update(b.ctx, id, content=content)
+            out = store().update(b.ctx, id, content=content)
         except MemoryError as exc:
             raise _tool_error(exc) from None
         return _view(out.memory)
@@ -328,8 +337,8 @@ def build_mcp_server(memory: Memory, resolve: Resolver, *, legacy_tools: bool | 
     ) -> dict[str, Any]:
         b = binding(context, write=True)
         try:
-            existed = memory.get(b.ctx, id) is not None
-            memory.delete(b.ctx, id)
+            existed = store().get(b.ctx, id) is not None
+            store().delete(b.ctx, id)
         except MemoryError as exc:
             raise _tool_error(exc) from None
         return {"success": True, "deleted": existed}
@@ -356,7 +365,7 @@ def build_mcp_server(memory: Memory, resolve: Resolver, *, legacy_tools: bool | 
     ) -> dict[str, Any]:
         b = binding(context)
         try:
-            res = memory.list(
+            res = store().list(
                 b.ctx,
                 b.layer,
                 identifiers=b.identifiers,
@@ -396,6 +405,7 @@ def build_mcp_server(memory: Memory, resolve: Resolver, *, legacy_tools: bool | 
         if_match: Annotated[str | None, Field(description="Etag for a single-item update/delete")] = None,
     ) -> dict[str, Any]:
         b = binding(context)
+        memory = opened()
         if action in CRUD_WRITES and not b.can_write:
             memory.engine.audit.record(
                 tenant_id=b.ctx.tenant_id,
@@ -439,7 +449,7 @@ def build_mcp_server(memory: Memory, resolve: Resolver, *, legacy_tools: bool | 
     ) -> dict[str, Any]:
         b = binding(context, write=True)
         try:
-            out = memory.process(
+            out = store().process(
                 b.ctx, text, intent=intent, identifiers=b.identifiers, recent_messages=recent_messages, layer=b.layer
             )
         except MemoryError as exc:
@@ -490,12 +500,13 @@ def build_mcp_server(memory: Memory, resolve: Resolver, *, legacy_tools: bool | 
     def promote(context: Context[Any, Any], id: str, target_layer: str, delete_original: bool) -> dict[str, Any]:
         b = binding(context, write=True)
         try:
-            source = memory.engine.provider.get(b.ctx.tenant_id, id, memory.engine.now()) if id else None
+            engine = store().engine
+            source = engine.provider.get(b.ctx.tenant_id, id, engine.now()) if id else None
             if source is None or not _owned(source, b.identifiers):  # another user's memory looks missing
                 raise MemoryError(
                     ErrorCode.MEMORY_NOT_FOUND, f"no memory with id {id!r}", operation="promote", details={"id": id}
                 )
-            out = memory.promote(b.ctx, id, target_layer, identifiers=b.identifiers, delete_original=delete_original)
+            out = store().promote(b.ctx, id, target_layer, identifiers=b.identifiers, delete_original=delete_original)
         except MemoryError as exc:
             raise _tool_error(exc) from None
         view = _view(out)
@@ -537,7 +548,7 @@ def build_mcp_server(memory: Memory, resolve: Resolver, *, legacy_tools: bool | 
                     operation="close_session",
                     details={"identifier": "userId" if not b.identifiers.user_id else "sessionId"},
                 )
-            out = memory.close_session(b.ctx, b.identifiers.user_id, sid, project_id=b.identifiers.project_id)
+            out = store().close_session(b.ctx, b.identifiers.user_id, sid, project_id=b.identifiers.project_id)
         except MemoryError as exc:
             raise _tool_error(exc) from None
         return dict(out.model_dump(mode="json"))
@@ -569,64 +580,3 @@ def _owned(entry: MemoryEntry, identifiers: LayerIdentifiers) -> bool:
     """The entry's scope identifiers are all the caller's (a bound userId may act on its own scopes)."""
     mine = identifiers.present()
     return all(mine.get(k) == v for k, v in entry.identifiers.present().items())
-
-
-# ------------------------------------------------------------------------------------------ stdio
-def run_stdio(memory: Memory, binding: Binding) -> None:
-    build_mcp_server(memory, lambda _ctx: binding).run("stdio")
-
-
-# ------------------------------------------------------------------------------------------ HTTP
-def _http_binding(context: Context[Any, Any]) -> Binding:
-    request = context.request_context.request
-    auth = getattr(request, "scope", {}).get(AUTH_SCOPE_KEY) if request is not None else None
-    if auth is None:
-        raise MemoryError(ErrorCode.MISSING_TENANT_CONTEXT, "no credentials on this MCP request", operation="mcp")
-    if not auth.identifiers:
-        raise MemoryError(
-            ErrorCode.MISSING_IDENTIFIER,
-            "this credential carries no identifiers; create the key with e.g. --user-id",
-            operation="mcp",
-            details={"identifier": "userId"},
-        )
-
-    return make_binding(auth.ctx, auth.identifiers, can_write=any(auth.ctx.has_role(r) for r in WRITE_ROLES))
-
-
-class _Authenticated:
-    """ASGI wrapper: authenticate (API key/JWT, rate limit) before the MCP transport sees the request."""
-
-    def __init__(self, inner: StreamableHTTPASGIApp) -> None:
-        self.inner = inner
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        request = Request(scope, receive)
-        try:
-            result = authenticate_request(
-                request, request.headers.get("authorization"), request.headers.get("x-api-key")
-            )
-        except MemoryError as exc:
-            await error_response(exc)(scope, receive, send)
-            return
-        scope[AUTH_SCOPE_KEY] = result
-        await self.inner(scope, receive, send)
-
-
-@dataclass
-class HttpMcp:
-    session_manager: StreamableHTTPSessionManager
-    route: Route
-
-
-def build_http_app(memory: Memory, settings: Any) -> HttpMcp:
-    server = build_mcp_server(memory, _http_binding)
-    local = settings.host in ("127.0.0.1", "localhost", "::1")
-    security = TransportSecuritySettings(
-        enable_dns_rebinding_protection=local,
-        allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"] if local else [],
-        allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"] if local else [],
-    )
-    server.streamable_http_app(streamable_http_path="/mcp", transport_security=security, host=settings.host)
-    manager = server.session_manager
-    endpoint = _Authenticated(StreamableHTTPASGIApp(manager))
-    return HttpMcp(session_manager=manager, route=Route("/mcp", endpoint=endpoint))

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..sdk import Memory
 from .server import build_mcp_server
+
+if TYPE_CHECKING:
+    from ..sdk import Memory
 
 
 def _unbound(context: Any) -> Any:
@@ -17,7 +19,7 @@ def _unbound(context: Any) -> Any:
 
 async def amcp_tools(memory: Memory) -> list[dict[str, Any]]:
     """The stratamem MCP tools as ``{"name", "description", "inputSchema"}`` dicts (MCP wire names)."""
-    server = build_mcp_server(memory, _unbound)
+    server = build_mcp_server(lambda: memory, _unbound)
     tools = await server.list_tools()
     return [{"name": t.name, "description": t.description or "", "inputSchema": dict(t.input_schema)} for t in tools]
 

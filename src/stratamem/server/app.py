@@ -157,7 +157,7 @@ def create_app(
 
     mcp_app: Any = None
     if settings.mcp_enabled:
-        from ..mcp.server import build_http_app  # noqa: PLC0415  server extra (mcp), loaded only when MCP is enabled
+        from ..mcp.http import build_http_app  # noqa: PLC0415  server extra (mcp), loaded only when MCP is enabled
 
         # The MCP SDK's server configures the root logger (INFO, a rich console handler) when it is
         # built; the server keeps the logging its host set up instead: otherwise every audit line of
