@@ -5,7 +5,6 @@ Each feature registers its commands from its own module; this file only assemble
 
 from __future__ import annotations
 
-import copy
 import importlib
 import sys
 from types import ModuleType
@@ -134,11 +133,10 @@ def app_for(args: list[str]) -> typer.Typer:
     partial = build_app((module,))
     infos: list[CommandInfo | TyperInfo] = [*partial.registered_commands, *partial.registered_groups]
     for info in infos:
-        if _name(info) == args[0]:
-            only = copy.copy(partial)  # the root callback and settings, one command
-            only.registered_commands = [info] if isinstance(info, CommandInfo) else []
-            only.registered_groups = [info] if isinstance(info, TyperInfo) else []
-            return only
+        if _name(info) == args[0]:  # a module may register several commands: keep this one
+            partial.registered_commands = [info] if isinstance(info, CommandInfo) else []
+            partial.registered_groups = [info] if isinstance(info, TyperInfo) else []
+            return partial
     return whole_app()  # COMMAND_MODULES names a module that does not register it: stay correct
 
 
