@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 from fastapi.testclient import TestClient
+from mcp.client.stdio import StdioServerParameters
 
 from stratamem import Memory
 from stratamem.server.app import create_app
@@ -67,6 +68,28 @@ def cli_env() -> dict[str, str]:
     env["PYTHONPATH"] = SRC + os.pathsep + env.get("PYTHONPATH", "")
     env["STRATAMEM_EMBEDDER"] = "hashing"
     return env
+
+
+def alice_mcp(db: Path, *extra: str, env: dict[str, str] | None = None) -> StdioServerParameters:
+    """``stratamem mcp`` over stdio on ``db`` for user ``alice`` of tenant ``acme``."""
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "stratamem", "mcp", "--db", str(db), "--tenant", "acme", "--user-id", "alice", *extra],
+        env=cli_env() if env is None else env,
+    )
+
+
+def alice_mcp_exit(db: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``stratamem mcp`` for ``alice`` with stdin closed at once (a client that leaves at the start)."""
+    return subprocess.run(
+        [sys.executable, "-m", "stratamem", "mcp", "--db", str(db), "-t", "acme", "--user-id", "alice"],
+        env=cli_env() if env is None else env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:

@@ -17,11 +17,11 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 from mcp import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.stdio import stdio_client
 
 from stratamem import Memory, TenantContext
 
-from .conftest import cli_env
+from .conftest import alice_mcp, cli_env
 
 ALICE = {"userId": "alice"}
 
@@ -87,11 +87,7 @@ def test_mcp_search_history(tmp_path: Path, open_mem: Callable[..., Memory]) -> 
     old = mem.add(ctx, "Alice lives in Hamburg", layer="user", identifiers={"user_id": "alice"}).memory
     mem.add(ctx, "Alice lives in Berlin", layer="user", identifiers={"user_id": "alice"}, supersedes=[old.id])
     mem.close()
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "stratamem", "mcp", "--db", str(db), "--tenant", "acme", "--user-id", "alice"],
-        env=cli_env(),
-    )
+    params = alice_mcp(db)
 
     async def main() -> tuple[dict[str, Any], dict[str, Any]]:
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:

@@ -5,19 +5,18 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from mcp import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from stratamem import Memory, TenantContext
 
-from .conftest import LiveServer, cli_env, cli_key
+from .conftest import LiveServer, alice_mcp, cli_key
 
 CATEGORIES = ["preference", "fact", "context", "instruction"]
 SEED_TOOLS = {"createMemory", "searchMemory", "updateMemory", "deleteMemory", "listMemory"}
@@ -110,11 +109,7 @@ async def exercise(session: ClientSession) -> str:
 
 def test_mcp_over_stdio(tmp_path: Path, open_mem: Callable[..., Memory]) -> None:
     db = tmp_path / "mcp.duckdb"
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "stratamem", "mcp", "--db", str(db), "--tenant", "acme", "--user-id", "alice"],
-        env=cli_env(),
-    )
+    params = alice_mcp(db)
 
     async def main() -> None:
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:

@@ -7,7 +7,6 @@ import asyncio
 import json
 import re
 import socket
-import sys
 from pathlib import Path
 
 import httpx
@@ -17,7 +16,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from stratamem import Memory, TenantContext
 from stratamem.telemetry.audit import AuditLog
 
-from .conftest import cli_env
+from .conftest import alice_mcp, cli_env
 
 
 def _free_port() -> int:
@@ -38,11 +37,7 @@ def _params(db: Path, *extra: str) -> StdioServerParameters:
         for k, v in cli_env().items()
         if k not in ("STRATAMEM_OBSERVE", "STRATAMEM_METRICS_PORT", "STRATAMEM_AUDIT_LOG")
     }
-    return StdioServerParameters(
-        command=sys.executable,
-        env=env,
-        args=["-m", "stratamem", "mcp", "--db", str(db), "--tenant", "acme", "--user-id", "alice", *extra],
-    )
+    return alice_mcp(db, *extra, env=env)
 
 
 def test_mcp_stdio_observed_serves_metrics_and_audits(tmp_path: Path) -> None:

@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 from mcp import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.stdio import stdio_client
 
 from stratamem import Memory, TenantContext
 from stratamem.embeddings.base import Embedder
 from stratamem.errors import ErrorCode, MemoryError
 from stratamem.mcp.stdio import OpeningStore
 
-from .conftest import cli_env
+from .conftest import alice_mcp, alice_mcp_exit, cli_env
 
 #: What the handshake must not wait for: the engine, the HTTP server, the HTTP client.
 HEAVY = ("stratamem.sdk", "stratamem.engine", "stratamem.providers", "numpy", "duckdb", "onnxruntime", "fastapi")
@@ -47,11 +47,7 @@ def _bad_store(tmp_path: Path) -> Path:
 
 def test_a_store_that_cannot_open_answers_every_tool_call(tmp_path: Path) -> None:
     db = _bad_store(tmp_path)
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "stratamem", "mcp", "--db", str(db), "--tenant", "acme", "--user-id", "alice"],
-        env=cli_env(),
-    )
+    params = alice_mcp(db)
 
     async def main() -> None:
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
@@ -76,15 +72,7 @@ def test_a_store_that_cannot_open_answers_every_tool_call(tmp_path: Path) -> Non
 
 def test_a_store_that_cannot_open_is_reported_and_exits_2(tmp_path: Path) -> None:
     db = _bad_store(tmp_path)
-    out = subprocess.run(
-        [sys.executable, "-m", "stratamem", "mcp", "--db", str(db), "-t", "acme", "--user-id", "alice"],
-        env=cli_env(),
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    out = alice_mcp_exit(db)
     assert out.returncode == 2, out.stderr
     assert out.stderr.count("error PROVIDER_ERROR: cannot open DuckDB file") == 1, out.stderr
 
@@ -97,15 +85,7 @@ def test_a_client_that_leaves_during_the_start_gets_a_clean_exit(tmp_path: Path,
     env = cli_env()
     env["STRATAMEM_EMBEDDER"] = "onnx"
     for _ in range(2):
-        out = subprocess.run(
-            [sys.executable, "-m", "stratamem", "mcp", "--db", str(db), "-t", "acme", "--user-id", "alice"],
-            env=env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
+        out = alice_mcp_exit(db, env)
         assert out.returncode == 0, out.stderr
         assert "terminate called" not in out.stderr
 
