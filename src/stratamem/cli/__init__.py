@@ -5,6 +5,7 @@ Each feature registers its commands from its own module; this file only assemble
 
 from __future__ import annotations
 
+import functools
 import importlib
 import sys
 from types import ModuleType
@@ -83,15 +84,10 @@ def build_app(modules: tuple[str, ...] = MODULES) -> typer.Typer:
     return built
 
 
-_whole: typer.Typer | None = None
-
-
+@functools.cache
 def whole_app() -> typer.Typer:
-    """The app with every command (built once)."""
-    global _whole  # one app per process, built on first use
-    if _whole is None:
-        _whole = build_app()
-    return _whole
+    """The app with every command (built once per process)."""
+    return build_app()
 
 
 def __getattr__(name: str) -> typer.Typer:

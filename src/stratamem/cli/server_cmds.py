@@ -41,17 +41,6 @@ if TYPE_CHECKING:
     from ..sdk import Memory
 
 
-def _warm_quietly(mem: Memory) -> None:
-    """Warm the single-text path of the embedder (MCP tools embed one text per call).
-
-    A failure is logged; the first request that embeds reports it.
-    """
-    try:
-        mem.engine.embeddings.embedder.embed_one("warm-up")
-    except Exception:
-        logging.getLogger("stratamem.cli").warning("warming the embedding model failed", exc_info=True)
-
-
 #: Scopes granted beyond the identifiers (repeatable): team:t1, project:p1, object:ticket/*, all.
 GrantOpt = Annotated[
     list[str] | None,
@@ -246,7 +235,9 @@ def register(app: typer.Typer) -> None:
         def prepare(mem: Memory) -> None:
             if mem.observation is not None and mem.observation.metrics_url:
                 typer.echo(f"stratamem mcp: metrics at {mem.observation.metrics_url}", err=True)
-            _warm_quietly(mem)
+            # the single-text path of the embedder (MCP tools embed one text per call); a failure is
+            # logged by OpeningStore and reported by the first call that embeds
+            mem.engine.embeddings.embedder.embed_one("warm-up")
 
         # The store and the model open beside the MCP handshake: the client sees the server answer as
         # soon as the SDK is loaded, and the first tool call waits for the store only if it is not open.
