@@ -70,19 +70,21 @@ def cli_env() -> dict[str, str]:
     return env
 
 
+def _alice_mcp_args(db: Path, *extra: str) -> list[str]:
+    return ["-m", "stratamem", "mcp", "--db", str(db), "--tenant", "acme", "--user-id", "alice", *extra]
+
+
 def alice_mcp(db: Path, *extra: str, env: dict[str, str] | None = None) -> StdioServerParameters:
     """``stratamem mcp`` over stdio on ``db`` for user ``alice`` of tenant ``acme``."""
     return StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "stratamem", "mcp", "--db", str(db), "--tenant", "acme", "--user-id", "alice", *extra],
-        env=cli_env() if env is None else env,
+        command=sys.executable, args=_alice_mcp_args(db, *extra), env=cli_env() if env is None else env
     )
 
 
 def alice_mcp_exit(db: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """``stratamem mcp`` for ``alice`` with stdin closed at once (a client that leaves at the start)."""
     return subprocess.run(
-        [sys.executable, "-m", "stratamem", "mcp", "--db", str(db), "-t", "acme", "--user-id", "alice"],
+        [sys.executable, *_alice_mcp_args(db)],
         env=cli_env() if env is None else env,
         stdin=subprocess.DEVNULL,
         capture_output=True,
