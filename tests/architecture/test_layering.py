@@ -194,3 +194,73 @@ def test_the_engine_imports_no_feature() -> None:
     features = ("stratamem.graph", "stratamem.hygiene", "stratamem.lifecycle", "stratamem.persistence")
     imported = _import_graph()["stratamem.engine"]
     assert sorted(m for m in imported if m.startswith(features)) == []
+
+
+#: Imports each module of the package first, in a fresh interpreter forked from one that has
+#: imported only third-party libraries. Prints one line per module that fails: ``module<TAB>error``.
+_IMPORT_EACH = r"""
+import importlib, os, sys
+from pathlib import Path
+
+for lib in ("numpy", "pydantic", "duckdb", "typer", "rich", "httpx", "fastapi", "mcp.types"):
+    try:
+        importlib.import_module(lib)  # shared by the children: each then imports only stratamem
+    except ImportError:
+        pass
+root = Path(sys.argv[1])
+modules = sorted(
+    ".".join(p.relative_to(root.parent).with_suffix("").parts).removesuffix(".__init__")
+    for p in root.rglob("*.py")
+)
+assert not any(name.startswith("stratamem") for name in sys.modules)
+
+
+def child(name, out):
+    try:
+        importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if not (exc.name or "").startswith("stratamem"):
+            os._exit(0)  # an optional extra that is not installed, not a defect of the package
+        os.write(out, f"{name}\t{type(exc).__name__}: {exc}".encode()[:500])
+        os._exit(1)
+    except BaseException as exc:
+        os.write(out, f"{name}\t{type(exc).__name__}: {exc}".encode()[:500])
+        os._exit(1)
+    os._exit(0)
+
+
+running = {}
+for name in [m for m in modules if m != "stratamem.__main__"] + [None]:
+    while running and (name is None or len(running) >= 2):
+        pid, status = os.wait()
+        read = running.pop(pid)
+        if status:
+            print(os.read(read, 600).decode() or "?", flush=True)
+        os.close(read)
+    if name is None:
+        break
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read)
+        child(name, write)
+    os.close(write)
+    running[pid] = read
+print("checked", len(modules))
+"""
+
+
+def test_every_module_imports_when_imported_first() -> None:
+    """An import cycle through a package's ``__init__`` (``from ..providers.base import …`` runs
+    ``providers/__init__.py`` first) breaks only the module a program happens to import first, which
+    the static graph above does not see."""
+    import subprocess
+    import sys
+
+    run = subprocess.run(
+        [sys.executable, "-c", _IMPORT_EACH, str(SRC)], capture_output=True, text=True, timeout=600, check=False
+    )
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.strip().splitlines()
+    assert lines[-1] == f"checked {len(_all_modules())}"
+    assert lines[:-1] == []

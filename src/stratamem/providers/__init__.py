@@ -12,16 +12,35 @@ from __future__ import annotations
 
 import logging
 import os
+from typing import TYPE_CHECKING, Any
 
 from ..encryption import EncryptionKey, previous_keys_from_env
 from ..errors import ErrorCode, MemoryError
 from .base import MemoryProvider, Scope, WriteHook
-from .duckdb import DuckDBProvider
-from .inmemory import InMemoryProvider
+
+if TYPE_CHECKING:
+    from .duckdb import DuckDBProvider
+    from .inmemory import InMemoryProvider
 
 log = logging.getLogger("stratamem.providers")
 
 __all__ = ["DuckDBProvider", "InMemoryProvider", "MemoryProvider", "Scope", "WriteHook", "open_provider"]
+
+
+def __getattr__(name: str) -> Any:
+    """The concrete providers are imported on first use, not with this package: the search index and
+    the lexical indexes (``stratamem.retrieval``) import ``providers.base``, which runs this file,
+    and the DuckDB provider imports them in turn; importing it here made a retrieval module that a
+    program imports first fail on the cycle."""
+    if name == "DuckDBProvider":
+        from .duckdb import DuckDBProvider  # noqa: PLC0415  see above
+
+        return DuckDBProvider
+    if name == "InMemoryProvider":
+        from .inmemory import InMemoryProvider  # noqa: PLC0415  see above
+
+        return InMemoryProvider
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def open_provider(
@@ -32,6 +51,9 @@ def open_provider(
     encryption, see docs/security.md); in-memory stores keep nothing on disk."""
     if isinstance(location, MemoryProvider):
         return location
+    from .duckdb import DuckDBProvider  # noqa: PLC0415  see __getattr__
+    from .inmemory import InMemoryProvider  # noqa: PLC0415  see __getattr__
+
     loc = os.fspath(location) if location is not None else "stratamem.duckdb"
     if loc.startswith("memory://"):
         return InMemoryProvider()

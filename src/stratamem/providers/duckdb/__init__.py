@@ -25,9 +25,33 @@ The provider is one class assembled from parts, one module per concern:
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from . import schema
-from .database import CHECKPOINT_THRESHOLD
-from .index import PREBUILD_MIN_ROWS
-from .provider import MAX_CONTENT_LENGTH, DuckDBProvider
+
+if TYPE_CHECKING:
+    from .database import CHECKPOINT_THRESHOLD
+    from .index import PREBUILD_MIN_ROWS
+    from .provider import MAX_CONTENT_LENGTH, DuckDBProvider
 
 __all__ = ["CHECKPOINT_THRESHOLD", "MAX_CONTENT_LENGTH", "PREBUILD_MIN_ROWS", "DuckDBProvider", "schema"]
+
+
+def __getattr__(name: str) -> Any:
+    """The provider and its constants are imported on first use: ``schema`` is what features and the
+    lexical index need from this package (``providers.duckdb_schema``), and the provider imports the
+    lexical index in turn, so importing it here made ``stratamem.retrieval.duckdb_lexical`` fail when
+    a program imported it first."""
+    if name in ("DuckDBProvider", "MAX_CONTENT_LENGTH"):
+        from . import provider  # noqa: PLC0415  see above
+
+        return getattr(provider, name)
+    if name == "CHECKPOINT_THRESHOLD":
+        from .database import CHECKPOINT_THRESHOLD  # noqa: PLC0415  see above
+
+        return CHECKPOINT_THRESHOLD
+    if name == "PREBUILD_MIN_ROWS":
+        from .index import PREBUILD_MIN_ROWS  # noqa: PLC0415  see above
+
+        return PREBUILD_MIN_ROWS
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
