@@ -159,15 +159,150 @@ _NOT_A_NAME = frozenset(
 )
 
 
+#: Verbs a fact opens with when it leaves its subject out ("Lives in Hamburg", "Moved to Berlin",
+#: "Is a vegetarian", as facts extracted from a conversation are often written): about the scope's
+#: owner, like "User …", not about someone named "Lives".
+_OPENING_VERBS = frozenset(
+    {
+        "is",
+        "are",
+        "was",
+        "were",
+        "has",
+        "have",
+        "had",
+        "lives",
+        "lived",
+        "works",
+        "worked",
+        "uses",
+        "used",
+        "prefers",
+        "preferred",
+        "likes",
+        "liked",
+        "loves",
+        "hates",
+        "enjoys",
+        "wants",
+        "needs",
+        "plans",
+        "owns",
+        "drives",
+        "eats",
+        "drinks",
+        "speaks",
+        "studies",
+        "learns",
+        "joined",
+        "started",
+        "starts",
+        "began",
+        "got",
+        "bought",
+        "sold",
+        "reports",
+        "manages",
+        "leads",
+        "recently",
+        "currently",
+    }
+)
+#: Words for another person, which a possessive opening makes the subject ("User's sister moved to
+#: Munich" is about the sister: it does not replace where the user lives). Words for an attribute of
+#: the scope's owner ("User's manager …", "User's address …") are not among them.
+_RELATIVES = frozenset(
+    {
+        "sister",
+        "brother",
+        "sibling",
+        "mother",
+        "mom",
+        "mum",
+        "father",
+        "dad",
+        "parent",
+        "parents",
+        "son",
+        "daughter",
+        "child",
+        "children",
+        "kid",
+        "kids",
+        "wife",
+        "husband",
+        "partner",
+        "girlfriend",
+        "boyfriend",
+        "fiance",
+        "fiancee",
+        "friend",
+        "colleague",
+        "coworker",
+        "roommate",
+        "flatmate",
+        "neighbour",
+        "neighbor",
+        "cousin",
+        "aunt",
+        "uncle",
+        "niece",
+        "nephew",
+        "grandmother",
+        "grandfather",
+        "grandma",
+        "grandpa",
+    }
+)
+_RELATIVE_OPENING = re.compile(
+    r"^\s*(?:(?:the\s+)?(?P<owner>[A-Za-z][\w-]*)(?:'s|\u2019s)|my|his|her|their|our)\s+(?P<who>[a-z]+)\b",
+    re.IGNORECASE,
+)
+#: The prefix of :func:`subject` for a relative of someone.
+RELATIVE = "relative:"
+
+
 def subject(content: str) -> str | None:
-    """The (stemmed) word a memory opens with, which names whom or what it is about ("Dana" of "Dana
-    moved to Berlin", "Marco" of "Marco's manager …"), or None when it opens with a word that names
-    nobody ("The team …", "We moved …", "User prefers …")."""
+    """Whom or what a memory is about, from how it opens: the (stemmed) name it opens with ("Dana" of
+    "Dana moved to Berlin", "Marco" of "Marco's manager …"), ``"relative:<word>"`` for a relative of
+    the scope's owner ("relative:sister" of "User's sister moved …", "My sister …") and
+    ``"relative:<word>@<name>"`` for one of a named person ("relative:sister@dana" of "Dana's sister
+    …"), or None when it opens with a word that names nobody ("The team …", "We moved …", "User
+    prefers …", "Lives in Hamburg")."""
+    relative = _RELATIVE_OPENING.match(content)
+    if relative is not None and relative.group("who").lower() in _RELATIVES:
+        owner = subject(relative.group("owner")) if relative.group("owner") else None
+        return RELATIVE + relative.group("who").lower() + (f"@{owner}" if owner else "")
     match = _LEADING_WORD.match(content)
-    if match is None or match.group(1).lower() in _NOT_A_NAME:
+    if match is None or match.group(1).lower() in _NOT_A_NAME or match.group(1).lower() in _OPENING_VERBS:
+        return None
+    if has_change_marker(match.group(1)):  # "Moved to Berlin", "Switched to Neovim"
         return None
     stems = tokenize(match.group(1))  # "Sessions …" and "Session caching …" open with the same word
     return stems[0] if stems else None
+
+
+def _same_subject(who: str | None, other: str | None) -> bool:
+    """Whether a memory about ``other`` can be replaced by one about ``who``. A memory that names
+    nobody is about the scope's owner, whom a named one may be (a user's memories say "Dana …" and
+    "User …"); a relative is a different person from both, and the same relative ("sister") of the
+    owner and of a named person may be one person, of two named people not."""
+    if (who or "").startswith(RELATIVE) != (other or "").startswith(RELATIVE):
+        return False
+    if who is not None and other is not None and who.startswith(RELATIVE):
+        word, _, owner = who.removeprefix(RELATIVE).partition("@")
+        other_word, _, other_owner = other.removeprefix(RELATIVE).partition("@")
+        return word == other_word and (not owner or not other_owner or owner == other_owner)
+    return who is None or other is None or who == other
+
+
+def _attribute_stems(content: str, who: str | None) -> set[str]:
+    """The stems the attribute classes are read from: a relative's word names whom the memory is
+    about, not what changed ("User's partner works at Google now" is about employment)."""
+    stems = set(tokenize(content))
+    if who is not None and who.startswith(RELATIVE):
+        stems -= set(tokenize(who.removeprefix(RELATIVE).partition("@")[0]))
+    return stems
 
 
 def superseded(content: str, candidates: Sequence[Candidate]) -> list[MemoryEntry]:
@@ -179,8 +314,7 @@ def superseded(content: str, candidates: Sequence[Candidate]) -> list[MemoryEntr
     if not phrases and not marker:
         return []
     who = subject(content)
-    if who is not None:
-        candidates = [c for c in candidates if subject(c.entry.content) in (None, who)]
+    candidates = [c for c in candidates if _same_subject(who, subject(c.entry.content))]
     out: dict[str, MemoryEntry] = {}
     for cand in candidates:
         if cand.cosine < MIN_COSINE_FROM_TO:
@@ -189,12 +323,12 @@ def superseded(content: str, candidates: Sequence[Candidate]) -> list[MemoryEntr
         if any(words <= stems for words in phrases):
             out[cand.entry.id] = cand.entry
     if marker:
-        new_classes = _classes(set(tokenize(content)))
+        new_classes = _classes(_attribute_stems(content, who))
         best: dict[str, Candidate] = {}
         for cand in candidates:
             if cand.cosine < MIN_COSINE_ATTRIBUTE:
                 continue
-            for name in new_classes & _classes(set(tokenize(cand.entry.content))):
+            for name in new_classes & _classes(_attribute_stems(cand.entry.content, who)):
                 if name not in best or cand.cosine > best[name].cosine:
                     best[name] = cand
         for cand in best.values():

@@ -213,6 +213,9 @@ def test_a_superseded_memory_is_never_returned_by_default(
         ("CI runs on Jenkins", "We moved CI from Jenkins to GitHub Actions"),
         ("Marco's manager is Giulia Rossi", "Marco now reports to Bob Chen after the reorg"),
         ("Marco uses VS Code as his editor", "Marco switched from VS Code to Neovim"),
+        # facts written without their subject, as extracted from a conversation: about the user
+        ("Lives in Hamburg", "Moved to Berlin last month"),
+        ("User's sister lives in Rome", "Dana's sister moved to Milan"),
     ],
 )
 def test_a_stated_change_supersedes_the_old_fact(
@@ -248,6 +251,29 @@ def test_a_plain_from_phrase_supersedes_nothing(open_store: Callable[..., Memory
     out = mem.add(tenant, content="from a 12", layer="user", identifiers=U)
     assert out.superseded == [] and mem.get(tenant, first.id) is not None
     assert mem.list(tenant, layer="user", identifiers=U).total_count == 2
+
+
+@pytest.mark.model
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("User lives in Berlin", "User's sister moved to Munich"),
+        ("Dana works at Spotify", "Dana's partner works at Google now"),
+        ("My brother lives in Lyon", "I moved to Paris last month"),
+        ("User's sister lives in Munich", "User moved to Hamburg"),
+        ("Ben's sister lives in Rome", "Ana's sister moved to Milan"),
+    ],
+)
+def test_a_change_about_a_relative_does_not_replace_the_users_fact(
+    model_store: Memory, tenant: TenantContext, old: str, new: str
+) -> None:
+    """A possessive opening names the person a fact is about: the user's sister moving does not
+    replace where the user lives, and the user moving does not replace where the sister lives."""
+    first = model_store.add(tenant, content=old, layer="user", identifiers=U).memory
+    out = model_store.add(tenant, content=new, layer="user", identifiers=U)
+    assert out.superseded == []
+    assert model_store.get(tenant, first.id) is not None
+    assert model_store.list(tenant, layer="user", identifiers=U).total_count == 2
 
 
 @pytest.mark.model
