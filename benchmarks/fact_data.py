@@ -15,6 +15,7 @@ meaning), changed facts, two-fact questions and unanswerable questions.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 
@@ -596,4 +597,22 @@ def voiced(scenario: Scenario) -> Scenario:
         scenario.identifiers,
         scenario.memories,
         VOICED[scenario.name],
+    )
+
+
+def without_subject(scenario: Scenario) -> Scenario | None:
+    """The scenario with its memories written without their subject, as facts extracted from a
+    conversation often are ("Lives in Osaka", "Laptop is a ThinkPad"; the statement of the name
+    itself kept), as a separate tenant's scope, asking the scenario's own questions; None for a
+    scenario whose ``user_id`` is not a name."""
+    name = scenario.identifiers.get("user_id", "").capitalize()
+    if not name:
+        return None
+    subject = re.compile(rf"^{re.escape(name)}(?:'s|\u2019s)?\s+")
+    memories = []
+    for m in scenario.memories:
+        rest = subject.sub("", m.content) if m.key != "name" else m.content
+        memories.append(M(m.key, rest[0].upper() + rest[1:], m.supersedes))
+    return Scenario(
+        f"{scenario.name}-bare", scenario.split, scenario.layer, scenario.identifiers, memories, scenario.questions
     )

@@ -22,7 +22,9 @@ written after every constant had been chosen and measured once) and overall:
 A second table asks the questions in the user's own voice (``fact_data.VOICED``: "where do I live
 now?") of each user scenario's memories as written (``name``), about "User" (``user``), and as
 written under a user id that is not a name (``name, id u-…``), with the default search
-(``retrieval/voice.py``).
+(``retrieval/voice.py``). A third asks each user scenario's own questions of its memories written
+without their subject, as facts extracted from a conversation often are ("Lives in Osaka";
+``fact_data.without_subject``).
 
 Prints the tables and writes ``benchmarks/results/fact_ranking.json``; ``--dump`` prints every question
 with its first three results.
@@ -40,7 +42,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from fact_data import SCENARIOS, VOICED, Scenario, about_user, opaque_id, voiced
+from fact_data import SCENARIOS, VOICED, Scenario, about_user, opaque_id, voiced, without_subject
 from stratamem import Memory, MemoryConfig, TenantContext
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -189,6 +191,25 @@ def run_voiced(
     return {key: tally.summary() for key, tally in sorted(tallies.items())}
 
 
+def run_bare(
+    embedder: str | None, splits: list[str], dump: bool, config: MemoryConfig, **search: Any
+) -> dict[str, dict[str, float]]:
+    """The default search of each user scenario's own questions, its memories written without their
+    subject (``fact_data.without_subject``), per split."""
+    tallies: dict[str, Tally] = {}
+    with tempfile.TemporaryDirectory(prefix="stratamem-bare-") as tmp:
+        clock = Clock()
+        with Memory.open(Path(tmp) / "bare.duckdb", embedder=embedder, clock=clock, config=config) as mem:
+            for scenario in SCENARIOS:
+                bare = without_subject(scenario) if scenario.split in splits else None
+                if bare is None:
+                    continue
+                ingest(mem, clock, bare)
+                evaluate(mem, bare, {DEFAULT: tallies.setdefault(scenario.split, Tally())}, dump, **search)
+                evaluate(mem, bare, {DEFAULT: tallies.setdefault("all", Tally())}, False, **search)
+    return {key: tally.summary() for key, tally in sorted(tallies.items())}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--embedder", default=None, help="embedder name (default: the store's default)")
@@ -237,6 +258,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     for key, row in voice.items():
         print(f"{key:<22} {int(row['questions']):>4} " + " ".join(f"{row[c]:>10.3f}" for c in cols))
+    bare = run_bare(args.embedder, args.split, args.dump, config, **search)
+    print(
+        '\nuser memories without their subject ("Lives in Osaka"), the same questions, default search\n'
+        f"{'split':<22} {'n':>4} " + " ".join(f"{c:>10}" for c in cols)
+    )
+    for key, row in bare.items():
+        print(f"{key:<22} {int(row['questions']):>4} " + " ".join(f"{row[c]:>10.3f}" for c in cols))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(
         json.dumps(
@@ -249,6 +277,7 @@ def main(argv: list[str] | None = None) -> int:
                 "machine": platform.platform(),
                 "results": {"default" if t == DEFAULT else f"{t:g}": rows for t, rows in results.items()},
                 "voiced": voice,
+                "without_subject": bare,
             },
             indent=2,
         )

@@ -216,6 +216,25 @@ def test_the_fact_scenarios_name_only_memories_they_hold() -> None:
     assert set(VOICED) <= {s.name for s in SCENARIOS}
 
 
+def test_the_scenarios_without_their_subject_leave_out_only_the_name() -> None:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        from fact_data import SCENARIOS, without_subject
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    bare = {s.name: without_subject(s) for s in SCENARIOS}
+    assert bare["atlas"] is None  # a project: no user to leave out
+    dana = bare["dana"]
+    assert dana is not None and dana.questions == SCENARIOS[0].questions
+    by_key = {m.key: m for m in dana.memories}
+    original = {m.key: m for m in SCENARIOS[0].memories}
+    assert by_key.keys() == original.keys()
+    assert all(by_key[k].supersedes == original[k].supersedes for k in by_key)
+    changed = [k for k in by_key if by_key[k].content != original[k].content]
+    assert changed and "name" not in changed
+    assert all(not by_key[k].content.startswith("Dana") and by_key[k].content[0].isupper() for k in changed)
+
+
 def test_floor_options_runs_and_writes_its_json(tmp_path: Path) -> None:
     out = tmp_path / "floor_options.json"
     run = _bench("floor_options.py", "--embedder", "hashing", "--sizes", "7", "--trials", "2", "--out", str(out))
