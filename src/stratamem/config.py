@@ -21,8 +21,9 @@ class MemoryConfig(BaseModel):
     relevance_floor: float | None = Field(3.0, ge=-10.0, le=10.0)
     #: A question in the user's voice ("where do I live?") or naming the user is asked of the personal
     #: layers (agent, user, session) in the words their memories use for the user: "the user" or the
-    #: name of a ``user_id`` that is one, whichever moves it towards the scope (``retrieval/voice.py``).
-    #: False = every layer gets the question as asked.
+    #: name of a ``user_id`` that is one, whichever moves it towards the scope, or without the person
+    #: where few memories name the user (``retrieval/voice.py``). False = every layer gets the
+    #: question as asked.
     user_voice: bool = True
     #: An added memory that states a change ("moved to Berlin", "switched from X to Y") supersedes the
     #: older memory of its scope about the same attribute (``supersession.py``).

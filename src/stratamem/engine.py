@@ -83,7 +83,18 @@ from .query import UNSET, QueryOptions, narrower_layers, parse_options, parse_ti
 from .retrieval.boosts import Boosts, boosted_page
 from .retrieval.centering import Centroid
 from .retrieval.context import context_page
-from .retrieval.voice import ASKED, PERSONAL_LAYERS, ScopeForms, closest, first_person, name_from_id, phrasings
+from .retrieval.voice import (
+    ASKED,
+    NOBODY,
+    PERSONAL_LAYERS,
+    ScopeForms,
+    closest,
+    first_person,
+    mentions,
+    name_from_id,
+    person_in,
+    phrasings,
+)
 from .retry import call_with_retry
 from .search import FloorMeasure, above_relevance_floor, merge_results
 from .telemetry.audit import AuditLog
@@ -154,6 +165,9 @@ def _lower_priority() -> None:
             setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
 
 
+#: How many of a personal scope's memories, those matching the user's name and "user" best, are
+#: read to tell whether the scope names the user at all (``MemoryEngine._rarely_named``).
+MENTION_SAMPLE = 50
 #: Most hits of one layer a search with a time window or ``as_of`` ranks before filtering them.
 _MAX_WINDOW_CANDIDATES = 10_000
 
@@ -1158,17 +1172,58 @@ class MemoryEngine:
 
     def _options(
         self, tctx: TenantContext, op: str, ids: LayerIdentifiers, target: Sequence[Layer], query: str, now: datetime
-    ) -> list[tuple[str, str]]:
+    ) -> tuple[list[tuple[str, str]], tuple[str, ...]]:
         """The phrasings a search of ``target`` chooses from (``retrieval/voice.py``): the query alone
-        unless a personal layer is searched. The user's name: the user id when it is one, else, for a
+        unless a personal layer is searched; and the words a memory would name the user with, when
+        the query refers to the user. The user's name: the user id when it is one, else, for a
         first-person question of a search that reads the user layer, the name its scope states."""
         if not (self.config.user_voice and PERSONAL_LAYERS.intersection(target)):
-            return [(ASKED, query)]
+            return [(ASKED, query)], ()
         name = name_from_id(ids.user_id)
         if name is None and ids.user_id and Layer.USER in target and first_person(query):
             # read from the user layer only when this search reads it (its grant was checked)
             name = self._stated_name(tctx, op, ids.user_id, now)
-        return phrasings(query, name)
+        person = person_in(query, name)
+        return phrasings(query, name), person[0] if person else ()
+
+    def _rarely_named(
+        self,
+        tctx: TenantContext,
+        op: str,
+        ids: LayerIdentifiers,
+        layer: Layer,
+        words: tuple[str, ...],
+        centroid: Centroid,
+        now: datetime,
+    ) -> bool:
+        """Whether fewer than half of the scope's memories name the user with ``words`` (of the
+        :data:`MENTION_SAMPLE` that match them best): then the words only pull a question towards
+        those few (a statement of the name, an instruction naming the user), and the question is
+        asked without them. Kept per scope while its centroid has the same row count."""
+        scope = Scope(layer, scope_key(layer, ids))
+        key = ("mentions", tctx.tenant_id, layer.value, scope.key, *words)
+        known = self._scope_forms.get(key, centroid.rows)
+        if known is not None:
+            return known == "rare"
+        text = " ".join(words)
+        page: SearchPage = self._store(
+            lambda: self.provider.search(
+                SearchQuery(
+                    tenant_id=tctx.tenant_id,
+                    scope=scope,
+                    vector=self.embeddings.embed_query(text, op),
+                    text=text,
+                    limit=MENTION_SAMPLE,
+                    min_score=0.0,
+                    now=now,
+                    lexical_weight=self.config.hybrid_weight,
+                )
+            ),
+            op,
+        )
+        rare = 2 * mentions((hit.entry.content for hit in page.hits), words) < min(centroid.rows, MENTION_SAMPLE)
+        self._scope_forms.put(key, centroid.rows, "rare" if rare else "common")
+        return rare
 
     def _stated_name(self, tctx: TenantContext, op: str, user_id: str, now: datetime) -> str | None:
         """The first name the newest memory of the user's scope states ("User's name is Dana", the
@@ -1224,7 +1279,7 @@ class MemoryEngine:
         several phrasings (``retrieval/voice.py``) each personal layer takes the one that moves the
         question towards its scope's centroid, decided once per scope and kinds offered
         (``ScopeForms``); every other layer, and a scope without memories, the question as asked."""
-        options = self._options(tctx, op, ids, target, query, now)
+        options, words = self._options(tctx, op, ids, target, query, now)
         text_of = dict(options)
         kinds = tuple(text_of)
         chosen = dict.fromkeys(target, ASKED)
@@ -1236,6 +1291,9 @@ class MemoryEngine:
             centroid = centroids[layer] = self._centroid(tctx, op, ids, layer, now)
             if centroid is None:
                 continue
+            if NOBODY in text_of and self._rarely_named(tctx, op, ids, layer, words, centroid, now):
+                chosen[layer] = NOBODY
+                continue
             key = (tctx.tenant_id, layer.value, scope_key(layer, ids), *kinds)
             kind = self._scope_forms.get(key, centroid.rows)
             if kind is None:
@@ -1243,9 +1301,10 @@ class MemoryEngine:
             else:
                 chosen[layer] = kind
         if undecided:  # every phrasing embedded once; the chosen ones below come from the query cache
-            matrix = np.vstack(self.embeddings.embed_queries([text for _, text in options], op))
+            named = [(kind, text) for kind, text in options if kind != NOBODY]
+            matrix = np.vstack(self.embeddings.embed_queries([text for _, text in named], op))
             for layer, centroid, key in undecided:
-                chosen[layer] = kinds[closest(matrix, centroid.mean)]
+                chosen[layer] = named[closest(matrix, centroid.mean)][0]
                 self._scope_forms.put(key, centroid.rows, chosen[layer])
         needed = list(dict.fromkeys(text_of[kind] for kind in chosen.values()))
         vectors = dict(zip(needed, self.embeddings.embed_queries(needed, op), strict=True))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from stratamem import Memory, TenantContext
+from stratamem.layers import Layer
 
 pytestmark = pytest.mark.model
 
@@ -146,3 +147,50 @@ def test_other_layers_get_the_question_as_asked(model_store: Memory, tenant: Ten
     assert [r.memory.content for r in found.results][:1] == [project[0]], [
         (r.memory.content, r.score) for r in found.results
     ]
+
+
+#: Facts extracted from a conversation, written without their subject; only the name statement and
+#: one instruction name the user.
+KENJI = [
+    "User's name is Kenji",
+    "Always reply to Kenji in English, even when he writes in Japanese",
+    "Relocated to Tokyo in the spring",
+    "Plays the guitar in a weekend band",
+    "Laptop is a ThinkPad X1 running Fedora",
+    "Prefers green tea over coffee",
+    "Has two kids, Haru and Mio",
+    "Runs 5 km before work most days",
+]
+BARE_CASES = [
+    ("kenji", "where does Kenji live?", "Relocated to Tokyo in the spring"),
+    ("kenji", "what computer does Kenji use", "Laptop is a ThinkPad X1 running Fedora"),
+    ("kenji", "which instrument does the user play?", "Plays the guitar in a weekend band"),
+    ("kenji", "what do I like to drink?", "Prefers green tea over coffee"),
+]
+
+
+@pytest.mark.parametrize("case", range(len(BARE_CASES)))
+def test_facts_without_a_subject_are_found_by_a_question_naming_the_user(
+    model_store: Memory, tenant: TenantContext, case: int
+) -> None:
+    """Where few memories name the user, the name only pulls a question towards them (the name
+    statement came first for every question naming Kenji): it is asked without the person."""
+    user, question, answer = BARE_CASES[case]
+    ids = {"user_id": user}
+    model_store.bulk_add(tenant, [{"content": c, "layer": "user", "identifiers": ids} for c in KENJI])
+    res = model_store.search(tenant, question, identifiers=ids, threshold=0.0)
+    assert res.results[0].memory.content == answer, [(r.memory.content, r.score) for r in res.results]
+
+
+def test_a_scope_that_names_the_user_keeps_the_person_in_the_question(
+    model_store: Memory, tenant: TenantContext
+) -> None:
+    ids = {"user_id": "dana"}
+    model_store.bulk_add(tenant, [{"content": c, "layer": "user", "identifiers": ids} for c in DANA])
+    asked = model_store.engine.asked_as(tenant, "where does Dana live now?", ids, [Layer.USER])
+    assert "Dana" in asked[Layer.USER] or "the user" in asked[Layer.USER]
+    kenji = {"user_id": "kenji"}
+    model_store.bulk_add(tenant, [{"content": c, "layer": "user", "identifiers": kenji} for c in KENJI])
+    assert model_store.engine.asked_as(tenant, "where does Kenji live?", kenji, [Layer.USER]) == {
+        Layer.USER: "where does live?"
+    }

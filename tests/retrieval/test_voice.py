@@ -13,12 +13,15 @@ from stratamem.model import Layer
 from stratamem.retrieval.voice import (
     ASKED,
     NAME,
+    NOBODY,
     THE_USER,
     ScopeForms,
     about,
     closest,
     first_person,
+    mentions,
     name_from_id,
+    person_in,
     phrasings,
 )
 
@@ -75,27 +78,49 @@ def texts(query: str, user_id: str | None) -> list[str]:
 
 
 def test_phrasings() -> None:
-    assert [kind for kind, _ in phrasings("where do I live?", "Dana")] == [ASKED, THE_USER, NAME]
-    assert [kind for kind, _ in phrasings("what theme does alice like", "Alice")] == [ASKED, THE_USER]
-    # the first person: as asked, about "the user", about the name when the id is one
+    assert [kind for kind, _ in phrasings("where do I live?", "Dana")] == [ASKED, THE_USER, NAME, NOBODY]
+    assert [kind for kind, _ in phrasings("what theme does alice like", "Alice")] == [ASKED, THE_USER, NOBODY]
+    # the first person: as asked, about "the user", about the name when the id is one, about nobody
     assert texts("where do I live?", "dana") == [
         "where do I live?",
         "where does the user live?",
         "where does Dana live?",
+        "where do live?",
     ]
-    assert texts("where do I live?", "u-1042") == ["where do I live?", "where does the user live?"]
-    # the user named: as asked, and about "the user"; the asker's "I" stays the asker's
+    assert texts("where do I live?", "u-1042") == ["where do I live?", "where does the user live?", "where do live?"]
+    # the user named: as asked, about "the user", about nobody; the asker's "I" stays the asker's
     assert texts("how should I talk to Priya", "priya") == [
         "how should I talk to Priya",
         "how should I talk to the user",
+        "how should I talk to",
     ]
     assert texts("what theme does ALICE like", "alice") == [
         "what theme does ALICE like",
         "what theme does the user like",
+        "what theme does like",
+    ]
+    assert texts("what is Alice's job", "alice") == ["what is Alice's job", "what is the user's job", "what is job"]
+    # "the user": as asked, and about nobody
+    assert texts("which city does the user live in", None) == [
+        "which city does the user live in",
+        "which city does live in",
     ]
     # neither: the question only
     assert texts("which database do we use", "dana") == ["which database do we use"]
-    assert texts("which city does the user live in", None) == ["which city does the user live in"]
+
+
+def test_the_words_a_memory_names_the_user_with() -> None:
+    def words(query: str, name: str | None) -> tuple[str, ...] | None:
+        found = person_in(query, name)
+        return None if found is None else found[0]
+
+    assert words("where does Kenji live?", "Kenji") == ("Kenji", "user")
+    assert words("where do I live?", "Kenji") == ("Kenji", "user")
+    assert words("which city does the user live in", None) == ("user",)
+    assert words("what's my job?", None) == ("user",)
+    assert words("which database do we use", "Dana") is None
+    contents = ["User's name is Kenji", "Lives in Osaka", "Always reply to kenji in English", "Usernames are emails"]
+    assert mentions(contents, ("Kenji", "user")) == 2  # whole words only: not "Usernames"
 
 
 def test_closest_picks_the_rephrasing_that_moves_towards_the_centroid() -> None:

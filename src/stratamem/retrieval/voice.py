@@ -14,8 +14,11 @@ So a search of a personal layer may ask the question in other words that refer t
 when it is one (:func:`name_from_id`), else, for a first-person question, the name a memory of the
 user's scope states ("User's name is Dana", the write gate's form). Each personal scope is searched
 with the phrasing that moves the question most towards the scope's centroid (:func:`closest`), that
-is, the way most of that scope's memories speak of the user. Layers about something else (project,
-team, org, company, object) get the question as asked.
+is, the way most of that scope's memories speak of the user. A scope where fewer than half of the
+memories name the user at all (facts written without their subject, "Lives in Osaka") is searched
+with the person left out (:func:`without_person`): there the user's words only pull the question
+towards the few memories that contain them, such as the statement of the name. Layers about
+something else (project, team, org, company, object) get the question as asked.
 
 A question that names the user speaks of them in the third person; its "I" is the asker (an agent
 asking "how should I talk to Priya"), so its first-person words are left alone and only the name
@@ -27,6 +30,7 @@ from __future__ import annotations
 import re
 import threading
 from collections import OrderedDict
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -100,8 +104,41 @@ def _names(query: str, name: str) -> re.Pattern[str] | None:
     return pattern if pattern.search(query) else None
 
 
-#: The kinds of phrasing: the question as asked, about "the user", about the user's name.
-ASKED, THE_USER, NAME = "asked", "the user", "name"
+#: The kinds of phrasing: the question as asked, about "the user", about the user's name, about
+#: nobody (the person left out, as facts extracted from a conversation leave out their subject:
+#: "Lives in Osaka", "Prefers green tea").
+ASKED, THE_USER, NAME, NOBODY = "asked", "the user", "name", "nobody"
+
+_THE_USER = re.compile(r"\b(?:the\s+)?user\b", _I)
+_PERSON_WORDS = re.compile(r"\b(?:i['\u2019](?:m|ve|d|ll)|i|me|my|mine|myself)\b", _I)
+
+
+def without_person(query: str, person: re.Pattern[str]) -> str:
+    """The query with the words ``person`` finds left out, with their "'s" ("where does Kenji live?"
+    -> "where does live?", "what's my job?" -> "what's job?"): ungrammatical, but what is left is
+    what the question asks about."""
+    text = re.sub(r"(?:" + person.pattern + r")(?:['\u2019]s)?", " ", query, flags=_I)
+    return re.sub(r"\s+", " ", text).strip(" ,")
+
+
+def person_in(query: str, name: str | None) -> tuple[tuple[str, ...], re.Pattern[str]] | None:
+    """How ``query`` refers to the user, if it does: the words a memory would use for them (the name
+    when known, and "user") and the pattern of the query's own words for them."""
+    words = (name, "user") if name else ("user",)
+    named = _names(query, name) if name else None
+    if named is not None:
+        return words, named
+    if _THE_USER.search(query):
+        return words, _THE_USER
+    if first_person(query):
+        return words, _PERSON_WORDS
+    return None
+
+
+def mentions(contents: Iterable[str], words: Sequence[str]) -> int:
+    """How many of ``contents`` name the user with one of ``words``."""
+    pattern = re.compile(r"\b(?:" + "|".join(re.escape(w) for w in words) + r")\b", _I)
+    return sum(1 for text in contents if pattern.search(text))
 
 
 def phrasings(query: str, name: str | None) -> list[tuple[str, str]]:
@@ -115,8 +152,14 @@ def phrasings(query: str, name: str | None) -> list[tuple[str, str]]:
         out = [(ASKED, query), (THE_USER, about(query, "the user"))]
         if name:
             out.append((NAME, about(query, name)))
+    elif _THE_USER.search(query):
+        out = [(ASKED, query)]
     else:
         return [(ASKED, query)]
+    person = person_in(query, name)
+    bare = without_person(query, person[1]) if person else ""
+    if bare:
+        out.append((NOBODY, bare))
     unique: dict[str, str] = {}  # text -> kind: a rephrasing equal to another is asked once
     for kind, text in out:
         unique.setdefault(text, kind)
@@ -169,12 +212,16 @@ def closest(vectors: npt.NDArray[np.float32], centroid: npt.NDArray[np.float32])
 __all__ = [
     "ASKED",
     "NAME",
+    "NOBODY",
     "PERSONAL_LAYERS",
     "THE_USER",
     "ScopeForms",
     "about",
     "closest",
     "first_person",
+    "mentions",
     "name_from_id",
+    "person_in",
     "phrasings",
+    "without_person",
 ]
