@@ -1205,7 +1205,16 @@ class MemoryEngine:
         known = self._scope_forms.get(key, centroid.rows)
         if known is not None:
             return known == "rare"
-        text = " ".join(words)
+        page = self._scope_matches(tctx, op, scope, " ".join(words), MENTION_SAMPLE, now)
+        rare = 2 * mentions((hit.entry.content for hit in page.hits), words) < min(centroid.rows, MENTION_SAMPLE)
+        self._scope_forms.put(key, centroid.rows, "rare" if rare else "common")
+        return rare
+
+    def _scope_matches(
+        self, tctx: TenantContext, op: str, scope: Scope, text: str, limit: int, now: datetime
+    ) -> SearchPage:
+        """The ``limit`` current memories of one scope that match ``text`` best (threshold 0), read
+        for the phrasing step without an access check of its own (the search's grant covers it)."""
         page: SearchPage = self._store(
             lambda: self.provider.search(
                 SearchQuery(
@@ -1213,7 +1222,7 @@ class MemoryEngine:
                     scope=scope,
                     vector=self.embeddings.embed_query(text, op),
                     text=text,
-                    limit=MENTION_SAMPLE,
+                    limit=limit,
                     min_score=0.0,
                     now=now,
                     lexical_weight=self.config.hybrid_weight,
@@ -1221,9 +1230,7 @@ class MemoryEngine:
             ),
             op,
         )
-        rare = 2 * mentions((hit.entry.content for hit in page.hits), words) < min(centroid.rows, MENTION_SAMPLE)
-        self._scope_forms.put(key, centroid.rows, "rare" if rare else "common")
-        return rare
+        return page
 
     def _stated_name(self, tctx: TenantContext, op: str, user_id: str, now: datetime) -> str | None:
         """The first name the newest memory of the user's scope states ("User's name is Dana", the
@@ -1237,21 +1244,7 @@ class MemoryEngine:
         known = self._scope_forms.get(key, centroid.rows)
         if known is not None:
             return known or None
-        page: SearchPage = self._store(
-            lambda: self.provider.search(
-                SearchQuery(
-                    tenant_id=tctx.tenant_id,
-                    scope=scope,
-                    vector=self.embeddings.embed_query(NAME_STATEMENT, op),
-                    text=NAME_STATEMENT,
-                    limit=20,
-                    min_score=0.0,
-                    now=now,
-                    lexical_weight=self.config.hybrid_weight,
-                )
-            ),
-            op,
-        )
+        page = self._scope_matches(tctx, op, scope, NAME_STATEMENT, 20, now)
         stated = newest_stated_name((hit.entry.created_at, hit.entry.content) for hit in page.hits)
         # the first name: facts say "Priya moved …", rarely "Priya Natarajan moved …"
         found = stated.split()[0] if stated else None
