@@ -12,6 +12,12 @@ class MemoryConfig(BaseModel):
 
     #: Minimum score (0..1) of a search result when the caller gives no threshold.
     default_threshold: float = Field(0.7, ge=0.0, le=1.0)
+    #: The default threshold of a personal layer that a question is asked of with the person left out
+    #: (a scope that rarely names the user, ``user_voice``): such a question shares no subject with
+    #: the memories, so its answers score lower. Chosen on the dev scenarios of
+    #: ``benchmarks/fact_ranking.py``'s third table (0.60-0.64 gave the same, 0.58 let unanswerable
+    #: questions through; docs/ranking.md). None = ``default_threshold``.
+    unnamed_threshold: float | None = Field(0.62, ge=0.0, le=1.0)
     #: When the caller gives no threshold, results whose relevance to the query, measured from the
     #: centroid of the scope's memories, is less than this many standard deviations above the scope's
     #: background (two unrelated memories of the scope) are dropped too, unless they hold most of the

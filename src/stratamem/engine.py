@@ -1041,10 +1041,13 @@ class MemoryEngine:
             statuses = _statuses(include_superseded, at, op)
             now = self.now()
             # a personal layer may be searched with the question in its memories' words (retrieval/voice.py)
-            asked, centroids = self._phrasing(tctx, op, ids, target, query, now)
+            asked, centroids, unnamed = self._phrasing(tctx, op, ids, target, query, now)
 
             def one(layer: Layer) -> SearchPage:
                 text, vector = asked[layer]
+                min_score = float(threshold)
+                if floor is not None and layer in unnamed and self.config.unnamed_threshold is not None:
+                    min_score = self.config.unnamed_threshold  # a default search, asked without the person
 
                 def fetch(n: int) -> SearchPage:
                     def keep(entry: MemoryEntry) -> bool:
@@ -1058,7 +1061,7 @@ class MemoryEngine:
                             vector=vector,
                             text=text,
                             limit=fetched,
-                            min_score=float(threshold),
+                            min_score=min_score,
                             now=now,
                             predicate=predicate,
                             include_embedding=True,
@@ -1107,7 +1110,7 @@ class MemoryEngine:
                     query=text,
                     vector=vector,
                     lexical_weight=lexical_weight,
-                    min_score=float(threshold),
+                    min_score=min_score,
                     speaker_penalty=self.config.speaker_penalty,
                     date_penalty=self.config.date_penalty,
                 )
@@ -1167,7 +1170,7 @@ class MemoryEngine:
         query itself, or a personal layer's rephrasing. For the search console, after ``search`` has
         checked the request (no access check here; the scope's choice is the one that search made)."""
         ids = parse_identifiers(identifiers, "search")
-        asked, _ = self._phrasing(tctx, "search", ids, layers, query, self.now())
+        asked, _, _ = self._phrasing(tctx, "search", ids, layers, query, self.now())
         return {layer: text for layer, (text, _) in asked.items()}
 
     def _options(
@@ -1267,8 +1270,9 @@ class MemoryEngine:
         target: Sequence[Layer],
         query: str,
         now: datetime,
-    ) -> tuple[dict[Layer, tuple[str, _Vec]], dict[Layer, Centroid | None]]:
-        """The (text, vector) each layer is searched with, and the centroids read on the way. With
+    ) -> tuple[dict[Layer, tuple[str, _Vec]], dict[Layer, Centroid | None], set[Layer]]:
+        """The (text, vector) each layer is searched with, the centroids read on the way, and the
+        layers asked with the person left out (``voice.NOBODY``). With
         several phrasings (``retrieval/voice.py``) each personal layer takes the one that moves the
         question towards its scope's centroid, decided once per scope and kinds offered
         (``ScopeForms``); every other layer, and a scope without memories, the question as asked."""
@@ -1301,7 +1305,8 @@ class MemoryEngine:
                 self._scope_forms.put(key, centroid.rows, chosen[layer])
         needed = list(dict.fromkeys(text_of[kind] for kind in chosen.values()))
         vectors = dict(zip(needed, self.embeddings.embed_queries(needed, op), strict=True))
-        return {layer: (text_of[kind], vectors[text_of[kind]]) for layer, kind in chosen.items()}, centroids
+        asked = {layer: (text_of[kind], vectors[text_of[kind]]) for layer, kind in chosen.items()}
+        return asked, centroids, {layer for layer, kind in chosen.items() if kind == NOBODY}
 
     # ------------------------------------------------------------------------------ get/update/delete
     def _shared_cache_hashes(self, tenant_id: str, ids: Sequence[str]) -> list[str]:

@@ -170,6 +170,35 @@ def test_user_voice_can_be_turned_off(tmp_path: Path, minilm: Embedder) -> None:
 
 
 @pytest.mark.model
+def test_a_question_asked_without_the_person_has_its_own_default_threshold(tmp_path: Path, minilm: Embedder) -> None:
+    """Facts without their subject: the question asked without the person scores 0.69 against its
+    answer, kept at ``unnamed_threshold`` (0.62 by default), dropped at the default threshold (0.7)."""
+    ctx = TenantContext(tenant_id="t1", principal="p")
+    ids = {"user_id": "kenji"}
+    facts = [
+        "User's name is Kenji",
+        "Relocated to Tokyo in the spring",
+        "Plays the guitar in a weekend band",
+        "Laptop is a ThinkPad X1 running Fedora",
+        "Prefers green tea over coffee",
+        "Has two kids, Haru and Mio",
+        "Runs 5 km before work most days",
+        "Doesn't take calls before 10 am",
+    ]
+    found: dict[float | None, list[str]] = {}
+    for threshold in (MemoryConfig().unnamed_threshold, None):
+        config = MemoryConfig(unnamed_threshold=threshold)
+        with Memory.open(tmp_path / f"{threshold}.duckdb", embedder=minilm, config=config) as mem:
+            mem.bulk_add(ctx, [{"content": c, "layer": "user", "identifiers": ids} for c in facts])
+            asked = mem.engine.asked_as(ctx, "what do I like to drink?", ids, [Layer.USER])
+            assert asked == {Layer.USER: "what do like to drink?"}
+            res = mem.search(ctx, "what do I like to drink?", identifiers=ids)
+            found[threshold] = [r.memory.content for r in res.results]
+    assert found[0.62][:1] == ["Prefers green tea over coffee"]
+    assert found[None] == []
+
+
+@pytest.mark.model
 def test_the_stated_name_is_read_only_by_a_search_of_the_user_layer(tmp_path: Path, minilm: Embedder) -> None:
     """Under a user id that is not a name, a first-person question takes the name the user layer
     states, and only when the search reads that layer: a session-only search (whose grant may not
