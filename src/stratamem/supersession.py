@@ -96,6 +96,11 @@ _CLASSES: dict[str, tuple[str, ...]] = {
 _CLASS_STEMS: dict[str, frozenset[str]] = {
     name: frozenset(tokenize(" ".join(words))) for name, words in _CLASSES.items()
 }
+#: Words of a class that also say other things ("eats breakfast at 7" is no diet, "leads the
+#: payments team" is not who the manager is): they tie two memories to the class only when both
+#: use the same word ("Sara now leads the team" and "Tom leads the team"), never with another word of
+#: the class ("User now leads the payments team" does not replace "User's manager is Giulia Rossi").
+_WEAK_STEMS = frozenset(tokenize("eat eats eating lead leads led"))
 
 
 @dataclass(frozen=True)
@@ -117,6 +122,13 @@ def may_supersede(content: str) -> bool:
 
 def _classes(stems: set[str]) -> set[str]:
     return {name for name, words in _CLASS_STEMS.items() if stems & words}
+
+
+def _shared_classes(new: set[str], old: set[str]) -> set[str]:
+    """The attribute classes two memories share: each names the class with a word of its own that is
+    not weak, or both with the same weak word (:data:`_WEAK_STEMS`)."""
+    shared = _classes(new - _WEAK_STEMS) & _classes(old - _WEAK_STEMS)
+    return shared | _classes(new & old & _WEAK_STEMS)
 
 
 def replaced_phrases(content: str) -> list[set[str]]:
@@ -323,12 +335,12 @@ def superseded(content: str, candidates: Sequence[Candidate]) -> list[MemoryEntr
         if any(words <= stems for words in phrases):
             out[cand.entry.id] = cand.entry
     if marker:
-        new_classes = _classes(_attribute_stems(content, who))
+        new_stems = _attribute_stems(content, who)
         best: dict[str, Candidate] = {}
         for cand in candidates:
             if cand.cosine < MIN_COSINE_ATTRIBUTE:
                 continue
-            for name in new_classes & _classes(_attribute_stems(cand.entry.content, who)):
+            for name in _shared_classes(new_stems, _attribute_stems(cand.entry.content, who)):
                 if name not in best or cand.cosine > best[name].cosine:
                     best[name] = cand
         for cand in best.values():

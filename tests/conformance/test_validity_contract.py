@@ -277,6 +277,25 @@ def test_a_change_about_a_relative_does_not_replace_the_users_fact(
 
 
 @pytest.mark.model
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("User's manager is Giulia Rossi", "User now leads the payments team"),
+        ("User is a vegetarian", "User now eats breakfast at 7"),
+    ],
+)
+def test_a_word_that_says_other_things_ties_no_attribute(
+    model_store: Memory, tenant: TenantContext, old: str, new: str
+) -> None:
+    """ "leads" and "eats" name the manager and the diet only beside the same word: leading a team does
+    not change who the manager is, eating breakfast early does not end a vegetarian diet."""
+    first = model_store.add(tenant, content=old, layer="user", identifiers=U).memory
+    out = model_store.add(tenant, content=new, layer="user", identifiers=U)
+    assert out.superseded == []
+    assert model_store.get(tenant, first.id) is not None
+
+
+@pytest.mark.model
 def test_a_change_about_someone_else_supersedes_nothing(model_store: Memory, tenant: TenantContext) -> None:
     """A team scope holds facts about several people: Ana's switch does not replace Ben's tool."""
     team = {"team_id": "platform"}
