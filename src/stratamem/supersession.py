@@ -98,8 +98,9 @@ _CLASS_STEMS: dict[str, frozenset[str]] = {
 }
 #: Words of a class that also say other things ("eats breakfast at 7" is no diet, "leads the
 #: payments team" is not who the manager is): they tie two memories to the class only when both
-#: use the same word ("Sara now leads the team" and "Tom leads the team"), never with another word of
-#: the class ("User now leads the payments team" does not replace "User's manager is Giulia Rossi").
+#: use the same word ("The team is now led by Sara" and "The team is led by Tom"), never with another
+#: word of the class ("User now leads the payments team" does not replace "User's manager is Giulia
+#: Rossi").
 _WEAK_STEMS = frozenset(tokenize("eat eats eating lead leads led"))
 
 
