@@ -143,8 +143,9 @@ def mentions(contents: Iterable[str], words: Sequence[str]) -> int:
 
 def phrasings(query: str, name: str | None) -> list[tuple[str, str]]:
     """``(kind, text)`` of the query as asked, then of the same question in the other ways personal
-    memories refer to the user, ``name`` the user's name when known (none when the question neither
-    speaks in the first person nor names the user)."""
+    memories refer to the user, and without the person (:data:`NOBODY`), ``name`` the user's name when
+    known. A question about "the user" gets only the one without the person; one that neither speaks
+    in the first person nor refers to the user, none."""
     named = _names(query, name) if name else None
     if named is not None:  # the user in the third person: the name, or "the user"
         out = [(ASKED, query), (THE_USER, named.sub(lambda m: "the user", query))]
