@@ -92,8 +92,8 @@ from .retrieval.voice import (
     first_person,
     mentions,
     name_from_id,
-    person_in,
     phrasings,
+    user_words,
 )
 from .retry import call_with_retry
 from .search import FloorMeasure, above_relevance_floor, merge_results
@@ -1177,17 +1177,16 @@ class MemoryEngine:
         self, tctx: TenantContext, op: str, ids: LayerIdentifiers, target: Sequence[Layer], query: str, now: datetime
     ) -> tuple[list[tuple[str, str]], tuple[str, ...]]:
         """The phrasings a search of ``target`` chooses from (``retrieval/voice.py``): the query alone
-        unless a personal layer is searched; and the words a memory would name the user with, when
-        the query refers to the user. The user's name: the user id when it is one, else, for a
-        first-person question of a search that reads the user layer, the name its scope states."""
+        unless a personal layer is searched; and the words a memory would name the user with. The
+        user's name: the user id when it is one, else, for a first-person question of a search that
+        reads the user layer, the name its scope states."""
         if not (self.config.user_voice and PERSONAL_LAYERS.intersection(target)):
             return [(ASKED, query)], ()
         name = name_from_id(ids.user_id)
         if name is None and ids.user_id and Layer.USER in target and first_person(query):
             # read from the user layer only when this search reads it (its grant was checked)
             name = self._stated_name(tctx, op, ids.user_id, now)
-        person = person_in(query, name)
-        return phrasings(query, name), person[0] if person else ()
+        return phrasings(query, name), user_words(name)
 
     def _rarely_named(
         self,

@@ -21,8 +21,8 @@ from stratamem.retrieval.voice import (
     first_person,
     mentions,
     name_from_id,
-    person_in,
     phrasings,
+    user_words,
 )
 
 
@@ -110,15 +110,12 @@ def test_phrasings() -> None:
 
 
 def test_the_words_a_memory_names_the_user_with() -> None:
-    def words(query: str, name: str | None) -> tuple[str, ...] | None:
-        found = person_in(query, name)
-        return None if found is None else found[0]
-
-    assert words("where does Kenji live?", "Kenji") == ("Kenji", "user")
-    assert words("where do I live?", "Kenji") == ("Kenji", "user")
-    assert words("which city does the user live in", None) == ("user",)
-    assert words("what's my job?", None) == ("user",)
-    assert words("which database do we use", "Dana") is None
+    assert user_words("Kenji") == ("Kenji", "user")
+    assert user_words(None) == ("user",)
+    # a question referring to the user in any way is also asked without the person; others are not
+    for query in ("where does Kenji live?", "where do I live?", "which city does the user live in", "what's my job?"):
+        assert NOBODY in dict(phrasings(query, "Kenji")), query
+    assert phrasings("which database do we use", "Dana") == [(ASKED, "which database do we use")]
     contents = ["User's name is Kenji", "Lives in Osaka", "Always reply to kenji in English", "Usernames are emails"]
     assert mentions(contents, ("Kenji", "user")) == 2  # whole words only: not "Usernames"
 

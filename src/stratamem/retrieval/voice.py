@@ -121,18 +121,9 @@ def without_person(query: str, person: re.Pattern[str]) -> str:
     return re.sub(r"\s+", " ", text).strip(" ,")
 
 
-def person_in(query: str, name: str | None) -> tuple[tuple[str, ...], re.Pattern[str]] | None:
-    """How ``query`` refers to the user, if it does: the words a memory would use for them (the name
-    when known, and "user") and the pattern of the query's own words for them."""
-    words = (name, "user") if name else ("user",)
-    named = _names(query, name) if name else None
-    if named is not None:
-        return words, named
-    if _THE_USER.search(query):
-        return words, _THE_USER
-    if first_person(query):
-        return words, _PERSON_WORDS
-    return None
+def user_words(name: str | None) -> tuple[str, ...]:
+    """The words a memory names the user with: the name when known, and "user"."""
+    return (name, "user") if name else ("user",)
 
 
 def mentions(contents: Iterable[str], words: Sequence[str]) -> int:
@@ -149,16 +140,18 @@ def phrasings(query: str, name: str | None) -> list[tuple[str, str]]:
     named = _names(query, name) if name else None
     if named is not None:  # the user in the third person: the name, or "the user"
         out = [(ASKED, query), (THE_USER, named.sub(lambda m: "the user", query))]
+        person = named
     elif first_person(query):
         out = [(ASKED, query), (THE_USER, about(query, "the user"))]
         if name:
             out.append((NAME, about(query, name)))
+        person = _PERSON_WORDS
     elif _THE_USER.search(query):
         out = [(ASKED, query)]
+        person = _THE_USER
     else:
         return [(ASKED, query)]
-    person = person_in(query, name)
-    bare = without_person(query, person[1]) if person else ""
+    bare = without_person(query, person)
     if bare:
         out.append((NOBODY, bare))
     unique: dict[str, str] = {}  # text -> kind: a rephrasing equal to another is asked once
@@ -222,7 +215,7 @@ __all__ = [
     "first_person",
     "mentions",
     "name_from_id",
-    "person_in",
     "phrasings",
+    "user_words",
     "without_person",
 ]
