@@ -235,6 +235,29 @@ def test_the_scenarios_without_their_subject_leave_out_only_the_name() -> None:
     assert all(not by_key[k].content.startswith("Dana") and by_key[k].content[0].isupper() for k in changed)
 
 
+def test_supersession_pairs_replays_the_sdk_and_writes_its_json(tmp_path: Path) -> None:
+    """The replay of the rules at the default floors must equal the SDK's adds (the script exits 1
+    otherwise); every persona's labels name facts it holds."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        from supersession_data import PERSONAS
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    assert {p.split for p in PERSONAS} == {"dev", "holdout", "fresh"}
+    for persona in PERSONAS:
+        assert all(c.replaces is None or c.replaces in persona.facts for c in persona.cases), persona.name
+        assert any(c.replaces for c in persona.cases) and any(c.replaces is None for c in persona.cases)
+    out = tmp_path / "supersession_pairs.json"
+    run = _bench("supersession_pairs.py", "--embedder", "hashing", "--sweep", "--out", str(out))
+    assert run.returncode == 0, run.stderr
+    data = json.loads(out.read_text())
+    assert set(data["default"]) == {"dev", "holdout", "fresh", "all"}
+    assert data["default"]["all"]["cases"] == sum(len(p.cases) for p in PERSONAS)
+    for table in [data["default"], *data["sweep"].values()]:
+        assert all(0.0 <= row["found"] <= 1.0 and 0.0 <= row["wrong"] <= 1.0 for row in table.values())
+    assert len(data["sweep"]) >= 5
+
+
 def test_floor_options_runs_and_writes_its_json(tmp_path: Path) -> None:
     out = tmp_path / "floor_options.json"
     run = _bench("floor_options.py", "--embedder", "hashing", "--sizes", "7", "--trials", "2", "--out", str(out))

@@ -8,12 +8,16 @@ and ``provenance.superseded_by``) and leaves default search and list; see ``repl
 Two rules, both on candidates the embedder found similar in the same scope:
 
 * **from … to …**: the new memory states a change and names what it replaces ("moved from Jenkins to
-  GitHub Actions", "took over as lead from Sara"); every informative word of the replaced phrase
-  occurs in the candidate.
+  GitHub Actions", "took over as lead from Sara", "instead of ECS", "replaced Sentry with Datadog",
+  "no longer uses Auth0", "left Glovo", "stopped learning Spanish"); every informative word of the
+  replaced phrase occurs in the candidate. Such a change replaces what it names and nothing more.
 * **change of an attribute**: the new memory carries a change marker (now, no longer, anymore,
-  moved, switched, started a new …) and shares an attribute class (residence, employment, manager,
-  diet, plan, relationship, role) with the candidate; of the candidates of one class only the most
-  similar one is superseded (a new fact replaces one old fact per attribute).
+  moved, switched, started a new, "User's new …", broke up …) and shares an attribute class
+  (residence, employment, manager, diet, plan, relationship, role) with the candidate; of the
+  candidates of one class only the most similar one is superseded (a new fact replaces one old fact
+  per attribute). Not when the new memory adds ("also", "as well") or names the value the old one
+  states and no other ("Lena's manager Paul Grant now approves her leave" says more about Paul, it
+  does not change who the manager is).
 
 The rules are deliberately narrow: a missed change leaves both facts current (the newer one still
 ranks by relevance), while a wrong supersession would hide a true fact from default search.
@@ -31,19 +35,36 @@ from .retrieval.lexical import tokenize
 #: Cosine similarity a candidate needs for each rule (the embedder must agree that the two
 #: memories are about the same thing).
 MIN_COSINE_FROM_TO = 0.25
-MIN_COSINE_ATTRIBUTE = 0.35
+MIN_COSINE_ATTRIBUTE = 0.25
 #: The most similar memories of the scope that are checked.
 CANDIDATES = 8
 
 _CHANGE = re.compile(
     r"\b(now|no longer|any ?more|switched|switching|moved|moving|relocated|relocating|changed|took over|"
-    r"upgraded|downgraded|migrated|started a new|new job|left|quit|became|instead|replaced|stopped|"
-    r"is no|are no|not any)\b",
+    r"upgraded|downgraded|migrated|rewritten|rewrote|ported|started a new|new job|left|quit|sold|gave up|"
+    r"became|instead|replaced|stopped|"
+    r"is no|are no|not any|broke up|divorced|separated|got engaged|got married)\b"
+    # "User's new manager is Felix", "my new address": a possessive "new" names a replaced value
+    r"|(?:'s|\u2019s|\bmy|\bhis|\bher|\btheir|\bour)\s+new\b",
     re.IGNORECASE,
 )
-#: What a change replaces: "(switched) from X to Y", or "took over (as lead) from X". A plain "from X"
-#: ("a message from Kim") names nothing replaced.
-_FROM = re.compile(r"\bfrom\s+(?P<old>[^,.;]+?)\s+to\b|\btook over\b[^,.;]*?\bfrom\s+(?P<giver>[^,.;]+)", re.IGNORECASE)
+#: What a change replaces: "(switched) from X to Y", "took over (as lead) from X", "instead of X",
+#: "replaced X with Y", "no longer uses X", "left X", "stopped doing X". A plain "from X" ("a message
+#: from Kim") names nothing replaced.
+_FROM = re.compile(
+    r"\bfrom\s+(?P<old>(?:[^,.;]|\.(?=\d))+?)\s+to\b|\btook over\b[^,.;]*?\bfrom\s+(?P<giver>[^,.;]+)"
+    # "… instead of ECS", "replaced Sentry with Datadog", "no longer uses Auth0; …"
+    r"|\binstead of\s+(?P<instead>[^,.;]+?)(?=\s+(?:and|but|for|because|since)\b|[,.;]|$)"
+    r"|\breplaced\s+(?P<replaced>[^,.;]+?)\s+(?:with|by)\b"
+    r"|\bno longer\s+(?:uses|use|using|has|have|owns|own|drives|drive|runs|run)\s+(?P<dropped>[^,.;]+?)"
+    r"(?=\s+(?:and|but|because|since)\b|[,.;]|$)"
+    # "left Glovo", "sold the Toyota Yaris": a named thing given up (a capitalised name: "left the
+    # office early" names none); "stopped learning Spanish", "quit smoking": an activity given up
+    r"|\b(?:left|quit|sold)\s+(?:the\s+|his\s+|her\s+|my\s+|their\s+|our\s+)?(?P<left>(?-i:[A-Z])[^,.;]*?)"
+    r"(?=\s+(?:and|but|to|for|after|because|since|in|last)\b|[,.;]|$)"
+    r"|\b(?:stopped|quit|gave up)\s+(?P<activity>\w+ing(?:\s+(?-i:[A-Z])[\w-]*)*)",
+    re.IGNORECASE,
+)
 
 _CLASSES: dict[str, tuple[str, ...]] = {
     "residence": (
@@ -90,6 +111,7 @@ _CLASSES: dict[str, tuple[str, ...]] = {
         "divorced",
         "engaged",
         "dating",
+        "single",
     ),
     "role": ("admin", "administrator", "owner", "contact", "maintainer", "lead"),
 }
@@ -137,7 +159,7 @@ def replaced_phrases(content: str) -> list[set[str]]:
     that states a change."""
     if not has_change_marker(content):
         return []
-    return [words for m in _FROM.finditer(content) if (words := set(tokenize(m.group("old") or m.group("giver"))))]
+    return [words for m in _FROM.finditer(content) if (words := set(tokenize(next(g for g in m.groups() if g))))]
 
 
 _LEADING_WORD = re.compile(r"^\s*([A-Z][\w-]*)(?:'s|\u2019s)?\b")
@@ -271,6 +293,9 @@ _RELATIVE_OPENING = re.compile(
     r"^\s*(?:(?:the\s+)?(?P<owner>[A-Za-z][\w-]*)(?:'s|\u2019s)|my|his|her|their|our)\s+(?P<who>[a-z]+)\b",
     re.IGNORECASE,
 )
+#: A fact without its subject that opens with a word for a person ("Sister moved to Lisbon",
+#: "Daughter Lucia started school"): about that relative of the scope's owner.
+_BARE_RELATIVE = re.compile(r"^\s*(?P<who>[A-Za-z]+)\b")
 #: The prefix of :func:`subject` for a relative of someone.
 RELATIVE = "relative:"
 
@@ -286,6 +311,9 @@ def subject(content: str) -> str | None:
     if relative is not None and relative.group("who").lower() in _RELATIVES:
         owner = subject(relative.group("owner")) if relative.group("owner") else None
         return RELATIVE + relative.group("who").lower() + (f"@{owner}" if owner else "")
+    bare = _BARE_RELATIVE.match(content)
+    if bare is not None and bare.group("who").lower() in _RELATIVES:
+        return RELATIVE + bare.group("who").lower()
     match = _LEADING_WORD.match(content)
     if match is None or match.group(1).lower() in _NOT_A_NAME or match.group(1).lower() in _OPENING_VERBS:
         return None
@@ -309,13 +337,74 @@ def _same_subject(who: str | None, other: str | None) -> bool:
     return who is None or other is None or who == other
 
 
+#: "moved the standup", "moved her appointment": "moved" with an object is no change of residence.
+_MOVED_SOMETHING = re.compile(
+    r"\b(?:moved|moves|move|moving|relocated|relocates|relocate|relocating)\s+(?:the|her|his|my|our|their|its|a|an|this|that)\b",
+    re.IGNORECASE,
+)
+#: "is a nurse at St. Mary's", "works as a teacher for Lincoln High": a job held at a named place.
+_JOB_AT = re.compile(r"\b(?:is|am|was|are)\s+an?\s+[\w -]{1,40}?\s+(?:at|for)\s+[A-Z]")
+#: Words that add to what is known rather than replace it ("now also leads", "as well", "too").
+_ADDITIVE = re.compile(r"\b(?:also|as well|too|in addition)\b", re.IGNORECASE)
+#: A run of capitalised words (a name: "Paul Grant", "St. Mary's Hospital", "PostgreSQL 14").
+_NAME_RUN = re.compile(r"(?<![\w.])(?:[A-Z][\w'.\u2019-]*)(?:\s+(?:[A-Z][\w'.\u2019-]*|\d[\w.]*))*")
+
+
 def _attribute_stems(content: str, who: str | None) -> set[str]:
     """The stems the attribute classes are read from: a relative's word names whom the memory is
-    about, not what changed ("User's partner works at Google now" is about employment)."""
+    about, not what changed ("User's partner works at Google now" is about employment); "moved"
+    with an object ("moved the standup to 10am") is no change of residence; a job held at a named
+    place ("is a nurse at St. Mary's") is about employment whatever the job's name."""
     stems = set(tokenize(content))
     if who is not None and who.startswith(RELATIVE):
         stems -= set(tokenize(who.removeprefix(RELATIVE).partition("@")[0]))
+    if _MOVED_SOMETHING.search(content):
+        stems -= {"move", "reloc"}
+    if _JOB_AT.search(content):
+        stems.add("work")
     return stems
+
+
+#: Capitalised words that name a time, not a value ("on leave until May").
+_CALENDAR = frozenset(
+    tokenize(
+        "january february march april may june july august september october november december "
+        "monday tuesday wednesday thursday friday saturday sunday"
+    )
+)
+
+
+def _name_runs(content: str) -> list[str]:
+    """The names a memory states, in order (runs of capitalised words; a month or a day is none)."""
+    return [m.group(0).rstrip(".") for m in _NAME_RUN.finditer(content) if not set(tokenize(m.group(0))) <= _CALENDAR]
+
+
+def _restates(content: str, old: str) -> bool:
+    """Whether ``content`` names the value ``old`` states (its last name past its opening word:
+    "Paul Grant" of "Lena's manager is Paul Grant") and no name ``old`` does not hold: "Lena's
+    manager Paul Grant now approves her leave" says more about the manager, it does not change
+    who it is, while "Kim left Northwind; Alex Moreno is now the second admin" names the new one."""
+    runs = [m for m in _NAME_RUN.finditer(old) if m.start() > 0 and not set(tokenize(m.group(0))) <= _CALENDAR]
+    if not runs:
+        return False
+    value = runs[-1].group(0).rstrip(".")
+    if re.search(r"(?<!\w)" + re.escape(value) + r"(?!\w)", content) is None:
+        return False
+    known = set(tokenize(old))
+    return all(value in run or set(tokenize(run)) <= known for run in _name_runs(content))
+
+
+#: Relatives whose naming states the owner's relationship ("Lena's partner is Tom").
+_PARTNERS = frozenset({"partner", "wife", "husband", "girlfriend", "boyfriend", "fiance", "fiancee"})
+
+
+def _partner_of(who: str | None, other: str | None) -> bool:
+    """Whether a memory about ``other`` is about the partner of ``who`` (the scope's owner when None):
+    "Lena's partner is called Tom" states whom Lena is with, which "Lena is now dating Sam" changes."""
+    if other is None or not other.startswith(RELATIVE) or (who or "").startswith(RELATIVE):
+        return False
+    word, _, owner = other.removeprefix(RELATIVE).partition("@")
+    return word in _PARTNERS and (not owner or who is None or owner == who)
 
 
 def superseded(content: str, candidates: Sequence[Candidate]) -> list[MemoryEntry]:
@@ -327,23 +416,37 @@ def superseded(content: str, candidates: Sequence[Candidate]) -> list[MemoryEntr
     if not phrases and not marker:
         return []
     who = subject(content)
-    candidates = [c for c in candidates if _same_subject(who, subject(c.entry.content))]
+    same = [c for c in candidates if _same_subject(who, subject(c.entry.content))]
     out: dict[str, MemoryEntry] = {}
-    for cand in candidates:
+    # "Kim left Northwind" says where Kim no longer is, not the scope's owner ("User works at Northwind")
+    left = [words for m in _FROM.finditer(content) if m.group("left") and (words := set(tokenize(m.group("left"))))]
+    for cand in same:
         if cand.cosine < MIN_COSINE_FROM_TO:
             continue
         stems = set(tokenize(cand.entry.content))
-        if any(words <= stems for words in phrases):
+        owners = who is not None and subject(cand.entry.content) is None
+        if any(words <= stems and not (owners and words in left) for words in phrases):
             out[cand.entry.id] = cand.entry
-    if marker:
+    # a change that names what it replaces ("moved from Azure to AWS") replaces that and nothing more
+    if marker and not out and not _ADDITIVE.search(content):
         new_stems = _attribute_stems(content, who)
         best: dict[str, Candidate] = {}
         for cand in candidates:
             if cand.cosine < MIN_COSINE_ATTRIBUTE:
                 continue
-            for name in _shared_classes(new_stems, _attribute_stems(cand.entry.content, who)):
+            other = subject(cand.entry.content)
+            if _same_subject(who, other):
+                classes = _shared_classes(new_stems, _attribute_stems(cand.entry.content, who))
+            elif _partner_of(who, other):  # only a change of the relationship replaces it
+                classes = _shared_classes(new_stems, set(tokenize(cand.entry.content))) & {"relationship"}
+            else:
+                continue
+            for name in classes:
                 if name not in best or cand.cosine > best[name].cosine:
                     best[name] = cand
-        for cand in best.values():
-            out.setdefault(cand.entry.id, cand.entry)
+        for name, cand in best.items():
+            # a memory that names the current value says more about it, it does not change it; a
+            # change of relationship names the partner it ends ("User and Clara divorced")
+            if name == "relationship" or not _restates(content, cand.entry.content):
+                out.setdefault(cand.entry.id, cand.entry)
     return list(out.values())

@@ -216,6 +216,22 @@ def test_a_superseded_memory_is_never_returned_by_default(
         # facts written without their subject, as extracted from a conversation: about the user
         ("Lives in Hamburg", "Moved to Berlin last month"),
         ("User's sister lives in Rome", "Dana's sister moved to Milan"),
+        # a change whose words are far from the old fact's (cosine about 0.3)
+        ("User's manager is Giulia Rossi", "User now reports to Bob Chen"),
+        ("User's manager is Giulia Rossi", "User's new manager is Bob Chen"),
+        # the replaced value named: "instead of", "replaced … with", "no longer uses", "left", "sold"
+        ("The API is hosted on Heroku", "The API is now hosted on Render instead of Heroku"),
+        ("We track errors with Rollbar", "We replaced Rollbar with Sentry for error tracking"),
+        ("Dana logs in with Okta", "Dana no longer uses Okta; she logs in with a passkey"),
+        ("Works as an analyst at Deloitte", "Left Deloitte and now works at a startup"),
+        ("Dana drives a Volkswagen Golf", "Dana sold the Volkswagen Golf and now cycles"),
+        ("Dana is learning Portuguese", "Dana stopped learning Portuguese this spring"),
+        ("The SDK is licensed under GPL 3.0", "The SDK switched its licence from GPL 3.0 to MIT"),
+        # a job held at a named place, whatever the job's name; the end of a relationship
+        ("Dana is a teacher at Lincoln High", "Dana started a new job at a bakery"),
+        ("Dana's boyfriend is called Leo", "Dana broke up with Leo and is now dating Max"),
+        ("Dana is married to Chris", "Dana and Chris divorced in the spring"),
+        ("The second admin on the account is Kim", "Kim left Northwind; Alex Moreno is now the second admin"),
     ],
 )
 def test_a_stated_change_supersedes_the_old_fact(
@@ -293,6 +309,50 @@ def test_a_word_that_says_other_things_ties_no_attribute(
     out = model_store.add(tenant, content=new, layer="user", identifiers=U)
     assert out.superseded == []
     assert model_store.get(tenant, first.id) is not None
+
+
+@pytest.mark.model
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # the current value named: more about it, not a change of it
+        ("Dana's manager is Paul Grant", "Dana's manager Paul Grant now approves her leave requests"),
+        ("Manager is Chen Wei", "Manager Chen Wei is now on leave until May"),
+        ("The team lead is Omar Haddad", "Omar Haddad now leads the mobile squad"),
+        # added, not replaced
+        ("Dana works as a nurse at St. Mary's", "Dana now also teaches first aid classes"),
+        # a relative opening a fact without its subject
+        ("Lives in Valencia", "Sister moved to Lisbon"),
+        # "moved" with an object
+        ("Dana lives in Leeds", "Dana moved her dentist appointment to Thursday"),
+        # someone named leaving a company is not the scope's owner leaving it
+        ("User works at Northwind Traders", "Kim left Northwind last year"),
+    ],
+)
+def test_a_change_that_replaces_no_fact_supersedes_nothing(
+    model_store: Memory, tenant: TenantContext, old: str, new: str
+) -> None:
+    """Words of change about something that stays true: the older fact stays current."""
+    first = model_store.add(tenant, content=old, layer="user", identifiers=U).memory
+    out = model_store.add(tenant, content=new, layer="user", identifiers=U)
+    assert out.superseded == []
+    assert model_store.get(tenant, first.id) is not None
+    assert model_store.list(tenant, layer="user", identifiers=U).total_count == 2
+
+
+@pytest.mark.model
+def test_a_change_naming_what_it_replaces_replaces_only_that(model_store: Memory, tenant: TenantContext) -> None:
+    """ "moved from Azure to AWS" names what it replaces: "docs live in Confluence" shares a word of
+    residence with it ("moved", "live") but is not replaced."""
+    p = {"project_id": "kite"}
+    cloud = model_store.add(tenant, content="Kite runs on Azure", layer="project", identifiers=p).memory
+    docs = model_store.add(tenant, content="Kite's docs live in Confluence", layer="project", identifiers=p).memory
+    out = model_store.add(tenant, content="Kite moved from Azure to AWS", layer="project", identifiers=p)
+    assert out.superseded == [cloud.id]
+    assert {m.id for m in model_store.list(tenant, layer="project", identifiers=p).memories} == {
+        docs.id,
+        out.memory.id,
+    }
 
 
 @pytest.mark.model
