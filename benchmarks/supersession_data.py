@@ -12,7 +12,8 @@ Three forms of writing, as agent memories come: the person's name ("Lena lives i
 ("User lives in Porto"), and no subject ("Lives in Porto", facts extracted from a conversation), plus
 projects and teams. Personas of the ``dev`` split may be used to choose constants; ``holdout`` ones
 are measured once with what dev chose. Written on 2026-11-28, before any of them was measured; the
-``fresh`` split was written after the rules were changed on dev and holdout, and measured once.
+``fresh`` split was written after the rules were changed on dev and holdout, and measured once; the
+``fresh2`` split after the classes for replies, time zones and likings were added, measured once.
 """
 
 from __future__ import annotations
@@ -303,6 +304,60 @@ PERSONAS: tuple[Persona, ...] = (
             Case("Moved the book club to Thursdays", None),
             Case("Now drinks oat milk in coffee", None),
             Case("Manager Ingrid Dahl is now on sick leave", None),
+        ),
+    ),
+    Persona(
+        "tariq",
+        "fresh2",
+        {
+            "city": "Tariq lives in Bristol",
+            "job": "Tariq works as a civil engineer at Arup",
+            "theme": "Tariq prefers dark mode in every app",
+            "music": "Tariq loves jazz",
+            "replies": "Tariq wants short replies without emojis",
+            "tz": "Tariq is in the UK time zone",
+            "seat": "Tariq prefers aisle seats on flights",
+            "diet": "Tariq is vegan",
+            "manager": "Tariq's manager is Joanna Price",
+            "coffee": "Tariq likes his coffee black",
+        },
+        (
+            Case("Tariq now prefers light mode", "theme"),
+            Case("Tariq now wants longer replies with examples", "replies"),
+            Case("Tariq is now in the Singapore time zone for a project", "tz"),
+            Case("Tariq now prefers window seats on flights", "seat"),
+            Case("Tariq now reports to Martin Shaw", "manager"),
+            Case("Tariq moved to Singapore for two years", "city"),
+            Case("Tariq now likes his coffee with oat milk", "coffee"),
+            Case("Tariq now enjoys hiking on weekends", None),
+            Case("Tariq now prefers trains to planes for short trips", None),
+            Case("Tariq's manager Joanna Price now runs the London office too", None),
+            Case("Tariq's sister moved to Bath", None),
+            Case("Tariq moved his gym sessions to the morning", None),
+        ),
+    ),
+    Persona(
+        "beacon",
+        "fresh2",
+        {
+            "db": "Beacon stores events in ClickHouse",
+            "host": "Beacon runs on Hetzner servers",
+            "owner": "The Beacon service owner is Dmitri Volkov",
+            "lang": "Beacon's ingestion is written in Java",
+            "alerts": "Beacon sends alerts to PagerDuty",
+            "style": "Beacon's team wants code reviews within one day",
+            "cadence": "Beacon releases on Wednesdays",
+        },
+        (
+            Case("Beacon moved from Hetzner to AWS", "host"),
+            Case("Beacon's ingestion was rewritten from Java to Go", "lang"),
+            Case("Beacon sends alerts to Opsgenie instead of PagerDuty", "alerts"),
+            Case("Dmitri Volkov handed Beacon to Sara Lind, the new service owner", "owner"),
+            Case("Beacon replaced ClickHouse with Apache Druid for events", "db"),
+            Case("Beacon now also keeps a backup of events in S3", None),
+            Case("Dmitri Volkov, the Beacon service owner, is now on leave until July", None),
+            Case("Beacon moved its team lunch to Fridays", None),
+            Case("Beacon's Java version was upgraded to 21", None),
         ),
     ),
 )

@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 #: Personas about a project or a team are written to the project layer, people to the user layer.
-PROJECTS = frozenset({"helix", "quill", "kestrel"})
+PROJECTS = frozenset({"helix", "quill", "kestrel", "beacon"})
 SWEEP = (0.15, 0.2, 0.25, 0.3, 0.35, 0.4)
 
 
@@ -143,7 +143,7 @@ def _entry(memory_id: str, content: str) -> Any:
 
 def summary(outcomes: list[Outcome]) -> dict[str, dict[str, float]]:
     table: dict[str, dict[str, float]] = {}
-    for split in ("dev", "holdout", "fresh", "all"):
+    for split in ("dev", "holdout", "fresh", "fresh2", "all"):
         rows = [o for o in outcomes if split in ("all", o.split)]
         changes = [o for o in rows if o.label is not None]
         table[split] = {

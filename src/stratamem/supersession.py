@@ -13,7 +13,8 @@ Two rules, both on candidates the embedder found similar in the same scope:
   replaced phrase occurs in the candidate. Such a change replaces what it names and nothing more.
 * **change of an attribute**: the new memory carries a change marker (now, no longer, anymore,
   moved, switched, started a new, "User's new …", broke up …) and shares an attribute class
-  (residence, employment, manager, diet, plan, relationship, role) with the candidate; of the
+  (residence, employment, manager, diet, plan, relationship, role, the agent's replies, time zone,
+  and a liking when the two memories are much alike) with the candidate; of the
   candidates of one class only the most similar one is superseded (a new fact replaces one old fact
   per attribute). Not when the new memory adds ("also", "as well") or names the value the old one
   states and no other ("Lena's manager Paul Grant now approves her leave" says more about Paul, it
@@ -36,6 +37,11 @@ from .retrieval.lexical import tokenize
 #: memories are about the same thing).
 MIN_COSINE_FROM_TO = 0.25
 MIN_COSINE_ATTRIBUTE = 0.25
+#: The cosine a candidate needs for the preference class: its words ("prefers", "likes") say that a
+#: memory states a liking, not which one ("User now prefers light mode" replaces "User prefers dark
+#: mode", 0.82; "Lena now prefers tea over coffee" leaves "Lena prefers replies in British English",
+#: 0.52).
+PREFERENCE_MIN_COSINE = 0.7
 #: The most similar memories of the scope that are checked.
 CANDIDATES = 8
 
@@ -114,6 +120,24 @@ _CLASSES: dict[str, tuple[str, ...]] = {
         "single",
     ),
     "role": ("admin", "administrator", "owner", "contact", "maintainer", "lead"),
+    "replies": ("answers", "answer", "replies", "reply", "responses", "response"),
+    "timezone": ("timezone", "zone"),
+    # words of any liking: which one a memory is about the cosine says (PREFERENCE_MIN_COSINE)
+    "preference": (
+        "prefer",
+        "prefers",
+        "preferred",
+        "like",
+        "likes",
+        "love",
+        "loves",
+        "want",
+        "wants",
+        "favourite",
+        "favorite",
+        "enjoy",
+        "enjoys",
+    ),
 }
 _CLASS_STEMS: dict[str, frozenset[str]] = {
     name: frozenset(tokenize(" ".join(words))) for name, words in _CLASSES.items()
@@ -442,6 +466,8 @@ def superseded(content: str, candidates: Sequence[Candidate]) -> list[MemoryEntr
             else:
                 continue
             for name in classes:
+                if name == "preference" and cand.cosine < PREFERENCE_MIN_COSINE:
+                    continue
                 if name not in best or cand.cosine > best[name].cosine:
                     best[name] = cand
         for name, cand in best.items():

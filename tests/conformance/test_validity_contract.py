@@ -232,6 +232,10 @@ def test_a_superseded_memory_is_never_returned_by_default(
         ("Dana's boyfriend is called Leo", "Dana broke up with Leo and is now dating Max"),
         ("Dana is married to Chris", "Dana and Chris divorced in the spring"),
         ("The second admin on the account is Kim", "Kim left Northwind; Alex Moreno is now the second admin"),
+        # how the agent answers, the time zone, and a liking restated (much alike)
+        ("Dana prefers replies in French", "Dana now wants replies in German"),
+        ("Dana is in the Paris time zone", "Dana is now in the Tokyo time zone"),
+        ("Dana prefers dark mode", "Dana now prefers light mode"),
     ],
 )
 def test_a_stated_change_supersedes_the_old_fact(
@@ -327,6 +331,8 @@ def test_a_word_that_says_other_things_ties_no_attribute(
         ("Dana lives in Leeds", "Dana moved her dentist appointment to Thursday"),
         # someone named leaving a company is not the scope's owner leaving it
         ("User works at Northwind Traders", "Kim left Northwind last year"),
+        # another liking: the words of liking alone tie nothing
+        ("Dana prefers replies in French", "Dana now prefers tea over coffee"),
     ],
 )
 def test_a_change_that_replaces_no_fact_supersedes_nothing(
