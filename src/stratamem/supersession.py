@@ -367,9 +367,10 @@ _MOVED_SOMETHING = re.compile(
     re.IGNORECASE,
 )
 #: "is a nurse at St. Mary's", "works as a teacher for Lincoln High": a job held at a named place.
-_JOB_AT = re.compile(r"\b(?:is|am|was|are)\s+an?\s+[\w -]{1,40}?\s+(?:at|for)\s+[A-Z]")
-#: Words that add to what is known rather than replace it ("now also leads", "as well", "too").
-_ADDITIVE = re.compile(r"\b(?:also|as well|too|in addition)\b", re.IGNORECASE)
+_JOB_AT = re.compile(r"\b(?i:is|am|was|are)\s+(?i:an?)\s+[\w -]{1,40}?\s+(?:at|for)\s+[A-Z]")
+#: Words that add to what is known rather than replace it ("now also leads", "as well", "moved to
+#: Dubai too"; not "too far").
+_ADDITIVE = re.compile(r"\b(?:also|as well|in addition)\b|\btoo\b(?=\s*(?:[,.;!)]|$))", re.IGNORECASE)
 #: A run of capitalised words (a name: "Paul Grant", "St. Mary's Hospital", "PostgreSQL 14").
 _NAME_RUN = re.compile(r"(?<![\w.])(?:[A-Z][\w'.\u2019-]*)(?:\s+(?:[A-Z][\w'.\u2019-]*|\d[\w.]*))*")
 

@@ -236,6 +236,9 @@ def test_a_superseded_memory_is_never_returned_by_default(
         ("Dana prefers replies in French", "Dana now wants replies in German"),
         ("Dana is in the Paris time zone", "Dana is now in the Tokyo time zone"),
         ("Dana prefers dark mode", "Dana now prefers light mode"),
+        # "too" that does not add; a job at a named place stated without its subject
+        ("Dana lives in Leeds", "The commute was too long, so Dana moved to York"),
+        ("Is a nurse at St. Mary's Hospital", "Started a new job at a private clinic"),
     ],
 )
 def test_a_stated_change_supersedes_the_old_fact(
