@@ -25,29 +25,21 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from fact_ranking import T0, Clock
 from stratamem import Memory, TenantContext, supersession
 from supersession_data import PERSONAS, Case, Persona
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
-T0 = datetime(2026, 1, 1, tzinfo=UTC)
 #: Personas about a project or a team are written to the project layer, people to the user layer.
 PROJECTS = frozenset({"helix", "quill", "kestrel", "beacon"})
 SWEEP = (0.15, 0.2, 0.25, 0.3, 0.35, 0.4)
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.at = T0
-
-    def __call__(self) -> datetime:
-        return self.at
 
 
 @dataclass

@@ -276,6 +276,15 @@ def test_a_plain_from_phrase_supersedes_nothing(open_store: Callable[..., Memory
     assert mem.list(tenant, layer="user", identifiers=U).total_count == 2
 
 
+def _nothing_replaced(mem: Memory, tenant: TenantContext, old: str, new: str) -> None:
+    """``new`` written after ``old`` in one user scope supersedes nothing: both stay current."""
+    first = mem.add(tenant, content=old, layer="user", identifiers=U).memory
+    out = mem.add(tenant, content=new, layer="user", identifiers=U)
+    assert out.superseded == []
+    assert mem.get(tenant, first.id) is not None
+    assert mem.list(tenant, layer="user", identifiers=U).total_count == 2
+
+
 @pytest.mark.model
 @pytest.mark.parametrize(
     ("old", "new"),
@@ -292,11 +301,7 @@ def test_a_change_about_a_relative_does_not_replace_the_users_fact(
 ) -> None:
     """A possessive opening names the person a fact is about: the user's sister moving does not
     replace where the user lives, and the user moving does not replace where the sister lives."""
-    first = model_store.add(tenant, content=old, layer="user", identifiers=U).memory
-    out = model_store.add(tenant, content=new, layer="user", identifiers=U)
-    assert out.superseded == []
-    assert model_store.get(tenant, first.id) is not None
-    assert model_store.list(tenant, layer="user", identifiers=U).total_count == 2
+    _nothing_replaced(model_store, tenant, old, new)
 
 
 @pytest.mark.model
@@ -312,10 +317,7 @@ def test_a_word_that_says_other_things_ties_no_attribute(
 ) -> None:
     """ "leads" and "eats" name the manager and the diet only beside the same word: leading a team does
     not change who the manager is, eating breakfast early does not end a vegetarian diet."""
-    first = model_store.add(tenant, content=old, layer="user", identifiers=U).memory
-    out = model_store.add(tenant, content=new, layer="user", identifiers=U)
-    assert out.superseded == []
-    assert model_store.get(tenant, first.id) is not None
+    _nothing_replaced(model_store, tenant, old, new)
 
 
 @pytest.mark.model
@@ -342,11 +344,7 @@ def test_a_change_that_replaces_no_fact_supersedes_nothing(
     model_store: Memory, tenant: TenantContext, old: str, new: str
 ) -> None:
     """Words of change about something that stays true: the older fact stays current."""
-    first = model_store.add(tenant, content=old, layer="user", identifiers=U).memory
-    out = model_store.add(tenant, content=new, layer="user", identifiers=U)
-    assert out.superseded == []
-    assert model_store.get(tenant, first.id) is not None
-    assert model_store.list(tenant, layer="user", identifiers=U).total_count == 2
+    _nothing_replaced(model_store, tenant, old, new)
 
 
 @pytest.mark.model
