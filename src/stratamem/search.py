@@ -231,6 +231,8 @@ def _measure(
     exception = (
         lexical_weight > 0
         and vector is not None
-        and lexical_match(hit.score, query, vector, lexical_weight) >= LEXICAL_KEEP
+        # the relevance, not a boosted score: a boost re-ranks matches, it never drops one
+        and lexical_match(hit.score if hit.relevance is None else hit.relevance, query, vector, lexical_weight)
+        >= LEXICAL_KEEP
     )
     return FloorMeasure(layer, hit, sigma, floor, lexical_exception=exception, kept=exception)

@@ -406,13 +406,14 @@ def _name_runs(content: str) -> list[str]:
 
 def _restates(content: str, old: str) -> bool:
     """Whether ``content`` names the value ``old`` states (its last name past its opening word:
-    "Paul Grant" of "Lena's manager is Paul Grant") and no name ``old`` does not hold: "Lena's
-    manager Paul Grant now approves her leave" says more about the manager, it does not change
-    who it is, while "Kim left Northwind; Alex Moreno is now the second admin" names the new one."""
-    runs = [m for m in _NAME_RUN.finditer(old) if m.start() > 0 and not set(tokenize(m.group(0))) <= _CALENDAR]
+    "Paul Grant" of "Lena's manager is Paul Grant") and no name ``old`` does not hold, a month or a
+    day it adds aside: "Lena's manager Paul Grant now approves her leave" and "Manager Chen Wei is
+    now on leave until May" say more about the manager, they do not change who it is, while "Kim
+    left Northwind; Alex Moreno is now the second admin" names the new one."""
+    runs = [m.group(0).rstrip(".") for m in _NAME_RUN.finditer(old) if m.start() > 0]
     if not runs:
         return False
-    value = runs[-1].group(0).rstrip(".")
+    value = runs[-1]  # a month may be the value ("the deadline moved to March")
     if re.search(r"(?<!\w)" + re.escape(value) + r"(?!\w)", content) is None:
         return False
     known = set(tokenize(old))

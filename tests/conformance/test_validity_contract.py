@@ -239,6 +239,8 @@ def test_a_superseded_memory_is_never_returned_by_default(
         # "too" that does not add; a job at a named place stated without its subject
         ("Dana lives in Leeds", "The commute was too long, so Dana moved to York"),
         ("Is a nurse at St. Mary's Hospital", "Started a new job at a private clinic"),
+        # a month is a value of its own, not only a time a detail is dated by
+        ("The Kestrel deadline moved to March", "The Kestrel deadline moved to April"),
     ],
 )
 def test_a_stated_change_supersedes_the_old_fact(

@@ -156,6 +156,21 @@ def test_the_floor_report_is_the_same_with_either_kind_of_vector(open_mem: Calla
     assert {m.kept for m in measured if m.sigma is not None} == {True, False}
 
 
+@pytest.mark.parametrize("boost", [{"recency_boost": 0.3}, {"importance_boost": 0.5}])
+def test_a_boost_reorders_the_default_search_and_drops_nothing(
+    open_mem: Callable[..., Memory], boost: dict[str, float]
+) -> None:
+    """Regression: the relevance floor kept a hit by its lexical match computed from the boosted
+    score, so with a boost on, the three Kestrel notes the default search returns (kept by the
+    floor's lexical exception in a scope full of Kestrel notes) were all dropped."""
+    mem = _build(open_mem)
+    for query in QUERIES:
+        plain = mem.search(CTX, query, identifiers=S1)
+        boosted = mem.search(CTX, query, identifiers=S1, **boost)
+        assert {r.memory.id for r in boosted.results} == {r.memory.id for r in plain.results}, query
+    assert mem.search(CTX, "when is the Kestrel deadline", identifiers=S1, **boost).results
+
+
 VARIANT_BY_NAME: dict[str, dict[str, Any]] = {
     "default": {},
     "history": {"include_superseded": True},
@@ -166,14 +181,19 @@ VARIANT_BY_NAME: dict[str, dict[str, Any]] = {
 
 #: The answers of the fixed store of ``_build`` (default search and two variants), recorded with
 #: the code before the engine's per-search work was batched: content, layer and score of each result
-#: (the ids are drawn anew with each store).
+#: (the ids are drawn anew with each store). Re-recorded since, for two intended changes: the Kestrel
+#: notes restate the value ("March") of the older ones and no longer supersede them
+#: (``supersession._restates``), and a boost no longer drops what the relevance floor's lexical
+#: exception keeps (the "recency" rows were mostly empty).
 EXPECTED: dict[tuple[str, str], list[tuple[str, str, float]]] = {
     ("what does Dana drink with coffee", "default"): [("Dana prefers oat milk in her coffee", "user", 0.762304)],
     ("what does Dana drink with coffee", "history"): [
         ("Dana prefers oat milk in her coffee", "user", 0.762304),
         ("Dana prefers soy milk in her coffee", "user", 0.757381),
     ],
-    ("what does Dana drink with coffee", "recency"): [],
+    ("what does Dana drink with coffee", "recency"): [
+        ("Dana prefers oat milk in her coffee", "user", 0.60733),
+    ],
     ("what does Dana drink with coffee", "threshold 0"): [
         ("Dana prefers oat milk in her coffee", "user", 0.762304),
         ("Dana prefers oat milk in her coffee (note 2, item 0)", "user", 0.70064),
@@ -185,28 +205,35 @@ EXPECTED: dict[tuple[str, str], list[tuple[str, str, float]]] = {
         ("the API gateway rejects requests above 10 MB (note 2, item 7)", "user", 0.554842),
     ],
     ("when is the Kestrel deadline", "default"): [
+        ("the Kestrel project deadline moved to March", "user", 0.947765),
         ("the Kestrel project deadline moved to March (note 3, item 1)", "user", 0.928681),
-        ("the Kestrel project deadline moved to March", "session", 0.938138),
+        ("the Kestrel project deadline moved to March (note 2, item 1)", "user", 0.926927),
     ],
     ("when is the Kestrel deadline", "history"): [
         ("the Kestrel project deadline moved to March", "user", 0.947765),
         ("the Kestrel project deadline moved to March (note 3, item 1)", "user", 0.928681),
         ("the Kestrel project deadline moved to March (note 2, item 1)", "user", 0.926927),
     ],
-    ("when is the Kestrel deadline", "recency"): [("the Kestrel project deadline moved to March", "session", 0.896114)],
+    ("when is the Kestrel deadline", "recency"): [
+        ("the Kestrel project deadline moved to March (note 3, item 1)", "user", 0.833887),
+        ("the Kestrel project deadline moved to March (note 2, item 1)", "user", 0.794464),
+        ("the Kestrel project deadline moved to March", "user", 0.757229),
+    ],
     ("when is the Kestrel deadline", "threshold 0"): [
+        ("the Kestrel project deadline moved to March", "user", 0.947765),
         ("the Kestrel project deadline moved to March (note 3, item 1)", "user", 0.928681),
+        ("the Kestrel project deadline moved to March (note 2, item 1)", "user", 0.926927),
         ("The orchestra, Dana was playing.", "user", 0.64307),
         ("the quarterly review is with the finance team", "user", 0.640645),
         ("How was the solo?", "user", 0.630663),
         ("the quarterly review is with the finance team (note 3, item 5)", "user", 0.629075),
-        ("Which one, the orchestra or the jazz night?", "user", 0.622407),
-        ("the Kestrel project deadline moved to March", "session", 0.938138),
         ("the meeting room is booked", "session", 0.63572),
     ],
     ("where does Mira live", "default"): [("Dana's sister Mira lives in Lisbon", "user", 0.729685)],
     ("where does Mira live", "history"): [("Dana's sister Mira lives in Lisbon", "user", 0.729685)],
-    ("where does Mira live", "recency"): [],
+    ("where does Mira live", "recency"): [
+        ("Dana's sister Mira lives in Lisbon", "user", 0.584679),
+    ],
     ("where does Mira live", "threshold 0"): [
         ("Dana's sister Mira lives in Lisbon", "user", 0.729685),
         ("Dana's sister Mira lives in Lisbon (note 3, item 2)", "user", 0.54426),
@@ -242,7 +269,12 @@ EXPECTED: dict[tuple[str, str], list[tuple[str, str, float]]] = {
         ("Dana is allergic to peanuts and shellfish (note 2, item 4)", "user", 0.93927),
         ("Dana is allergic to peanuts and shellfish (note 1, item 4)", "user", 0.938278),
     ],
-    ("what is Dana allergic to", "recency"): [],
+    ("what is Dana allergic to", "recency"): [
+        ("Dana is allergic to peanuts and shellfish (note 3, item 4)", "user", 0.857404),
+        ("Dana is allergic to peanuts and shellfish (note 2, item 4)", "user", 0.815634),
+        ("Dana is allergic to peanuts and shellfish (note 1, item 4)", "user", 0.782181),
+        ("Dana is allergic to peanuts and shellfish", "user", 0.77443),
+    ],
     ("what is Dana allergic to", "threshold 0"): [
         ("Dana is allergic to peanuts and shellfish", "user", 0.960752),
         ("Dana is allergic to peanuts and shellfish (note 3, item 4)", "user", 0.94),
@@ -262,7 +294,8 @@ EXPECTED: dict[tuple[str, str], list[tuple[str, str, float]]] = {
         ("invoice QX-1017 was paid twice by mistake (note 3, item 9)", "user", 0.934205),
     ],
     ("which invoice was paid twice", "recency"): [
-        ("invoice QX-1017 was paid twice by mistake (note 3, item 9)", "user", 0.876387)
+        ("invoice QX-1017 was paid twice by mistake (note 3, item 9)", "user", 0.876387),
+        ("invoice QX-1017 was paid twice by mistake", "user", 0.785812),
     ],
     ("which invoice was paid twice", "threshold 0"): [
         ("invoice QX-1017 was paid twice by mistake", "user", 0.959413),
@@ -286,7 +319,12 @@ EXPECTED: dict[tuple[str, str], list[tuple[str, str, float]]] = {
         ("the staging database runs PostgreSQL 18 (note 1, item 3)", "user", 0.797986),
         ("the staging database runs PostgreSQL 18 (note 3, item 3)", "user", 0.781347),
     ],
-    ("what database does staging use", "recency"): [],
+    ("what database does staging use", "recency"): [
+        ("the staging database runs PostgreSQL 18 (note 3, item 3)", "user", 0.708906),
+        ("the staging database runs PostgreSQL 18", "user", 0.691867),
+        ("the staging database runs PostgreSQL 18 (note 2, item 3)", "user", 0.691452),
+        ("the staging database runs PostgreSQL 18 (note 1, item 3)", "user", 0.662794),
+    ],
     ("what database does staging use", "threshold 0"): [
         ("the staging database runs PostgreSQL 18", "user", 0.860913),
         ("the staging database runs PostgreSQL 18 (note 2, item 3)", "user", 0.799807),
@@ -305,10 +343,10 @@ EXPECTED: dict[tuple[str, str], list[tuple[str, str, float]]] = {
         ("the quarterly review is with the finance team", "user", 0.606237),
         ("the quarterly review is with the finance team (note 3, item 5)", "user", 0.603151),
         ("the Kestrel project deadline moved to March (note 3, item 1)", "user", 0.595243),
-        ("Did you go to the concert on Friday?", "user", 0.583299),
-        ("The orchestra, Dana was playing.", "user", 0.581506),
+        ("the Kestrel project deadline moved to March (note 2, item 1)", "user", 0.588832),
         ("the meeting room is booked", "session", 0.59447),
         ("the Kestrel project deadline moved to March", "session", 0.584035),
+        ("Dana prefers oat milk in her coffee", "session", 0.553427),
     ],
 }
 

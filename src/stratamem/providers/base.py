@@ -113,6 +113,9 @@ class ScoredEntry:
     #: The entry's embedding as a float32 vector, when the provider gave it so
     #: (``SearchQuery.vectors_only``); ``entry.embedding`` is then empty.
     vector: npt.NDArray[np.float32] | None = field(default=None, repr=False, compare=False)
+    #: The relevance before query-time boosts (``retrieval/boosts.py``) when they changed ``score``;
+    #: None when ``score`` is the relevance.
+    relevance: float | None = field(default=None, repr=False, compare=False)
 
 
 def hit_vector(hit: ScoredEntry) -> npt.NDArray[np.float32] | Sequence[float] | None:

@@ -63,7 +63,15 @@ class Boosts:
 
     def rerank(self, hits: list[ScoredEntry], now: datetime) -> list[ScoredEntry]:
         """The hits with boosted scores, best first (ties by id, as the providers order them)."""
-        boosted = [ScoredEntry(entry=h.entry, score=h.score * self.factor(h.entry, now), vector=h.vector) for h in hits]
+        boosted = [
+            ScoredEntry(
+                entry=h.entry,
+                score=h.score * self.factor(h.entry, now),
+                vector=h.vector,
+                relevance=h.score if h.relevance is None else h.relevance,
+            )
+            for h in hits
+        ]
         boosted.sort(key=lambda h: (-h.score, h.entry.id))
         return boosted
 
