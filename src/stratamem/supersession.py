@@ -178,12 +178,22 @@ def _shared_classes(new: set[str], old: set[str]) -> set[str]:
     return shared | _classes(new & old & _WEAK_STEMS)
 
 
-def replaced_phrases(content: str) -> list[set[str]]:
-    """The informative words of each replaced phrase ("from X to …", "took over from X") of a memory
-    that states a change."""
+def _replaced(content: str) -> list[tuple[set[str], bool]]:
+    """The informative words of each replaced phrase of a memory that states a change, each with
+    whether it is a thing its subject left ("left Glovo", "sold the Yaris")."""
     if not has_change_marker(content):
         return []
-    return [words for m in _FROM.finditer(content) if (words := set(tokenize(next(g for g in m.groups() if g))))]
+    return [
+        (words, m.group("left") is not None)
+        for m in _FROM.finditer(content)
+        if (words := set(tokenize(next(g for g in m.groups() if g))))
+    ]
+
+
+def replaced_phrases(content: str) -> list[set[str]]:
+    """The informative words of each replaced phrase ("from X to …", "took over from X", "instead of
+    X", …) of a memory that states a change."""
+    return [words for words, _ in _replaced(content)]
 
 
 _LEADING_WORD = re.compile(r"^\s*([A-Z][\w-]*)(?:'s|\u2019s)?\b")
@@ -437,21 +447,21 @@ def superseded(content: str, candidates: Sequence[Candidate]) -> list[MemoryEntr
     """The candidates that the memory ``content`` makes out of date (see module doc). A candidate that
     opens with another name is about someone else ("Ana switched from Jenkins" leaves "Ben uses
     Jenkins" alone), as scopes shared by several people hold."""
-    phrases = replaced_phrases(content)
+    phrases = _replaced(content)
     marker = has_change_marker(content)
     if not phrases and not marker:
         return []
     who = subject(content)
-    same = [c for c in candidates if _same_subject(who, subject(c.entry.content))]
+    others = {c.entry.id: subject(c.entry.content) for c in candidates}
     out: dict[str, MemoryEntry] = {}
-    # "Kim left Northwind" says where Kim no longer is, not the scope's owner ("User works at Northwind")
-    left = [words for m in _FROM.finditer(content) if m.group("left") and (words := set(tokenize(m.group("left"))))]
-    for cand in same:
-        if cand.cosine < MIN_COSINE_FROM_TO:
+    for cand in candidates:
+        other = others[cand.entry.id]
+        if cand.cosine < MIN_COSINE_FROM_TO or not _same_subject(who, other):
             continue
         stems = set(tokenize(cand.entry.content))
-        owners = who is not None and subject(cand.entry.content) is None
-        if any(words <= stems and not (owners and words in left) for words in phrases):
+        # "Kim left Northwind" says where Kim no longer is, not the scope's owner ("User works at Northwind")
+        owners = who is not None and other is None
+        if any(words <= stems and not (owners and left) for words, left in phrases):
             out[cand.entry.id] = cand.entry
     # a change that names what it replaces ("moved from Azure to AWS") replaces that and nothing more
     if marker and not out and not _ADDITIVE.search(content):
@@ -460,7 +470,7 @@ def superseded(content: str, candidates: Sequence[Candidate]) -> list[MemoryEntr
         for cand in candidates:
             if cand.cosine < MIN_COSINE_ATTRIBUTE:
                 continue
-            other = subject(cand.entry.content)
+            other = others[cand.entry.id]
             if _same_subject(who, other):
                 classes = _shared_classes(new_stems, _attribute_stems(cand.entry.content, who))
             elif _partner_of(who, other):  # only a change of the relationship replaces it
