@@ -135,7 +135,7 @@ def _entry(memory_id: str, content: str) -> Any:
 
 def summary(outcomes: list[Outcome]) -> dict[str, dict[str, float]]:
     table: dict[str, dict[str, float]] = {}
-    for split in ("dev", "holdout", "fresh", "fresh2", "all"):
+    for split in (*dict.fromkeys(p.split for p in PERSONAS), "all"):
         rows = [o for o in outcomes if split in ("all", o.split)]
         changes = [o for o in rows if o.label is not None]
         table[split] = {

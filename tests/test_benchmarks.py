@@ -243,7 +243,8 @@ def test_supersession_pairs_replays_the_sdk_and_writes_its_json(tmp_path: Path) 
         from supersession_data import PERSONAS
     finally:
         sys.path.remove(str(ROOT / "benchmarks"))
-    assert {p.split for p in PERSONAS} == {"dev", "holdout", "fresh", "fresh2"}
+    splits = {p.split for p in PERSONAS}
+    assert splits == {"dev", "holdout", "fresh", "fresh2", "fresh3", "fresh4"}
     for persona in PERSONAS:
         assert all(c.replaces is None or c.replaces in persona.facts for c in persona.cases), persona.name
         assert any(c.replaces for c in persona.cases) and any(c.replaces is None for c in persona.cases)
@@ -251,7 +252,7 @@ def test_supersession_pairs_replays_the_sdk_and_writes_its_json(tmp_path: Path) 
     run = _bench("supersession_pairs.py", "--embedder", "hashing", "--sweep", "--out", str(out))
     assert run.returncode == 0, run.stderr
     data = json.loads(out.read_text())
-    assert set(data["default"]) == {"dev", "holdout", "fresh", "fresh2", "all"}
+    assert set(data["default"]) == splits | {"all"}
     assert data["default"]["all"]["cases"] == sum(len(p.cases) for p in PERSONAS)
     for table in [data["default"], *data["sweep"].values()]:
         assert all(0.0 <= row["found"] <= 1.0 and 0.0 <= row["wrong"] <= 1.0 for row in table.values())

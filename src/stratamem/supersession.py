@@ -5,7 +5,7 @@ anymore", "now reports to Bob") supersedes the older memory of the same scope ab
 attribute. The older memory is kept as history (``status == "superseded"``, ``provenance.valid_to``
 and ``provenance.superseded_by``) and leaves default search and list; see ``replacements.py``.
 
-Two rules, both on candidates the embedder found similar in the same scope:
+Three rules, all on candidates the embedder found similar in the same scope:
 
 * **from … to …**: the new memory states a change and names what it replaces ("moved from Jenkins to
   GitHub Actions", "took over as lead from Sara", "instead of ECS", "replaced Sentry with Datadog",
@@ -19,6 +19,10 @@ Two rules, both on candidates the embedder found similar in the same scope:
   per attribute). Not when the new memory adds ("also", "as well") or names the value the old one
   states and no other ("Lena's manager Paul Grant now approves her leave" says more about Paul, it
   does not change who the manager is).
+* **a new value of a single-valued attribute** (:func:`slot`), with or without a word of change:
+  "Ines works at Accenture" replaces "Ines works at Deloitte", "Harbor's database is PostgreSQL 16"
+  replaces "… is MySQL 8"; a relative's second value ("Ines's sister is Marta") and a value of
+  another kind ("Harbor's database is backed up nightly") do not.
 
 The rules are deliberately narrow: a missed change leaves both facts current (the newer one still
 ranks by relevance), while a wrong supersession would hide a true fact from default search.
@@ -163,8 +167,9 @@ def has_change_marker(content: str) -> bool:
 
 
 def may_supersede(content: str) -> bool:
-    """Cheap pre-check: only a memory stating a change is compared with its scope."""
-    return has_change_marker(content)
+    """Cheap pre-check: only a memory stating a change or the value of a single-valued attribute is
+    compared with its scope."""
+    return has_change_marker(content) or slot(content) is not None
 
 
 def _classes(stems: set[str]) -> set[str]:
@@ -430,6 +435,95 @@ def _restates(content: str, old: str) -> bool:
     return all(value in run or set(tokenize(run)) <= known for run in _name_runs(content))
 
 
+#: Who a statement of an attribute is about: nobody named ("Lives in Lisbon"), or a run of capitalised
+#: words ("Ines", "User", "Ines Costa", "Harbor").
+_SLOT_OWNER = r"(?P<owner>(?:[A-Z][\w.-]*)(?:\s+[A-Z][\w.-]*){0,2})"
+#: "Ines's manager is Rui Costa", "User's dog's name is Max", "Harbor's database is PostgreSQL 16".
+_SLOT_POSSESSIVE = re.compile(
+    r"^\s*" + _SLOT_OWNER + r"(?:'s|\u2019s)\s+(?P<attr>(?:[a-z][\w'\u2019-]*\s+){0,3}?[a-z][\w'\u2019-]*)"
+    r"\s+is\s+(?:(?:called|named)\s+)?(?P<value>.+?)[.!]?\s*$"
+)
+#: "Ines works at Accenture", "Lives in Lisbon", "Harbor is hosted on Fly.io".
+_SLOT_RELATION = re.compile(
+    r"^\s*(?:" + _SLOT_OWNER + r"\s+)?(?P<attr>(?i:lives in|is based in|works at|works for|is employed at|"
+    r"is employed by|works as|reports to|is married to|is from|comes from|was born in|was born on|"
+    r"is hosted on|is hosted at|is deployed on|is deployed to|wants to be called))\s+(?P<value>.+?)[.!]?\s*$"
+)
+#: One attribute said in other words.
+_SLOT_ALIASES = {
+    "is based in": "lives in",
+    "works for": "works at",
+    "is employed at": "works at",
+    "is employed by": "works at",
+    "comes from": "is from",
+    "is hosted at": "is hosted on",
+    "is deployed on": "is hosted on",
+    "is deployed to": "is hosted on",
+    "favorite": "favourite",
+}
+#: Words a value of an attribute never opens with: a negation, an addition, a change (the change
+#: rule reads those).
+_NOT_A_VALUE = re.compile(r"^(?:not|no|never|also|too|one|now|still|currently)\b", re.IGNORECASE)
+#: The longest value, in words: a longer one is a sentence about the attribute, not its value.
+_SLOT_VALUE_WORDS = 6
+
+
+@dataclass(frozen=True)
+class Slot:
+    """An attribute that holds one value, and the value a memory gives it."""
+
+    owner: str | None
+    attribute: str
+    value: str
+
+    def same_owner(self, other: Slot) -> bool:
+        """Whether two slots can be about one owner: the same name, or one of them names nobody or
+        the neutral "User" ("The API's owner …" and "The CLI's owner …" are two attributes)."""
+        owners = {(self.owner or "user").lower(), (other.owner or "user").lower()}
+        return len(owners) == 1 or "user" in owners
+
+    @property
+    def named(self) -> bool:
+        """Whether the value is a name (a capital or a digit: "PostgreSQL 16", "iPhone 15"), not a
+        word ("green", "the data team"), or a phrase about the attribute ("backed up nightly")."""
+        return re.search(r"[A-Z0-9]", self.value) is not None
+
+
+def slot(content: str) -> Slot | None:
+    """The single-valued attribute ``content`` states and its value, or None: a possessive ("Ines's
+    manager is Rui Costa", "User's favourite colour is blue") whose attribute is no relative (a
+    second sister is no new sister) or a relation that holds one value ("works at", "lives in",
+    "reports to", "is hosted on"); the value without its article ("an iPhone 15")."""
+    text = content.strip().replace("\u2019", "'")
+    found = _SLOT_POSSESSIVE.match(text) or _SLOT_RELATION.match(text)
+    if found is None:
+        return None
+    words = found.group("attr").lower().split()
+    if found.re is _SLOT_POSSESSIVE and words[-1] in _RELATIVES and words[-1] not in _PARTNERS:
+        return None
+    value = re.sub(r"^(?i:an?|the)\s+", "", found.group("value").strip())
+    if _NOT_A_VALUE.match(value) or len(value.split()) > _SLOT_VALUE_WORDS:
+        return None
+    attribute = " ".join(_SLOT_ALIASES.get(w, w) for w in words)
+    owner = found.group("owner")
+    return Slot(owner, _SLOT_ALIASES.get(attribute, attribute), value)
+
+
+def gives_new_value(content: str, old: str) -> bool:
+    """Whether ``content`` gives the single-valued attribute ``old`` states (:func:`slot`) another
+    value of the same kind, about the same subject: "Ines works at Accenture" after "Ines works at
+    Deloitte"; not the same value said again or with more ("works at Deloitte on the audit team"),
+    not a phrase for a name ("Harbor's database is backed up nightly"), not someone else's."""
+    new_slot, old_slot = slot(content), slot(old)
+    if new_slot is None or old_slot is None or new_slot.attribute != old_slot.attribute:
+        return False
+    if new_slot.named != old_slot.named or not new_slot.same_owner(old_slot):
+        return False
+    if not _same_subject(subject(content), subject(old)):
+        return False
+    return old_slot.value.lower() not in new_slot.value.lower()
+
+
 #: Relatives whose naming states the owner's relationship ("Lena's partner is Tom").
 _PARTNERS = frozenset({"partner", "wife", "husband", "girlfriend", "boyfriend", "fiance", "fiancee"})
 
@@ -449,11 +543,19 @@ def superseded(content: str, candidates: Sequence[Candidate]) -> list[MemoryEntr
     Jenkins" alone), as scopes shared by several people hold."""
     phrases = _replaced(content)
     marker = has_change_marker(content)
-    if not phrases and not marker:
+    stated = slot(content) is not None
+    if not phrases and not marker and not stated:
         return []
     who = subject(content)
     others = {c.entry.id: subject(c.entry.content) for c in candidates}
     out: dict[str, MemoryEntry] = {}
+    if stated and not _ADDITIVE.search(content):
+        # "Ines works at Accenture" gives "works at" another value than "Ines works at Deloitte"
+        for cand in candidates:
+            if cand.cosine >= MIN_COSINE_ATTRIBUTE and gives_new_value(content, cand.entry.content):
+                out[cand.entry.id] = cand.entry
+        if out:
+            return list(out.values())
     for cand in candidates:
         other = others[cand.entry.id]
         if cand.cosine < MIN_COSINE_FROM_TO or not _same_subject(who, other):

@@ -524,7 +524,7 @@ def test_a_change_supersedes_the_fact_stored_before_the_name_was_known(store: Me
     assert old.content == "User is vegetarian"
     store.process(tenant, "My name is Dana", identifiers=U1)
     new = store.process(tenant, "I'm not vegetarian anymore, I eat fish now", identifiers=U1)
-    assert new.action == "created" and new.superseded == [old.memory_id]
+    assert new.action == "updated" and new.superseded == [old.memory_id]
     assert new.content == "Dana is not vegetarian anymore, Dana eats fish"
     current = {m.content for m in store.list(tenant, "user", identifiers=U1).memories}
     assert current == {"User's name is Dana", "Dana is not vegetarian anymore, Dana eats fish"}

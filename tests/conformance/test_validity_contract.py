@@ -241,6 +241,14 @@ def test_a_superseded_memory_is_never_returned_by_default(
         ("Is a nurse at St. Mary's Hospital", "Started a new job at a private clinic"),
         # a month is a value of its own, not only a time a detail is dated by
         ("The Kestrel deadline moved to March", "The Kestrel deadline moved to April"),
+        # a new value of an attribute that holds one, without a word of change
+        ("Dana works at Deloitte", "Dana works at Accenture"),
+        ("Dana's manager is Carla Mendes", "Dana's manager is Rui Costa"),
+        ("User's favorite language is Python", "User's favourite language is Rust"),
+        ("User's dog's name is Rex", "User's dog's name is Max"),
+        ("Lives in Porto", "Lives in Lisbon"),
+        ("Harbor's database is MySQL 8", "Harbor's database is PostgreSQL 16"),
+        ("Dana's phone is a Pixel 7", "Dana's phone is an iPhone 15"),
     ],
 )
 def test_a_stated_change_supersedes_the_old_fact(
@@ -346,6 +354,34 @@ def test_a_change_that_replaces_no_fact_supersedes_nothing(
     model_store: Memory, tenant: TenantContext, old: str, new: str
 ) -> None:
     """Words of change about something that stays true: the older fact stays current."""
+    _nothing_replaced(model_store, tenant, old, new)
+
+
+@pytest.mark.model
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # attributes that hold several values
+        ("Dana's sister is Rita", "Dana's sister is Marta"),
+        ("Dana speaks Portuguese", "Dana speaks Spanish"),
+        # the same value with more, a phrase about the attribute, another attribute
+        ("Dana works at Deloitte", "Dana works at Deloitte on the audit team"),
+        ("Harbor's database is MySQL 8", "Harbor's database is backed up nightly"),
+        ("Dana's manager is Carla Mendes", "Dana's manager Carla Mendes is based in Toronto"),
+        ("Dana's favourite colour is green", "Dana's favourite film is Amelie"),
+        ("Dana's manager is Carla Mendes", "Dana's manager is not Rui Costa"),
+        # someone else's value of the attribute
+        ("Lukas works at Google", "Dana works at SAP"),
+        ("The API's owner is Kim Park", "The CLI's owner is Lee Chan"),
+        ("Dana works at Deloitte", "Dana's sister works at Accenture"),
+        ("Dana works at Deloitte", "Dana also works at a bakery on weekends"),
+    ],
+)
+def test_a_second_value_or_a_detail_of_an_attribute_replaces_nothing(
+    model_store: Memory, tenant: TenantContext, old: str, new: str
+) -> None:
+    """Only a new value of the same kind for an attribute that holds one value replaces the old one:
+    not a second sister or language, not more words about the same value, not someone else's."""
     _nothing_replaced(model_store, tenant, old, new)
 
 

@@ -39,10 +39,31 @@ def test_chit_chat_is_not(real: Memory, acme: TenantContext, text: str) -> None:
     assert real.process(acme, text, identifiers=U1).action == "ignored"
 
 
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("I work at Acme Corp", "I work at Globex Corp"),
+        ("My manager is Tom", "My manager is Sarah"),
+        ("I live in Berlin", "I live in Munich now"),
+    ],
+)
+def test_a_changed_fact_is_reported_as_updated(real: Memory, acme: TenantContext, old: str, new: str) -> None:
+    """A new value of a single-valued attribute, with or without a word of change, is the fact
+    updated: the new memory replaces the old one, which is kept as history."""
+    first = real.process(acme, old, identifiers=U1)
+    second = real.process(acme, new, identifiers=U1)
+    assert (first.action, second.action) == ("created", "updated")
+    assert second.superseded == [first.memory_id] and second.memory_id != first.memory_id
+    assert second.reason == "replaces an older memory about the same fact"
+    assert [m.id for m in real.list(acme, "user", identifiers=U1).memories] == [second.memory_id]
+    history = real.list(acme, "user", identifiers=U1, include_superseded=True).memories
+    assert {m.id for m in history} == {first.memory_id, second.memory_id}
+
+
 def test_a_negated_fact_supersedes_the_old_one(real: Memory, acme: TenantContext) -> None:
     first = real.process(acme, "I am a vegetarian", identifiers=U1)
     second = real.process(acme, "I'm not vegetarian anymore, I eat fish now", identifiers=U1)
-    assert second.action == "created" and second.superseded == [first.memory_id]
+    assert second.action == "updated" and second.superseded == [first.memory_id]
     assert second.content == "User is not vegetarian anymore, the user eats fish"
     current = real.list(acme, "user", identifiers=U1).memories
     assert [m.id for m in current] == [second.memory_id]

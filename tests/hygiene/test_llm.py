@@ -162,7 +162,7 @@ def test_an_llm_update_decision_supersedes_the_memory_it_names(
     chat.respond = respond
     mem.hygiene.configure(llm=OpenAIChatLLM(chat.url, "m"))
     res = mem.process(acme, "I live in Berlin now", identifiers=u)
-    assert res.action == "created" and res.superseded == [old.id]
+    assert res.action == "updated" and res.superseded == [old.id]
     assert [m.content for m in mem.list(acme, "user", identifiers=u).memories] == ["User lives in Berlin"]
     history = mem.get(acme, old.id)
     assert history is not None and history.status == "superseded" and history.provenance.superseded_by == res.memory_id

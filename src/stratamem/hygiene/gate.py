@@ -7,8 +7,11 @@
 4. Search before write: a stored memory in the same scope with similarity score ≥
    ``duplicate_threshold`` (0.85 on stratamem's [0, 1] score) *and* key-term overlap (Jaccard ≥
    ``term_overlap``) is updated instead of creating a duplicate; so is one with exactly the same key
-   terms (score ≥ ``same_terms_threshold``) and one that sets the same single-valued attribute
-   (``fact_slot``: "User's dog's name is …", "User lives in …"; score ≥ ``slot_threshold``).
+   terms (score ≥ ``same_terms_threshold``). A stored memory that gives the same single-valued
+   attribute another value (``supersession.slot``: "User's dog's name is …", "User lives in …"; score ≥
+   ``slot_threshold``) or that the new memory makes out of date (``supersession.py``) is superseded:
+   the new memory is created and the old one kept as history; the action is ``updated`` and
+   ``superseded`` names the old ones.
 5. Otherwise the formatted, third-person fact is created with ``metadata.category``
    (preference | fact | context | instruction) and ``metadata.source = {"type": "inferred" |
    "explicit", "reference": "process"}``.
@@ -52,7 +55,7 @@ from .events import EventLog
 from .prompts import PromptTemplates
 from .sanitize import sanitize
 from .secrets import find_secrets
-from .text import containment, fact_slot, jaccard, key_terms, name_user, neutral
+from .text import containment, jaccard, key_terms, name_user, neutral
 
 if TYPE_CHECKING:
     from ..engine import MemoryEngine
@@ -99,6 +102,10 @@ class HygieneConfig(BaseModel):
     prompts: PromptTemplates = Field(default_factory=PromptTemplates)
 
 
+#: The reason of a write that replaced an older memory.
+_REPLACES = "replaces an older memory about the same fact"
+
+
 class ProcessResult(BaseModel):
     """What the write gate did with one text: the action taken and the memories it touched."""
 
@@ -110,7 +117,8 @@ class ProcessResult(BaseModel):
     category: Category | None = None
     source: Literal["inferred", "explicit"] | None = None
     memory_ids: list[str] = Field(default_factory=list)
-    #: Ids of older memories the created one replaced (kept as history, ``status == "superseded"``).
+    #: Ids of older memories the new one (``memory_id``) replaced, kept as history (``status ==
+    #: "superseded"``); the action is then ``updated``.
     superseded: list[str] = Field(default_factory=list)
 
 
@@ -181,7 +189,7 @@ class WriteGate:
         cfg = self.hygiene.config
         plain = neutral(content, name)
         terms = key_terms(plain)
-        slot = fact_slot(plain)
+        slot = supersession.slot(plain)
         floor = min(cfg.duplicate_threshold, cfg.same_terms_threshold, cfg.slot_threshold)
         hits: dict[str, ScoredEntry] = {}
         for text in dict.fromkeys((content, plain)):  # the named form, then the neutral one
@@ -196,7 +204,7 @@ class WriteGate:
                 h.score >= cfg.duplicate_threshold and (overlap >= cfg.term_overlap or h.score >= cfg.near_identical)
             ) or (h.score >= cfg.same_terms_threshold and overlap >= 0.999 and len(terms) >= 2):
                 out.append((h, "same"))
-            elif slot is not None and h.score >= cfg.slot_threshold and fact_slot(stored) == slot:
+            elif slot is not None and h.score >= cfg.slot_threshold and supersession.gives_new_value(plain, stored):
                 out.append((h, "changed"))
         return out
 
@@ -294,9 +302,9 @@ class WriteGate:
                 tctx, content, layer.value, ids.model_dump(exclude_none=True), metadata, supersedes=replaced
             )
             return ProcessResult(
-                action="created",
+                action="updated",
                 memory_id=added.memory.id,
-                reason="replaces an older memory about the same fact",
+                reason=_REPLACES,
                 content=added.memory.content,
                 category=formatted.category,
                 source=source,
@@ -334,9 +342,9 @@ class WriteGate:
             tctx, content, layer.value, ids.model_dump(exclude_none=True), metadata, supersedes=across or None
         )
         return ProcessResult(
-            action="created",
+            action="updated" if added.superseded else "created",
             memory_id=added.memory.id,
-            reason=reason,
+            reason=_REPLACES if added.superseded else reason,
             content=added.memory.content,
             category=formatted.category,
             source=source,

@@ -102,43 +102,6 @@ def containment(query: Iterable[str], target: Iterable[str]) -> float:
     return len(sq & st) / len(sq) if sq else 0.0
 
 
-_SLOT_POSSESSIVE = re.compile(
-    r"^User's ((?:[\w'\u2019-]+ ){0,4}?[\w'\u2019-]+) (?:is|are|was)(?: (called|named))? "
-    r"(?!not\b|an?\b|also\b|one\b)",
-    re.I,
-)
-_SLOT_RELATION = re.compile(
-    r"^User (?:\w+ly )?(lives in|lives|is based in|is from|comes from|works at|works for|works as|is employed at|"
-    r"is employed by|was born in|was born on|moved to|is married to|wants to be called|is called|drives)\b",
-    re.I,
-)
-_RELATION_ALIASES = {
-    "lives": "lives in",
-    "is based in": "lives in",
-    "moved to": "lives in",
-    "works for": "works at",
-    "is employed at": "works at",
-    "is employed by": "works at",
-    "comes from": "is from",
-    "is called": "wants to be called",
-}
-
-
-def fact_slot(content: str) -> str | None:
-    """The single-valued attribute a formatted fact sets ("User's dog's name is …" → ``poss:dog name``;
-    "User lives in …" → ``rel:lives in``), or None. Two facts with one slot cannot both be true."""
-    text = content.strip().replace("\u2019", "'")
-    m = _SLOT_POSSESSIVE.match(text)
-    if m:
-        subject = " ".join(sorted(key_terms(m.group(1))))
-        return f"poss:{subject}:{'called' if m.group(2) else 'is'}" if subject else None
-    m = _SLOT_RELATION.match(text)
-    if m:
-        rel = m.group(1).lower()
-        return f"rel:{_RELATION_ALIASES.get(rel, rel)}"
-    return None
-
-
 _NAME_CLAUSE = r"(?:'s (?:first |full |given )?name\b| wants to be called\b| is called\b| goes by\b)"
 _LEADING_USER = re.compile(r"^User\b(?!" + _NAME_CLAUSE + ")")
 
