@@ -17,7 +17,8 @@ are measured once with what dev chose. Written on 2026-11-28, before any of them
 ``fresh3`` (2026-11-28, before it was measured) states a new value of an attribute that holds one
 value without a word of change ("Ines works at Accenture" after "… at Deloitte"), and second values
 of attributes that hold several ("Ines speaks Spanish"); ``fresh4`` was written by another author
-who had not read the rules (2026-11-28, after ``fresh3``'s rule, measured once).
+who had not read the rules (2026-11-28, after ``fresh3``'s rule, measured once; its misses then
+widened that rule); ``fresh5`` by such an author after that, measured once.
 """
 
 from __future__ import annotations
@@ -559,6 +560,142 @@ PERSONAS: tuple[Persona, ...] = (
             Case("Mariana Costa also manages the Nova project", None),
             Case("Orbit's frontend is written in TypeScript", None),
             Case("Orbit does not use Kubernetes", None),
+        ),
+    ),
+    Persona(
+        name="priya5",
+        split="fresh5",
+        facts={
+            "employer": "Priya works at Infosys",
+            "city": "Priya lives in Pune",
+            "manager": "Priya's manager is Arjun Mehta",
+            "car": "Priya drives a Honda City",
+            "phone": "Priya's phone is a Pixel 7",
+            "gym": "Priya goes to Gold's Gym",
+            "bank": "Priya banks with HDFC",
+            "favourite_author": "Priya's favourite author is R. K. Narayan",
+            "diet": "Priya is vegetarian",
+            "language": "Priya speaks Marathi",
+        },
+        cases=(
+            # replacing, plain
+            Case("Priya works at Wipro", "employer"),
+            Case("Priya's phone is an iPhone 15", "phone"),
+            Case("Priya drives a Hyundai Creta", "car"),
+            Case("Priya reports to Sunita Rao", "manager"),
+            Case("Priya banks with ICICI", "bank"),
+            # replacing, with a change word
+            Case("Priya moved to Bangalore last month", "city"),
+            Case("Priya switched to Cult.fit for her workouts", "gym"),
+            # not replacing
+            Case("Priya also speaks Hindi", None),
+            Case("Priya's favourite book is The Guide", None),
+            Case("Priya's husband works at TCS", None),
+            Case("Priya's car is getting old", None),
+            Case("Priya works at Infosys in the Hinjewadi office", None),
+            Case("Priya has never owned a motorbike", None),
+        ),
+    ),
+    Persona(
+        name="user5",
+        split="fresh5",
+        facts={
+            "employer": "User works at Deloitte",
+            "city": "User lives in Chicago",
+            "manager": "User's manager is Kim Lee",
+            "landlord": "User's landlord is Mr. Patel",
+            "music_plan": "User is on the Spotify Family plan",
+            "bank": "User banks with Chase",
+            "contact_pref": "User prefers email over calls",
+            "pet": "User has a beagle named Max",
+            "commute": "User commutes by train",
+            "dentist": "User's dentist is Dr. Alvarez",
+        },
+        cases=(
+            # replacing, plain
+            Case("User's landlord is Greenway Properties", "landlord"),
+            Case("User banks with Wells Fargo", "bank"),
+            Case("User is on the Spotify Individual plan", "music_plan"),
+            Case("User reports to Dana Whitfield", "manager"),
+            Case("User's dentist is Dr. Okafor", "dentist"),
+            # replacing, with a change word
+            Case("User now prefers phone calls to email", "contact_pref"),
+            Case("User left Deloitte and joined Accenture", "employer"),
+            # not replacing
+            Case("User's brother lives in Denver", None),
+            Case("User also has a cat named Pepper", None),
+            Case("User works at Deloitte in the consulting practice", None),
+            Case("User's manager Kim Lee is based in Boston", None),
+            Case("User's landlord is hard to reach", None),
+            Case("User doesn't have a car", None),
+        ),
+    ),
+    Persona(
+        name="chat5",
+        split="fresh5",
+        facts={
+            "employer": "Works at Siemens",
+            "kids": "Has two kids",
+            "phone": "Phone is a Samsung Galaxy S22",
+            "location": "Based in Munich",
+            "editor": "Uses VS Code for coding",
+            "hobby": "Plays tennis on weekends",
+            "spouse": "Is married to Lena",
+            "isp": "Internet provider is Telekom",
+            "languages": "Speaks German and English",
+            "coffee": "Drinks oat milk lattes",
+        },
+        cases=(
+            # replacing, plain
+            Case("Works at BMW", "employer"),
+            Case("Phone is a Pixel 8", "phone"),
+            Case("Based in Hamburg", "location"),
+            Case("Internet provider is Vodafone", "isp"),
+            Case("Has three kids", "kids"),
+            # replacing, with a change word
+            Case("Switched from VS Code to Neovim", "editor"),
+            Case("No longer plays tennis, took up padel instead", "hobby"),
+            # not replacing
+            Case("Works at Siemens as a project engineer", None),
+            Case("Oldest kid is starting school in September", None),
+            Case("Also speaks some French", None),
+            Case("Phone screen is cracked", None),
+            Case("Wife Lena works as a nurse", None),
+            Case("Doesn't own a car", None),
+        ),
+    ),
+    Persona(
+        name="kestrel5",
+        split="fresh5",
+        facts={
+            "standup": "The Kestrel team's standup is at 9:30",
+            "api_language": "Kestrel's API is written in Go",
+            "deploy": "Kestrel is deployed on Kubernetes",
+            "cloud": "Kestrel is hosted on AWS",
+            "lead": "The Kestrel team is led by Helen Park",
+            "database": "Kestrel uses PostgreSQL as its primary database",
+            "ci": "Kestrel's CI runs on GitHub Actions",
+            "alerting": "Kestrel's on-call alerts go through PagerDuty",
+            "sprints": "The Kestrel team works in two-week sprints",
+            "top_customer": "Kestrel's biggest customer is Acme Corp",
+        },
+        cases=(
+            # replacing, plain
+            Case("The Kestrel team's standup is at 10:15", "standup"),
+            Case("Kestrel is led by Omar Haddad", "lead"),
+            Case("Kestrel is hosted on Google Cloud", "cloud"),
+            Case("Kestrel's CI runs on Buildkite", "ci"),
+            Case("Kestrel uses Opsgenie for on-call alerts", "alerting"),
+            # replacing, with a change word
+            Case("Kestrel migrated its primary database from PostgreSQL to CockroachDB", "database"),
+            Case("The Kestrel team moved to one-week sprints", "sprints"),
+            # not replacing
+            Case("Kestrel also depends on Redis for caching", None),
+            Case("Kestrel's admin CLI is written in Python", None),
+            Case("Kestrel's second-largest customer is Globex", None),
+            Case("Kestrel runs in three Kubernetes clusters across two regions", None),
+            Case("Helen Park also leads the Osprey team", None),
+            Case("Kestrel does not use GraphQL", None),
         ),
     ),
 )

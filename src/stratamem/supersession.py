@@ -436,34 +436,55 @@ def _restates(content: str, old: str) -> bool:
 
 
 #: Who a statement of an attribute is about: nobody named ("Lives in Lisbon"), or a run of capitalised
-#: words ("Ines", "User", "Ines Costa", "Harbor").
-_SLOT_OWNER = r"(?P<owner>(?:[A-Z][\w.-]*)(?:\s+[A-Z][\w.-]*){0,2})"
+#: words, perhaps with the word for a group ("Ines", "User", "Ines Costa", "The Orbit team").
+_SLOT_OWNER = r"(?P<owner>(?:[A-Z][\w.-]*)(?:\s+[A-Z][\w.-]*){0,2}(?:\s+(?:team|project|service|app|squad|account))?)"
 #: "Ines's manager is Rui Costa", "User's dog's name is Max", "Harbor's database is PostgreSQL 16".
 _SLOT_POSSESSIVE = re.compile(
-    r"^\s*" + _SLOT_OWNER + r"(?:'s|\u2019s)\s+(?P<attr>(?:[a-z][\w'\u2019-]*\s+){0,3}?[a-z][\w'\u2019-]*)"
+    r"^\s*" + _SLOT_OWNER + r"(?:'s|\u2019s)\s+(?P<attr>(?:[A-Za-z][\w'\u2019-]*\s+){0,3}?[a-z][\w'\u2019-]*)"
     r"\s+is\s+(?:(?:called|named)\s+)?(?P<value>.+?)[.!]?\s*$"
 )
-#: "Ines works at Accenture", "Lives in Lisbon", "Harbor is hosted on Fly.io".
+#: "Ines works at Accenture", "Based in Gothenburg", "Harbor is hosted on Fly.io", "Drives a Kia".
 _SLOT_RELATION = re.compile(
-    r"^\s*(?:" + _SLOT_OWNER + r"\s+)?(?P<attr>(?i:lives in|is based in|works at|works for|is employed at|"
-    r"is employed by|works as|reports to|is married to|is from|comes from|was born in|was born on|"
-    r"is hosted on|is hosted at|is deployed on|is deployed to|wants to be called))\s+(?P<value>.+?)[.!]?\s*$"
+    r"^\s*(?:" + _SLOT_OWNER + r"\s+)?(?P<attr>(?i:lives in|is based in|based in|is located in|works at|works for|"
+    r"is employed at|is employed by|works as|reports to|is managed by|is married to|is from|comes from|"
+    r"was born in|was born on|is hosted on|is hosted at|is deployed on|is deployed to|is led by|is run by|"
+    r"is owned by|wants to be called|drives))\s+(?P<value>.+?)[.!]?\s*$"
 )
-#: One attribute said in other words.
+#: "User is on the Notion Plus plan": the plan.
+_SLOT_PLAN = re.compile(
+    r"^\s*(?:" + _SLOT_OWNER + r"\s+)?(?i:is\s+on)\s+(?:the\s+)?(?P<value>.+?)\s+(?P<attr>plan)[.!]?\s*$"
+)
+#: "Orbit uses GitHub Actions for CI", "Uses Vim as main editor": the tool of one purpose.
+_SLOT_TOOL = re.compile(
+    r"^\s*(?:" + _SLOT_OWNER + r"\s+)?(?i:uses)\s+(?P<value>.+?)\s+(?P<attr>(?:for|as)\s+"
+    r"(?:(?:the|a|his|her|their|its|our|my)\s+)?(?:main\s+|primary\s+|default\s+)?(?i:[a-z])[\w -]*?)[.!]?\s*$"
+)
+#: One attribute said in other words, or in the other form ("works at" and "User's employer is").
 _SLOT_ALIASES = {
     "is based in": "lives in",
+    "based in": "lives in",
+    "is located in": "lives in",
     "works for": "works at",
     "is employed at": "works at",
     "is employed by": "works at",
+    "employer": "works at",
+    "reports to": "manager",
+    "is managed by": "manager",
+    "boss": "manager",
     "comes from": "is from",
     "is hosted at": "is hosted on",
-    "is deployed on": "is hosted on",
-    "is deployed to": "is hosted on",
+    "is deployed to": "is deployed on",
+    "is run by": "is led by",
+    "lead": "is led by",
+    "team lead": "is led by",
+    "is owned by": "owner",
     "favorite": "favourite",
 }
 #: Words a value of an attribute never opens with: a negation, an addition, a change (the change
-#: rule reads those).
-_NOT_A_VALUE = re.compile(r"^(?:not|no|never|also|too|one|now|still|currently)\b", re.IGNORECASE)
+#: rule reads those), a preposition ("drives to work" names no car).
+_NOT_A_VALUE = re.compile(
+    r"^(?:not|no|never|also|too|one|now|still|currently|to|into|around|with|at|in|on|by|for|from)\b", re.IGNORECASE
+)
 #: The longest value, in words: a longer one is a sentence about the attribute, not its value.
 _SLOT_VALUE_WORDS = 6
 
@@ -495,10 +516,14 @@ def slot(content: str) -> Slot | None:
     second sister is no new sister) or a relation that holds one value ("works at", "lives in",
     "reports to", "is hosted on"); the value without its article ("an iPhone 15")."""
     text = content.strip().replace("\u2019", "'")
-    found = _SLOT_POSSESSIVE.match(text) or _SLOT_RELATION.match(text)
+    found = (
+        _SLOT_POSSESSIVE.match(text) or _SLOT_RELATION.match(text) or _SLOT_PLAN.match(text) or _SLOT_TOOL.match(text)
+    )
     if found is None:
         return None
-    words = found.group("attr").lower().split()
+    words = re.sub(
+        r"\b(?:the|a|his|her|their|its|our|my|main|primary|default)\s+", "", found.group("attr").lower()
+    ).split()
     if found.re is _SLOT_POSSESSIVE and words[-1] in _RELATIVES and words[-1] not in _PARTNERS:
         return None
     value = re.sub(r"^(?i:an?|the)\s+", "", found.group("value").strip())

@@ -249,6 +249,12 @@ def test_a_superseded_memory_is_never_returned_by_default(
         ("Lives in Porto", "Lives in Lisbon"),
         ("Harbor's database is MySQL 8", "Harbor's database is PostgreSQL 16"),
         ("Dana's phone is a Pixel 7", "Dana's phone is an iPhone 15"),
+        ("Based in Oslo", "Based in Bergen"),
+        ("The Atlas team is led by Helen Park", "The Atlas team is led by Omar Haddad"),
+        ("Dana is on the Notion Free plan", "Dana is on the Notion Plus plan"),
+        ("Atlas uses Jenkins for CI", "Atlas uses CircleCI for CI"),
+        ("Dana drives a Honda Civic", "Dana drives a Kia Niro"),
+        ("User reports to Kim Lee", "User's manager is Dan Ortiz"),
     ],
 )
 def test_a_stated_change_supersedes_the_old_fact(
@@ -375,6 +381,9 @@ def test_a_change_that_replaces_no_fact_supersedes_nothing(
         ("The API's owner is Kim Park", "The CLI's owner is Lee Chan"),
         ("Dana works at Deloitte", "Dana's sister works at Accenture"),
         ("Dana works at Deloitte", "Dana also works at a bakery on weekends"),
+        ("Dana drives a Honda Civic", "Dana drives to work on Mondays"),
+        ("Atlas uses Figma for mockups", "Atlas uses Miro for workshops"),
+        ("Atlas is hosted on AWS", "Atlas is deployed on Kubernetes"),
     ],
 )
 def test_a_second_value_or_a_detail_of_an_attribute_replaces_nothing(
