@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -244,7 +245,8 @@ def test_supersession_pairs_replays_the_sdk_and_writes_its_json(tmp_path: Path) 
     finally:
         sys.path.remove(str(ROOT / "benchmarks"))
     splits = {p.split for p in PERSONAS}
-    assert splits == {"dev", "holdout", "fresh", "fresh2", "fresh3", "fresh4"}
+    # dev chooses constants, holdout checks them, each freshN was written after the rules it measures
+    assert {"dev", "holdout", "fresh"} <= splits and all(re.fullmatch(r"dev|holdout|fresh\d*", s) for s in splits)
     for persona in PERSONAS:
         assert all(c.replaces is None or c.replaces in persona.facts for c in persona.cases), persona.name
         assert any(c.replaces for c in persona.cases) and any(c.replaces is None for c in persona.cases)

@@ -478,7 +478,6 @@ _SLOT_ALIASES = {
     "lead": "is led by",
     "team lead": "is led by",
     "is owned by": "owner",
-    "favorite": "favourite",
 }
 #: Words a value of an attribute never opens with: a negation, an addition, a change (the change
 #: rule reads those), a preposition ("drives to work" names no car).
@@ -529,9 +528,8 @@ def slot(content: str) -> Slot | None:
     value = re.sub(r"^(?i:an?|the)\s+", "", found.group("value").strip())
     if _NOT_A_VALUE.match(value) or len(value.split()) > _SLOT_VALUE_WORDS:
         return None
-    attribute = " ".join(_SLOT_ALIASES.get(w, w) for w in words)
-    owner = found.group("owner")
-    return Slot(owner, _SLOT_ALIASES.get(attribute, attribute), value)
+    attribute = " ".join("favourite" if w == "favorite" else w for w in words)
+    return Slot(found.group("owner"), _SLOT_ALIASES.get(attribute, attribute), value)
 
 
 def gives_new_value(content: str, old: str) -> bool:
