@@ -1,6 +1,6 @@
 """How often a changed fact replaces the right older memory, and how often one replaces a true fact.
 
-    python benchmarks/supersession_pairs.py [--embedder onnx] [--sweep] [--out PATH]
+    python benchmarks/supersession_pairs.py [--embedder onnx] [--sweep] [--shared N] [--out PATH]
 
 Data: ``supersession_data.py`` (hand-written personas and labelled changes, dev and holdout splits).
 For each case a fresh scope gets the persona's facts (day 0), then the case's new memory (day 30),
@@ -11,6 +11,11 @@ are compared with the label. Reported per split:
 * **wrong**: cases where a memory that stays true was superseded (any fact other than the label),
   over all cases; a wrong supersession hides a true fact from default search, a missed one leaves
   both facts current.
+
+``--shared N`` also writes N generated facts about many people and projects (``sentences.py``: "Our
+client Emeka Jung switched from Grafana to Sentry", "The beta release for Urban Marten moved to
+February 17") into one scope, the way a team's scope collects them, and counts the memories
+superseded: unlabelled, but almost every one of them hides a fact about someone or something else.
 
 ``--sweep`` replays the detection rules (``supersession.superseded`` on the most similar facts, as
 ``replacements.py`` chooses them) on the same embeddings for other cosine floors; its row for the
@@ -32,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from fact_ranking import T0, Clock
+from sentences import SentenceGenerator
 from stratamem import Memory, TenantContext, supersession
 from supersession_data import PERSONAS, Case, Persona
 
@@ -147,6 +153,24 @@ def summary(outcomes: list[Outcome]) -> dict[str, dict[str, float]]:
     return table
 
 
+def run_shared(embedder: str | None, n: int) -> list[tuple[str, str]]:
+    """``n`` generated facts (seed 7) written in batches of 100 into one user scope; every (older,
+    newer) pair where the newer memory superseded the older one."""
+    ctx = TenantContext(tenant_id="supersession-shared", principal="bench")
+    texts = SentenceGenerator(7).texts(n)
+    pairs: list[tuple[str, str]] = []
+    with tempfile.TemporaryDirectory() as tmp, Memory.open(Path(tmp) / "s.duckdb", embedder=embedder) as mem:
+        content: dict[str, str] = {}
+        for start in range(0, n, 100):
+            batch = [
+                {"content": t, "layer": "user", "identifiers": {"user_id": "team"}} for t in texts[start : start + 100]
+            ]
+            for added in mem.bulk_add(ctx, batch).results:
+                content[added.memory.id] = added.memory.content
+                pairs += [(content[old], added.memory.content) for old in added.superseded]
+    return pairs
+
+
 def print_table(title: str, table: dict[str, dict[str, float]]) -> None:
     print(title)
     print(f"{'split':<10}{'cases':>7}{'changes':>9}{'found':>9}{'wrong':>9}")
@@ -159,6 +183,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--embedder", default=None, help="embedder name (default: the store's default)")
     parser.add_argument("--sweep", action="store_true", help="replay the rules for other cosine floors")
     parser.add_argument("--dump", action="store_true", help="print every case's outcome")
+    parser.add_argument(
+        "--shared", type=int, default=0, metavar="N", help="also count supersessions among N facts of one scope"
+    )
     parser.add_argument("--out", type=Path, default=RESULTS / "supersession_pairs.json")
     args = parser.parse_args(argv)
 
@@ -173,6 +200,13 @@ def main(argv: list[str] | None = None) -> int:
         "default": default,
         "cases": [o.__dict__ | {"superseded": sorted(o.superseded)} for o in outcomes],
     }
+    if args.shared:
+        pairs = run_shared(args.embedder, args.shared)
+        print(f"\nshared scope: {len(pairs)} of {args.shared} generated facts superseded")
+        if args.dump:
+            for old, new in pairs:
+                print(f"  {old!r} -> {new!r}")
+        report["shared"] = {"facts": args.shared, "superseded": len(pairs), "pairs": pairs}
     if args.sweep:
         base = (supersession.MIN_COSINE_FROM_TO, supersession.MIN_COSINE_ATTRIBUTE)
         floors = [base] + [(min(base[0], a), a) for a in SWEEP if (min(base[0], a), a) != base]

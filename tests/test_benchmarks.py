@@ -251,7 +251,7 @@ def test_supersession_pairs_replays_the_sdk_and_writes_its_json(tmp_path: Path) 
         assert all(c.replaces is None or c.replaces in persona.facts for c in persona.cases), persona.name
         assert any(c.replaces for c in persona.cases) and any(c.replaces is None for c in persona.cases)
     out = tmp_path / "supersession_pairs.json"
-    run = _bench("supersession_pairs.py", "--embedder", "hashing", "--sweep", "--out", str(out))
+    run = _bench("supersession_pairs.py", "--embedder", "hashing", "--sweep", "--shared", "200", "--out", str(out))
     assert run.returncode == 0, run.stderr
     data = json.loads(out.read_text())
     assert set(data["default"]) == splits | {"all"}
@@ -259,6 +259,7 @@ def test_supersession_pairs_replays_the_sdk_and_writes_its_json(tmp_path: Path) 
     for table in [data["default"], *data["sweep"].values()]:
         assert all(0.0 <= row["found"] <= 1.0 and 0.0 <= row["wrong"] <= 1.0 for row in table.values())
     assert len(data["sweep"]) >= 5
+    assert data["shared"]["facts"] == 200 and data["shared"]["superseded"] == len(data["shared"]["pairs"])
 
 
 def test_floor_options_runs_and_writes_its_json(tmp_path: Path) -> None:

@@ -167,9 +167,9 @@ def has_change_marker(content: str) -> bool:
 
 
 def may_supersede(content: str) -> bool:
-    """Cheap pre-check: only a memory stating a change or the value of a single-valued attribute is
-    compared with its scope."""
-    return has_change_marker(content) or slot(content) is not None
+    """Cheap pre-check: only a memory stating a change, the value of a single-valued attribute or an
+    event's new date is compared with its scope."""
+    return has_change_marker(content) or slot(content) is not None or _rescheduled(content) is not None
 
 
 def _classes(stems: set[str]) -> set[str]:
@@ -339,13 +339,33 @@ _BARE_RELATIVE = re.compile(r"^\s*(?P<who>[A-Za-z]+)\b")
 RELATIVE = "relative:"
 
 
+#: A person introduced by a role before what they do ("Our client Emeka Jung switched …", "The new
+#: hire Wei Fuchs …", "The user's colleague Umar Zimmermann thinks …"): that person.
+_INTRODUCED = re.compile(
+    r"^\s*(?:[Tt]he|[Oo]ur|[Mm]y|[Hh]is|[Hh]er|[Tt]heir|[Aa]n?)\s+(?P<role>(?:(?!(?:of|for|at|in|on|with|to|from|by|and)\s)[a-z][\w'\u2019-]*\s+){1,3}?)"
+    r"(?P<name>[A-Z][\w-]+(?:\s+[A-Z][\w-]+){0,2})(?=\s+(?:from\s+the\b|[a-z]))"
+)
+
+
+def _relative_parts(who: str) -> tuple[str, str, str]:
+    """The relative word, its owner and its name of a :func:`subject` that names a relative."""
+    rest, _, name = who.removeprefix(RELATIVE).partition("#")
+    word, _, owner = rest.partition("@")
+    return word, owner, name
+
+
 def subject(content: str) -> str | None:
     """Whom or what a memory is about, from how it opens: the (stemmed) name it opens with ("Dana" of
     "Dana moved to Berlin", "Marco" of "Marco's manager …"), ``"relative:<word>"`` for a relative of
     the scope's owner ("relative:sister" of "User's sister moved …", "My sister …") and
     ``"relative:<word>@<name>"`` for one of a named person ("relative:sister@dana" of "Dana's sister
     …"), or None when it opens with a word that names nobody ("The team …", "We moved …", "User
-    prefers …", "Lives in Hamburg")."""
+    prefers …", "Lives in Hamburg"). A person introduced by a role is that person, told apart from
+    others of the role by name: ``"relative:client#emeka-jung"`` of "Our client Emeka Jung …",
+    ``"relative:colleague#umar-zimmermann"`` of "The user's colleague Umar Zimmermann …"."""
+    introduced = _INTRODUCED.match(content)
+    if introduced is not None and (name := tokenize(introduced.group("name"))):
+        return RELATIVE + introduced.group("role").split()[-1].lower() + "#" + "-".join(name)
     relative = _RELATIVE_OPENING.match(content)
     if relative is not None and relative.group("who").lower() in _RELATIVES:
         owner = subject(relative.group("owner")) if relative.group("owner") else None
@@ -370,8 +390,10 @@ def _same_subject(who: str | None, other: str | None) -> bool:
     if (who or "").startswith(RELATIVE) != (other or "").startswith(RELATIVE):
         return False
     if who is not None and other is not None and who.startswith(RELATIVE):
-        word, _, owner = who.removeprefix(RELATIVE).partition("@")
-        other_word, _, other_owner = other.removeprefix(RELATIVE).partition("@")
+        word, owner, name = _relative_parts(who)
+        other_word, other_owner, other_name = _relative_parts(other)
+        if name and other_name:  # two people named: the same one only by name
+            return name == other_name
         return word == other_word and (not owner or not other_owner or owner == other_owner)
     return who is None or other is None or who == other
 
@@ -397,7 +419,7 @@ def _attribute_stems(content: str, who: str | None) -> set[str]:
     place ("is a nurse at St. Mary's") is about employment whatever the job's name."""
     stems = set(tokenize(content))
     if who is not None and who.startswith(RELATIVE):
-        stems -= set(tokenize(who.removeprefix(RELATIVE).partition("@")[0]))
+        stems -= set(tokenize(_relative_parts(who)[0]))
     if _MOVED_SOMETHING.search(content):
         stems -= {"move", "reloc"}
     if _JOB_AT.search(content):
@@ -556,8 +578,32 @@ def _partner_of(who: str | None, other: str | None) -> bool:
     "Lena's partner is called Tom" states whom Lena is with, which "Lena is now dating Sam" changes."""
     if other is None or not other.startswith(RELATIVE) or (who or "").startswith(RELATIVE):
         return False
-    word, _, owner = other.removeprefix(RELATIVE).partition("@")
+    word, owner, _ = _relative_parts(other)
     return word in _PARTNERS and (not owner or who is None or owner == who)
+
+
+_DATE_WORDS = (
+    r"january|february|march|april|may|june|july|august|september|october|november|december|"
+    r"jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec|"
+    r"monday|tuesday|wednesday|thursday|friday|saturday|sunday|next|tomorrow|q[1-4]|mid|end|early|late"
+)
+#: An event given another date ("The beta release for Marten moved to September 3", "The Kestrel
+#: deadline was pushed to 17 April"): what moved, and that it moved to a time.
+_RESCHEDULED = re.compile(
+    r"^\s*(?P<what>.+?)\s+(?:was\s+|has\s+been\s+|is\s+|got\s+)?(?:moved|pushed|postponed|rescheduled|"
+    r"delayed|shifted|brought\s+forward)\s+(?:back\s+|out\s+)?to\s+(?:the\s+)?(?:\d|(?:" + _DATE_WORDS + r")\b)",
+    re.IGNORECASE,
+)
+
+
+def _rescheduled(content: str) -> set[str] | None:
+    """The informative words of the event a memory gives another date, or None: "The Kestrel deadline
+    moved to April" → {kestrel, deadline}; not a person or a name alone ("Dana was moved to 3B")."""
+    found = _RESCHEDULED.match(content)
+    if found is None or not re.search(r"\b[a-z]{3,}", found.group("what")):
+        return None
+    what = set(tokenize(found.group("what")))
+    return what or None
 
 
 def superseded(content: str, candidates: Sequence[Candidate]) -> list[MemoryEntry]:
@@ -567,8 +613,20 @@ def superseded(content: str, candidates: Sequence[Candidate]) -> list[MemoryEntr
     phrases = _replaced(content)
     marker = has_change_marker(content)
     stated = slot(content) is not None
-    if not phrases and not marker and not stated:
+    event = _rescheduled(content)
+    if not phrases and not marker and not stated and event is None:
         return []
+    if event is not None:
+        # a new date replaces the same event's date (the most similar memory that names the event),
+        # not the same date said again
+        same = [
+            c
+            for c in candidates
+            if c.cosine >= MIN_COSINE_ATTRIBUTE
+            and event <= set(tokenize(c.entry.content))
+            and not _restates(content, c.entry.content)
+        ]
+        return [max(same, key=lambda c: c.cosine).entry] if same else []
     who = subject(content)
     others = {c.entry.id: subject(c.entry.content) for c in candidates}
     out: dict[str, MemoryEntry] = {}

@@ -241,6 +241,7 @@ def test_a_superseded_memory_is_never_returned_by_default(
         ("Is a nurse at St. Mary's Hospital", "Started a new job at a private clinic"),
         # a month is a value of its own, not only a time a detail is dated by
         ("The Kestrel deadline moved to March", "The Kestrel deadline moved to April"),
+        ("The Kestrel beta release is on 3 March", "The Kestrel beta release was pushed to 17 April"),
         # a new value of an attribute that holds one, without a word of change
         ("Dana works at Deloitte", "Dana works at Accenture"),
         ("Dana's manager is Carla Mendes", "Dana's manager is Rui Costa"),
@@ -407,6 +408,42 @@ def test_a_change_naming_what_it_replaces_replaces_only_that(model_store: Memory
         docs.id,
         out.memory.id,
     }
+
+
+@pytest.mark.model
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # two people, each introduced by a role
+        (
+            "Chloe Jaramillo from the support team switched from Grafana to Snowflake",
+            "Our client Emeka Jung switched from Grafana to Sentry",
+        ),
+        (
+            "The new hire Hassan Urban switched from Express to Opsgenie",
+            "The new hire Wei Fuchs switched from Express to Helm",
+        ),
+        (
+            "The user's colleague Umar Zimmermann thinks Tailwind is good for end-to-end tests",
+            "The user's colleague Goran Mahlangu switched from Tailwind to Excel",
+        ),
+        # two events, each rescheduled
+        (
+            "The beta release for Daring Marten moved to September 3, 2025 after a legal review",
+            "The API deprecation for Urban Marten moved to February 17, 2026 after a dependency upgrade",
+        ),
+        (
+            "The security review for Olive Tundra moved to April 14",
+            "The design sign-off for Fuzzy Tundra moved to June 22",
+        ),
+    ],
+)
+def test_a_change_about_another_person_or_event_of_a_shared_scope_supersedes_nothing(
+    model_store: Memory, tenant: TenantContext, old: str, new: str
+) -> None:
+    """A team's scope holds facts about many people and events: a person introduced by a role ("Our
+    client Emeka Jung") is that person, and a rescheduled event replaces only that event's date."""
+    _nothing_replaced(model_store, tenant, old, new)
 
 
 @pytest.mark.model
