@@ -5,7 +5,7 @@ anymore", "now reports to Bob") supersedes the older memory of the same scope ab
 attribute. The older memory is kept as history (``status == "superseded"``, ``provenance.valid_to``
 and ``provenance.superseded_by``) and leaves default search and list; see ``replacements.py``.
 
-Three rules, all on candidates the embedder found similar in the same scope:
+Four rules, all on candidates the embedder found similar in the same scope:
 
 * **from … to …**: the new memory states a change and names what it replaces ("moved from Jenkins to
   GitHub Actions", "took over as lead from Sara", "instead of ECS", "replaced Sentry with Datadog",
@@ -23,6 +23,12 @@ Three rules, all on candidates the embedder found similar in the same scope:
   "Ines works at Accenture" replaces "Ines works at Deloitte", "Harbor's database is PostgreSQL 16"
   replaces "… is MySQL 8"; a relative's second value ("Ines's sister is Marta") and a value of
   another kind ("Harbor's database is backed up nightly") do not.
+* **a new date of an event** ("The beta release for Marten moved to September 3", "… was pushed to
+  17 April"): replaces the most similar memory that names the same event, nothing else.
+
+Each compares memories about the same person or thing (:func:`subject`): a memory opening with
+another name, a relative, or a person introduced by a role ("Our client Emeka Jung …") is about
+someone else than the scope's owner.
 
 The rules are deliberately narrow: a missed change leaves both facts current (the newer one still
 ranks by relevance), while a wrong supersession would hide a true fact from default search.
