@@ -565,14 +565,16 @@ def gives_new_value(content: str, old: str) -> bool:
     value of the same kind, about the same subject: "Ines works at Accenture" after "Ines works at
     Deloitte"; not the same value said again or with more ("works at Deloitte on the audit team"),
     not a phrase for a name ("Harbor's database is backed up nightly"), not someone else's."""
-    new_slot, old_slot = slot(content), slot(old)
-    if new_slot is None or old_slot is None or new_slot.attribute != old_slot.attribute:
+    return _new_value(slot(content), slot(old), subject(content), subject(old))
+
+
+def _new_value(new: Slot | None, old: Slot | None, who: str | None, other: str | None) -> bool:
+    """:func:`gives_new_value` on slots and subjects already read."""
+    if new is None or old is None or new.attribute != old.attribute:
         return False
-    if new_slot.named != old_slot.named or not new_slot.same_owner(old_slot):
+    if new.named != old.named or not new.same_owner(old) or not _same_subject(who, other):
         return False
-    if not _same_subject(subject(content), subject(old)):
-        return False
-    return old_slot.value.lower() not in new_slot.value.lower()
+    return old.value.lower() not in new.value.lower()
 
 
 #: Relatives whose naming states the owner's relationship ("Lena's partner is Tom").
@@ -618,9 +620,9 @@ def superseded(content: str, candidates: Sequence[Candidate]) -> list[MemoryEntr
     Jenkins" alone), as scopes shared by several people hold."""
     phrases = _replaced(content)
     marker = has_change_marker(content)
-    stated = slot(content) is not None
+    stated = slot(content)
     event = _rescheduled(content)
-    if not phrases and not marker and not stated and event is None:
+    if not phrases and not marker and stated is None and event is None:
         return []
     if event is not None:
         # a new date replaces the same event's date (the most similar memory that names the event),
@@ -636,10 +638,12 @@ def superseded(content: str, candidates: Sequence[Candidate]) -> list[MemoryEntr
     who = subject(content)
     others = {c.entry.id: subject(c.entry.content) for c in candidates}
     out: dict[str, MemoryEntry] = {}
-    if stated and not _ADDITIVE.search(content):
+    if stated is not None and not _ADDITIVE.search(content):
         # "Ines works at Accenture" gives "works at" another value than "Ines works at Deloitte"
         for cand in candidates:
-            if cand.cosine >= MIN_COSINE_ATTRIBUTE and gives_new_value(content, cand.entry.content):
+            if cand.cosine >= MIN_COSINE_ATTRIBUTE and _new_value(
+                stated, slot(cand.entry.content), who, others[cand.entry.id]
+            ):
                 out[cand.entry.id] = cand.entry
         if out:
             return list(out.values())
