@@ -65,6 +65,10 @@ def test_secret_detection(text: str) -> None:
         "my pin board is full of notes",
         "the token ring network",
         "order 12345 shipped",
+        # "is" inside a word after the credential's name ("of h-is") is no "is"
+        "Tomás changed the PIN of his BBVA card",
+        "The password for this account was changed last week",
+        "The API key of this project is rotated monthly",
     ],
 )
 def test_no_false_secret(text: str) -> None:

@@ -40,7 +40,7 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
             r"\b(?:api[ _-]?key|access[ _-]?key|secret(?:[ _-]?key)?|client[ _-]?secret|auth[ _-]?token|"
             r"access[ _-]?token|refresh[ _-]?token|token|password|passwd|pwd|passphrase|passcode|pin(?:[ _-]?code)?|"
             r"private[ _-]?key|ssh[ _-]?key|credentials?)"
-            r"(?:\s+(?:for|of|on|to)\s+[\w.-]+)?\s*(?:is|was|=|:|->)\s*[\"'`]?(?=[^\s\"'`]*[A-Za-z0-9])[^\s\"'`]{3,}",
+            r"(?:\s+(?:for|of|on|to)\s+[\w.-]+)?\s*(?:(?<!\w)(?:is|was)\b|=|:|->)\s*[\"'`]?(?=[^\s\"'`]*[A-Za-z0-9])[^\s\"'`]{3,}",
             re.I,
         ),
     ),
