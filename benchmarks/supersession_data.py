@@ -18,7 +18,9 @@ are measured once with what dev chose. Written on 2026-11-28, before any of them
 value without a word of change ("Ines works at Accenture" after "… at Deloitte"), and second values
 of attributes that hold several ("Ines speaks Spanish"); ``fresh4`` was written by another author
 who had not read the rules (2026-11-28, after ``fresh3``'s rule, measured once; its misses then
-widened that rule); ``fresh5`` by such an author after that, measured once.
+widened that rule); ``fresh5`` by such an author after that, measured once (its misses then widened
+the rules: an attribute without its owner, counts, meeting times, "banks with", cadences); ``fresh6``
+(five personas) by another such author before that widening, measured once before and once after.
 """
 
 from __future__ import annotations
@@ -696,6 +698,177 @@ PERSONAS: tuple[Persona, ...] = (
             Case("Kestrel runs in three Kubernetes clusters across two regions", None),
             Case("Helen Park also leads the Osprey team", None),
             Case("Kestrel does not use GraphQL", None),
+        ),
+    ),
+    Persona(
+        name="tomas6",
+        split="fresh6",
+        facts={
+            "city": "Tomás lives in Seville",
+            "employer": "Tomás works at Acciona",
+            "title": "Tomás's title is Senior Architect",
+            "status": "Tomás is engaged to Lucía",
+            "phone": "Tomás's phone is a Xiaomi 13",
+            "bank": "Tomás banks with BBVA",
+            "languages": "Tomás speaks Spanish and English",
+            "padel": "Tomás plays padel on Tuesday evenings",
+            "cats": "Tomás has two cats",
+            "music_plan": "Tomás is on the Spotify Duo plan",
+        },
+        cases=(
+            # replacing, plain
+            Case("Tomás lives in Granada", "city"),
+            Case("Tomás banks with Santander", "bank"),
+            Case("Tomás's phone is an iPhone 15 Pro", "phone"),
+            Case("Tomás is married to Lucía", "status"),
+            # replacing, with a change word
+            Case("Tomás was promoted to Lead Architect", "title"),
+            Case("Tomás now has three cats after adopting a kitten", "cats"),
+            Case("Tomás moved his padel game to Thursday evenings", "padel"),
+            # not replacing
+            Case("Tomás also speaks some Italian", None),
+            Case("Tomás's brother Pablo moved to Madrid", None),
+            Case("Tomás works at Acciona on the Seville metro extension", None),
+            Case("Lucía, Tomás's fiancée, changed jobs and now works at Iberdrola", None),
+            Case("Tomás no longer drinks coffee after lunch", None),
+            Case("Tomás changed the PIN of his BBVA card", None),
+            Case("Tomás's home is in Seville, in the Triana neighbourhood", None),
+        ),
+    ),
+    Persona(
+        name="user6",
+        split="fresh6",
+        facts={
+            "employer": "The user works at Unilever",
+            "title": "User's title is Marketing Manager",
+            "city": "User lives in Rotterdam",
+            "laptop": "The user's laptop is a Dell XPS 13",
+            "github_plan": "User's GitHub account is on the Free plan",
+            "yoga": "User's yoga class is on Monday evenings",
+            "tasks": "The user tracks tasks in Todoist",
+            "partner": "The user has a girlfriend named Sanne",
+            "languages": "User speaks Dutch and English",
+            "replies": "User wants replies in Dutch",
+        },
+        cases=(
+            # replacing, plain
+            Case("User's title is Senior Marketing Manager", "title"),
+            Case("The user's laptop is a MacBook Pro 14", "laptop"),
+            Case("User's yoga class is on Wednesday evenings", "yoga"),
+            Case("The user works at Heineken", "employer"),
+            # replacing, with a change word
+            Case("User upgraded their GitHub account to the Pro plan", "github_plan"),
+            Case("The user switched from Todoist to Things 3 for tasks", "tasks"),
+            Case("User now wants replies in English", "replies"),
+            # not replacing
+            Case("The user also speaks some German", None),
+            Case("User's girlfriend Sanne moved to Utrecht for her PhD", None),
+            Case("The user lives in Rotterdam, near the Markthal", None),
+            Case("User also keeps the grocery list in Todoist", None),
+            Case("The user's manager changed teams last month", None),
+            Case("The user no longer drinks alcohol", None),
+            Case("User's Dell XPS 13 needs a new battery", None),
+        ),
+    ),
+    Persona(
+        name="chat6",
+        split="fresh6",
+        facts={
+            "city": "Lives in Tallinn",
+            "seat": "Prefers window seats",
+            "pet": "Has a cat named Pixel",
+            "employer": "Works at Bolt as a backend developer",
+            "phone": "Uses a OnePlus 11",
+            "therapy": "Therapy session is on Thursdays at 6pm",
+            "bank": "Banks with Swedbank",
+            "running": "Runs about 20 km a week",
+            "learning": "Is learning Finnish",
+            "diet": "Is lactose intolerant",
+        },
+        cases=(
+            # replacing, plain
+            Case("Lives in Tartu", "city"),
+            Case("Prefers aisle seats", "seat"),
+            Case("Therapy session is on Tuesdays at 5pm", "therapy"),
+            # replacing, with a change word
+            Case("Moved from Swedbank to LHV", "bank"),
+            Case("Now runs about 35 km a week, training for a marathon", "running"),
+            Case("Switched from the OnePlus 11 to a Pixel 8", "phone"),
+            # not replacing
+            Case("Adopted a second cat named Byte", None),
+            Case("Prefers window seats on long flights", None),
+            Case("Partner moved to Helsinki for work", None),
+            Case("Works at Bolt on the payments team", None),
+            Case("Stopped drinking coffee in the afternoon", None),
+            Case("Also started learning Estonian", None),
+        ),
+    ),
+    Persona(
+        name="heron6",
+        split="fresh6",
+        facts={
+            "host": "Heron's API runs on Fly.io",
+            "deploy_day": "The Heron team deploys on Fridays",
+            "db": "Heron uses PostgreSQL 15 as its database",
+            "lead": "Heron's tech lead is Amara Obi",
+            "lang": "Heron's backend is written in Elixir",
+            "ci": "Heron's CI runs on CircleCI",
+            "errors": "Heron reports errors to Sentry",
+            "vercel_plan": "Heron's frontend is on Vercel's Pro plan",
+            "flags": "Heron uses LaunchDarkly for feature flags",
+            "api_status": "Heron's public API is in beta",
+        },
+        cases=(
+            # replacing, plain
+            Case("Heron's API runs on Render", "host"),
+            Case("The Heron team deploys on Tuesdays", "deploy_day"),
+            Case("Heron's tech lead is Jonas Berg", "lead"),
+            Case("Heron's public API is generally available", "api_status"),
+            # replacing, with a change word
+            Case("Heron upgraded from PostgreSQL 15 to PostgreSQL 17", "db"),
+            Case("Heron switched its feature flags from LaunchDarkly to Unleash", "flags"),
+            Case("Heron moved its frontend to Vercel's Enterprise plan", "vercel_plan"),
+            # not replacing
+            Case("Heron also uses Grafana for dashboards", None),
+            Case("Heron's sister project Egret moved from Fly.io to Render", None),
+            Case("Amara Obi, Heron's tech lead, now also mentors the new hires", None),
+            Case("Heron's API on Fly.io now runs in three regions", None),
+            Case("Heron's backend is written in Elixir with Phoenix", None),
+            Case("Heron does not store any card data", None),
+            Case("The Heron team changed its Sentry alert threshold to 50 errors a minute", None),
+        ),
+    ),
+    Persona(
+        name="platform6",
+        split="fresh6",
+        facts={
+            "standup": "The platform team's standup is at 9:45 every weekday",
+            "retro": "The platform team's retro is on Fridays at 3pm",
+            "oncall": "Marek is the platform team's on-call engineer this week",
+            "channel": "The platform team's incident channel is #plat-incidents",
+            "office": "The platform team sits on the 4th floor of the Kraków office",
+            "docs": "The platform team writes design docs in Notion",
+            "video": "The platform team's meetings use Google Meet",
+            "review": "The platform team requires two approvals on every pull request",
+            "planning": "The platform team's sprint planning is every other Monday at 11am",
+            "branches": "The platform team names branches with the ticket number first",
+        },
+        cases=(
+            # replacing, plain
+            Case("The platform team's retro is on Thursdays at 4pm", "retro"),
+            Case("Zofia is the platform team's on-call engineer this week", "oncall"),
+            Case("The platform team's incident channel is #platform-oncall", "channel"),
+            # replacing, with a change word
+            Case("The platform team moved its standup to 10:15", "standup"),
+            Case("The platform team switched from Google Meet to Zoom for its meetings", "video"),
+            Case("The platform team now needs only one approval on pull requests", "review"),
+            # not replacing
+            Case("The data team's standup moved to 9:00", None),
+            Case("Marek, on call this week, can be reached by phone after 6pm", None),
+            Case("The platform team also keeps its runbooks in Notion", None),
+            Case("The platform team's retro now starts with a five-minute check-in", None),
+            Case("The platform team doesn't use Jira", None),
+            Case("The platform team's sprint planning is every other Monday at 11am and lasts an hour", None),
         ),
     ),
 )

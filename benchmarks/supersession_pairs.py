@@ -44,7 +44,7 @@ from supersession_data import PERSONAS, Case, Persona
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
 #: Personas about a project or a team are written to the project layer, people to the user layer.
-PROJECTS = frozenset({"helix", "quill", "kestrel", "beacon", "harbor", "orbit", "kestrel5"})
+PROJECTS = frozenset({"helix", "quill", "kestrel", "beacon", "harbor", "orbit", "kestrel5", "heron6", "platform6"})
 SWEEP = (0.15, 0.2, 0.25, 0.3, 0.35, 0.4)
 
 
