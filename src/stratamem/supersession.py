@@ -5,7 +5,7 @@ anymore", "now reports to Bob") supersedes the older memory of the same scope ab
 attribute. The older memory is kept as history (``status == "superseded"``, ``provenance.valid_to``
 and ``provenance.superseded_by``) and leaves default search and list; see ``replacements.py``.
 
-Four rules, all on candidates the embedder found similar in the same scope:
+Five rules, all on candidates the embedder found similar in the same scope:
 
 * **from … to …**: the new memory states a change and names what it replaces ("moved from Jenkins to
   GitHub Actions", "took over as lead from Sara", "instead of ECS", "replaced Sentry with Datadog",
@@ -14,15 +14,19 @@ Four rules, all on candidates the embedder found similar in the same scope:
 * **change of an attribute**: the new memory carries a change marker (now, no longer, anymore,
   moved, switched, started a new, "User's new …", broke up …) and shares an attribute class
   (residence, employment, manager, diet, plan, relationship, role, the agent's replies, time zone,
-  and a liking when the two memories are much alike) with the candidate; of the
+  how often something recurs when both name what recurs, and a liking when the two memories are
+  much alike) with the candidate; of the
   candidates of one class only the most similar one is superseded (a new fact replaces one old fact
   per attribute). Not when the new memory adds ("also", "as well") or names the value the old one
   states and no other ("Lena's manager Paul Grant now approves her leave" says more about Paul, it
   does not change who the manager is).
 * **a new value of a single-valued attribute** (:func:`slot`), with or without a word of change:
   "Ines works at Accenture" replaces "Ines works at Deloitte", "Harbor's database is PostgreSQL 16"
-  replaces "… is MySQL 8"; a relative's second value ("Ines's sister is Marta") and a value of
-  another kind ("Harbor's database is backed up nightly") do not.
+  replaces "… is MySQL 8", "Phone is a Pixel 8" (no owner named) "Phone is a Samsung Galaxy S22",
+  "Has three kids" "Has two kids", "The standup is at 10:15" "… at 9:30"; a relative's second value
+  ("Ines's sister is Marta"), a value of another kind ("Harbor's database is backed up nightly") and
+  the same name with other details ("Works at Bolt on the payments team") do not.
+* **a liking reversed**: "Prefers phone calls over email" replaces "Prefers email over calls".
 * **a new date of an event** ("The beta release for Marten moved to September 3", "… was pushed to
   17 April"): replaces the most similar memory that names the same event, nothing else.
 
@@ -72,13 +76,15 @@ _FROM = re.compile(
     # "… instead of ECS", "replaced Sentry with Datadog", "no longer uses Auth0; …"
     r"|\binstead of\s+(?P<instead>[^,.;]+?)(?=\s+(?:and|but|for|because|since)\b|[,.;]|$)"
     r"|\breplaced\s+(?P<replaced>[^,.;]+?)\s+(?:with|by)\b"
-    r"|\bno longer\s+(?:uses|use|using|has|have|owns|own|drives|drive|runs|run)\s+(?P<dropped>[^,.;]+?)"
+    r"|\bno longer\s+(?:uses|use|using|has|have|owns|own|drives|drive|runs|run|[a-z]{2,}s)\s+(?P<dropped>[^,.;]+?)"
     r"(?=\s+(?:and|but|because|since)\b|[,.;]|$)"
     # "left Glovo", "sold the Toyota Yaris": a named thing given up (a capitalised name: "left the
     # office early" names none); "stopped learning Spanish", "quit smoking": an activity given up
     r"|\b(?:left|quit|sold)\s+(?:the\s+|his\s+|her\s+|my\s+|their\s+|our\s+)?(?P<left>(?-i:[A-Z])[^,.;]*?)"
     r"(?=\s+(?:and|but|to|for|after|because|since|in|last)\b|[,.;]|$)"
-    r"|\b(?:stopped|quit|gave up)\s+(?P<activity>\w+ing(?:\s+(?-i:[A-Z])[\w-]*)*)",
+    r"|\b(?:stopped|quit|gave up)\s+(?P<activity>\w+ing(?:\s+(?-i:[A-Z])[\w-]*)*)"
+    # "moved off Redis and uses Memcached now"
+    r"|\bmoved\s+(?:away\s+)?off\s+(?P<off>[^,.;]+?)(?=\s+(?:and|but|to|for|because|since)\b|[,.;]|$)",
     re.IGNORECASE,
 )
 
@@ -152,6 +158,27 @@ _CLASSES: dict[str, tuple[str, ...]] = {
 _CLASS_STEMS: dict[str, frozenset[str]] = {
     name: frozenset(tokenize(" ".join(words))) for name, words in _CLASSES.items()
 }
+#: How often something recurs ("releases every two weeks", "is weekly", "deploys on Thursdays", "works
+#: in two-week sprints"): the class "cadence", which :func:`_attribute_stems` marks with this stem.
+_CADENCE_STEM = "@cadence"
+_CLASS_STEMS["cadence"] = frozenset({_CADENCE_STEM})
+_CADENCE = re.compile(
+    r"\bevery\s+(?:other\s+|\w+\s+)?(?:day|week|month|quarter|year|morning|evening|night|weekday|merge|commit|"
+    r"push|sprint|release|monday|tuesday|wednesday|thursday|friday|saturday|sunday)s?\b"
+    r"|\b(?:daily|weekly|biweekly|fortnightly|monthly|quarterly|nightly|yearly|annually|continuously|sprints?)\b"
+    r"|\bon\s+(?:mondays|tuesdays|wednesdays|thursdays|fridays|saturdays|sundays|weekdays|weekends)\b",
+    re.IGNORECASE,
+)
+#: The words that only say how often: two memories of the class must share another one ("releases",
+#: "deploys", "rotation"), so "User now runs every morning" leaves "The standup is every day" alone.
+_CADENCE_WORDS = frozenset(
+    tokenize(
+        "every other each day days week weeks month months quarter year morning evening night weekday weekdays "
+        "weekend weekends merge commit push daily weekly biweekly fortnightly monthly quarterly "
+        "nightly yearly annually continuously once twice one two three four on in at monday tuesday wednesday "
+        "thursday friday saturday sunday mondays tuesdays wednesdays thursdays fridays saturdays sundays"
+    )
+)
 #: Words of a class that also say other things ("eats breakfast at 7" is no diet, "leads the
 #: payments team" is not who the manager is): they tie two memories to the class only when both
 #: use the same word ("The team is now led by Sara" and "The team is led by Tom"), never with another
@@ -175,7 +202,12 @@ def has_change_marker(content: str) -> bool:
 def may_supersede(content: str) -> bool:
     """Cheap pre-check: only a memory stating a change, the value of a single-valued attribute or an
     event's new date is compared with its scope."""
-    return has_change_marker(content) or slot(content) is not None or _rescheduled(content) is not None
+    return (
+        has_change_marker(content)
+        or slot(content) is not None
+        or _rescheduled(content) is not None
+        or _PREFERS_OVER.search(content) is not None
+    )
 
 
 def _classes(stems: set[str]) -> set[str]:
@@ -286,6 +318,77 @@ _OPENING_VERBS = frozenset(
         "leads",
         "recently",
         "currently",
+        # more verbs and adverbs a fact without its subject opens with ("Plays chess online", "Gave up
+        # smoking", "Usually takes the train"); none is also a common first name
+        "plays",
+        "played",
+        "gave",
+        "gives",
+        "takes",
+        "took",
+        "goes",
+        "went",
+        "runs",
+        "ran",
+        "writes",
+        "wrote",
+        "reads",
+        "watches",
+        "teaches",
+        "taught",
+        "visits",
+        "visited",
+        "attends",
+        "attended",
+        "cooks",
+        "walks",
+        "cycles",
+        "swims",
+        "travels",
+        "commutes",
+        "rents",
+        "pays",
+        "banks",
+        "follows",
+        "supports",
+        "listens",
+        "wears",
+        "keeps",
+        "kept",
+        "lost",
+        "spends",
+        "saves",
+        "volunteers",
+        "sings",
+        "practices",
+        "practises",
+        "trains",
+        "rides",
+        "dislikes",
+        "avoids",
+        "knows",
+        "studied",
+        "graduated",
+        "grew",
+        "belongs",
+        "earns",
+        "makes",
+        "does",
+        "did",
+        "sleeps",
+        "wakes",
+        "thinks",
+        "believes",
+        "usually",
+        "often",
+        "always",
+        "never",
+        "sometimes",
+        "still",
+        "also",
+        "only",
+        "mostly",
+        "rarely",
     }
 )
 #: Words for another person, which a possessive opening makes the subject ("User's sister moved to
@@ -382,6 +485,8 @@ def subject(content: str) -> str | None:
     match = _LEADING_WORD.match(content)
     if match is None or match.group(1).lower() in _NOT_A_NAME or match.group(1).lower() in _OPENING_VERBS:
         return None
+    if match.group(1).lower() in _BARE_ATTRIBUTES:  # "Phone is a Pixel 8": the owner's phone
+        return None
     if has_change_marker(match.group(1)):  # "Moved to Berlin", "Switched to Neovim"
         return None
     stems = tokenize(match.group(1))  # "Sessions …" and "Session caching …" open with the same word
@@ -422,8 +527,15 @@ def _attribute_stems(content: str, who: str | None) -> set[str]:
     """The stems the attribute classes are read from: a relative's word names whom the memory is
     about, not what changed ("User's partner works at Google now" is about employment); "moved"
     with an object ("moved the standup to 10am") is no change of residence; a job held at a named
-    place ("is a nurse at St. Mary's") is about employment whatever the job's name."""
+    place ("is a nurse at St. Mary's") is about employment whatever the job's name; the name a
+    single-valued attribute is given is its value, not a word of a class ("User's title is Marketing
+    Manager" is about no manager)."""
     stems = set(tokenize(content))
+    stated = slot(content)
+    if stated is not None and stated.named and not stated.timing:
+        stems -= set(tokenize(stated.value)) - set(tokenize(stated.attribute))
+    if _CADENCE.search(content):
+        stems.add(_CADENCE_STEM)
     if who is not None and who.startswith(RELATIVE):
         stems -= set(tokenize(_relative_parts(who)[0]))
     if _MOVED_SOMETHING.search(content):
@@ -465,18 +577,143 @@ def _restates(content: str, old: str) -> bool:
 
 #: Who a statement of an attribute is about: nobody named ("Lives in Lisbon"), or a run of capitalised
 #: words, perhaps with the word for a group ("Ines", "User", "Ines Costa", "The Orbit team").
-_SLOT_OWNER = r"(?P<owner>(?:[A-Z][\w.-]*)(?:\s+[A-Z][\w.-]*){0,2}(?:\s+(?:team|project|service|app|squad|account))?)"
+_SLOT_OWNER = (
+    r"(?P<owner>[Tt]he\s+user|"
+    r"(?:[A-Z][\w.-]*)(?:\s+[A-Z][\w.-]*){0,2}(?:\s+(?:team|project|service|app|squad|account))?)"
+)
+#: The verbs that give an attribute its value: what it is ("is", "goes through PagerDuty", "is handled
+#: by"), or where it is ("Kestrel's CI runs on Buildkite", "docs are kept in Notion"): a second
+#: attribute of the same noun ("Orbit's database is PostgreSQL 16" and "… runs on a db.r6g.xlarge").
+_SLOT_VERB = (
+    r"\s+(?:(?P<where>runs on|run on|is kept in|are kept in|is stored in|are stored in|lives in|live in)|"
+    r"goes through|go through|is handled by|are handled by|is|are)\s+(?:(?:called|named)\s+)?"
+)
 #: "Ines's manager is Rui Costa", "User's dog's name is Max", "Harbor's database is PostgreSQL 16".
 _SLOT_POSSESSIVE = re.compile(
-    r"^\s*" + _SLOT_OWNER + r"(?:'s|\u2019s)\s+(?P<attr>(?:[A-Za-z][\w'\u2019-]*\s+){0,3}?[a-z][\w'\u2019-]*)"
-    r"\s+is\s+(?:(?:called|named)\s+)?(?P<value>.+?)[.!]?\s*$"
+    r"^\s*"
+    + _SLOT_OWNER
+    + r"(?:'s|\u2019s)\s+(?P<attr>(?:[A-Za-z][\w'\u2019-]*\s+){0,3}?(?:[a-z][\w'\u2019-]*|[A-Z]{2,5}))"
+    + _SLOT_VERB
+    + r"(?P<value>.+?)[.!]?\s*$"
+)
+#: An attribute stated without its owner, as facts extracted from a conversation are ("Phone is a
+#: Pixel 8", "Internet provider is Vodafone", "The standup is at 9:30"); only for the attributes of
+#: :data:`_BARE_ATTRIBUTES`, since "Dana is a nurse" has the same shape.
+_SLOT_BARE = re.compile(
+    r"^\s*(?:(?:[Tt]he|[Oo]ur|[Mm]y)\s+)?(?P<attr>[A-Za-z][a-z][\w'-]*(?:\s+[a-z][\w'-]*){0,2})"
+    + _SLOT_VERB
+    + r"(?P<value>.+?)[.!]?\s*$"
+)
+#: The head nouns of attributes that hold one value, which :data:`_SLOT_BARE` reads.
+_BARE_ATTRIBUTES = frozenset(
+    [
+        "phone",
+        "laptop",
+        "computer",
+        "car",
+        "bike",
+        "bank",
+        "gym",
+        "dentist",
+        "doctor",
+        "gp",
+        "therapist",
+        "manager",
+        "boss",
+        "supervisor",
+        "mentor",
+        "employer",
+        "landlord",
+        "editor",
+        "browser",
+        "shell",
+        "os",
+        "address",
+        "email",
+        "salary",
+        "title",
+        "role",
+        "position",
+        "hometown",
+        "birthday",
+        "nickname",
+        "pronouns",
+        "timezone",
+        "provider",
+        "carrier",
+        "isp",
+        "school",
+        "university",
+        "college",
+        "major",
+        "rent",
+        "budget",
+        "deadline",
+        "database",
+        "db",
+        "cache",
+        "cloud",
+        "host",
+        "hosting",
+        "ci",
+        "registry",
+        "tracker",
+        "channel",
+        "owner",
+        "lead",
+        "sponsor",
+    ]
+)
+#: Recurring events whose time is one value ("The standup is at 10:15", "The Kestrel team's retro is
+#: on Thursdays"): a value that opens with "at", "on" or "every" is their time.
+_EVENTS = frozenset(
+    [
+        "standup",
+        "stand-up",
+        "retro",
+        "retrospective",
+        "sync",
+        "meeting",
+        "one-on-one",
+        "1:1",
+        "planning",
+        "review",
+        "demo",
+        "lunch",
+        "call",
+        "check-in",
+        "all-hands",
+        "hours",
+        "class",
+        "lesson",
+        "practice",
+        "rehearsal",
+        "session",
+        "appointment",
+    ]
+)
+#: "Has three kids", "Kestrel has 4 engineers": a count that holds one value.
+_NUMBERS = {
+    w: str(i)
+    for i, w in enumerate(
+        ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve"]
+    )
+}
+_SLOT_COUNT = re.compile(
+    r"^\s*(?:"
+    + _SLOT_OWNER
+    + r"\s+)?(?i:has|have|has got|owns)\s+(?P<value>\d+|(?i:"
+    + "|".join(_NUMBERS)
+    + r"))\s+(?P<attr>[a-z][\w-]*)[.!]?\s*$"
 )
 #: "Ines works at Accenture", "Based in Gothenburg", "Harbor is hosted on Fly.io", "Drives a Kia".
 _SLOT_RELATION = re.compile(
-    r"^\s*(?:" + _SLOT_OWNER + r"\s+)?(?P<attr>(?i:lives in|is based in|based in|is located in|works at|works for|"
+    r"^\s*(?:" + _SLOT_OWNER + r"\s+)?(?:(?i:now|currently)\s+)?"
+    r"(?P<attr>(?i:lives in|is based in|based in|is located in|works at|works for|"
     r"is employed at|is employed by|works as|reports to|is managed by|is married to|is from|comes from|"
     r"was born in|was born on|is hosted on|is hosted at|is deployed on|is deployed to|is led by|is run by|"
-    r"is owned by|wants to be called|drives))\s+(?P<value>.+?)[.!]?\s*$"
+    r"is owned by|wants to be called|drives|banks with|studies at|is studying at|commutes by|is insured with|"
+    r"is insured by))\s+(?P<value>.+?)[.!]?\s*$"
 )
 #: "User is on the Notion Plus plan": the plan.
 _SLOT_PLAN = re.compile(
@@ -524,17 +761,42 @@ class Slot:
     attribute: str
     value: str
 
+    #: The value is a time or a count ("at 10:15", "3"): one kind, whatever its letters.
+    timing: bool = False
+
     def same_owner(self, other: Slot) -> bool:
-        """Whether two slots can be about one owner: the same name, or one of them names nobody or
-        the neutral "User" ("The API's owner …" and "The CLI's owner …" are two attributes)."""
-        owners = {(self.owner or "user").lower(), (other.owner or "user").lower()}
+        """Whether two slots can be about one owner: the same name, a team or project and its name
+        ("The Kestrel team" and "Kestrel"), or one of them names nobody or the neutral "User" ("The
+        API's owner …" and "The CLI's owner …" are two attributes)."""
+        owners = {_owner_key(self.owner), _owner_key(other.owner)}
         return len(owners) == 1 or "user" in owners
 
     @property
     def named(self) -> bool:
         """Whether the value is a name (a capital or a digit: "PostgreSQL 16", "iPhone 15"), not a
-        word ("green", "the data team"), or a phrase about the attribute ("backed up nightly")."""
-        return re.search(r"[A-Z0-9]", self.value) is not None
+        word ("green", "the data team"), or a phrase about the attribute ("backed up nightly"); a
+        time or a count is of its own kind, taken as a name."""
+        return self.timing or re.search(r"[A-Z0-9]", self.value) is not None
+
+
+_GROUP_STEMS = frozenset(tokenize("team project service app squad account user"))
+_GROUP_WORDS = re.compile(r"^(?:the\s+)?(.*?)(?:\s+(?:team|project|service|app|squad|account))?$")
+
+
+def _owner_key(owner: str | None) -> str:
+    """An owner as compared: lowercase, without "The" and the word for a group ("The Kestrel team"
+    is "kestrel"); nobody named is the scope's owner, "user"."""
+    if owner is None:
+        return "user"
+    key = _GROUP_WORDS.sub(r"\1", owner.lower().strip())
+    return key or "user"
+
+
+def _singular(word: str) -> str:
+    """A noun's last word without a plural "s" ("alerts" → "alert", "kids" → "kid"; not "ss", "us")."""
+    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
 
 
 def slot(content: str) -> Slot | None:
@@ -544,20 +806,43 @@ def slot(content: str) -> Slot | None:
     "reports to", "is hosted on"); the value without its article ("an iPhone 15")."""
     text = content.strip().replace("\u2019", "'")
     found = (
-        _SLOT_POSSESSIVE.match(text) or _SLOT_RELATION.match(text) or _SLOT_PLAN.match(text) or _SLOT_TOOL.match(text)
+        _SLOT_POSSESSIVE.match(text)
+        or _SLOT_RELATION.match(text)
+        or _SLOT_PLAN.match(text)
+        or _SLOT_TOOL.match(text)
+        or _SLOT_COUNT.match(text)
+        or _SLOT_BARE.match(text)
     )
     if found is None:
         return None
     words = re.sub(
         r"\b(?:the|a|his|her|their|its|our|my|main|primary|default)\s+", "", found.group("attr").lower()
     ).split()
+    if found.re is _SLOT_TOOL:  # "uses CircleCI for CI" is what "'s CI is Jenkins" states
+        words = words[1:]
+    if not words:
+        return None
+    if found.re is not _SLOT_RELATION and found.re is not _SLOT_PLAN:  # a noun: one or several alike
+        words[-1] = _singular(words[-1])
+    if found.re is _SLOT_BARE and words[-1] not in _BARE_ATTRIBUTES and words[-1] not in _EVENTS:
+        return None
     if found.re is _SLOT_POSSESSIVE and words[-1] in _RELATIVES and words[-1] not in _PARTNERS:
         return None
-    value = re.sub(r"^(?i:an?|the)\s+", "", found.group("value").strip())
-    if _NOT_A_VALUE.match(value) or len(value.split()) > _SLOT_VALUE_WORDS:
+    value = re.sub(r"^(?i:an?|the|now|currently)\s+", "", found.group("value").strip())
+    timing = found.re is _SLOT_COUNT or (words[-1] in _EVENTS and _TIME_VALUE.match(value) is not None)
+    if found.re is _SLOT_COUNT:
+        value = _NUMBERS.get(value.lower(), value)
+    elif not timing and _NOT_A_VALUE.match(value):
+        return None
+    if found.re is _SLOT_BARE and not timing and words[-1] in _EVENTS:
+        return None  # "The standup is short" names no time
+    if len(value.split()) > _SLOT_VALUE_WORDS:
         return None
     attribute = " ".join("favourite" if w == "favorite" else w for w in words)
-    return Slot(found.group("owner"), _SLOT_ALIASES.get(attribute, attribute), value)
+    if found.groupdict().get("where"):
+        attribute += " (where)"
+    owner = found.groupdict().get("owner")
+    return Slot(owner, _SLOT_ALIASES.get(attribute, attribute), value, timing)
 
 
 def gives_new_value(content: str, old: str) -> bool:
@@ -574,6 +859,12 @@ def _new_value(new: Slot | None, old: Slot | None, who: str | None, other: str |
         return False
     if new.named != old.named or not new.same_owner(old) or not _same_subject(who, other):
         return False
+    if new.named and not new.timing:
+        # the same name with other details is the same value ("Bolt on the payments team" and "Bolt as
+        # a backend developer"); a longer name is another ("Senior Marketing Manager")
+        first, was = _name_runs(new.value)[:1], _name_runs(old.value)[:1]
+        if first and was:
+            return first[0].lower() != was[0].lower()
     return old.value.lower() not in new.value.lower()
 
 
@@ -604,6 +895,14 @@ _RESCHEDULED = re.compile(
 )
 
 
+#: The time of a recurring event ("at 10:15", "on Thursdays at 4pm", "every Monday").
+_TIME_VALUE = re.compile(
+    r"^(?:at|on|every|from)\s+(?:other\s+)?(?:\d|(?:" + _DATE_WORDS + r"|noon|midnight|weekdays?|weekends?|"
+    r"mondays|tuesdays|wednesdays|thursdays|fridays|saturdays|sundays)\b)",
+    re.IGNORECASE,
+)
+
+
 def _rescheduled(content: str) -> set[str] | None:
     """The informative words of the event a memory gives another date, or None: "The Kestrel deadline
     moved to April" → {kestrel, deadline}; not a person or a name alone ("Dana was moved to 3B")."""
@@ -614,6 +913,43 @@ def _rescheduled(content: str) -> set[str] | None:
     return what or None
 
 
+def _shares_what_recurs(content: str, old: str) -> bool:
+    """Whether two memories that say how often something happens name the same thing ("Helix now
+    releases every Monday" and "Helix releases every two weeks" share "releases"): a word of both that
+    is not about how often, a name (the owner's: "Helix", "The Kestrel team"), or the change."""
+    shared = set(tokenize(content)) & set(tokenize(old))
+    shared -= _CADENCE_WORDS | _GROUP_STEMS
+    shared -= set(tokenize(" ".join(m.group(0) for m in _CHANGE.finditer(content))))
+    shared -= set(tokenize(" ".join(_name_runs(content))))
+    return bool(shared)
+
+
+#: A liking stated against another ("Prefers phone calls over email", "Likes coffee more than tea").
+_PREFERS_OVER = re.compile(
+    r"\b(?:prefers?|likes?|wants?)\s+(?!to\s)(?P<liked>[^,.;]+?)\s+(?:over|to|rather than|more than)\s+"
+    r"(?P<over>[^,.;]+?)[.!]?\s*$",
+    re.IGNORECASE,
+)
+#: What a memory states is liked ("Prefers email over calls" → "email", "Likes tea").
+_PREFERRED = re.compile(
+    r"\b(?:prefers?|likes?|wants?)\s+(?!to\s)(?P<liked>[^,.;]+?)(?=\s+(?:over|to|rather than|more than)\b|[,.;!]|$)",
+    re.IGNORECASE,
+)
+
+
+def _reversed_liking(content: str, old: str) -> bool:
+    """Whether ``content`` prefers something over what ``old`` states is liked: "Prefers phone calls
+    over email" after "Prefers email over calls"; not a liking of something else or a narrower one
+    ("Prefers green tea over black tea" after "Prefers tea")."""
+    new = _PREFERS_OVER.search(content)
+    was = _PREFERRED.search(old)
+    if new is None or was is None:
+        return False
+    over = set(tokenize(new.group("over")))
+    liked = set(tokenize(was.group("liked")))
+    return bool(over) and over <= liked and not set(tokenize(new.group("liked"))) <= liked
+
+
 def superseded(content: str, candidates: Sequence[Candidate]) -> list[MemoryEntry]:
     """The candidates that the memory ``content`` makes out of date (see module doc). A candidate that
     opens with another name is about someone else ("Ana switched from Jenkins" leaves "Ben uses
@@ -622,7 +958,8 @@ def superseded(content: str, candidates: Sequence[Candidate]) -> list[MemoryEntr
     marker = has_change_marker(content)
     stated = slot(content)
     event = _rescheduled(content)
-    if not phrases and not marker and stated is None and event is None:
+    prefers = _PREFERS_OVER.search(content) is not None
+    if not phrases and not marker and stated is None and event is None and not prefers:
         return []
     if event is not None:
         # a new date replaces the same event's date (the most similar memory that names the event),
@@ -643,6 +980,17 @@ def superseded(content: str, candidates: Sequence[Candidate]) -> list[MemoryEntr
         for cand in candidates:
             if cand.cosine >= MIN_COSINE_ATTRIBUTE and _new_value(
                 stated, slot(cand.entry.content), who, others[cand.entry.id]
+            ):
+                out[cand.entry.id] = cand.entry
+        if out:
+            return list(out.values())
+    if prefers:
+        # "Prefers phone calls over email" reverses "Prefers email over calls"
+        for cand in candidates:
+            if (
+                cand.cosine >= MIN_COSINE_FROM_TO
+                and _same_subject(who, others[cand.entry.id])
+                and _reversed_liking(content, cand.entry.content)
             ):
                 out[cand.entry.id] = cand.entry
         if out:
@@ -672,6 +1020,8 @@ def superseded(content: str, candidates: Sequence[Candidate]) -> list[MemoryEntr
                 continue
             for name in classes:
                 if name == "preference" and cand.cosine < PREFERENCE_MIN_COSINE:
+                    continue
+                if name == "cadence" and not _shares_what_recurs(content, cand.entry.content):
                     continue
                 if name not in best or cand.cosine > best[name].cosine:
                     best[name] = cand

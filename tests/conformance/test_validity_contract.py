@@ -256,6 +256,25 @@ def test_a_superseded_memory_is_never_returned_by_default(
         ("Atlas uses Jenkins for CI", "Atlas uses CircleCI for CI"),
         ("Dana drives a Honda Civic", "Dana drives a Kia Niro"),
         ("User reports to Kim Lee", "User's manager is Dan Ortiz"),
+        # an attribute stated without its owner, a bank, a count, a meeting's time, a team and its name
+        ("Phone is a Samsung Galaxy S22", "Phone is a Pixel 8"),
+        ("Internet provider is Telekom", "Internet provider is Vodafone"),
+        ("Dana banks with HDFC", "Dana banks with ICICI"),
+        ("Has two kids", "Has three kids"),
+        ("The Kestrel team's standup is at 9:30", "The Kestrel team's standup is at 10:15"),
+        ("The Kestrel team is led by Helen Park", "Kestrel is led by Omar Haddad"),
+        ("Kestrel's CI runs on GitHub Actions", "Kestrel's CI runs on Buildkite"),
+        ("Kestrel's on-call alerts go through PagerDuty", "Kestrel uses Opsgenie for on-call alerts"),
+        ("The user works at Unilever", "The user works at Heineken"),
+        ("User's title is Marketing Manager", "User's title is Senior Marketing Manager"),
+        # a fact without its subject that opens with a verb; what was given up or moved off
+        ("Plays chess online", "Gave up playing chess online"),
+        ("Plays tennis on weekends", "No longer plays tennis, took up padel instead"),
+        ("Kestrel uses Redis for caching", "Kestrel moved off Redis and uses Memcached for caching now"),
+        # a liking reversed; how often something recurs
+        ("Prefers email over calls", "Prefers phone calls over email"),
+        ("Helix releases every two weeks on Tuesday", "Helix now releases every Monday"),
+        ("The Kestrel team works in two-week sprints", "The Kestrel team moved to one-week sprints"),
     ],
 )
 def test_a_stated_change_supersedes_the_old_fact(
@@ -385,6 +404,19 @@ def test_a_change_that_replaces_no_fact_supersedes_nothing(
         ("Dana drives a Honda Civic", "Dana drives to work on Mondays"),
         ("Atlas uses Figma for mockups", "Atlas uses Miro for workshops"),
         ("Atlas is hosted on AWS", "Atlas is deployed on Kubernetes"),
+        # the same value with other details; where a thing runs is not what it is
+        ("Works at Bolt as a backend developer", "Works at Bolt on the payments team"),
+        ("Orbit's database is PostgreSQL 16", "Orbit's database runs on a db.r6g.xlarge instance"),
+        # a name as a value is no word of a class; a count of something else; no time
+        ("User's title is Marketing Manager", "The user's manager changed teams last month"),
+        ("User's manager is Ines Costa", "User now works at Zalando as a senior product manager"),
+        ("Has a dog named Mochi", "Has two cats"),
+        ("The standup is at 9:30", "The standup is short today"),
+        ("Dana is a nurse", "Dana is a vegetarian"),
+        # a narrower liking; something else that recurs
+        ("Prefers tea", "Prefers green tea over black tea"),
+        ("The standup is every day at 9:30", "User now runs every morning"),
+        ("The Kestrel team works in two-week sprints", "The Kestrel team now deploys every Friday"),
     ],
 )
 def test_a_second_value_or_a_detail_of_an_attribute_replaces_nothing(
