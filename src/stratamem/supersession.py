@@ -724,6 +724,11 @@ _SLOT_TOOL = re.compile(
     r"^\s*(?:" + _SLOT_OWNER + r"\s+)?(?i:uses)\s+(?P<value>.+?)\s+(?P<attr>(?:for|as)\s+"
     r"(?:(?:the|a|his|her|their|its|our|my)\s+)?(?:main\s+|primary\s+|default\s+)?(?i:[a-z])[\w -]*?)[.!]?\s*$"
 )
+#: "Prefers window seats", "User prefers dark mode": which kind of a thing is liked, one at a time
+#: ("Prefers aisle seats" replaces it; "Prefers green tea" and "… black coffee" are two likings).
+_SLOT_LIKING = re.compile(
+    r"^\s*(?:" + _SLOT_OWNER + r"\s+)?(?:(?i:now)\s+)?(?i:prefers)\s+(?P<value>[\w-]+)\s+(?P<attr>[a-z][\w-]*)[.!]?\s*$"
+)
 #: One attribute said in other words, or in the other form ("works at" and "User's employer is").
 _SLOT_ALIASES = {
     "is based in": "lives in",
@@ -811,6 +816,7 @@ def slot(content: str) -> Slot | None:
         or _SLOT_PLAN.match(text)
         or _SLOT_TOOL.match(text)
         or _SLOT_COUNT.match(text)
+        or _SLOT_LIKING.match(text)
         or _SLOT_BARE.match(text)
     )
     if found is None:
@@ -839,6 +845,8 @@ def slot(content: str) -> Slot | None:
     if len(value.split()) > _SLOT_VALUE_WORDS:
         return None
     attribute = " ".join("favourite" if w == "favorite" else w for w in words)
+    if found.re is _SLOT_LIKING:
+        attribute = "prefers " + attribute
     if found.groupdict().get("where"):
         attribute += " (where)"
     owner = found.groupdict().get("owner")
@@ -924,9 +932,10 @@ def _shares_what_recurs(content: str, old: str) -> bool:
     return bool(shared)
 
 
-#: A liking stated against another ("Prefers phone calls over email", "Likes coffee more than tea").
+#: A liking stated against another ("Prefers phone calls over email", "Likes coffee more than tea");
+#: not "wants": "Wants the agent to answer briefly" states no liking of one thing over another.
 _PREFERS_OVER = re.compile(
-    r"\b(?:prefers?|likes?|wants?)\s+(?!to\s)(?P<liked>[^,.;]+?)\s+(?:over|to|rather than|more than)\s+"
+    r"\b(?:prefers?|likes?)\s+(?!to\s)(?P<liked>[^,.;]+?)\s+(?:over|to|rather than|more than)\s+"
     r"(?P<over>[^,.;]+?)[.!]?\s*$",
     re.IGNORECASE,
 )

@@ -273,6 +273,7 @@ def test_a_superseded_memory_is_never_returned_by_default(
         ("Kestrel uses Redis for caching", "Kestrel moved off Redis and uses Memcached for caching now"),
         # a liking reversed; how often something recurs
         ("Prefers email over calls", "Prefers phone calls over email"),
+        ("Prefers window seats", "Prefers aisle seats"),
         ("Helix releases every two weeks on Tuesday", "Helix now releases every Monday"),
         ("The Kestrel team works in two-week sprints", "The Kestrel team moved to one-week sprints"),
     ],
@@ -415,6 +416,8 @@ def test_a_change_that_replaces_no_fact_supersedes_nothing(
         ("Dana is a nurse", "Dana is a vegetarian"),
         # a narrower liking; something else that recurs
         ("Prefers tea", "Prefers green tea over black tea"),
+        ("Prefers green tea", "Prefers black coffee"),
+        ("Prefers oat milk", "Also prefers almond milk"),
         ("The standup is every day at 9:30", "User now runs every morning"),
         ("The Kestrel team works in two-week sprints", "The Kestrel team now deploys every Friday"),
     ],
