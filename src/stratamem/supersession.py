@@ -183,8 +183,9 @@ _CADENCE_WORDS = frozenset(
 #: payments team" is not who the manager is): they tie two memories to the class only when both
 #: use the same word ("The team is now led by Sara" and "The team is led by Tom"), never with another
 #: word of the class ("User now leads the payments team" does not replace "User's manager is Giulia
-#: Rossi").
-_WEAK_STEMS = frozenset(tokenize("eat eats eating lead leads led"))
+#: Rossi"). A job's name stems to a common word ("designer" to "design" of "the design sprint",
+#: "engineer" to "engine", "joined" a meetup): those tie only by the same word too.
+_WEAK_STEMS = frozenset(tokenize("eat eats eating lead leads led engineer designer developer consultant hired joined"))
 
 
 @dataclass(frozen=True)
@@ -456,6 +457,12 @@ _INTRODUCED = re.compile(
 )
 
 
+#: A group opened with its name ("The Kestrel team …", "The Lunar Heron project …").
+_NAMED_GROUP = re.compile(
+    r"^\s*[Tt]he\s+(?P<name>[A-Z][\w-]*(?:\s+[A-Z][\w-]*){0,2})\s+(?:team|project|service|app|squad|account)\b"
+)
+
+
 def _relative_parts(who: str) -> tuple[str, str, str]:
     """The relative word, its owner and its name of a :func:`subject` that names a relative."""
     rest, _, name = who.removeprefix(RELATIVE).partition("#")
@@ -472,6 +479,9 @@ def subject(content: str) -> str | None:
     prefers …", "Lives in Hamburg"). A person introduced by a role is that person, told apart from
     others of the role by name: ``"relative:client#emeka-jung"`` of "Our client Emeka Jung …",
     ``"relative:colleague#umar-zimmermann"`` of "The user's colleague Umar Zimmermann …"."""
+    group = _NAMED_GROUP.match(content)
+    if group is not None and (name := tokenize(group.group("name"))):
+        return name[0]  # "The Lunar Heron project uses Rust" is about Lunar Heron, as "Lunar Heron …"
     introduced = _INTRODUCED.match(content)
     if introduced is not None and (name := tokenize(introduced.group("name"))):
         return RELATIVE + introduced.group("role").split()[-1].lower() + "#" + "-".join(name)
@@ -959,6 +969,17 @@ def _reversed_liking(content: str, old: str) -> bool:
     return bool(over) and over <= liked and not set(tokenize(new.group("liked"))) <= liked
 
 
+def _candidate_subject(old: str, mentioned: set[str]) -> str | None:
+    """The :func:`subject` of a candidate, except that a group's fact ("The Helix team lead is Omar
+    Haddad") is the scope's own when the new memory names the group ("Priya Nair took over as Helix
+    team lead from Omar Haddad"): a person's change about the project may replace it, one that does
+    not name it ("William Demir switched from Rust to Splunk") may not."""
+    group = _NAMED_GROUP.match(old)
+    if group is not None and set(tokenize(group.group("name"))) <= mentioned:
+        return None
+    return subject(old)
+
+
 def superseded(content: str, candidates: Sequence[Candidate]) -> list[MemoryEntry]:
     """The candidates that the memory ``content`` makes out of date (see module doc). A candidate that
     opens with another name is about someone else ("Ana switched from Jenkins" leaves "Ben uses
@@ -982,7 +1003,8 @@ def superseded(content: str, candidates: Sequence[Candidate]) -> list[MemoryEntr
         ]
         return [max(same, key=lambda c: c.cosine).entry] if same else []
     who = subject(content)
-    others = {c.entry.id: subject(c.entry.content) for c in candidates}
+    mentioned = set(tokenize(content))
+    others = {c.entry.id: _candidate_subject(c.entry.content, mentioned) for c in candidates}
     out: dict[str, MemoryEntry] = {}
     if stated is not None and not _ADDITIVE.search(content):
         # "Ines works at Accenture" gives "works at" another value than "Ines works at Deloitte"

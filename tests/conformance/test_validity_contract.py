@@ -462,6 +462,15 @@ def test_a_change_naming_what_it_replaces_replaces_only_that(model_store: Memory
             "The user's colleague Umar Zimmermann thinks Tailwind is good for end-to-end tests",
             "The user's colleague Goran Mahlangu switched from Tailwind to Excel",
         ),
+        # a project opened with its name; a job's word that stems to a common one ("hires", "design")
+        (
+            "The Lunar Heron project uses Rust for the recommendation engine",
+            "William Demir switched from Rust to Splunk because security flagged it",
+        ),
+        (
+            "The user is flying to Sapporo on September 4 for the design sprint and prefers aisle seats",
+            "Dario Watanabe switched from PHP to Twilio because the new hires already knew it",
+        ),
         # two events, each rescheduled
         (
             "The beta release for Daring Marten moved to September 3, 2025 after a legal review",
