@@ -911,6 +911,14 @@ _RESCHEDULED = re.compile(
     r"delayed|shifted|brought\s+forward)\s+(?:back\s+|out\s+)?to\s+(?:the\s+)?(?:\d|(?:" + _DATE_WORDS + r")\b)",
     re.IGNORECASE,
 )
+#: The same said of who moved it ("The platform team moved its standup to 10:15", "Lena moved her
+#: dentist appointment to Thursday"): the event is the object, the mover's name a word of it.
+_RESCHEDULED_OBJECT = re.compile(
+    r"^\s*(?P<who>.+?)\s+(?:has\s+)?(?:moved|pushed|postponed|rescheduled|delayed|shifted)\s+"
+    r"(?:the|its|our|their|his|her|my)\s+(?P<what>[\w' -]+?)\s+(?:back\s+|out\s+)?to\s+(?:the\s+)?"
+    r"(?:\d|(?:" + _DATE_WORDS + r")\b)",
+    re.IGNORECASE,
+)
 
 
 #: The time of a recurring event ("at 10:15", "on Thursdays at 4pm", "every Monday").
@@ -925,7 +933,13 @@ def _rescheduled(content: str) -> set[str] | None:
     """The informative words of the event a memory gives another date, or None: "The Kestrel deadline
     moved to April" → {kestrel, deadline}; not a person or a name alone ("Dana was moved to 3B")."""
     found = _RESCHEDULED.match(content)
-    if found is None or not re.search(r"\b[a-z]{3,}", found.group("what")):
+    if found is None:
+        moved = _RESCHEDULED_OBJECT.match(content)
+        if moved is None:
+            return None
+        what = set(tokenize(moved.group("what"))) | set(tokenize(" ".join(_name_runs(moved.group("who")))))
+        return (what - _GROUP_STEMS) or None
+    if not re.search(r"\b[a-z]{3,}", found.group("what")):
         return None
     what = set(tokenize(found.group("what")))
     return what or None

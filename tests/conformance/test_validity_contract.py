@@ -276,6 +276,9 @@ def test_a_superseded_memory_is_never_returned_by_default(
         ("Prefers window seats", "Prefers aisle seats"),
         ("Helix releases every two weeks on Tuesday", "Helix now releases every Monday"),
         ("The Kestrel team works in two-week sprints", "The Kestrel team moved to one-week sprints"),
+        # an event moved by someone: the event is the object
+        ("The platform team's standup is at 9:30", "The platform team moved its standup to 10:15"),
+        ("Dana's dentist appointment is on Tuesday", "Dana moved her dentist appointment to Thursday"),
     ],
 )
 def test_a_stated_change_supersedes_the_old_fact(
