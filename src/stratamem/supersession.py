@@ -28,7 +28,8 @@ Five rules, all on candidates the embedder found similar in the same scope:
   the same name with other details ("Works at Bolt on the payments team") do not.
 * **a liking reversed**: "Prefers phone calls over email" replaces "Prefers email over calls".
 * **a new date of an event** ("The beta release for Marten moved to September 3", "… was pushed to
-  17 April"): replaces the most similar memory that names the same event, nothing else.
+  17 April", "The platform team moved its standup to 10:15"): replaces the most similar memory that
+  names the same event, nothing else.
 
 Each compares memories about the same person or thing (:func:`subject`): a memory opening with
 another name, a relative, or a person introduced by a role ("Our client Emeka Jung …") is about
