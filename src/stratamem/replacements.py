@@ -94,10 +94,12 @@ def _replaced_by(
             )
         olds[old.id] = old
     # A conversation turn (it has a position in a thread) records what was said, not the current
-    # state of a fact: only explicit ids supersede through it.
+    # state of a fact, and a conflict entry (a stale update kept for review) is not the current fact
+    # either: only explicit ids supersede through them.
     if (
         nearest is not None
         and entry.provenance.position is None
+        and not entry.provenance.conflict
         and entry.embedding
         and supersession.may_supersede(entry.content)
     ):

@@ -98,6 +98,26 @@ def test_prune_cli_dry_run(tmp_path: Path, clock: Clock) -> None:
     assert json.loads(maint.stdout)["tenants"][0]["prune_candidates"] == 1
 
 
+def test_a_conflict_entry_supersedes_nothing(lmem: Memory, acme: TenantContext) -> None:
+    """A stale update is kept for review, not as the current fact: even when its content states a
+    change ("Dana moved to Berlin", "Prefers long answers"), the memory it conflicts with stays current."""
+    user = {"user_id": "dana"}
+    for first, second, stale_content in [
+        ("Dana lives in Hamburg", "Dana lives in Hamburg, near the port", "Dana moved to Berlin last month"),
+        ("Prefers concise answers", "Prefers short answers", "Prefers long answers"),
+    ]:
+        original = lmem.add(acme, first, layer="user", identifiers=user).memory
+        lmem.update(acme, original.id, content=second, if_match=original.etag)
+        with pytest.raises(MemoryError) as exc:
+            lmem.update(acme, original.id, content=stale_content, if_match=original.etag)
+        assert exc.value.code.value == "CONFLICT"
+        current = lmem.get(acme, original.id)
+        assert current is not None and current.status == "active" and current.content == second
+        assert current.provenance.superseded_by is None
+        listed = {m.id for m in lmem.list(acme, layer="user", identifiers=user, limit=100).memories}
+        assert original.id in listed
+
+
 def test_if_match_mismatch_stores_conflict_entry(lmem: Memory, acme: TenantContext) -> None:
     original = lmem.add(
         acme,
