@@ -1,14 +1,14 @@
 """Does the agent get the right, current fact first? Hand-written scenarios (``fact_data.py``).
 
-    python benchmarks/fact_ranking.py [--embedder onnx] [--split dev holdout fresh fresh6] [--dump] [--out PATH]
+    python benchmarks/fact_ranking.py [--embedder onnx] [--split dev holdout fresh fresh6 fresh7] [--dump] [--out PATH]
                                       [--hybrid-weight W] [--threshold T]
 
 Every scenario's memories are written through the public SDK (``Memory.add``, the default write
 path), one day apart on the engine's clock, into a fresh DuckDB file; every question is then asked
 with ``Memory.search`` and the default settings (or the overrides given). Reported per split
-(``dev`` is what the ranking constants were chosen on, ``holdout`` was only measured, ``fresh`` and
-``fresh6`` were written after every constant had been chosen, ``fresh6`` by an author who had not
-seen the ranking) and overall:
+(``dev`` is what the ranking constants were chosen on, ``holdout`` was only measured, ``fresh``,
+``fresh6`` and ``fresh7`` were written after every constant had been chosen, the last two by authors
+who had not seen the ranking) and overall:
 
 * ``p@1``: the first result answers the question (answerable questions; no result counts as wrong);
 * ``MRR``: mean reciprocal rank of the first answering memory (0 when it is not returned);
@@ -214,7 +214,7 @@ def run_bare(
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--embedder", default=None, help="embedder name (default: the store's default)")
-    parser.add_argument("--split", nargs="+", default=["dev", "holdout", "fresh", "fresh6"])
+    parser.add_argument("--split", nargs="+", default=["dev", "holdout", "fresh", "fresh6", "fresh7"])
     parser.add_argument("--dump", action="store_true")
     parser.add_argument("--hybrid-weight", type=float, default=None)
     parser.add_argument(
