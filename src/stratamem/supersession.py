@@ -69,6 +69,12 @@ _CHANGE = re.compile(
     r"|(?:'s|\u2019s|\bmy|\bhis|\bher|\btheir|\bour)\s+new\b",
     re.IGNORECASE,
 )
+#: Words after "stopped <verb>ing" that start no object ("stopped working in 2019", "quit smoking
+#: after …"): the activity alone is what was given up.
+_NOT_AN_OBJECT = (
+    r"(?:in|at|on|for|since|because|after|before|and|but|to|with|when|while|as|so|last|this|every|"
+    r"the|a|an|his|her|their|my|our|its|altogether|completely|entirely|now|recently)"
+)
 #: What a change replaces: "(switched) from X to Y", "took over (as lead) from X", "instead of X",
 #: "replaced X with Y", "no longer uses X", "left X", "stopped doing X". A plain "from X" ("a message
 #: from Kim") names nothing replaced.
@@ -80,10 +86,12 @@ _FROM = re.compile(
     r"|\bno longer\s+(?:uses|use|using|has|have|owns|own|drives|drive|runs|run|[a-z]{2,}s)\s+(?P<dropped>[^,.;]+?)"
     r"(?=\s+(?:and|but|because|since)\b|[,.;]|$)"
     # "left Glovo", "sold the Toyota Yaris": a named thing given up (a capitalised name: "left the
-    # office early" names none); "stopped learning Spanish", "quit smoking": an activity given up
+    # office early" names none); "stopped learning Spanish", "quit smoking": an activity given up,
+    # with its object when one follows ("stopped taking sugar" gives up sugar, not every "takes")
     r"|\b(?:left|quit|sold)\s+(?:the\s+|his\s+|her\s+|my\s+|their\s+|our\s+)?(?P<left>(?-i:[A-Z])[^,.;]*?)"
     r"(?=\s+(?:and|but|to|for|after|because|since|in|last)\b|[,.;]|$)"
-    r"|\b(?:stopped|quit|gave up)\s+(?P<activity>\w+ing(?:\s+(?-i:[A-Z])[\w-]*)*)"
+    r"|\b(?:stopped|quit|gave up)\s+(?P<activity>\w+ing(?:\s+(?!" + _NOT_AN_OBJECT + r"\b)[\w-]+)?"
+    r"(?:\s+(?-i:[A-Z])[\w-]*)*)"
     # "moved off Redis and uses Memcached now"
     r"|\bmoved\s+(?:away\s+)?off\s+(?P<off>[^,.;]+?)(?=\s+(?:and|but|to|for|because|since)\b|[,.;]|$)",
     re.IGNORECASE,
@@ -223,22 +231,41 @@ def _shared_classes(new: set[str], old: set[str]) -> set[str]:
     return shared | _classes(new & old & _WEAK_STEMS)
 
 
-def _replaced(content: str) -> list[tuple[set[str], bool]]:
-    """The informative words of each replaced phrase of a memory that states a change, each with
-    whether it is a thing its subject left ("left Glovo", "sold the Yaris")."""
+_WORD = re.compile(r"[^\W_]+")
+
+
+@dataclass(frozen=True)
+class _Replaced:
+    """A phrase naming what a change replaces: its informative words (stems), its names as written
+    (lower-cased: a stem of a name may be another word, "Dentally" → "dental"), and whether it is a
+    thing its subject left ("left Glovo", "sold the Yaris")."""
+
+    words: set[str]
+    names: set[str]
+    left: bool
+
+    def named_in(self, old: str, stems: set[str]) -> bool:
+        """Whether the older memory ``old`` (of informative words ``stems``) holds the phrase."""
+        return self.words <= stems and self.names <= {w.lower() for w in _WORD.findall(old)}
+
+
+def _replaced(content: str) -> list[_Replaced]:
+    """Each replaced phrase of a memory that states a change."""
     if not has_change_marker(content):
         return []
-    return [
-        (words, m.group("left") is not None)
-        for m in _FROM.finditer(content)
-        if (words := set(tokenize(next(g for g in m.groups() if g))))
-    ]
+    out: list[_Replaced] = []
+    for m in _FROM.finditer(content):
+        phrase = next(g for g in m.groups() if g)
+        if words := set(tokenize(phrase)):
+            names = {w.lower() for w in _WORD.findall(phrase) if w[0].isupper()}
+            out.append(_Replaced(words, names, m.group("left") is not None))
+    return out
 
 
 def replaced_phrases(content: str) -> list[set[str]]:
     """The informative words of each replaced phrase ("from X to …", "took over from X", "instead of
     X", …) of a memory that states a change."""
-    return [words for words, _ in _replaced(content)]
+    return [phrase.words for phrase in _replaced(content)]
 
 
 _LEADING_WORD = re.compile(r"^\s*([A-Z][\w-]*)(?:'s|\u2019s)?\b")
@@ -946,6 +973,30 @@ def _rescheduled(content: str) -> set[str] | None:
     return what or None
 
 
+#: What a memory opens with, up to its verb and within its first clause ("Roof replacement" of "Roof
+#: replacement is scheduled …").
+_LEAD = re.compile(
+    r"^\s*(?P<lead>[^,;]+?)\s+(?:is|are|was|were|has|have|had|will|starts?|begins?|happens?|takes|runs|"
+    r"opens|closes|ends|falls|moved|pushed|postponed|rescheduled|delayed|shifted)\b",
+    re.IGNORECASE,
+)
+_DATED = re.compile(r"\d|\b(?:" + _DATE_WORDS + r")\b", re.IGNORECASE)
+
+
+def _dates_event(old: str, event: set[str]) -> bool:
+    """Whether ``old`` gives the date of the event a memory moves: it names the event, opens with it
+    and names a date ("The Kestrel deadline is 3 April" for "The Kestrel deadline moved to 17 April").
+    A memory that names the event in passing ("A bat survey found a roost, so no roof work is allowed
+    between May and August" for "Roof work has been moved to September") says something else about it."""
+    lead = _LEAD.match(old)
+    return (
+        lead is not None
+        and _DATED.search(old) is not None
+        and event <= set(tokenize(old))
+        and bool(set(tokenize(lead.group("lead"))) & event)
+    )
+
+
 def _shares_what_recurs(content: str, old: str) -> bool:
     """Whether two memories that say how often something happens name the same thing ("Helix now
     releases every Monday" and "Helix releases every two weeks" share "releases"): a word of both that
@@ -1013,7 +1064,7 @@ def superseded(content: str, candidates: Sequence[Candidate]) -> list[MemoryEntr
             c
             for c in candidates
             if c.cosine >= MIN_COSINE_ATTRIBUTE
-            and event <= set(tokenize(c.entry.content))
+            and _dates_event(c.entry.content, event)
             and not _restates(content, c.entry.content)
         ]
         return [max(same, key=lambda c: c.cosine).entry] if same else []
@@ -1048,7 +1099,7 @@ def superseded(content: str, candidates: Sequence[Candidate]) -> list[MemoryEntr
         stems = set(tokenize(cand.entry.content))
         # "Kim left Northwind" says where Kim no longer is, not the scope's owner ("User works at Northwind")
         owners = who is not None and other is None
-        if any(words <= stems and not (owners and left) for words, left in phrases):
+        if any(p.named_in(cand.entry.content, stems) and not (owners and p.left) for p in phrases):
             out[cand.entry.id] = cand.entry
     # a change that names what it replaces ("moved from Azure to AWS") replaces that and nothing more
     if marker and not out and not _ADDITIVE.search(content):

@@ -226,6 +226,7 @@ def test_a_superseded_memory_is_never_returned_by_default(
         ("Works as an analyst at Deloitte", "Left Deloitte and now works at a startup"),
         ("Dana drives a Volkswagen Golf", "Dana sold the Volkswagen Golf and now cycles"),
         ("Dana is learning Portuguese", "Dana stopped learning Portuguese this spring"),
+        ("Walter takes two sugars in his tea", "Walter has stopped taking sugar in his tea"),
         ("The SDK is licensed under GPL 3.0", "The SDK switched its licence from GPL 3.0 to MIT"),
         # a job held at a named place, whatever the job's name; the end of a relationship
         ("Dana is a teacher at Lincoln High", "Dana started a new job at a bakery"),
@@ -376,6 +377,18 @@ def test_a_word_that_says_other_things_ties_no_attribute(
         ("Dana lives in Leeds", "Dana moved her dentist appointment to Thursday"),
         # someone named leaving a company is not the scope's owner leaving it
         ("User works at Northwind Traders", "Kim left Northwind last year"),
+        # a name replaced is that name, not a word it stems to ("Dentally" is not "Dental")
+        (
+            "Brightwater Dental has four clinics, in Leeds, York, Harrogate and Wakefield",
+            "Brightwater now syncs patient records from Software of Excellence instead of Dentally",
+        ),
+        # an event moved: a memory naming it in passing does not date it
+        (
+            "A bat survey found a roost in the loft, so no roof work is allowed between May and August",
+            "Roof work has been moved to September because of the bats",
+        ),
+        # an activity given up names its object: taking sugar is not taking a medicine
+        ("Walter takes warfarin, so check interactions first", "Walter has stopped taking sugar in his tea"),
         # another liking: the words of liking alone tie nothing
         ("Dana prefers replies in French", "Dana now prefers tea over coffee"),
     ],
