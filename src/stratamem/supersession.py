@@ -63,7 +63,7 @@ CANDIDATES = 8
 _CHANGE = re.compile(
     r"\b(now|no longer|any ?more|switched|switching|moved|moving|relocated|relocating|changed|took over|"
     r"upgraded|downgraded|migrated|rewritten|rewrote|ported|started a new|new job|left|quit|sold|gave up|"
-    r"became|instead|replaced|stopped|"
+    r"transferred|became|instead|replaced|stopped|"
     r"is no|are no|not any|broke up|divorced|separated|got engaged|got married)\b"
     # "User's new manager is Felix", "my new address": a possessive "new" names a replaced value
     r"|(?:'s|\u2019s|\bmy|\bhis|\bher|\btheir|\bour)\s+new\b",
@@ -624,6 +624,9 @@ _SLOT_OWNER = (
 #: attribute of the same noun ("Orbit's database is PostgreSQL 16" and "… runs on a db.r6g.xlarge").
 _SLOT_VERB = (
     r"\s+(?:(?P<where>runs on|run on|is kept in|are kept in|is stored in|are stored in|lives in|live in)|"
+    # an amount that changed states its new value as "is" does ("The budget rose to £265,000")
+    r"(?:rose|fell|dropped|increased|decreased|grew|went up|went down) to|"
+    r"(?:is|are|was|were) (?:now )?(?:down|up) to|(?:was|were|has been|have been) (?:raised|cut|reduced|lowered) to|"
     r"goes through|go through|is handled by|are handled by|is|are)\s+(?:(?:called|named)\s+)?"
 )
 #: "Ines's manager is Rui Costa", "User's dog's name is Max", "Harbor's database is PostgreSQL 16".
@@ -638,9 +641,9 @@ _SLOT_POSSESSIVE = re.compile(
 #: Pixel 8", "Internet provider is Vodafone", "The standup is at 9:30"); only for the attributes of
 #: :data:`_BARE_ATTRIBUTES`, since "Dana is a nurse" has the same shape.
 _SLOT_BARE = re.compile(
-    r"^\s*(?:(?:[Tt]he|[Oo]ur|[Mm]y)\s+)?(?P<attr>[A-Za-z][a-z][\w'-]*(?:\s+[a-z][\w'-]*){0,2})"
-    + _SLOT_VERB
-    + r"(?P<value>.+?)[.!]?\s*$"
+    # a name after the article is whose attribute it is ("The Oakridge renovation budget is …")
+    r"^\s*(?:(?:[Tt]he|[Oo]ur|[Mm]y)\s+(?P<owner>(?:[A-Z][\w-]*\s+)+)?)?"
+    r"(?P<attr>[A-Za-z][a-z][\w'-]*(?:\s+[a-z][\w'-]*){0,2})" + _SLOT_VERB + r"(?P<value>.+?)[.!]?\s*$"
 )
 #: The head nouns of attributes that hold one value, which :data:`_SLOT_BARE` reads.
 _BARE_ATTRIBUTES = frozenset(
@@ -806,6 +809,19 @@ class Slot:
 
     #: The value is a time or a count ("at 10:15", "3"): one kind, whatever its letters.
     timing: bool = False
+    #: Stated without a possessive or a relation ("The budget is …", :data:`_SLOT_BARE`)
+    bare: bool = False
+
+    def same_attribute(self, other: Slot) -> bool:
+        """Whether two slots state the same attribute: the same words, or, stated bare, one names
+        it more closely ("The budget" and "The renovation budget"; "The marketing budget" and "The
+        renovation budget" are two)."""
+        if self.attribute == other.attribute:
+            return True
+        if not (self.bare and other.bare):
+            return False
+        short, long = sorted((self.attribute.split(), other.attribute.split()), key=len)
+        return len(short) == 1 and long[-1] == short[0]
 
     def same_owner(self, other: Slot) -> bool:
         """Whether two slots can be about one owner: the same name, a team or project and its name
@@ -887,8 +903,8 @@ def slot(content: str) -> Slot | None:
         attribute = "prefers " + attribute
     if found.groupdict().get("where"):
         attribute += " (where)"
-    owner = found.groupdict().get("owner")
-    return Slot(owner, _SLOT_ALIASES.get(attribute, attribute), value, timing)
+    owner = (found.groupdict().get("owner") or "").strip() or None
+    return Slot(owner, _SLOT_ALIASES.get(attribute, attribute), value, timing, bare=found.re is _SLOT_BARE)
 
 
 def gives_new_value(content: str, old: str) -> bool:
@@ -901,7 +917,7 @@ def gives_new_value(content: str, old: str) -> bool:
 
 def _new_value(new: Slot | None, old: Slot | None, who: str | None, other: str | None) -> bool:
     """:func:`gives_new_value` on slots and subjects already read."""
-    if new is None or old is None or new.attribute != old.attribute:
+    if new is None or old is None or not new.same_attribute(old):
         return False
     if new.named != old.named or not new.same_owner(old) or not _same_subject(who, other):
         return False
@@ -1074,11 +1090,16 @@ def superseded(content: str, candidates: Sequence[Candidate]) -> list[MemoryEntr
     out: dict[str, MemoryEntry] = {}
     if stated is not None and not _ADDITIVE.search(content):
         # "Ines works at Accenture" gives "works at" another value than "Ines works at Deloitte"
+        closer: list[MemoryEntry] = []  # naming the attribute more closely than the new memory does
         for cand in candidates:
-            if cand.cosine >= MIN_COSINE_ATTRIBUTE and _new_value(
-                stated, slot(cand.entry.content), who, others[cand.entry.id]
-            ):
-                out[cand.entry.id] = cand.entry
+            was = slot(cand.entry.content)
+            if cand.cosine >= MIN_COSINE_ATTRIBUTE and _new_value(stated, was, who, others[cand.entry.id]):
+                if was is not None and was.attribute != stated.attribute:
+                    closer.append(cand.entry)
+                else:
+                    out[cand.entry.id] = cand.entry
+        if len(closer) == 1:  # "The budget" is the scope's one budget; of two, it names neither
+            out[closer[0].id] = closer[0]
         if out:
             return list(out.values())
     if prefers:

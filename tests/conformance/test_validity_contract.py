@@ -227,6 +227,9 @@ def test_a_superseded_memory_is_never_returned_by_default(
         ("Dana drives a Volkswagen Golf", "Dana sold the Volkswagen Golf and now cycles"),
         ("Dana is learning Portuguese", "Dana stopped learning Portuguese this spring"),
         ("Walter takes two sugars in his tea", "Walter has stopped taking sugar in his tea"),
+        # an amount that changed; a transfer to another base
+        ("The Oakridge renovation budget is £240,000", "The budget rose to £265,000 after the asbestos removal"),
+        ("Priya is a first officer based at Manchester Airport", "Priya transferred to the Bristol base in August"),
         ("The SDK is licensed under GPL 3.0", "The SDK switched its licence from GPL 3.0 to MIT"),
         # a job held at a named place, whatever the job's name; the end of a relationship
         ("Dana is a teacher at Lincoln High", "Dana started a new job at a bakery"),
@@ -436,6 +439,8 @@ def test_a_change_that_replaces_no_fact_supersedes_nothing(
         ("Prefers oat milk", "Also prefers almond milk"),
         ("The standup is every day at 9:30", "User now runs every morning"),
         ("The Kestrel team works in two-week sprints", "The Kestrel team now deploys every Friday"),
+        # another amount of the same kind
+        ("The marketing budget is $20,000", "The renovation budget rose to £265,000"),
     ],
 )
 def test_a_second_value_or_a_detail_of_an_attribute_replaces_nothing(
@@ -514,3 +519,25 @@ def test_a_change_about_someone_else_supersedes_nothing(model_store: Memory, ten
     out = model_store.add(tenant, content="Ana switched from Jenkins to GitHub Actions", layer="team", identifiers=team)
     assert out.superseded == [] and model_store.get(tenant, ben.id) is not None
     assert model_store.list(tenant, layer="team", identifiers=team).total_count == 2
+
+
+@pytest.mark.model
+def test_an_attribute_named_loosely_replaces_only_the_scopes_one_value(
+    model_store: Memory, tenant: TenantContext
+) -> None:
+    """ "The budget rose to …" replaces the project's one budget, named more closely ("The Oakridge
+    renovation budget is …"); in a scope with two budgets it names neither, and both stay current."""
+    project = {"project_id": "oakridge"}
+    one = model_store.add(
+        tenant, content="The Oakridge renovation budget is £240,000", layer="project", identifiers=project
+    ).memory
+    out = model_store.add(tenant, content="The budget rose to £265,000", layer="project", identifiers=project)
+    assert out.superseded == [one.id]
+    other = {"project_id": "harbour"}
+    two = [
+        model_store.add(tenant, content=c, layer="project", identifiers=other).memory
+        for c in ("The Harbour renovation budget is £240,000", "The Harbour marketing budget is £30,000")
+    ]
+    out = model_store.add(tenant, content="The budget rose to £265,000", layer="project", identifiers=other)
+    assert out.superseded == []
+    assert all(model_store.get(tenant, m.id) is not None for m in two)
