@@ -23,13 +23,15 @@ Five rules, all on candidates the embedder found similar in the same scope:
 * **a new value of a single-valued attribute** (:func:`slot`), with or without a word of change:
   "Ines works at Accenture" replaces "Ines works at Deloitte", "Harbor's database is PostgreSQL 16"
   replaces "… is MySQL 8", "Phone is a Pixel 8" (no owner named) "Phone is a Samsung Galaxy S22",
-  "Has three kids" "Has two kids", "The standup is at 10:15" "… at 9:30"; a relative's second value
+  "Has three kids" "Has two kids", "The standup is at 10:15" "… at 9:30", "The budget rose to
+  £265,000" "The Oakridge renovation budget is £240,000" (a bare attribute named more closely, when
+  the scope has one such value); a relative's second value
   ("Ines's sister is Marta"), a value of another kind ("Harbor's database is backed up nightly") and
   the same name with other details ("Works at Bolt on the payments team") do not.
 * **a liking reversed**: "Prefers phone calls over email" replaces "Prefers email over calls".
 * **a new date of an event** ("The beta release for Marten moved to September 3", "… was pushed to
   17 April", "The platform team moved its standup to 10:15"): replaces the most similar memory that
-  names the same event, nothing else.
+  opens with the same event and names a date, nothing else.
 
 Each compares memories about the same person or thing (:func:`subject`): a memory opening with
 another name, a relative, or a person introduced by a role ("Our client Emeka Jung …") is about
