@@ -563,15 +563,14 @@ _ADDITIVE = re.compile(r"\b(?:also|as well|in addition)\b|\btoo\b(?=\s*(?:[,.;!)
 _NAME_RUN = re.compile(r"(?<![\w.])(?:[A-Z][\w'.\u2019-]*)(?:\s+(?:[A-Z][\w'.\u2019-]*|\d[\w.]*))*")
 
 
-def _attribute_stems(content: str, who: str | None) -> set[str]:
+def _attribute_stems(content: str, who: str | None, stated: Slot | None) -> set[str]:
     """The stems the attribute classes are read from: a relative's word names whom the memory is
     about, not what changed ("User's partner works at Google now" is about employment); "moved"
     with an object ("moved the standup to 10am") is no change of residence; a job held at a named
     place ("is a nurse at St. Mary's") is about employment whatever the job's name; the name a
     single-valued attribute is given is its value, not a word of a class ("User's title is Marketing
-    Manager" is about no manager)."""
+    Manager" is about no manager). ``stated`` is the memory's :func:`slot`, read once by the caller."""
     stems = set(tokenize(content))
-    stated = slot(content)
     if stated is not None and stated.named and not stated.timing:
         stems -= set(tokenize(stated.value)) - set(tokenize(stated.attribute))
     if _CADENCE.search(content):
@@ -1089,12 +1088,19 @@ def superseded(content: str, candidates: Sequence[Candidate]) -> list[MemoryEntr
     who = subject(content)
     mentioned = set(tokenize(content))
     others = {c.entry.id: _candidate_subject(c.entry.content, mentioned) for c in candidates}
+    slots: dict[str, Slot | None] = {}  # each candidate's slot, read once by either rule that needs it
+
+    def slot_of(entry: MemoryEntry) -> Slot | None:
+        if entry.id not in slots:
+            slots[entry.id] = slot(entry.content)
+        return slots[entry.id]
+
     out: dict[str, MemoryEntry] = {}
     if stated is not None and not _ADDITIVE.search(content):
         # "Ines works at Accenture" gives "works at" another value than "Ines works at Deloitte"
         closer: list[MemoryEntry] = []  # naming the attribute more closely than the new memory does
         for cand in candidates:
-            was = slot(cand.entry.content)
+            was = slot_of(cand.entry)
             if cand.cosine >= MIN_COSINE_ATTRIBUTE and _new_value(stated, was, who, others[cand.entry.id]):
                 if was is not None and was.attribute != stated.attribute:
                     closer.append(cand.entry)
@@ -1126,14 +1132,14 @@ def superseded(content: str, candidates: Sequence[Candidate]) -> list[MemoryEntr
             out[cand.entry.id] = cand.entry
     # a change that names what it replaces ("moved from Azure to AWS") replaces that and nothing more
     if marker and not out and not _ADDITIVE.search(content):
-        new_stems = _attribute_stems(content, who)
+        new_stems = _attribute_stems(content, who, stated)
         best: dict[str, Candidate] = {}
         for cand in candidates:
             if cand.cosine < MIN_COSINE_ATTRIBUTE:
                 continue
             other = others[cand.entry.id]
             if _same_subject(who, other):
-                classes = _shared_classes(new_stems, _attribute_stems(cand.entry.content, who))
+                classes = _shared_classes(new_stems, _attribute_stems(cand.entry.content, who, slot_of(cand.entry)))
             elif _partner_of(who, other):  # only a change of the relationship replaces it
                 classes = _shared_classes(new_stems, set(tokenize(cand.entry.content))) & {"relationship"}
             else:
