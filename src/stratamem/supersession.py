@@ -48,7 +48,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .model import MemoryEntry
-from .retrieval.lexical import tokenize
+from .retrieval.lexical import tokenize, words
 
 #: Cosine similarity a candidate needs for each rule (the embedder must agree that the two
 #: memories are about the same thing).
@@ -233,9 +233,6 @@ def _shared_classes(new: set[str], old: set[str]) -> set[str]:
     return shared | _classes(new & old & _WEAK_STEMS)
 
 
-_WORD = re.compile(r"[^\W_]+")
-
-
 @dataclass(frozen=True)
 class _Replaced:
     """A phrase naming what a change replaces: its informative words (stems), its names as written
@@ -248,7 +245,7 @@ class _Replaced:
 
     def named_in(self, old: str, stems: set[str]) -> bool:
         """Whether the older memory ``old`` (of informative words ``stems``) holds the phrase."""
-        return self.words <= stems and self.names <= {w.lower() for w in _WORD.findall(old)}
+        return self.words <= stems and self.names <= set(words(old.lower()))
 
 
 def _replaced(content: str) -> list[_Replaced]:
@@ -258,9 +255,9 @@ def _replaced(content: str) -> list[_Replaced]:
     out: list[_Replaced] = []
     for m in _FROM.finditer(content):
         phrase = next(g for g in m.groups() if g)
-        if words := set(tokenize(phrase)):
-            names = {w.lower() for w in _WORD.findall(phrase) if w[0].isupper()}
-            out.append(_Replaced(words, names, m.group("left") is not None))
+        if stems := set(tokenize(phrase)):
+            names = {w.lower() for w in words(phrase) if w[0].isupper()}
+            out.append(_Replaced(stems, names, m.group("left") is not None))
     return out
 
 

@@ -220,9 +220,14 @@ def _stem(word: str) -> str:
     return stem
 
 
+def words(text: str) -> list[str]:
+    """The word and number tokens of ``text`` as written, in order (what :func:`tokenize` stems)."""
+    return _TOKEN.findall(text)
+
+
 def tokenize(text: str) -> list[str]:
     """Index terms of ``text`` in order (stop words removed, stemmed)."""
-    return [_stem(tok) for tok in _TOKEN.findall(text.lower()) if tok not in STOPWORDS]
+    return [_stem(tok) for tok in words(text.lower()) if tok not in STOPWORDS]
 
 
 #: A document of the postings tables: (tenant_id, memory_id, layer, scope, content).
