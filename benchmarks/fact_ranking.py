@@ -1,14 +1,14 @@
 """Does the agent get the right, current fact first? Hand-written scenarios (``fact_data.py``).
 
-    python benchmarks/fact_ranking.py [--embedder onnx] [--split dev holdout fresh fresh6 fresh7] [--dump] [--out PATH]
-                                      [--hybrid-weight W] [--threshold T]
+    python benchmarks/fact_ranking.py [--embedder onnx] [--split dev holdout fresh fresh6 fresh7 fresh8] [--dump]
+                                      [--out PATH] [--hybrid-weight W] [--threshold T]
 
 Every scenario's memories are written through the public SDK (``Memory.add``, the default write
 path), one day apart on the engine's clock, into a fresh DuckDB file; every question is then asked
 with ``Memory.search`` and the default settings (or the overrides given). Reported per split
 (``dev`` is what the ranking constants were chosen on, ``holdout`` was only measured, ``fresh``,
-``fresh6`` and ``fresh7`` were written after every constant had been chosen, the last two by authors
-who had not seen the ranking) and overall:
+``fresh6``, ``fresh7`` and ``fresh8`` were written after every constant had been chosen, the last
+three by authors who had not seen the ranking) and overall:
 
 * ``p@1``: the first result answers the question (answerable questions; no result counts as wrong);
 * ``MRR``: mean reciprocal rank of the first answering memory (0 when it is not returned);
@@ -19,6 +19,10 @@ who had not seen the ranking) and overall:
 * ``unans FP``: unanswerable questions that return anything at the threshold;
 * ``top1 ans / unans``: the mean top-1 score (threshold 0) of answerable and unanswerable questions,
   the measurement the default threshold is chosen from.
+
+A table of supersession at write time follows: ``found``, the labelled changes (``supersedes``)
+whose add superseded the older memory; ``wrong``, the adds that superseded a memory they do not
+replace (a true fact hidden from default search).
 
 A second table asks the questions in the user's own voice (``fact_data.VOICED``: "where do I live
 now?") of each user scenario's memories as written (``name``), about "User" (``user``), and as
@@ -89,8 +93,25 @@ class Tally:
         }
 
 
-def ingest(mem: Memory, clock: Clock, scenario: Scenario) -> dict[str, str]:
-    """Write the scenario's memories in order, one day apart; returns key -> memory id."""
+@dataclass
+class Changes:
+    """What the adds of a split reported as superseded, against the scenarios' labels."""
+
+    found: list[float] = field(default_factory=list)  # per labelled change: the older memory superseded
+    wrong: list[float] = field(default_factory=list)  # per add: it superseded a memory it does not replace
+
+    def summary(self) -> dict[str, float]:
+        return {
+            "changes": len(self.found),
+            "found": statistics.fmean(self.found) if self.found else 0.0,
+            "adds": len(self.wrong),
+            "wrong": statistics.fmean(self.wrong) if self.wrong else 0.0,
+        }
+
+
+def ingest(mem: Memory, clock: Clock, scenario: Scenario, changes: Changes | None = None) -> dict[str, str]:
+    """Write the scenario's memories in order, one day apart; returns key -> memory id. ``changes``
+    collects which older memories each add superseded, against the labels."""
     ctx = TenantContext(tenant_id=f"facts-{scenario.name}", principal="bench")
     ids: dict[str, str] = {}
     for day, m in enumerate(scenario.memories):
@@ -99,6 +120,11 @@ def ingest(mem: Memory, clock: Clock, scenario: Scenario) -> dict[str, str]:
             ctx, content=m.content, layer=scenario.layer, identifiers=scenario.identifiers, metadata={"key": m.key}
         )
         ids[m.key] = out.memory.id
+        if changes is not None:
+            label = {ids[m.supersedes]} if m.supersedes else set()
+            if label:
+                changes.found.append(1.0 if label <= set(out.superseded) else 0.0)
+            changes.wrong.append(1.0 if set(out.superseded) - label else 0.0)
     clock.at = T0 + timedelta(days=len(scenario.memories) + 1)
     return ids
 
@@ -143,9 +169,15 @@ def evaluate(mem: Memory, scenario: Scenario, tallies: dict[float, Tally], dump:
 
 
 def run(
-    embedder: str | None, splits: list[str], dump: bool, thresholds: list[float], config: MemoryConfig, **search: Any
+    embedder: str | None,
+    splits: list[str],
+    dump: bool,
+    thresholds: list[float],
+    config: MemoryConfig,
+    changes: dict[str, Changes],
+    **search: Any,
 ) -> dict[float, dict[str, dict[str, float]]]:
-    """Metrics per threshold, per split (and ``all``)."""
+    """Metrics per threshold, per split (and ``all``); ``changes`` gets the supersessions per split."""
     tallies = {t: {split: Tally() for split in splits} for t in thresholds}
     with tempfile.TemporaryDirectory(prefix="stratamem-facts-") as tmp:
         clock = Clock()
@@ -153,7 +185,7 @@ def run(
             for scenario in SCENARIOS:
                 if scenario.split not in splits:
                     continue
-                ingest(mem, clock, scenario)
+                ingest(mem, clock, scenario, changes.setdefault(scenario.split, Changes()))
                 evaluate(
                     mem, scenario, {t: by_split[scenario.split] for t, by_split in tallies.items()}, dump, **search
                 )
@@ -214,7 +246,7 @@ def run_bare(
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--embedder", default=None, help="embedder name (default: the store's default)")
-    parser.add_argument("--split", nargs="+", default=["dev", "holdout", "fresh", "fresh6", "fresh7"])
+    parser.add_argument("--split", nargs="+", default=["dev", "holdout", "fresh", "fresh6", "fresh7", "fresh8"])
     parser.add_argument("--dump", action="store_true")
     parser.add_argument("--hybrid-weight", type=float, default=None)
     parser.add_argument(
@@ -244,13 +276,22 @@ def main(argv: list[str] | None = None) -> int:
     thresholds = list(dict.fromkeys([DEFAULT, default, *args.sweep]))
     if args.threshold is not None:  # the main table is the cut at that threshold, without the floor
         thresholds.remove(DEFAULT)
-    results = run(args.embedder, args.split, args.dump, thresholds, config, **search)
+    by_split: dict[str, Changes] = {}
+    results = run(args.embedder, args.split, args.dump, thresholds, config, by_split, **search)
     cols = ["p@1", "MRR", "pair@3", "stale>cur", "miss", "unans FP", "top1 ans", "top1 unans"]
     print(f"{'threshold':<10}{'split':<8} {'n':>4} " + " ".join(f"{c:>10}" for c in cols))
     for t, rows in results.items():
         for split, row in rows.items():
             label = "default" if t == DEFAULT else f"{t:.3f}"
             print(f"{label:<10}{split:<8} {int(row['questions']):>4} " + " ".join(f"{row[c]:>10.3f}" for c in cols))
+    every = Changes()
+    for tally in by_split.values():
+        every.found += tally.found
+        every.wrong += tally.wrong
+    supersession = {split: tally.summary() for split, tally in [*by_split.items(), ("all", every)]}
+    print(f"\nsupersession at write time\n{'split':<10}{'changes':>8}{'found':>8}{'adds':>6}{'wrong':>8}")
+    for split, row in supersession.items():
+        print(f"{split:<10}{row['changes']:>8.0f}{row['found']:>8.3f}{row['adds']:>6.0f}{row['wrong']:>8.3f}")
     voice = run_voiced(args.embedder, args.split, args.dump, config, **search)
     cols = ["p@1", "MRR", "miss", "unans FP", "stale>cur"]
     print(
@@ -277,6 +318,7 @@ def main(argv: list[str] | None = None) -> int:
                 "relevance_floor": config.relevance_floor,
                 "machine": platform.platform(),
                 "results": {"default" if t == DEFAULT else f"{t:g}": rows for t, rows in results.items()},
+                "supersession": supersession,
                 "voiced": voice,
                 "without_subject": bare,
             },
