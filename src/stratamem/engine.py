@@ -85,14 +85,18 @@ from .retrieval.centering import Centroid
 from .retrieval.context import context_page
 from .retrieval.voice import (
     ASKED,
+    BY_PRONOUN,
+    FIRST_PERSON,
+    NAME,
     NOBODY,
     PERSONAL_LAYERS,
+    THE_USER,
     ScopeForms,
     closest,
-    first_person,
     mentions,
     name_from_id,
     phrasings,
+    refers,
     user_words,
 )
 from .retry import call_with_retry
@@ -166,7 +170,7 @@ def _lower_priority() -> None:
 
 
 #: How many of a personal scope's memories, those matching the user's name and "user" best, are
-#: read to tell whether the scope names the user at all (``MemoryEngine._rarely_named``).
+#: read to tell how the scope names the user (``MemoryEngine._naming``).
 MENTION_SAMPLE = 50
 #: Most hits of one layer a search with a time window or ``as_of`` ranks before filtering them.
 _MAX_WINDOW_CANDIDATES = 10_000
@@ -1175,20 +1179,21 @@ class MemoryEngine:
 
     def _options(
         self, tctx: TenantContext, op: str, ids: LayerIdentifiers, target: Sequence[Layer], query: str, now: datetime
-    ) -> tuple[list[tuple[str, str]], tuple[str, ...]]:
+    ) -> tuple[list[tuple[str, str]], tuple[str, ...], str | None]:
         """The phrasings a search of ``target`` chooses from (``retrieval/voice.py``): the query alone
-        unless a personal layer is searched; and the words a memory would name the user with. The
-        user's name: the user id when it is one, else, for a first-person question of a search that
-        reads the user layer, the name its scope states."""
+        unless a personal layer is searched; the words a memory would name the user with; and how the
+        query refers to the user (``voice.refers``). The user's name: the user id when it is one,
+        else, for a first-person or pronoun question of a search that reads the user layer, the name
+        its scope states."""
         if not (self.config.user_voice and PERSONAL_LAYERS.intersection(target)):
-            return [(ASKED, query)], ()
+            return [(ASKED, query)], (), None
         name = name_from_id(ids.user_id)
-        if name is None and ids.user_id and Layer.USER in target and first_person(query):
+        if name is None and ids.user_id and Layer.USER in target and refers(query, None) in (FIRST_PERSON, BY_PRONOUN):
             # read from the user layer only when this search reads it (its grant was checked)
             name = self._stated_name(tctx, op, ids.user_id, now)
-        return phrasings(query, name), user_words(name)
+        return phrasings(query, name), user_words(name), refers(query, name)
 
-    def _rarely_named(
+    def _naming(
         self,
         tctx: TenantContext,
         op: str,
@@ -1197,20 +1202,28 @@ class MemoryEngine:
         words: tuple[str, ...],
         centroid: Centroid,
         now: datetime,
-    ) -> bool:
-        """Whether fewer than half of the scope's memories name the user with ``words`` (of the
-        :data:`MENTION_SAMPLE` that match them best): then the words only pull a question towards
-        those few (a statement of the name, an instruction naming the user), and the question is
-        asked without them. Kept per scope while its centroid has the same row count."""
+    ) -> str:
+        """How the scope's memories name the user, of the :data:`MENTION_SAMPLE` that match ``words``
+        best: :data:`NOBODY` when fewer than half of them name the user at all (then the words only
+        pull a question towards those few, a statement of the name or an instruction naming the user,
+        and the question is asked without them); else :data:`NAME` when more of them use the name
+        (``words[0]``) than "user", :data:`THE_USER` otherwise. Kept per scope while its centroid
+        has the same row count."""
         scope = Scope(layer, scope_key(layer, ids))
         key = ("mentions", tctx.tenant_id, layer.value, scope.key, *words)
         known = self._scope_forms.get(key, centroid.rows)
         if known is not None:
-            return known == "rare"
+            return known
         page = self._scope_matches(tctx, op, scope, " ".join(words), MENTION_SAMPLE, now)
-        rare = 2 * mentions((hit.entry.content for hit in page.hits), words) < min(centroid.rows, MENTION_SAMPLE)
-        self._scope_forms.put(key, centroid.rows, "rare" if rare else "common")
-        return rare
+        contents = [hit.entry.content for hit in page.hits]
+        if 2 * mentions(contents, words) < min(centroid.rows, MENTION_SAMPLE):
+            naming = NOBODY
+        elif len(words) > 1 and mentions(contents, words[:1]) > mentions(contents, words[1:]):
+            naming = NAME
+        else:
+            naming = THE_USER
+        self._scope_forms.put(key, centroid.rows, naming)
+        return naming
 
     def _scope_matches(
         self, tctx: TenantContext, op: str, scope: Scope, text: str, limit: int, now: datetime
@@ -1275,7 +1288,10 @@ class MemoryEngine:
         several phrasings (``retrieval/voice.py``) each personal layer takes the one that moves the
         question towards its scope's centroid, decided once per scope and kinds offered
         (``ScopeForms``); every other layer, and a scope without memories, the question as asked."""
-        options, words = self._options(tctx, op, ids, target, query, now)
+        options, words, how = self._options(tctx, op, ids, target, query, now)
+        # a pronoun's change to a name or to "the user" is too small for the centroid to tell apart
+        # (voice.closest): such a question takes the way most of the scope's memories name the user
+        pronoun = how == BY_PRONOUN
         text_of = dict(options)
         kinds = tuple(text_of)
         chosen = dict.fromkeys(target, ASKED)
@@ -1287,8 +1303,9 @@ class MemoryEngine:
             centroid = centroids[layer] = self._centroid(tctx, op, ids, layer, now)
             if centroid is None:
                 continue
-            if NOBODY in text_of and self._rarely_named(tctx, op, ids, layer, words, centroid, now):
-                chosen[layer] = NOBODY
+            naming = self._naming(tctx, op, ids, layer, words, centroid, now) if NOBODY in text_of else None
+            if naming == NOBODY or (pronoun and naming in text_of):
+                chosen[layer] = naming
                 continue
             key = (tctx.tenant_id, layer.value, scope_key(layer, ids), *kinds)
             kind = self._scope_forms.get(key, centroid.rows)

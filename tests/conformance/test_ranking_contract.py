@@ -115,6 +115,11 @@ VOICE_CASES = [
     ("alice", ALICE, "what theme does alice like", "User prefers dark mode"),
     # a user id that is not a name: the name the scope states (the write gate's "User's name is …")
     ("u-1042", ["User's name is Dana", *DANA], "where do I live now?", "Dana moved to Berlin last month"),
+    # the person as "she" / "her": asked as the scope names them (it returned nothing as asked)
+    ("alice", ALICE, "what does she eat?", "User is vegetarian"),
+    ("alice", ALICE, "where does she live?", "User lives in Lisbon"),
+    ("dana", DANA, "what does her partner do?", "Dana's partner Lukas is a nurse"),
+    ("u-1042", ["User's name is Dana", *DANA], "which company does she work for?", DANA[1]),
 ]
 
 

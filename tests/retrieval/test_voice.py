@@ -11,17 +11,24 @@ from stratamem import Memory, MemoryConfig, TenantContext
 from stratamem.embeddings import Embedder
 from stratamem.model import Layer
 from stratamem.retrieval.voice import (
+    AS_USER,
     ASKED,
+    BY_NAME,
+    BY_PRONOUN,
+    FIRST_PERSON,
     NAME,
     NOBODY,
     THE_USER,
     ScopeForms,
     about,
+    about_pronoun,
+    by_pronoun,
     closest,
     first_person,
     mentions,
     name_from_id,
     phrasings,
+    refers,
     user_words,
 )
 
@@ -57,6 +64,46 @@ def test_first_person_words_are_about_the_user(query: str, expected: str) -> Non
 )
 def test_other_questions_are_not_in_the_first_person(query: str) -> None:
     assert not first_person(query)
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("what type of jet does she fly these days", "what type of jet does Priya fly these days"),
+        ("what sport does her boy play at the weekend", "what sport does Priya's boy play at the weekend"),
+        ("which hospital employs her?", "which hospital employs Priya?"),
+        ("when is it ok to text her after an overnight trip", "when is it ok to text Priya after an overnight trip"),
+        ("which company buys his milk these days", "which company buys Priya's milk these days"),
+        ("when can we call him", "when can we call Priya"),
+        ("is this coat hers", "is this coat Priya's"),
+        ("when is the deadline for his Brussels paperwork", "when is the deadline for Priya's Brussels paperwork"),
+    ],
+)
+def test_third_person_pronouns_are_about_the_scopes_person(query: str, expected: str) -> None:
+    assert by_pronoun(query)
+    assert about_pronoun(query, "Priya") == expected
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "what does Ola plan to specialise in after her degree",  # a name before the pronoun: Ola's degree
+        "which database do we use",
+        "where is the shelf",  # "he" inside a word is not a pronoun
+        "what did the author say about themselves",
+    ],
+)
+def test_a_pronoun_after_another_name_or_none_is_not_the_scopes_person(query: str) -> None:
+    assert not by_pronoun(query)
+
+
+def test_how_a_question_refers_to_the_user() -> None:
+    assert refers("how should I talk to Priya", "Priya") == BY_NAME  # the "I" is the asker
+    assert refers("what did I tell her", "Priya") == FIRST_PERSON  # "her" is someone else
+    assert refers("where does the user live", "Priya") == AS_USER
+    assert refers("where does she live", "Priya") == BY_PRONOUN
+    assert refers("where does she live", None) == BY_PRONOUN
+    assert refers("which database do we use", "Priya") is None
 
 
 @pytest.mark.parametrize(
@@ -105,6 +152,14 @@ def test_phrasings() -> None:
         "which city does the user live in",
         "which city does live in",
     ]
+    # a third-person pronoun: as asked, about "the user", about the name when known, about nobody
+    assert texts("what sport does her son play", "priya") == [
+        "what sport does her son play",
+        "what sport does the user's son play",
+        "what sport does Priya's son play",
+        "what sport does son play",
+    ]
+    assert texts("where does he live", None) == ["where does he live", "where does the user live", "where does live"]
     # neither: the question only
     assert texts("which database do we use", "dana") == ["which database do we use"]
 
@@ -215,3 +270,36 @@ def test_the_stated_name_is_read_only_by_a_search_of_the_user_layer(tmp_path: Pa
         assert "Dana" not in alone[Layer.SESSION]
         found = mem.search(ctx, question, identifiers=ids, layers=["user"])
         assert found.results[0].memory.content == "Dana moved to Berlin last month"
+
+
+@pytest.mark.model
+def test_a_pronoun_question_is_asked_the_way_the_scope_names_its_person(tmp_path: Path, minilm: Embedder) -> None:
+    """A question that speaks of the scope's person as "she" or "his" is asked about the person the
+    way most of the scope's memories name them: by the name (the user id's, or for an id that is not
+    a name, the one the scope states), or as "the user" in a scope mostly about "User"."""
+    ctx = TenantContext(tenant_id="t1", principal="p")
+    named = [
+        "User's name is Rosa",
+        "Rosa runs a bakery in Valencia",
+        "Rosa's husband Tomas is a firefighter",
+        "Rosa drives a red Fiat Panda",
+        "Rosa is allergic to penicillin",
+    ]
+    about_user = [
+        "User prefers dark mode",
+        "User lives in Lisbon",
+        "User is vegetarian",
+        "User plays the cello",
+        "Alice's manager is Bob Chen",
+    ]
+    with Memory.open(tmp_path / "m.duckdb", embedder=minilm) as mem:
+        for user_id, facts in (("u-7", named), ("alice", about_user)):
+            ids = {"user_id": user_id}
+            mem.bulk_add(ctx, [{"content": c, "layer": "user", "identifiers": ids} for c in facts])
+        asked = mem.engine.asked_as(ctx, "what car does she drive?", {"user_id": "u-7"}, [Layer.USER])
+        assert asked == {Layer.USER: "what car does Rosa drive?"}
+        asked = mem.engine.asked_as(ctx, "what does she eat?", {"user_id": "alice"}, [Layer.USER])
+        assert asked == {Layer.USER: "what does the user eat?"}
+        # a project's memories get the question as asked
+        asked = mem.engine.asked_as(ctx, "what does she eat?", {"user_id": "alice", "project_id": "p"}, [Layer.PROJECT])
+        assert asked == {Layer.PROJECT: "what does she eat?"}

@@ -22,7 +22,11 @@ something else (project, team, org, company, object) get the question as asked.
 
 A question that names the user speaks of them in the third person; its "I" is the asker (an agent
 asking "how should I talk to Priya"), so its first-person words are left alone and only the name
-may be replaced by "the user".
+may be replaced by "the user". A question that speaks of someone as "she", "he", "her" or "his",
+naming no one before the pronoun ("what sport does her son play?", :func:`by_pronoun`), is about the
+scope's person as well (an agent asking about its user, or about the person a scope is kept for);
+a pronoun moves a vector too little for the centroid to choose between the name and "the user",
+so the engine asks it the way most of the scope's memories name the user.
 """
 
 from __future__ import annotations
@@ -91,6 +95,42 @@ def about(query: str, who: str) -> str:
     return re.sub(r"\bi\b", who, s, flags=_I)
 
 
+#: A third-person singular pronoun; reflexives ("himself") are left alone, as they repeat a subject.
+_PRONOUN = re.compile(r"\b(?:she|he|her|hers|him|his)\b", _I)
+#: "her" is the possessive before a word of what it owns ("her son"), the object before a function
+#: word or the end ("text her after …", "employs her?").
+_OWNED_AFTER = re.compile(
+    r"\s+(?!(?:a|an|the|and|or|but|to|for|from|after|before|about|at|by|in|into|of|off|on|onto|over|since"
+    r"|than|that|then|through|till|until|up|with|without|when|while|if|as|so)\b)[a-z]",
+    _I,
+)
+#: A capitalised word after the question's first: a name the pronoun may refer to instead of the user.
+_CAPITALISED = re.compile(r"(?<!^)(?<![.?!]\s)\b[A-Z][\w'-]+")
+
+
+def by_pronoun(query: str) -> bool:
+    """Whether the query speaks of someone as "she", "he", "her", "his" … without naming anyone
+    before the pronoun ("what sport does her boy play", but not "what does Ola plan after her
+    degree"): asked of a personal scope, the pronoun is the scope's person."""
+    found = _PRONOUN.search(query)
+    return found is not None and _CAPITALISED.search(query[: found.start()]) is None
+
+
+def about_pronoun(query: str, who: str) -> str:
+    """The query with its third-person pronouns about ``who``: "what sport does her boy play" ->
+    "what sport does Priya's boy play", "when can we call him" -> "when can we call Tomasz"."""
+
+    def named(match: re.Match[str]) -> str:
+        word = match.group(0).lower()
+        if word in ("his", "hers"):
+            return f"{who}'s"
+        if word == "her":
+            return f"{who}'s" if _OWNED_AFTER.match(match.string, match.end()) else who
+        return who
+
+    return _PRONOUN.sub(named, query.replace("\u2019", "'"))
+
+
 def name_from_id(user_id: str | None) -> str | None:
     """The user's first name when the user id is one ("dana" -> "Dana"), else None ("u-1042",
     "dana@example.com")."""
@@ -99,9 +139,8 @@ def name_from_id(user_id: str | None) -> str | None:
     return user_id[0].upper() + user_id[1:]
 
 
-def _names(query: str, name: str) -> re.Pattern[str] | None:
-    pattern = re.compile(r"\b" + re.escape(name) + r"\b", _I)
-    return pattern if pattern.search(query) else None
+def _name_words(name: str) -> re.Pattern[str]:
+    return re.compile(r"\b" + re.escape(name) + r"\b", _I)
 
 
 #: The kinds of phrasing: the question as asked, about "the user", about the user's name, about
@@ -132,21 +171,41 @@ def mentions(contents: Iterable[str], words: Sequence[str]) -> int:
     return sum(1 for text in contents if pattern.search(text))
 
 
+#: How a question refers to the user (:func:`refers`).
+BY_NAME, FIRST_PERSON, AS_USER, BY_PRONOUN = "by name", "first person", "as the user", "by pronoun"
+
+
+def refers(query: str, name: str | None) -> str | None:
+    """How the query refers to the user, ``name`` the user's name when known: by that name, in the
+    first person, as "the user", by a third-person pronoun (:func:`by_pronoun`), or not at all
+    (None). The first that applies: "how should I talk to Priya" names Priya, and its "I" is the
+    asker; "what did I tell her" is in the first person, and "her" someone else."""
+    if name and _name_words(name).search(query):
+        return BY_NAME
+    if first_person(query):
+        return FIRST_PERSON
+    if _THE_USER.search(query):
+        return AS_USER
+    return BY_PRONOUN if by_pronoun(query) else None
+
+
 def phrasings(query: str, name: str | None) -> list[tuple[str, str]]:
     """``(kind, text)`` of the query as asked, then of the same question in the other ways personal
     memories refer to the user, and without the person (:data:`NOBODY`), ``name`` the user's name when
-    known. A question about "the user" gets only the one without the person; one that neither speaks
-    in the first person nor refers to the user, none."""
-    named = _names(query, name) if name else None
-    if named is not None:  # the user in the third person: the name, or "the user"
+    known. A question about "the user" gets only the one without the person; one that does not refer
+    to the user (:func:`refers`), none."""
+    how = refers(query, name)
+    if how == BY_NAME and name:  # the user in the third person: the name, or "the user"
+        named = _name_words(name)
         out = [(ASKED, query), (THE_USER, named.sub(lambda m: "the user", query))]
         person = named
-    elif first_person(query):
-        out = [(ASKED, query), (THE_USER, about(query, "the user"))]
+    elif how in (FIRST_PERSON, BY_PRONOUN):
+        rephrase = about if how == FIRST_PERSON else about_pronoun
+        out = [(ASKED, query), (THE_USER, rephrase(query, "the user"))]
         if name:
-            out.append((NAME, about(query, name)))
-        person = _PERSON_WORDS
-    elif _THE_USER.search(query):
+            out.append((NAME, rephrase(query, name)))
+        person = _PERSON_WORDS if how == FIRST_PERSON else _PRONOUN
+    elif how == AS_USER:
         out = [(ASKED, query)]
         person = _THE_USER
     else:
@@ -205,17 +264,24 @@ def closest(vectors: npt.NDArray[np.float32], centroid: npt.NDArray[np.float32])
 
 __all__ = [
     "ASKED",
+    "AS_USER",
+    "BY_NAME",
+    "BY_PRONOUN",
+    "FIRST_PERSON",
     "NAME",
     "NOBODY",
     "PERSONAL_LAYERS",
     "THE_USER",
     "ScopeForms",
     "about",
+    "about_pronoun",
+    "by_pronoun",
     "closest",
     "first_person",
     "mentions",
     "name_from_id",
     "phrasings",
+    "refers",
     "user_words",
     "without_person",
 ]
