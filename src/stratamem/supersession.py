@@ -5,7 +5,7 @@ anymore", "now reports to Bob") supersedes the older memory of the same scope ab
 attribute. The older memory is kept as history (``status == "superseded"``, ``provenance.valid_to``
 and ``provenance.superseded_by``) and leaves default search and list; see ``replacements.py``.
 
-Five rules, all on candidates the embedder found similar in the same scope:
+Six rules, all on candidates the embedder found similar in the same scope:
 
 * **from … to …**: the new memory states a change and names what it replaces ("moved from Jenkins to
   GitHub Actions", "took over as lead from Sara", "instead of ECS", "replaced Sentry with Datadog",
@@ -32,6 +32,11 @@ Five rules, all on candidates the embedder found similar in the same scope:
 * **a new date of an event** ("The beta release for Marten moved to September 3", "… was pushed to
   17 April", "The platform team moved its standup to 10:15"): replaces the most similar memory that
   opens with the same event and names a date, nothing else.
+* **a new value in the same words**, when no rule above applies and nothing replaced is named
+  (:func:`_new_value_in_frame`): a change stated by a marker, by when it starts ("From October Ruth
+  works Thursday … nights") or by a verb of a new amount or term ("raised her rate to …") replaces
+  the scope's memory the embedder finds far closer than any other, when each states a value the
+  other does not and the new one repeats most of the older one's other words.
 
 Each compares memories about the same person or thing (:func:`subject`): a memory opening with
 another name, a relative, or a person introduced by a role ("Our client Emeka Jung …") is about
@@ -61,6 +66,11 @@ MIN_COSINE_ATTRIBUTE = 0.25
 PREFERENCE_MIN_COSINE = 0.7
 #: The most similar memories of the scope that are checked.
 CANDIDATES = 8
+#: A new value in the same words (:func:`_new_value_in_frame`): the older memory must be the new
+#: one's nearest in the scope by this cosine, and lead the next nearest by this much. The rule has
+#: no vocabulary of attributes, so the embedder must single the older memory out.
+FRAME_MIN_COSINE = 0.55
+FRAME_LEAD = 0.1
 
 _CHANGE = re.compile(
     r"\b(now|no longer|any ?more|switched|switching|moved|moving|relocated|relocating|changed|took over|"
@@ -69,6 +79,16 @@ _CHANGE = re.compile(
     r"is no|are no|not any|broke up|divorced|separated|got engaged|got married)\b"
     # "User's new manager is Felix", "my new address": a possessive "new" names a replaced value
     r"|(?:'s|\u2019s|\bmy|\bhis|\bher|\btheir|\bour)\s+new\b",
+    re.IGNORECASE,
+)
+#: A change told by when the new value starts ("From October Ruth works …", "as of 1 May") or by a
+#: verb of a new amount or term ("raised her rate to …", "renewed …", "has taken over as …"), without
+#: a word of :data:`_CHANGE`; read only by :func:`_new_value_in_frame`.
+_ONSET = re.compile(
+    r"\b(?:from|as of|starting|effective)\s+(?:next\s+|this\s+)?(?:january|february|march|april|may|june|july|"
+    r"august|september|october|november|december|monday|tuesday|wednesday|thursday|friday|saturday|sunday|"
+    r"next|tomorrow|today|\d)"
+    r"|\b(?:raised|lowered|increased|reduced|renewed|extended|(?:has|have|had) taken over)\b",
     re.IGNORECASE,
 )
 #: Words after "stopped <verb>ing" that start no object ("stopped working in 2019", "quit smoking
@@ -219,6 +239,7 @@ def may_supersede(content: str) -> bool:
         or slot(content) is not None
         or _rescheduled(content) is not None
         or _PREFERS_OVER.search(content) is not None
+        or _ONSET.search(content) is not None
     )
 
 
@@ -1049,6 +1070,57 @@ def _reversed_liking(content: str, old: str) -> bool:
     return bool(over) and over <= liked and not set(tokenize(new.group("liked"))) <= liked
 
 
+#: A number as written, with what is joined to it ("7pm", "9:30pm", "0.12", "2027").
+_NUMBER = re.compile(r"\d[\d.,:]*[a-z]*", re.IGNORECASE)
+
+
+def _values(content: str) -> set[str]:
+    """What a memory states as values: the stems of its names (runs of capitalised words), its
+    numbers and its days and months."""
+    found = {stem for run in _NAME_RUN.finditer(content) for stem in tokenize(run.group(0))}
+    for number in _NUMBER.finditer(content):  # as written and as the tokenizer splits it ("50,000")
+        found |= {number.group(0).lower().rstrip(".,:"), *tokenize(number.group(0))}
+    found |= set(tokenize(content)) & _CALENDAR
+    return found - {"user"}
+
+
+#: Units an amount is counted in: two amounts in euros a month are not one attribute for that.
+_UNITS = frozenset(
+    tokenize("euro euros dollar dollars pound pounds percent per hour hours day days week weeks month months")
+    + tokenize("year years")
+)
+
+
+def _opening_names(content: str) -> set[str]:
+    """The stems of the run of capitalised words a memory opens with ("Zesty Kestrel's p95 …")."""
+    run = _NAME_RUN.match(content.lstrip())
+    return set(tokenize(run.group(0))) if run else set()
+
+
+def _new_value_in_frame(content: str, old: str) -> bool:
+    """Whether ``content`` gives a value of ``old`` another one in the same words: each states a
+    value the other does not ("Monday, Tuesday and Wednesday nights" / "Thursday, Friday and
+    Saturday nights", "0.12 euros per word" / "0.14 euros per word", "Felix Brandt is the sous chef" /
+    "Yusuf Demir has taken over as sous chef"), and the new one repeats at least half of the words
+    of ``old`` that are not values, units or a group's word ("nights", "per word", "sous chef"; not
+    "euros a month" alone: "rent is 900 euros a month" / "pays 40 euros a month for her gym"; nor
+    "team": "The Kestrel team's standup is at 9:30" / "… the Kestrel team's retro is at 16:00").
+    Not when the new memory names the value ``old`` states (:func:`_restates`: "Hugo Martin, the
+    tech lead, is now on holiday" says more about the lead), nor when the two open with different
+    names ("Zesty Kestrel's p95 latency went from …" / "Zesty Pebble's p95 latency went from …" are
+    two projects, though :func:`subject` reads only their first word).
+    The caller has checked that the embedder singles ``old`` out."""
+    new_values, old_values = _values(content), _values(old)
+    if not (new_values - old_values and old_values - new_values) or _restates(content, old):
+        return False
+    new_names, old_names = _opening_names(content), _opening_names(old)
+    if new_names and old_names and not (new_names <= old_names or old_names <= new_names):
+        return False
+    frame = set(tokenize(old)) - old_values - _UNITS - _GROUP_STEMS
+    shared = frame & set(tokenize(content))
+    return bool(shared) and 2 * len(shared) >= len(frame)
+
+
 def _candidate_subject(old: str, mentioned: set[str]) -> str | None:
     """The :func:`subject` of a candidate, except that a group's fact ("The Helix team lead is Omar
     Haddad") is the scope's own when the new memory names the group ("Priya Nair took over as Helix
@@ -1069,7 +1141,8 @@ def superseded(content: str, candidates: Sequence[Candidate]) -> list[MemoryEntr
     stated = slot(content)
     event = _rescheduled(content)
     prefers = _PREFERS_OVER.search(content) is not None
-    if not phrases and not marker and stated is None and event is None and not prefers:
+    onset = _ONSET.search(content) is not None
+    if not phrases and not marker and stated is None and event is None and not prefers and not onset:
         return []
     if event is not None:
         # a new date replaces the same event's date (the most similar memory that names the event),
@@ -1153,4 +1226,17 @@ def superseded(content: str, candidates: Sequence[Candidate]) -> list[MemoryEntr
             # change of relationship names the partner it ends ("User and Clara divorced")
             if name == "relationship" or not _restates(content, cand.entry.content):
                 out.setdefault(cand.entry.id, cand.entry)
+    if not out and not phrases and (marker or onset) and candidates and not _ADDITIVE.search(content):
+        # no rule's vocabulary names the attribute: a new value in the same words replaces the one
+        # memory the embedder finds far closer than any other (a change that names what it replaces,
+        # "switched from gRPC to Metabase", replaces that and nothing more)
+        nearest, *rest = sorted(candidates, key=lambda c: c.cosine, reverse=True)
+        runner_up = rest[0].cosine if rest else 0.0
+        if (
+            nearest.cosine >= FRAME_MIN_COSINE
+            and nearest.cosine - runner_up >= FRAME_LEAD
+            and _same_subject(who, others[nearest.entry.id])
+            and _new_value_in_frame(content, nearest.entry.content)
+        ):
+            out[nearest.entry.id] = nearest.entry
     return list(out.values())

@@ -283,6 +283,15 @@ def test_a_superseded_memory_is_never_returned_by_default(
         # an event moved by someone: the event is the object
         ("The platform team's standup is at 9:30", "The platform team moved its standup to 10:15"),
         ("Dana's dentist appointment is on Tuesday", "Dana moved her dentist appointment to Thursday"),
+        # a new value in the same words, told by when it starts or by a verb of a new amount or term
+        ("Dana's shifts are Monday and Tuesday nights", "From October Dana works Thursday and Friday nights"),
+        ("Dana charges 40 euros per hour for tutoring", "Dana raised her tutoring rate to 45 euros per hour"),
+        (
+            "Dana's first-aid certificate expires in June 2025",
+            "Dana renewed her first-aid certificate; it is valid until June 2028",
+        ),
+        ("Felix Brandt is the sous chef", "Felix left and Yusuf Demir has taken over as sous chef"),
+        ("The kitchen closes at 10pm", "From November the kitchen closes at 9:30pm"),
     ],
 )
 def test_a_stated_change_supersedes_the_old_fact(
@@ -394,6 +403,20 @@ def test_a_word_that_says_other_things_ties_no_attribute(
         ("Walter takes warfarin, so check interactions first", "Walter has stopped taking sugar in his tea"),
         # another liking: the words of liking alone tie nothing
         ("Dana prefers replies in French", "Dana now prefers tea over coffee"),
+        # a new value of something else in some of the same words
+        (
+            "Dana's gym sessions are on Monday and Tuesday mornings",
+            "From October Dana's piano lessons are on Thursday mornings",
+        ),
+        ("Dana earns 50,000 euros a year", "Dana raised 2,000 euros for charity this year"),
+        ("Dana's rent is 900 euros a month", "Dana now pays 40 euros a month for her gym"),
+        ("The Kestrel team's standup is at 9:30", "From next week the Kestrel team's retro is at 16:00"),
+        ("The Atlas project's budget is 50,000 euros", "The Atlas project raised 10,000 euros from sponsors"),
+        ("Dana's passport expires in 2027", "Dana renewed her driving licence; it is valid until 2035"),
+        ("Dana's son Leo plays football on Saturdays", "From May Dana plays football on Sundays"),
+        # the value named again, or another thing of the same first word
+        ("The Kestrel tech lead is Hugo Martin", "Hugo Martin, the tech lead, is now on holiday until Monday"),
+        ("Zesty Kestrel's p95 latency is 455 ms", "From May Zesty Pebble's p95 latency is 54 ms"),
     ],
 )
 def test_a_change_that_replaces_no_fact_supersedes_nothing(
