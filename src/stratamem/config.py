@@ -32,7 +32,7 @@ class MemoryConfig(BaseModel):
     #: question as asked.
     user_voice: bool = True
     #: An added memory that states a change ("moved to Berlin", "switched from X to Y") supersedes the
-    #: older memory of its scope about the same attribute (``supersession.py``).
+    #: older memory of its scope about the same attribute (``supersession/``).
     detect_supersession: bool = True
     #: Results at least this similar to a higher-precedence result are dropped.
     dedup_threshold: float = Field(0.95, ge=0.0, le=1.0)

@@ -747,7 +747,7 @@ class MemoryEngine:
         operation: str,
     ) -> list[list[MemoryEntry] | MemoryError]:
         """Per embedded entry, the older memories it replaces (explicit ids, and the rule-based
-        detection of ``supersession.py`` when configured) or the error that fails it
+        detection of ``supersession/`` when configured) or the error that fails it
         (``replacements.py``)."""
 
         def lookup(old_id: str) -> MemoryEntry | None:

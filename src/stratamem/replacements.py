@@ -13,7 +13,7 @@ checking each memory in order afterwards would give:
 * an explicit id (``supersedes=[...]``) that names no current memory of the tenant fails that entry
   alone, before anything is stored.
 
-Detection itself is ``supersession.py`` (rules on the most similar memories of the same scope).
+Detection itself is ``supersession/`` (rules on the most similar memories of the same scope).
 """
 
 from __future__ import annotations

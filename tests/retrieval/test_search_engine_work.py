@@ -183,7 +183,7 @@ VARIANT_BY_NAME: dict[str, dict[str, Any]] = {
 #: the code before the engine's per-search work was batched: content, layer and score of each result
 #: (the ids are drawn anew with each store). Re-recorded since, for two intended changes: the Kestrel
 #: notes restate the value ("March") of the older ones and no longer supersede them
-#: (``supersession._restates``), and a boost no longer drops what the relevance floor's lexical
+#: (``supersession.restates``), and a boost no longer drops what the relevance floor's lexical
 #: exception keeps (the "recency" rows were mostly empty).
 EXPECTED: dict[tuple[str, str], list[tuple[str, str, float]]] = {
     ("what does Dana drink with coffee", "default"): [("Dana prefers oat milk in her coffee", "user", 0.762304)],

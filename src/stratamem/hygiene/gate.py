@@ -9,7 +9,7 @@
    ``term_overlap``) is updated instead of creating a duplicate; so is one with exactly the same key
    terms (score ≥ ``same_terms_threshold``). A stored memory that gives the same single-valued
    attribute another value (``supersession.slot``: "User's dog's name is …", "User lives in …"; score ≥
-   ``slot_threshold``) or that the new memory makes out of date (``supersession.py``) is superseded:
+   ``slot_threshold``) or that the new memory makes out of date (``supersession/``) is superseded:
    the new memory is created and the old one kept as history; the action is ``updated`` and
    ``superseded`` names the old ones.
 5. Otherwise the formatted, third-person fact is created with ``metadata.category``
@@ -356,7 +356,7 @@ class WriteGate:
     ) -> list[str]:
         """Older memories a change written about the user's name makes out of date although they were
         written about "User" (or the other way round): the store's rule-based detection
-        (``supersession.py``) run on the neutral form of both, so "User is vegetarian" stored before the
+        (``supersession/``) run on the neutral form of both, so "User is vegetarian" stored before the
         name was known is superseded by "Dana is not vegetarian anymore". The store runs the same rules
         on the named form itself when the memory is added."""
         plain = neutral(content, name)
