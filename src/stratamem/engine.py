@@ -90,6 +90,7 @@ from .retrieval.voice import (
     NAME,
     NOBODY,
     PERSONAL_LAYERS,
+    PRONOUNS,
     THE_USER,
     ScopeForms,
     closest,
@@ -98,6 +99,7 @@ from .retrieval.voice import (
     phrasings,
     refers,
     user_words,
+    usual_name,
 )
 from .retry import call_with_retry
 from .search import FloorMeasure, above_relevance_floor, merge_results
@@ -1184,14 +1186,16 @@ class MemoryEngine:
         unless a personal layer is searched; the words a memory would name the user with; and how the
         query refers to the user (``voice.refers``). The user's name: the user id when it is one,
         else, for a first-person or pronoun question of a search that reads the user layer, the name
-        its scope states."""
+        its scope states or uses."""
         if not (self.config.user_voice and PERSONAL_LAYERS.intersection(target)):
             return [(ASKED, query)], (), None
         name = name_from_id(ids.user_id)
-        if name is None and ids.user_id and Layer.USER in target and refers(query, None) in (FIRST_PERSON, BY_PRONOUN):
+        how = refers(query, name)
+        if name is None and ids.user_id and Layer.USER in target and how in (FIRST_PERSON, BY_PRONOUN):
             # read from the user layer only when this search reads it (its grant was checked)
             name = self._stated_name(tctx, op, ids.user_id, now)
-        return phrasings(query, name), user_words(name), refers(query, name)
+            how = refers(query, name) if name else how
+        return phrasings(query, name, how), user_words(name), how
 
     def _naming(
         self,
@@ -1204,11 +1208,13 @@ class MemoryEngine:
         now: datetime,
     ) -> str:
         """How the scope's memories name the user, of the :data:`MENTION_SAMPLE` that match ``words``
-        best: :data:`NOBODY` when fewer than half of them name the user at all (then the words only
-        pull a question towards those few, a statement of the name or an instruction naming the user,
-        and the question is asked without them); else :data:`NAME` when more of them use the name
-        (``words[0]``) than "user", :data:`THE_USER` otherwise. Kept per scope while its centroid
-        has the same row count."""
+        best: :data:`NOBODY` when fewer than half of them name the user at all, by a word of ``words``
+        or as "she", "his" … (then the words only pull a question towards those few, a statement of
+        the name or an instruction naming the user, and the question is asked without them);
+        :data:`ASKED` when only with "she", "his" … do half of them name the user (a question about
+        "her" matches them as asked); else :data:`NAME` when more of them use the name (``words[0]``)
+        than "user", :data:`THE_USER` otherwise. Kept per scope while its centroid has the same row
+        count."""
         scope = Scope(layer, scope_key(layer, ids))
         key = ("mentions", tctx.tenant_id, layer.value, scope.key, *words)
         known = self._scope_forms.get(key, centroid.rows)
@@ -1216,8 +1222,11 @@ class MemoryEngine:
             return known
         page = self._scope_matches(tctx, op, scope, " ".join(words), MENTION_SAMPLE, now)
         contents = [hit.entry.content for hit in page.hits]
-        if 2 * mentions(contents, words) < min(centroid.rows, MENTION_SAMPLE):
+        read = min(centroid.rows, MENTION_SAMPLE)
+        if 2 * mentions(contents, (*words, *PRONOUNS)) < read:
             naming = NOBODY
+        elif 2 * mentions(contents, words) < read:
+            naming = ASKED
         elif len(words) > 1 and mentions(contents, words[:1]) > mentions(contents, words[1:]):
             naming = NAME
         else:
@@ -1249,7 +1258,9 @@ class MemoryEngine:
 
     def _stated_name(self, tctx: TenantContext, op: str, user_id: str, now: datetime) -> str | None:
         """The first name the newest memory of the user's scope states ("User's name is Dana", the
-        write gate's form), looked up once per scope and kept while its centroid is the same."""
+        write gate's form), else the name most of the memories read call their person by
+        (``voice.usual_name``: "Ruth works nights", "Never book Ruth …"), looked up once per scope
+        and kept while its centroid is the same."""
         ids = LayerIdentifiers(user_id=user_id)
         centroid = self._centroid(tctx, op, ids, Layer.USER, now)
         if centroid is None:
@@ -1261,6 +1272,7 @@ class MemoryEngine:
             return known or None
         page = self._scope_matches(tctx, op, scope, NAME_STATEMENT, 20, now)
         stated = newest_stated_name((hit.entry.created_at, hit.entry.content) for hit in page.hits)
+        stated = stated or usual_name([hit.entry.content for hit in page.hits])
         # the first name: facts say "Priya moved …", rarely "Priya Natarajan moved …"
         found = stated.split()[0] if stated else None
         self._scope_forms.put(key, centroid.rows, found or "")

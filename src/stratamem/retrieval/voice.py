@@ -11,14 +11,16 @@ the other way round: "what theme does alice like" ranks "Alice's favourite edito
 
 So a search of a personal layer may ask the question in other words that refer to the user
 (:func:`phrasings`): as asked; about "the user"; about the user's name, taken from the ``user_id``
-when it is one (:func:`name_from_id`), else, for a first-person question, the name a memory of the
-user's scope states ("User's name is Dana", the write gate's form). Each personal scope is searched
-with the phrasing that moves the question most towards the scope's centroid (:func:`closest`), that
-is, the way most of that scope's memories speak of the user. A scope where fewer than half of the
-memories name the user at all (facts written without their subject, "Lives in Osaka") is searched
-with the person left out (:func:`without_person`): there the user's words only pull the question
-towards the few memories that contain them, such as the statement of the name. Layers about
-something else (project, team, org, company, object) get the question as asked.
+when it is one (:func:`name_from_id`), else, for a first-person or pronoun question, the name a
+memory of the user's scope states ("User's name is Dana", the write gate's form) or, when none does,
+the name most of its memories call their person by (:func:`usual_name`: "Ruth works nights", "Never
+book Ruth on a Sunday"). Each personal scope is searched with the phrasing that moves the question
+most towards the scope's centroid (:func:`closest`), that is, the way most of that scope's memories
+speak of the user. A scope where fewer than half of the memories name the user at all, by a name,
+"user" or "she" / "his" (facts written without their subject, "Lives in Osaka") is searched with the
+person left out (:func:`without_person`): there the user's words only pull the question towards the
+few memories that contain them, such as the statement of the name. Layers about something else
+(project, team, org, company, object) get the question as asked.
 
 A question that names the user speaks of them in the third person; its "I" is the asker (an agent
 asking "how should I talk to Priya"), so its first-person words are left alone and only the name
@@ -26,11 +28,13 @@ may be replaced by "the user". A question that speaks of someone as "she", "he",
 naming no one before the pronoun ("what sport does her son play?", :func:`by_pronoun`), is about the
 scope's person as well (an agent asking about its user, or about the person a scope is kept for);
 a pronoun moves a vector too little for the centroid to choose between the name and "the user",
-so the engine asks it the way most of the scope's memories name the user.
+so the engine asks it the way most of the scope's memories name the user; as asked when most of
+them say "she" or "her" and fewer than half use a name or "user".
 """
 
 from __future__ import annotations
 
+import calendar
 import re
 import threading
 from collections import OrderedDict
@@ -40,6 +44,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..layers import PERSONAL_LAYERS
+from .lexical import STOPWORDS
 
 _I = re.IGNORECASE
 #: "me" after a request to the assistant ("tell me about Mars", "show me the logs") is only whom to
@@ -95,8 +100,9 @@ def about(query: str, who: str) -> str:
     return re.sub(r"\bi\b", who, s, flags=_I)
 
 
-#: A third-person singular pronoun; reflexives ("himself") are left alone, as they repeat a subject.
-_PRONOUN = re.compile(r"\b(?:she|he|her|hers|him|his)\b", _I)
+#: The third-person singular pronouns; reflexives ("himself") are left alone, as they repeat a subject.
+PRONOUNS = ("she", "he", "her", "hers", "him", "his")
+_PRONOUN = re.compile(r"\b(?:" + "|".join(PRONOUNS) + r")\b", _I)
 #: "her" is the possessive before a word of what it owns ("her son"), the object before a function
 #: word or the end ("text her after …", "employs her?").
 _OWNED_AFTER = re.compile(
@@ -137,6 +143,41 @@ def name_from_id(user_id: str | None) -> str | None:
     if not user_id or not _NAME_ID.fullmatch(user_id):
         return None
     return user_id[0].upper() + user_id[1:]
+
+
+#: A capitalised word, without its "'s": a name, or a sentence's first word.
+_CAPITAL_WORD = re.compile(r"\b([A-Z][a-z][\w-]*)(?:['\u2019]s\b)?")
+#: Capitalised words that are no one's name: function words, the neutral "User", the words an
+#: instruction opens with, days and months.
+_NOT_NAMES = STOPWORDS | {
+    "user",
+    "never",
+    "always",
+    "please",
+    *(name.lower() for name in (*calendar.month_name, *calendar.day_name) if name),
+}
+#: The share of a scope's memories that must name its person for :func:`usual_name` to take it, and
+#: how many times more often than any other name.
+USUAL_SHARE = 1 / 3
+USUAL_LEAD = 1.5
+
+
+def usual_name(contents: Sequence[str]) -> str | None:
+    """The name ``contents`` (a scope's memories) call their person by when they never state it
+    ("Ruth works nights", "Never book Ruth on a Sunday", "Ruth's husband …"): the name at least
+    :data:`USUAL_SHARE` of them and at least three use, :data:`USUAL_LEAD` times as many as the next
+    name; else None (a scope about "User", facts without their subject, two people named alike)."""
+    counts: dict[str, int] = {}
+    for text in contents:
+        for word in {m.group(1) for m in _CAPITAL_WORD.finditer(text)}:
+            if word.lower() not in _NOT_NAMES:
+                counts[word] = counts.get(word, 0) + 1
+    ranked = sorted(counts.values(), reverse=True)
+    if not ranked or ranked[0] < max(3, USUAL_SHARE * len(contents)):
+        return None
+    if len(ranked) > 1 and ranked[0] < USUAL_LEAD * ranked[1]:
+        return None
+    return max(counts, key=lambda word: counts[word])
 
 
 def _name_words(name: str) -> re.Pattern[str]:
@@ -189,12 +230,12 @@ def refers(query: str, name: str | None) -> str | None:
     return BY_PRONOUN if by_pronoun(query) else None
 
 
-def phrasings(query: str, name: str | None) -> list[tuple[str, str]]:
+def phrasings(query: str, name: str | None, how: str | None = None) -> list[tuple[str, str]]:
     """``(kind, text)`` of the query as asked, then of the same question in the other ways personal
     memories refer to the user, and without the person (:data:`NOBODY`), ``name`` the user's name when
-    known. A question about "the user" gets only the one without the person; one that does not refer
-    to the user (:func:`refers`), none."""
-    how = refers(query, name)
+    known, ``how`` the query's :func:`refers` of that name when the caller has it. A question about
+    "the user" gets only the one without the person; one that does not refer to the user, none."""
+    how = refers(query, name) if how is None else how
     if how == BY_NAME and name:  # the user in the third person: the name, or "the user"
         named = _name_words(name)
         out = [(ASKED, query), (THE_USER, named.sub(lambda m: "the user", query))]
