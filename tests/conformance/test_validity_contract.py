@@ -292,6 +292,18 @@ def test_a_superseded_memory_is_never_returned_by_default(
         ),
         ("Felix Brandt is the sous chef", "Felix left and Yusuf Demir has taken over as sous chef"),
         ("The kitchen closes at 10pm", "From November the kitchen closes at 9:30pm"),
+        # a named value said to have ended, beside what comes instead
+        ("The wedding band is the Copper Kettles, playing from 8pm", "The Copper Kettles cancelled; a DJ plays at 8pm"),
+        ("The club's race officer is Marta Quinn", "Marta Quinn has stepped down; Ravi Patel runs the races now"),
+        ("Invoices are sent from Zoho Books", "Zoho Books is no longer used; invoices go out from Xero"),
+        ("Catering is booked with Olive Tree Kitchen", "Olive Tree Kitchen went out of business, so Fennel Co caters"),
+        ("Dana edits her photos in Lightroom", "Dana moved to Capture One after her Lightroom subscription lapsed"),
+        ("Our main contact at Halden Foods is Petra Lund", "Petra Lund has left; Jonas Berg is the new contact"),
+        # an opening phrase before the subject: what is replaced is named ("instead of")
+        (
+            "Dinner will be roast lamb with potatoes",
+            "Following the tasting, they chose a vegan curry instead of the lamb",
+        ),
     ],
 )
 def test_a_stated_change_supersedes_the_old_fact(
@@ -417,6 +429,10 @@ def test_a_word_that_says_other_things_ties_no_attribute(
         # the value named again, or another thing of the same first word
         ("The Kestrel tech lead is Hugo Martin", "Hugo Martin, the tech lead, is now on holiday until Monday"),
         ("Zesty Kestrel's p95 latency is 455 ms", "From May Zesty Pebble's p95 latency is 54 ms"),
+        # something of a named person ended, not the person; a person's own end, with nothing instead
+        ("Dana's best friend is Ana Ruiz", "Ana Ruiz's gym closed down last week"),
+        ("Never call Walter before 10am", "Walter retired in May"),
+        ("The Copper Kettles play at the Anchor on Fridays", "The Anchor cancelled its Friday music nights"),
     ],
 )
 def test_a_change_that_replaces_no_fact_supersedes_nothing(
@@ -424,6 +440,33 @@ def test_a_change_that_replaces_no_fact_supersedes_nothing(
 ) -> None:
     """Words of change about something that stays true: the older fact stays current."""
     _nothing_replaced(model_store, tenant, old, new)
+
+
+@pytest.mark.model
+def test_a_named_thing_that_ended_replaces_where_it_is_a_value_not_what_it_is_about(
+    model_store: Memory, tenant: TenantContext
+) -> None:
+    """ "Walter retired; Ines Costa covers his clients" ends Walter's work, not the facts about
+    Walter: where Walter is a scope's subject ("Walter plays golf …"), nothing of his is replaced.
+    Where he is only a value ("The account manager is Walter Brandt"), that value is."""
+    about = [
+        model_store.add(tenant, content=c, layer="user", identifiers=U).memory
+        for c in ("Walter plays golf on Sundays", "Never call Walter before 10am")
+    ]
+    out = model_store.add(tenant, content="Walter retired; Ines Costa covers his clients", layer="user", identifiers=U)
+    assert out.superseded == []
+    assert all(model_store.get(tenant, m.id) is not None for m in about)
+    project = {"project_id": "halden"}
+    value = model_store.add(
+        tenant, content="The account manager for Halden is Walter Brandt", layer="project", identifiers=project
+    ).memory
+    out = model_store.add(
+        tenant,
+        content="Walter Brandt retired; Ines Costa manages the Halden account",
+        layer="project",
+        identifiers=project,
+    )
+    assert out.superseded == [value.id]
 
 
 @pytest.mark.model

@@ -5,7 +5,7 @@ anymore", "now reports to Bob") supersedes the older memory of the same scope ab
 attribute. The older memory is kept as history (``status == "superseded"``, ``provenance.valid_to``
 and ``provenance.superseded_by``) and leaves default search and list; see ``replacements.py``.
 
-Six rules, all on candidates the embedder found similar in the same scope:
+Seven rules, all on candidates the embedder found similar in the same scope:
 
 * **from … to …**: the new memory states a change and names what it replaces ("moved from Jenkins to
   GitHub Actions", "took over as lead from Sara", "instead of ECS", "replaced Sentry with Datadog",
@@ -32,6 +32,10 @@ Six rules, all on candidates the embedder found similar in the same scope:
 * **a new date of an event** ("The beta release for Marten moved to September 3", "… was pushed to
   17 April", "The platform team moved its standup to 10:15"): replaces the most similar memory that
   opens with the same event and names a date, nothing else.
+* **a named value that ended**, beside what comes instead ("The Copper Kettles cancelled; a DJ
+  plays", "Marta Quinn has stepped down; Ravi Patel …", "Zoho Books is no longer used"): replaces
+  the most similar memory that holds the name as a value, none when a memory is about it ("Marta
+  Quinn plays golf": her stepping down is not the end of what is said about her).
 * **a new value in the same words**, when no rule above applies and nothing replaced is named
   (:func:`new_value_in_frame`): a change stated by a marker, by when it starts ("From October Ruth
   works Thursday … nights") or by a verb of a new amount or term ("raised her rate to …") replaces
@@ -53,7 +57,15 @@ from dataclasses import dataclass
 
 from ..model import MemoryEntry
 from ..retrieval.lexical import tokenize
-from .changes import PREFERS_OVER, attribute_stems, replaced, reversed_liking, shared_classes, shares_what_recurs
+from .changes import (
+    PREFERS_OVER,
+    attribute_stems,
+    ended,
+    replaced,
+    reversed_liking,
+    shared_classes,
+    shares_what_recurs,
+)
 from .events import dates_event, rescheduled
 from .frame import ONSET, new_value_in_frame
 from .slots import Slot, gives_new_value, new_value, slot
@@ -95,6 +107,7 @@ def may_supersede(content: str) -> bool:
         or rescheduled(content) is not None
         or PREFERS_OVER.search(content) is not None
         or ONSET.search(content) is not None
+        or bool(ended(content))
     )
 
 
@@ -108,7 +121,8 @@ def superseded(content: str, candidates: Sequence[Candidate]) -> list[MemoryEntr
     event = rescheduled(content)
     prefers = PREFERS_OVER.search(content) is not None
     onset = ONSET.search(content) is not None
-    if not phrases and not marker and stated is None and event is None and not prefers and not onset:
+    ends = ended(content)
+    if not phrases and not marker and stated is None and event is None and not prefers and not onset and not ends:
         return []
     if event is not None:
         # a new date replaces the same event's date (the most similar memory that names the event),
@@ -166,6 +180,22 @@ def superseded(content: str, candidates: Sequence[Candidate]) -> list[MemoryEntr
         owners = who is not None and other is None
         if any(p.named_in(cand.entry.content, stems) and not (owners and p.left) for p in phrases):
             out[cand.entry.id] = cand.entry
+    if ends and not out:
+        # "Marta Quinn has stepped down; Ravi Patel …" replaces the one memory, of those most similar,
+        # where the name is a value ("The race officer is Marta Quinn"); not what is about it
+        # ("Marta Quinn plays golf"): a name some memory is about has ended more than one role
+        about = {s for s in others.values() if s is not None}
+        for phrase in ends:
+            if phrase.words & about:
+                continue
+            holding = [
+                c
+                for c in candidates
+                if c.cosine >= MIN_COSINE_FROM_TO and phrase.named_in(c.entry.content, set(tokenize(c.entry.content)))
+            ]
+            if holding:
+                holder = max(holding, key=lambda c: c.cosine).entry
+                out[holder.id] = holder
     # a change that names what it replaces ("moved from Azure to AWS") replaces that and nothing more
     if marker and not out and not ADDITIVE.search(content):
         new_stems = attribute_stems(content, who, stated)
@@ -192,7 +222,7 @@ def superseded(content: str, candidates: Sequence[Candidate]) -> list[MemoryEntr
             # change of relationship names the partner it ends ("User and Clara divorced")
             if name == "relationship" or not restates(content, cand.entry.content):
                 out.setdefault(cand.entry.id, cand.entry)
-    if not out and not phrases and (marker or onset) and candidates and not ADDITIVE.search(content):
+    if not out and not phrases and not ends and (marker or onset) and candidates and not ADDITIVE.search(content):
         # no rule's vocabulary names the attribute: a new value in the same words replaces the one
         # memory the embedder finds far closer than any other (a change that names what it replaces,
         # "switched from gRPC to Metabase", replaces that and nothing more)

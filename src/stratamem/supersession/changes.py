@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from ..retrieval.lexical import tokenize, words
 from .slots import Slot
 from .subjects import RELATIVE, relative_parts
-from .words import CHANGE, GROUP_STEMS, has_change_marker, name_runs
+from .words import CHANGE, GROUP_STEMS, NAME_RUN, has_change_marker, name_runs
 
 #: Words after "stopped <verb>ing" that start no object ("stopped working in 2019", "quit smoking
 #: after …"): the activity alone is what was given up.
@@ -175,6 +175,41 @@ def replaced(content: str) -> list[_Replaced]:
         if stems := set(tokenize(phrase)):
             names = {w.lower() for w in words(phrase) if w[0].isupper()}
             out.append(_Replaced(stems, names, m.group("left") is not None))
+    return out
+
+
+#: A named thing said to have ended ("The Copper Kettles cancelled", "Marta Quinn has stepped down",
+#: "Zoho Books is no longer used", "Olive Tree Kitchen went out of business", "her Lightroom
+#: subscription lapsed"): the name, one word of what of it ended, and the words that say so. Not a
+#: possessive ("Ana's gym closed" ends the gym, not Ana), and "left" only at a clause's end ("Petra
+#: has left;"), not "left the office early".
+_ENDED = re.compile(
+    r"(?P<ended>" + NAME_RUN.pattern + r")(?<!['\u2019]s)"
+    r"(?:\s+(?!(?:has|have|had|is|are|was|were|got|been)\b)[a-z]+)?\s+"
+    r"(?:(?:has|have|had|is|are|was|were|got|been)\s+)*"
+    r"(?:cancell?ed|called off|stepped down|resigned|retired|went (?:out of business|bust|under)|closed down|"
+    r"shut down|lapsed|expired|discontinued|no longer (?:used|in use|available|running|operating)"
+    r"|left(?=\s*(?:[,.;]|$)))(?!\w)"
+    # "The Anchor cancelled its music nights": the name did the cancelling, it did not end
+    r"(?!\s+(?:its|the|a|an|his|her|their|our|my|all|some)\b)"
+)
+
+
+def ended(content: str) -> list[_Replaced]:
+    """Each named thing ``content`` says has ended, as a phrase of what a change replaces, when the
+    memory also says what comes instead (another name, or a word of change): "The Copper Kettles
+    cancelled; a DJ plays at 8pm", not "Walter retired in May"."""
+    found = [m for m in _ENDED.finditer(content) if set(tokenize(m.group("ended")))]
+    if not found:
+        return []
+    ends = {m.group("ended") for m in found}
+    if not has_change_marker(content) and not set(name_runs(content)) - ends:
+        return []
+    out: list[_Replaced] = []
+    for m in found:
+        phrase = m.group("ended")
+        names = {w.lower() for w in words(phrase) if tokenize(w)}
+        out.append(_Replaced(set(tokenize(phrase)), names, left=False))
     return out
 
 

@@ -191,6 +191,14 @@ def relative_parts(who: str) -> tuple[str, str, str]:
     return word, owner, name
 
 
+#: A phrase of time or cause before the subject, up to its comma ("Following the tasting, …", "After
+#: a long evening with the spreadsheet, Dagny and Aurelio …"): the subject comes after it.
+_OPENING_PHRASE = re.compile(
+    r"^\s*(?:after|following|since|before|during|until|once|because of|thanks to|due to)\b[^,;:]{1,60},\s*",
+    re.IGNORECASE,
+)
+
+
 def subject(content: str) -> str | None:
     """Whom or what a memory is about, from how it opens: the (stemmed) name it opens with ("Dana" of
     "Dana moved to Berlin", "Marco" of "Marco's manager …"), ``"relative:<word>"`` for a relative of
@@ -199,7 +207,11 @@ def subject(content: str) -> str | None:
     …"), or None when it opens with a word that names nobody ("The team …", "We moved …", "User
     prefers …", "Lives in Hamburg"). A person introduced by a role is that person, told apart from
     others of the role by name: ``"relative:client#emeka-jung"`` of "Our client Emeka Jung …",
-    ``"relative:colleague#umar-zimmermann"`` of "The user's colleague Umar Zimmermann …"."""
+    ``"relative:colleague#umar-zimmermann"`` of "The user's colleague Umar Zimmermann …". A phrase
+    of time or cause it opens with is passed over ("Following the tasting, they chose …")."""
+    opening = _OPENING_PHRASE.match(content)
+    if opening is not None:
+        content = content[opening.end() :]
     group = _NAMED_GROUP.match(content)
     if group is not None and (name := tokenize(group.group("name"))):
         return name[0]  # "The Lunar Heron project uses Rust" is about Lunar Heron, as "Lunar Heron …"
