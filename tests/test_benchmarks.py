@@ -203,7 +203,16 @@ def test_the_fact_scenarios_name_only_memories_they_hold() -> None:
         from fact_data import SCENARIOS, VOICED
     finally:
         sys.path.remove(str(ROOT / "benchmarks"))
-    assert {s.split for s in SCENARIOS} == {"dev", "holdout", "fresh", "fresh6", "fresh7", "fresh8", "fresh9"}
+    assert {s.split for s in SCENARIOS} == {
+        "dev",
+        "holdout",
+        "fresh",
+        "fresh6",
+        "fresh7",
+        "fresh8",
+        "fresh9",
+        "fresh10",
+    }
     assert len({s.name for s in SCENARIOS}) == len(SCENARIOS)
     for scenario in SCENARIOS:
         keys = [m.key for m in scenario.memories]
