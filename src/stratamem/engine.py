@@ -102,7 +102,7 @@ from .retrieval.voice import (
     usual_name,
 )
 from .retry import call_with_retry
-from .search import FloorMeasure, above_relevance_floor, merge_results
+from .search import FloorMeasure, above_relevance_floor, merge_results, newer_first
 from .telemetry.audit import AuditLog
 from .validation import check_id, check_limit
 from .wording import NAME_STATEMENT, newest_stated_name
@@ -1146,6 +1146,10 @@ class MemoryEngine:
                 seen_all = len(merged) < limit or not kept
                 total = len(kept) if seen_all else max(len(kept), total - (len(merged) - len(kept)))
                 merged = kept
+            # of two current results that state the same thing, the newer first; a history search
+            # (include_superseded, as_of) is ranked by relevance alone
+            if opts.order == "relevance" and statuses == ("active",):
+                merged = newer_first(merged)
             for result_filter in self.result_filters:
                 kept = result_filter(tctx, merged)
                 total, merged = max(0, total - (len(merged) - len(kept))), kept

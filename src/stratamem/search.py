@@ -91,6 +91,60 @@ def merge_results(
     return kept, dropped
 
 
+#: Two results of one layer whose vectors are at least this similar state nearly the same thing
+#: (a value and its later restatement: "Adult tickets cost 10 pounds" / "Adult tickets are 12 pounds
+#: this year …", 0.73), and within this much of each other's score the newer one comes first.
+NEWER_FIRST_MIN_COSINE = 0.7
+NEWER_FIRST_MAX_GAP = 0.05
+
+
+def newer_first(
+    merged: list[tuple[Layer, ScoredEntry]],
+    *,
+    min_cosine: float = NEWER_FIRST_MIN_COSINE,
+    max_gap: float = NEWER_FIRST_MAX_GAP,
+) -> list[tuple[Layer, ScoredEntry]]:
+    """``merged`` (ordered by score) with the newer of two results that state nearly the same thing
+    moved before the older one when it scores at most ``max_gap`` less: a changed fact that no
+    supersession rule read as a change ("… are 12 pounds this year" after "… cost 10 pounds") is
+    still current first, while the older one stays in the results. Only within one layer, and not
+    for conversation turns (a memory with a position records what was said, not the current state
+    of a fact); one pass, each result moved at most once before the one it restates.
+
+    Args:
+        merged: the results of a search, best first.
+        min_cosine: the cosine from which two results state the same thing.
+        max_gap: the largest score difference that the newer one may make up.
+
+    Returns:
+        The same results, reordered.
+    """
+    if len(merged) < 2:
+        return merged
+    items = list(zip(merged, hit_vectors([hit for _, hit in merged]), strict=True))
+    out: list[tuple[tuple[Layer, ScoredEntry], npt.NDArray[np.float32] | None]] = []
+    while items:
+        (layer, hit), vec = first = items.pop(0)
+        found = None
+        if vec is not None and hit.entry.provenance.position is None:
+            for j, ((other_layer, other), other_vec) in enumerate(items):
+                if hit.score - other.score > max_gap:
+                    break
+                if (
+                    other_layer == layer
+                    and other_vec is not None
+                    and other.entry.provenance.position is None
+                    and other.entry.created_at > hit.entry.created_at
+                    and float(vec @ other_vec) >= min_cosine
+                ):
+                    found = j
+                    break
+        if found is not None:
+            out.append(items.pop(found))
+        out.append(first)
+    return [item for item, _ in out]
+
+
 #: A result whose lexical match (``lex`` of ``retrieval/lexical.py``: the square root of its share of
 #: the BM25 of a memory holding every query word) is at least this is kept whatever its relevance:
 #: an identifier or a rare name the embedder does not represent ("QX-1017") shows the memory is about

@@ -199,3 +199,50 @@ def test_a_scope_that_names_the_user_keeps_the_person_in_the_question(
     assert model_store.engine.asked_as(tenant, "where does Kenji live?", kenji, [Layer.USER]) == {
         Layer.USER: "where does live?"
     }
+
+
+#: Two memories of one scope that state the same thing, the newer one in other words, which no
+#: supersession rule reads as a change: the older one, worded closer to the question, scores higher.
+NEWER_FIRST_CASES = [
+    (
+        "Adult tickets cost 10 pounds",
+        "Adult tickets are 12 pounds this year to cover the hall hire",
+        "how much is an adult ticket",
+    ),
+]
+
+
+@pytest.mark.parametrize("case", range(len(NEWER_FIRST_CASES)))
+def test_of_two_results_that_state_the_same_thing_the_newer_comes_first(
+    model_store: Memory, tenant: TenantContext, case: int
+) -> None:
+    old, new, question = NEWER_FIRST_CASES[case]
+    ids = {"project_id": "concert"}
+    for content in (old, new):
+        model_store.add(tenant, content=content, layer="project", identifiers=ids)
+    res = model_store.search(tenant, question, identifiers=ids, threshold=0.0)
+    assert [r.memory.content for r in res.results][:2] == [new, old], [(r.memory.content, r.score) for r in res.results]
+    # both still current: nothing was superseded, and an unrelated older memory keeps its place
+    assert all(r.memory.status == "active" for r in res.results)
+
+
+def test_conversation_turns_keep_their_order_by_score(model_store: Memory, tenant: TenantContext) -> None:
+    """A turn of a conversation records what was said, not the current state of a fact: two turns
+    that say nearly the same thing are not reordered by age."""
+    ids = {"session_id": "s1", "user_id": "u1"}
+    old, new, question = NEWER_FIRST_CASES[0]
+    for position, content in enumerate((old, new)):
+        model_store.add(tenant, content=content, layer="session", identifiers=ids, provenance={"position": position})
+    res = model_store.search(tenant, question, identifiers=ids, layers=["session"], threshold=0.0)
+    assert [r.memory.content for r in res.results][:2] == [old, new], [(r.memory.content, r.score) for r in res.results]
+
+
+def test_a_history_search_is_ranked_by_relevance_alone(model_store: Memory, tenant: TenantContext) -> None:
+    """With ``include_superseded`` the search shows history: the memory a question matches best comes
+    first, however new the one restating it."""
+    old, new, question = NEWER_FIRST_CASES[0]
+    ids = {"project_id": "concert"}
+    for content in (old, new):
+        model_store.add(tenant, content=content, layer="project", identifiers=ids)
+    res = model_store.search(tenant, question, identifiers=ids, threshold=0.0, include_superseded=True)
+    assert [r.memory.content for r in res.results][:2] == [old, new], [(r.memory.content, r.score) for r in res.results]

@@ -299,6 +299,7 @@ def test_a_superseded_memory_is_never_returned_by_default(
         ("Catering is booked with Olive Tree Kitchen", "Olive Tree Kitchen went out of business, so Fennel Co caters"),
         ("Dana edits her photos in Lightroom", "Dana moved to Capture One after her Lightroom subscription lapsed"),
         ("Our main contact at Halden Foods is Petra Lund", "Petra Lund has left; Jonas Berg is the new contact"),
+        ("Hannah Brook plays the organ for the choir", "Hannah Brook has retired from the choir; Leo Grant now plays"),
         # an opening phrase before the subject: what is replaced is named ("instead of")
         (
             "Dinner will be roast lamb with potatoes",
@@ -447,8 +448,9 @@ def test_a_named_thing_that_ended_replaces_where_it_is_a_value_not_what_it_is_ab
     model_store: Memory, tenant: TenantContext
 ) -> None:
     """ "Walter retired; Ines Costa covers his clients" ends Walter's work, not the facts about
-    Walter: where Walter is a scope's subject ("Walter plays golf …"), nothing of his is replaced.
-    Where he is only a value ("The account manager is Walter Brandt"), that value is."""
+    Walter ("Walter plays golf …", "Never call Walter …": nothing in common with the new memory but
+    the name). Where the memory holding the name says what he was ("The account manager for Halden
+    is Walter Brandt" and "… manages the Halden account"), that is replaced."""
     about = [
         model_store.add(tenant, content=c, layer="user", identifiers=U).memory
         for c in ("Walter plays golf on Sundays", "Never call Walter before 10am")

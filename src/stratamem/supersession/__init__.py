@@ -34,8 +34,9 @@ Seven rules, all on candidates the embedder found similar in the same scope:
   opens with the same event and names a date, nothing else.
 * **a named value that ended**, beside what comes instead ("The Copper Kettles cancelled; a DJ
   plays", "Marta Quinn has stepped down; Ravi Patel …", "Zoho Books is no longer used"): replaces
-  the most similar memory that holds the name as a value, none when a memory is about it ("Marta
-  Quinn plays golf": her stepping down is not the end of what is said about her).
+  the most similar memory that holds the name and shares another word with the new one, what the
+  name was ("The race officer is Marta Quinn"), not one that shares only the name ("Marta Quinn
+  plays golf": her stepping down is not the end of what is said about her).
 * **a new value in the same words**, when no rule above applies and nothing replaced is named
   (:func:`new_value_in_frame`): a change stated by a marker, by when it starts ("From October Ruth
   works Thursday … nights") or by a verb of a new amount or term ("raised her rate to …") replaces
@@ -181,17 +182,17 @@ def superseded(content: str, candidates: Sequence[Candidate]) -> list[MemoryEntr
         if any(p.named_in(cand.entry.content, stems) and not (owners and p.left) for p in phrases):
             out[cand.entry.id] = cand.entry
     if ends and not out:
-        # "Marta Quinn has stepped down; Ravi Patel …" replaces the one memory, of those most similar,
-        # where the name is a value ("The race officer is Marta Quinn"); not what is about it
-        # ("Marta Quinn plays golf"): a name some memory is about has ended more than one role
-        about = {s for s in others.values() if s is not None}
+        # "Marta Quinn has stepped down; Ravi Patel runs the races" replaces the most similar memory
+        # that holds the name and shares another word with it, what the name was ("The race officer
+        # is Marta Quinn"); not one that shares only the name ("Marta Quinn plays golf")
+        context = set(tokenize(content))
         for phrase in ends:
-            if phrase.words & about:
-                continue
             holding = [
                 c
                 for c in candidates
-                if c.cosine >= MIN_COSINE_FROM_TO and phrase.named_in(c.entry.content, set(tokenize(c.entry.content)))
+                if c.cosine >= MIN_COSINE_FROM_TO
+                and phrase.named_in(c.entry.content, stems := set(tokenize(c.entry.content)))
+                and (stems & context) - phrase.words
             ]
             if holding:
                 holder = max(holding, key=lambda c: c.cosine).entry
