@@ -53,12 +53,22 @@ def _count_loads(monkeypatch: pytest.MonkeyPatch, mem: Memory) -> list[tuple[str
 
 
 def _assert_same_as_table(mem: Memory, part: Partition) -> None:
-    """The partition equals one loaded from the committed rows: ids, vectors, status, entries, postings."""
+    """The partition equals one loaded from the committed rows: ids, vectors, status, entries, postings.
+
+    The searches before this left access statistics on their way to the store (the append worker
+    patches the partition when it commits them): they are written first, and the partition is read
+    under its lock, so neither side is compared half way through that patch."""
     provider = _provider(mem)
     index = provider.search_index
     assert index is not None
-    with provider.db.write_lock:
+    mem.lifecycle.flush()
+    provider.flush_appends()
+    with provider.db.write_lock, part.lock:
         fresh = index.new_partition(part.key, provider._load_partition(*part.key))
+        _assert_same_rows(part, fresh)
+
+
+def _assert_same_rows(part: Partition, fresh: Partition) -> None:
     assert part.ids == fresh.ids and part.contents == fresh.contents and part.n_live == fresh.n_live > 0
     n = len(part.ids)
     assert np.array_equal(part.vectors[:n], fresh.vectors[:n])
