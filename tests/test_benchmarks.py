@@ -212,6 +212,8 @@ def test_the_fact_scenarios_name_only_memories_they_hold() -> None:
         "fresh8",
         "fresh9",
         "fresh10",
+        "fresh11",
+        "fresh12",
     }
     assert len({s.name for s in SCENARIOS}) == len(SCENARIOS)
     for scenario in SCENARIOS:
