@@ -101,7 +101,7 @@ def _replaced_by(
         and entry.provenance.position is None
         and not entry.provenance.conflict
         and entry.embedding
-        and supersession.may_supersede(entry.content)
+        and (read := supersession.cues(entry.content)).any
     ):
         # the store's best, past the ones an earlier entry replaced, and the earlier entries of the scope
         scored = [(s, m) for s, m in nearest(entry, supersession.CANDIDATES + len(gone)) if m.id not in gone]
@@ -110,7 +110,7 @@ def _replaced_by(
         candidates = [
             supersession.Candidate(m, 2.0 * s - 1.0) for s, m in scored[: supersession.CANDIDATES] if m.id != entry.id
         ]
-        for old in supersession.superseded(entry.content, candidates):
+        for old in supersession.superseded(entry.content, candidates, read):
             olds.setdefault(old.id, old)
     return [old for old in olds.values() if old.id != entry.id and old.status == "active"]
 

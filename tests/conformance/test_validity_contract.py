@@ -300,6 +300,18 @@ def test_a_superseded_memory_is_never_returned_by_default(
         ("Dana edits her photos in Lightroom", "Dana moved to Capture One after her Lightroom subscription lapsed"),
         ("Our main contact at Halden Foods is Petra Lund", "Petra Lund has left; Jonas Berg is the new contact"),
         ("Hannah Brook plays the organ for the choir", "Hannah Brook has retired from the choir; Leo Grant now plays"),
+        # a new amount of the same thing, said to have moved, to hold beside it, or to be the current one
+        ("Sells her jam at £4 a jar at the market", "Jars of jam are £4.50 this summer; she put the price up"),
+        ("Takes metformin 500 mg twice a day", "Her GP raised the metformin to 1000 mg twice a day"),
+        ("The guest list has 120 names on it", "They cut the guest list to 95 names"),
+        (
+            "Season tickets are 80 pounds for adults and 40 pounds for students",
+            "Adult season tickets are 95 pounds; students remain at 40 pounds",
+        ),
+        (
+            "18 volunteers signed up for the beach clean",
+            "Three dropped out, so 15 volunteers are now coming to the beach clean",
+        ),
         # an opening phrase before the subject: what is replaced is named ("instead of")
         (
             "Dinner will be roast lamb with potatoes",
@@ -427,6 +439,16 @@ def test_a_word_that_says_other_things_ties_no_attribute(
         ("The Atlas project's budget is 50,000 euros", "The Atlas project raised 10,000 euros from sponsors"),
         ("Dana's passport expires in 2027", "Dana renewed her driving licence; it is valid until 2035"),
         ("Dana's son Leo plays football on Saturdays", "From May Dana plays football on Sundays"),
+        # the memory that gives the user's name, whatever else it says
+        (
+            "User's name is Dale. Drives long-haul for a freight carrier based out of Joplin",
+            "Starting in November the carrier moved him to a dedicated Joplin-Laredo run",
+        ),
+        # an amount of another thing, on other days, or for other people
+        ("Takes lisinopril 10 mg every morning", "Now takes metformin 500 mg with dinner"),
+        ("Runs 5 km on weekday mornings", "Now runs 18 km on Sundays"),
+        ("Adult swim lessons are £12 a session", "Children's swim lessons are now £8 a session"),
+        ("The trip costs £185 per pupil", "The coach alone now costs £1,200"),
         # the value named again, or another thing of the same first word
         ("The Kestrel tech lead is Hugo Martin", "Hugo Martin, the tech lead, is now on holiday until Monday"),
         ("Zesty Kestrel's p95 latency is 455 ms", "From May Zesty Pebble's p95 latency is 54 ms"),

@@ -360,7 +360,10 @@ class WriteGate:
         name was known is superseded by "Dana is not vegetarian anymore". The store runs the same rules
         on the named form itself when the memory is added."""
         plain = neutral(content, name)
-        if plain == content or not self.engine.config.detect_supersession or not supersession.may_supersede(plain):
+        if plain == content or not self.engine.config.detect_supersession:
+            return []
+        read = supersession.cues(plain)
+        if not read.any:
             return []
         hits = self._search(
             tctx, layer, ids, plain, supersession.CANDIDATES, (1.0 + supersession.MIN_COSINE_FROM_TO) / 2.0
@@ -371,7 +374,7 @@ class WriteGate:
             )
             for h in hits
         ]
-        return [old.id for old in supersession.superseded(plain, candidates)]
+        return [old.id for old in supersession.superseded(plain, candidates, read)]
 
     def _format(self, llm: LLMClient, text: str, name: str | None) -> FormattedMemory:
         """The format call, told the user's name: the rule engine writes the name itself; an LLM gets

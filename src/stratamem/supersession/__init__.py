@@ -5,7 +5,7 @@ anymore", "now reports to Bob") supersedes the older memory of the same scope ab
 attribute. The older memory is kept as history (``status == "superseded"``, ``provenance.valid_to``
 and ``provenance.superseded_by``) and leaves default search and list; see ``replacements.py``.
 
-Seven rules, all on candidates the embedder found similar in the same scope:
+Eight rules, all on candidates the embedder found similar in the same scope:
 
 * **from … to …**: the new memory states a change and names what it replaces ("moved from Jenkins to
   GitHub Actions", "took over as lead from Sara", "instead of ECS", "replaced Sentry with Datadog",
@@ -42,10 +42,18 @@ Seven rules, all on candidates the embedder found similar in the same scope:
   works Thursday … nights") or by a verb of a new amount or term ("raised her rate to …") replaces
   the scope's memory the embedder finds far closer than any other, when each states a value the
   other does not and the new one repeats most of the older one's other words.
+* **a new amount of the same thing**, on the same terms (:func:`amounts.new_amount`): "Jars of
+  honey go for £7.50 this season" replaces "Sells her honey at £6 a jar", when both count in one
+  unit (money, a time of day, "mg", "guests"), each states an amount the other does not, they share
+  a word for what is counted, and the new one says the amount moved, holds beside one that moved,
+  or is the current one; not an amount of another thing ("metformin 500 mg" beside "lisinopril 10
+  mg"), on other days, or for other people ("Children's swim lessons are now £8").
 
 Each compares memories about the same person or thing (:func:`subject`): a memory opening with
 another name, a relative, or a person introduced by a role ("Our client Emeka Jung …") is about
-someone else than the scope's owner.
+someone else than the scope's owner; a capitalised opening word the other memory holds too
+("Stand-up is 9:15 from now on" / "Daily stand-up 8:45 in room B112") is not another name
+(:func:`subjects.about_same`; for the **from … to** rule and the last two).
 
 The rules are deliberately narrow: a missed change leaves both facts current (the newer one still
 ranks by relevance), while a wrong supersession would hide a true fact from default search.
@@ -58,8 +66,11 @@ from dataclasses import dataclass
 
 from ..model import MemoryEntry
 from ..retrieval.lexical import tokenize
+from ..wording import stated_name
+from .amounts import amounts, has_amount_cue, new_amount
 from .changes import (
     PREFERS_OVER,
+    Replaced,
     attribute_stems,
     ended,
     replaced,
@@ -70,7 +81,7 @@ from .changes import (
 from .events import dates_event, rescheduled
 from .frame import ONSET, new_value_in_frame
 from .slots import Slot, gives_new_value, new_value, slot
-from .subjects import candidate_subject, partner_of, same_subject, subject
+from .subjects import about_same, candidate_subject, partner_of, same_subject, subject
 from .words import ADDITIVE, has_change_marker, restates
 
 #: Cosine similarity a candidate needs for each rule (the embedder must agree that the two
@@ -99,31 +110,62 @@ class Candidate:
     cosine: float
 
 
-def may_supersede(content: str) -> bool:
-    """Cheap pre-check: only a memory stating a change, the value of a single-valued attribute or an
-    event's new date is compared with its scope."""
-    return (
-        has_change_marker(content)
-        or slot(content) is not None
-        or rescheduled(content) is not None
-        or PREFERS_OVER.search(content) is not None
-        or ONSET.search(content) is not None
-        or bool(ended(content))
+@dataclass(frozen=True)
+class Cues:
+    """What a memory says that the rules read, read once per memory (:func:`cues`): a word of change,
+    the value of a single-valued attribute, an event's new date, a reversed liking, when a new value
+    starts, a named value that ended, a new amount."""
+
+    marker: bool
+    stated: Slot | None
+    event: set[str] | None
+    prefers: bool
+    onset: bool
+    ends: list[Replaced]
+    counted: bool
+
+    @property
+    def any(self) -> bool:
+        """Whether the memory is compared with its scope at all (a cheap pre-check: only a memory
+        stating a change, the value of a single-valued attribute or an event's new date is)."""
+        return (
+            self.marker
+            or self.stated is not None
+            or self.event is not None
+            or self.prefers
+            or self.onset
+            or bool(self.ends)
+            or self.counted
+        )
+
+
+def cues(content: str) -> Cues:
+    """The :class:`Cues` of the memory ``content``."""
+    return Cues(
+        marker=has_change_marker(content),
+        stated=slot(content),
+        event=rescheduled(content),
+        prefers=PREFERS_OVER.search(content) is not None,
+        onset=ONSET.search(content) is not None,
+        ends=ended(content),
+        counted=bool(amounts(content)) and has_amount_cue(content),
     )
 
 
-def superseded(content: str, candidates: Sequence[Candidate]) -> list[MemoryEntry]:
+def superseded(content: str, candidates: Sequence[Candidate], read: Cues | None = None) -> list[MemoryEntry]:
     """The candidates that the memory ``content`` makes out of date (see module doc). A candidate that
     opens with another name is about someone else ("Ana switched from Jenkins" leaves "Ben uses
-    Jenkins" alone), as scopes shared by several people hold."""
+    Jenkins" alone), as scopes shared by several people hold. ``read``: the memory's :func:`cues`,
+    when the caller has them."""
+    read = cues(content) if read is None else read
+    if stated_name(content) is None:
+        # the memory that gives the user's name is replaced only by one that gives a name: what else
+        # it says may change ("… drives for a carrier based out of Joplin"), the name does not
+        candidates = [c for c in candidates if stated_name(c.entry.content) is None]
     phrases = replaced(content)
-    marker = has_change_marker(content)
-    stated = slot(content)
-    event = rescheduled(content)
-    prefers = PREFERS_OVER.search(content) is not None
-    onset = ONSET.search(content) is not None
-    ends = ended(content)
-    if not phrases and not marker and stated is None and event is None and not prefers and not onset and not ends:
+    marker, stated, event, prefers = read.marker, read.stated, read.event, read.prefers
+    onset, ends, counted = read.onset, read.ends, read.counted
+    if not (phrases or read.any):
         return []
     if event is not None:
         # a new date replaces the same event's date (the most similar memory that names the event),
@@ -174,7 +216,7 @@ def superseded(content: str, candidates: Sequence[Candidate]) -> list[MemoryEntr
             return list(out.values())
     for cand in candidates:
         other = others[cand.entry.id]
-        if cand.cosine < MIN_COSINE_FROM_TO or not same_subject(who, other):
+        if cand.cosine < MIN_COSINE_FROM_TO or not about_same(who, other, content, cand.entry.content):
             continue
         stems = set(tokenize(cand.entry.content))
         # "Kim left Northwind" says where Kim no longer is, not the scope's owner ("User works at Northwind")
@@ -223,17 +265,28 @@ def superseded(content: str, candidates: Sequence[Candidate]) -> list[MemoryEntr
             # change of relationship names the partner it ends ("User and Clara divorced")
             if name == "relationship" or not restates(content, cand.entry.content):
                 out.setdefault(cand.entry.id, cand.entry)
-    if not out and not phrases and not ends and (marker or onset) and candidates and not ADDITIVE.search(content):
-        # no rule's vocabulary names the attribute: a new value in the same words replaces the one
-        # memory the embedder finds far closer than any other (a change that names what it replaces,
-        # "switched from gRPC to Metabase", replaces that and nothing more)
+    if (
+        not out
+        and not phrases
+        and not ends
+        and (marker or onset or counted)
+        and candidates
+        and not ADDITIVE.search(content)
+    ):
+        # no rule's vocabulary names the attribute: a new value in the same words, or a new amount
+        # of the same thing, replaces the one memory the embedder finds far closer than any other (a
+        # change that names what it replaces, "switched from gRPC to Metabase", replaces that and
+        # nothing more)
         nearest, *rest = sorted(candidates, key=lambda c: c.cosine, reverse=True)
         runner_up = rest[0].cosine if rest else 0.0
         if (
             nearest.cosine >= FRAME_MIN_COSINE
             and nearest.cosine - runner_up >= FRAME_LEAD
-            and same_subject(who, others[nearest.entry.id])
-            and new_value_in_frame(content, nearest.entry.content)
+            and about_same(who, others[nearest.entry.id], content, nearest.entry.content)
+            and (
+                ((marker or onset) and new_value_in_frame(content, nearest.entry.content))
+                or (counted and new_amount(content, nearest.entry.content))
+            )
         ):
             out[nearest.entry.id] = nearest.entry
     return list(out.values())
@@ -247,10 +300,11 @@ __all__ = [
     "MIN_COSINE_FROM_TO",
     "PREFERENCE_MIN_COSINE",
     "Candidate",
+    "Cues",
     "Slot",
+    "cues",
     "gives_new_value",
     "has_change_marker",
-    "may_supersede",
     "restates",
     "slot",
     "subject",

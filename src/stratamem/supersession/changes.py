@@ -151,7 +151,7 @@ def shared_classes(new: set[str], old: set[str]) -> set[str]:
 
 
 @dataclass(frozen=True)
-class _Replaced:
+class Replaced:
     """A phrase naming what a change replaces: its informative words (stems), its names as written
     (lower-cased: a stem of a name may be another word, "Dentally" → "dental"), and whether it is a
     thing its subject left ("left Glovo", "sold the Yaris")."""
@@ -165,16 +165,16 @@ class _Replaced:
         return self.words <= stems and self.names <= set(words(old.lower()))
 
 
-def replaced(content: str) -> list[_Replaced]:
+def replaced(content: str) -> list[Replaced]:
     """Each replaced phrase of a memory that states a change."""
     if not has_change_marker(content):
         return []
-    out: list[_Replaced] = []
+    out: list[Replaced] = []
     for m in _FROM.finditer(content):
         phrase = next(g for g in m.groups() if g)
         if stems := set(tokenize(phrase)):
             names = {w.lower() for w in words(phrase) if w[0].isupper()}
-            out.append(_Replaced(stems, names, m.group("left") is not None))
+            out.append(Replaced(stems, names, m.group("left") is not None))
     return out
 
 
@@ -195,7 +195,7 @@ _ENDED = re.compile(
 )
 
 
-def ended(content: str) -> list[_Replaced]:
+def ended(content: str) -> list[Replaced]:
     """Each named thing ``content`` says has ended, as a phrase of what a change replaces, when the
     memory also says what comes instead (another name, or a word of change): "The Copper Kettles
     cancelled; a DJ plays at 8pm", not "Walter retired in May"."""
@@ -205,11 +205,11 @@ def ended(content: str) -> list[_Replaced]:
     ends = {m.group("ended") for m in found}
     if not has_change_marker(content) and not set(name_runs(content)) - ends:
         return []
-    out: list[_Replaced] = []
+    out: list[Replaced] = []
     for m in found:
         phrase = m.group("ended")
         names = {w.lower() for w in words(phrase) if tokenize(w)}
-        out.append(_Replaced(set(tokenize(phrase)), names, left=False))
+        out.append(Replaced(set(tokenize(phrase)), names, left=False))
     return out
 
 

@@ -40,7 +40,7 @@ _UNITS = frozenset(
 )
 
 
-def _opening_names(content: str) -> set[str]:
+def opening_names(content: str) -> set[str]:
     """The stems of the run of capitalised words a memory opens with ("Zesty Kestrel's p95 …")."""
     run = NAME_RUN.match(content.lstrip())
     return set(tokenize(run.group(0))) if run else set()
@@ -62,7 +62,7 @@ def new_value_in_frame(content: str, old: str) -> bool:
     new_values, old_values = _values(content), _values(old)
     if not (new_values - old_values and old_values - new_values) or restates(content, old):
         return False
-    new_names, old_names = _opening_names(content), _opening_names(old)
+    new_names, old_names = opening_names(content), opening_names(old)
     if new_names and old_names and not (new_names <= old_names or old_names <= new_names):
         return False
     frame = set(tokenize(old)) - old_values - _UNITS - GROUP_STEMS

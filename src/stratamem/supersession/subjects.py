@@ -252,6 +252,19 @@ def same_subject(who: str | None, other: str | None) -> bool:
     return who is None or other is None or who == other
 
 
+def about_same(who: str | None, other: str | None, content: str, old: str) -> bool:
+    """:func:`same_subject`, or two memories each opening with a word the other one holds too: a
+    capital that opens a sentence need not be a name ("Stand-up is 9:15 from now on" and "Daily
+    stand-up 8:45 in room B112"; "Tickets are 12 pounds …" and "Adult tickets are 14 pounds …"),
+    and a name the other memory holds is what both are about. A relative stays another person; two
+    names neither memory shares ("Ana switched from Jenkins" and "Ben uses Jenkins") two people."""
+    if same_subject(who, other):
+        return True
+    if (who or "").startswith(RELATIVE) or (other or "").startswith(RELATIVE):
+        return False
+    return (who is not None and who in set(tokenize(old))) or (other is not None and other in set(tokenize(content)))
+
+
 def partner_of(who: str | None, other: str | None) -> bool:
     """Whether a memory about ``other`` is about the partner of ``who`` (the scope's owner when None):
     "Lena's partner is called Tom" states whom Lena is with, which "Lena is now dating Sam" changes."""
