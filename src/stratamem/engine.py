@@ -1145,11 +1145,13 @@ class MemoryEngine:
                 # every candidate was seen when fewer than ``limit`` came back: the count is exact
                 seen_all = len(merged) < limit or not kept
                 total = len(kept) if seen_all else max(len(kept), total - (len(merged) - len(kept)))
+                vector_of = {id(hit): vec for (_, hit), vec in zip(merged, vectors, strict=True)}
+                vectors = [vector_of[id(hit)] for _, hit in kept]
                 merged = kept
             # of two current results that state the same thing, the newer first; a history search
             # (include_superseded, as_of) is ranked by relevance alone
             if opts.order == "relevance" and statuses == ("active",):
-                merged = newer_first(merged)
+                merged = newer_first(merged, vectors=vectors)
             for result_filter in self.result_filters:
                 kept = result_filter(tctx, merged)
                 total, merged = max(0, total - (len(merged) - len(kept))), kept

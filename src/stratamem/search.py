@@ -93,7 +93,7 @@ def merge_results(
 
 #: Two results of one layer whose vectors are at least this similar state nearly the same thing
 #: (a value and its later restatement: "Adult tickets cost 10 pounds" / "Adult tickets are 12 pounds
-#: this year …", 0.73), and within this much of each other's score the newer one comes first.
+#: to cover the hall hire", 0.75), and within this much of each other's score the newer one comes first.
 NEWER_FIRST_MIN_COSINE = 0.7
 NEWER_FIRST_MAX_GAP = 0.05
 
@@ -103,11 +103,12 @@ def newer_first(
     *,
     min_cosine: float = NEWER_FIRST_MIN_COSINE,
     max_gap: float = NEWER_FIRST_MAX_GAP,
+    vectors: Sequence[npt.NDArray[np.float32] | None] | None = None,
 ) -> list[tuple[Layer, ScoredEntry]]:
     """``merged`` (ordered by score) with the newer of two results that state nearly the same thing
     moved before the older one when it scores at most ``max_gap`` less: a changed fact that no
-    supersession rule read as a change ("… are 12 pounds this year" after "… cost 10 pounds") is
-    still current first, while the older one stays in the results. Only within one layer, and not
+    supersession rule read as a change ("… are 12 pounds to cover the hall hire" after "… cost 10
+    pounds") is still current first, while the older one stays in the results. Only within one layer, and not
     for conversation turns (a memory with a position records what was said, not the current state
     of a fact); one pass, each result moved at most once before the one it restates.
 
@@ -115,13 +116,16 @@ def newer_first(
         merged: the results of a search, best first.
         min_cosine: the cosine from which two results state the same thing.
         max_gap: the largest score difference that the newer one may make up.
+        vectors: each result's float32 vector (None without one), as :func:`merge_results` gives
+            them; converted from the entries when not given.
 
     Returns:
         The same results, reordered.
     """
     if len(merged) < 2:
         return merged
-    items = list(zip(merged, hit_vectors([hit for _, hit in merged]), strict=True))
+    rows = hit_vectors([hit for _, hit in merged]) if vectors is None else vectors
+    items = list(zip(merged, rows, strict=True))
     out: list[tuple[tuple[Layer, ScoredEntry], npt.NDArray[np.float32] | None]] = []
     while items:
         (layer, hit), vec = first = items.pop(0)

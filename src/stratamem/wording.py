@@ -187,6 +187,17 @@ def stated_name(content: str) -> str | None:
 #: The words a search for the memory that states the user's name asks with.
 NAME_STATEMENT = "User's name is"
 
+#: The English names of the months and days, lower case: capitalised words that name a time, not a
+#: person or a value ("on leave until May"). Spelled out rather than read from the ``calendar``
+#: module, whose names follow the process's locale while the memories are read as English.
+CALENDAR_WORDS = frozenset(
+    {
+        *("january", "february", "march", "april", "may", "june", "july", "august"),
+        *("september", "october", "november", "december"),
+        *("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"),
+    }
+)
+
 
 def newest_stated_name(memories: Iterable[tuple[datetime, str]]) -> str | None:
     """The name stated by the newest of ``(created_at, content)`` that states one, or None."""

@@ -34,7 +34,6 @@ them say "she" or "her" and fewer than half use a name or "user".
 
 from __future__ import annotations
 
-import calendar
 import re
 import threading
 from collections import OrderedDict
@@ -44,6 +43,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..layers import PERSONAL_LAYERS
+from ..wording import CALENDAR_WORDS
 from .lexical import STOPWORDS
 
 _I = re.IGNORECASE
@@ -154,7 +154,7 @@ _NOT_NAMES = STOPWORDS | {
     "never",
     "always",
     "please",
-    *(name.lower() for name in (*calendar.month_name, *calendar.day_name) if name),
+    *CALENDAR_WORDS,
 }
 #: The share of a scope's memories that must name its person for :func:`usual_name` to take it, and
 #: how many times more often than any other name.

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from ..retrieval.lexical import tokenize
+from ..wording import CALENDAR_WORDS
 
 CHANGE = re.compile(
     r"\b(now|no longer|any ?more|switched|switching|moved|moving|relocated|relocating|changed|took over|"
@@ -76,12 +77,7 @@ NAME_RUN = re.compile(r"(?<![\w.])(?:[A-Z][\w'.\u2019-]*)(?:\s+(?:[A-Z][\w'.\u20
 
 
 #: Capitalised words that name a time, not a value ("on leave until May").
-CALENDAR = frozenset(
-    tokenize(
-        "january february march april may june july august september october november december "
-        "monday tuesday wednesday thursday friday saturday sunday"
-    )
-)
+CALENDAR = frozenset(tokenize(" ".join(sorted(CALENDAR_WORDS))))
 
 
 def name_runs(content: str) -> list[str]:
