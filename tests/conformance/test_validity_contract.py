@@ -300,6 +300,13 @@ def test_a_superseded_memory_is_never_returned_by_default(
         ("Dana edits her photos in Lightroom", "Dana moved to Capture One after her Lightroom subscription lapsed"),
         ("Our main contact at Halden Foods is Petra Lund", "Petra Lund has left; Jonas Berg is the new contact"),
         ("Hannah Brook plays the organ for the choir", "Hannah Brook has retired from the choir; Leo Grant now plays"),
+        # a person who left the role or moved on from it
+        ("Nina Park plays Maria in the school musical", "Nina Park had to withdraw after a sprain; Jo Lee plays Maria"),
+        (
+            "The Saturday shift lead is Omar Haddad",
+            "Omar Haddad has moved across to the warehouse team; Lena Fox leads the Saturday shift now",
+        ),
+        ("Marco runs the last leg of the relay", "Marco dropped out of the relay; Ines Ruiz runs the last leg"),
         # a new amount of the same thing, said to have moved, to hold beside it, or to be the current one
         ("Sells her jam at £4 a jar at the market", "Jars of jam are £4.50 this summer; she put the price up"),
         ("Takes metformin 500 mg twice a day", "Her GP raised the metformin to 1000 mg twice a day"),
@@ -439,6 +446,8 @@ def test_a_word_that_says_other_things_ties_no_attribute(
         ("The Atlas project's budget is 50,000 euros", "The Atlas project raised 10,000 euros from sponsors"),
         ("Dana's passport expires in 2027", "Dana renewed her driving licence; it is valid until 2035"),
         ("Dana's son Leo plays football on Saturdays", "From May Dana plays football on Sundays"),
+        # a person who left something else
+        ("Dana works as a product designer at Figma", "Dana dropped out of her Spanish course; she now learns Italian"),
         # the memory that gives the user's name, whatever else it says
         (
             "User's name is Dale. Drives long-haul for a freight carrier based out of Joplin",

@@ -33,7 +33,8 @@ Eight rules, all on candidates the embedder found similar in the same scope:
   17 April", "The platform team moved its standup to 10:15"): replaces the most similar memory that
   opens with the same event and names a date, nothing else.
 * **a named value that ended**, beside what comes instead ("The Copper Kettles cancelled; a DJ
-  plays", "Marta Quinn has stepped down; Ravi Patel …", "Zoho Books is no longer used"): replaces
+  plays", "Marta Quinn has stepped down; Ravi Patel …", "Zoho Books is no longer used", "Linda had
+  to withdraw; Rosa Kim is our Audrey now"): replaces
   the most similar memory that holds the name and shares another word with the new one, what the
   name was ("The race officer is Marta Quinn"), not one that shares only the name ("Marta Quinn
   plays golf": her stepping down is not the end of what is said about her).

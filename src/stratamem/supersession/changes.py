@@ -188,10 +188,18 @@ _ENDED = re.compile(
     r"(?:\s+(?!(?:has|have|had|is|are|was|were|got|been)\b)[a-z]+)?\s+"
     r"(?:(?:has|have|had|is|are|was|were|got|been)\s+)*"
     r"(?:cancell?ed|called off|stepped down|resigned|retired|went (?:out of business|bust|under)|closed down|"
-    r"shut down|lapsed|expired|discontinued|no longer (?:used|in use|available|running|operating)"
+    r"shut down|lapsed|expired|discontinued|no longer (?:used|in use|available|running|operating)|"
+    # a person who left the role, or moved on from it ("Linda had to withdraw; Rosa Kim is our Audrey")
+    r"(?:to )?withdraw|withdrew|withdrawn|pulled out|dropped out|bowed out|moved (?:across|over|on)"
     r"|left(?=\s*(?:[,.;]|$)))(?!\w)"
     # "The Anchor cancelled its music nights": the name did the cancelling, it did not end
     r"(?!\s+(?:its|the|a|an|his|her|their|our|my|all|some)\b)"
+)
+
+
+#: Number words, which open a sentence capitalised without naming anything ("Two families withdrew").
+_COUNTS = frozenset(
+    tokenize("one two three four five six seven eight nine ten eleven twelve several many few both all some")
 )
 
 
@@ -199,7 +207,7 @@ def ended(content: str) -> list[Replaced]:
     """Each named thing ``content`` says has ended, as a phrase of what a change replaces, when the
     memory also says what comes instead (another name, or a word of change): "The Copper Kettles
     cancelled; a DJ plays at 8pm", not "Walter retired in May"."""
-    found = [m for m in _ENDED.finditer(content) if set(tokenize(m.group("ended")))]
+    found = [m for m in _ENDED.finditer(content) if set(tokenize(m.group("ended"))) - _COUNTS]
     if not found:
         return []
     ends = {m.group("ended") for m in found}
