@@ -17,8 +17,10 @@ and is only reported; so was ``fresh9`` (a retired teacher, a piano tuner, a wed
 club's race committee), on 2026-11-29, ``fresh10`` (an ICU nurse training for a half
 marathon, a retired woodworker, a choir's winter concert, a dog-walking app team), on 2026-11-29,
 ``fresh11`` (a wildlife photographer, a chemistry teacher, a bakery opening a second shop, a
-hospital IT helpdesk) and ``fresh12`` (a truck driver with diabetes, a marine-biology PhD student in a
-shared flat, a community theatre's musical, an online shop's support team), on 2026-11-29.
+hospital IT helpdesk), ``fresh12`` (a truck driver with diabetes, a marine-biology PhD student in a
+shared flat, a community theatre's musical, an online shop's support team) and ``fresh13`` (a
+semi-retired architect caring for a parent, a junior developer learning to drive, a kitchen
+renovation, a food bank's coordinators), on 2026-11-29.
 All mix the same kinds of question:
 paraphrases, lexical distractors (a memory sharing a common word with the question but not its
 meaning), changed facts, two-fact questions and unanswerable questions.
@@ -2311,6 +2313,345 @@ SCENARIOS: list[Scenario] = [
             q("What's the name of the temp we hired for the holidays?"),
             q("How much does our Zendesk subscription cost?"),
             q("What's the support phone number?"),
+        ],
+    ),
+    Scenario(
+        "f13_architect_caregiver",
+        "fresh13",
+        "user",
+        {"user_id": "f13-greta-holloway"},
+        [
+            M("name", "User's name is Greta Holloway; she's 63 and lives in Portland, Maine."),
+            M(
+                "work",
+                "Semi-retired architect. Still consults Tuesdays and Thursdays for Baines & Orr, a small firm "
+                "that mostly does library renovations.",
+            ),
+            M("mother", "Her mother Ilse (88) moved into Greta's downstairs bedroom in March after breaking her hip."),
+            M("mother_meds", "Ilse takes donepezil 5 mg every evening with dinner."),
+            M("aide", "Home health aide Rosalind comes Mon/Wed/Fri, 9am to 1pm."),
+            M("pt", "Ilse's physical therapy: Harborview Rehab, Thursdays at 2:30pm."),
+            M("allergy", "Allergic to ibuprofen - sticks to acetaminophen for her back."),
+            M(
+                "brother",
+                "Her brother Dieter lives in Denver. He takes one caregiving week each quarter and handles "
+                "all of Ilse's banking and bills remotely.",
+            ),
+            M(
+                "bath_design",
+                "Greta is drawing up a ground-floor accessible bathroom for her own house: curbless "
+                "shower, grab bars, 36-inch doorways.",
+            ),
+            M("quote", "Kettle Cove Builders quoted $48,500 for the bathroom addition."),
+            M(
+                "sleep",
+                "She says she hasn't slept through the night in weeks - Ilse wanders and wakes her "
+                "around 3am most nights.",
+            ),
+            M(
+                "support_group",
+                "Signed up for a caregiver support group: first Monday of the month, 6pm, "
+                "at the Portland Public Library.",
+            ),
+            M(
+                "hobby",
+                "Unwinds by doing watercolors of old mill buildings; sells a few at the Saturday farmers' market.",
+            ),
+            M("car", "Drives a 2014 Subaru Outback. Ilse's wheelchair only fits with the rear seats folded."),
+            M("doctor", "Ilse's geriatrician is Dr. Amadi at Maine Medical; next check-up October 14."),
+            M("style", "Prefers short bulleted answers, no long preambles."),
+            M(
+                "german",
+                "When Ilse is tired she slips back into German. Greta asked for a cheat sheet of simple "
+                "German phrases for the aide.",
+            ),
+            M(
+                "mother_meds_new",
+                "After the last visit Dr. Amadi raised Ilse's donepezil to 10 mg at bedtime.",
+                supersedes="mother_meds",
+            ),
+            M(
+                "aide_new",
+                "Rosalind left the agency at the end of the month. Teodora has taken over the same "
+                "Mon/Wed/Fri morning shifts.",
+                supersedes="aide",
+            ),
+            M(
+                "pt_new",
+                "Harborview could only keep Ilse on Mondays at 11am, so that's her PT slot now.",
+                supersedes="pt",
+            ),
+            M(
+                "quote_new",
+                "Soil test came back with drainage issues; Kettle Cove's revised number is $52,300.",
+                supersedes="quote",
+            ),
+        ],
+        [
+            q("What dose of the dementia pill is Mom on at night these days?", "mother_meds_new"),
+            q("Who is the aide helping with Ilse now?", "aide_new"),
+            q("When are Ilse's rehab sessions?", "pt_new"),
+            q("How much is the contractor charging to build my accessible bathroom?", "quote_new"),
+            q("Which building firm does Greta still do design work for, and on what days?", "work"),
+            q("What over-the-counter pain reliever can't I take?", "allergy"),
+            q("Where and when does the caregivers' group meet?", "support_group"),
+            q("Who takes care of my mother's finances?", "brother"),
+            q("What car does Greta drive, and how does the wheelchair fit in it?", "car"),
+            q("When is Mom's next appointment with her elder-care doctor?", "doctor"),
+            q("How wide did I want the doors in the new bathroom?", "bath_design"),
+            q("Around what time do the night-time disruptions usually start for her?", "sleep"),
+            q("What subjects does she like to paint?", "hobby"),
+            q("Does Mom's therapy appointment fall during the hours the aide is at the house?", "pt_new", "aide_new"),
+            q("What language would help the aide talk with Ilse when she's worn out?", "german"),
+            q("How much did the soil test cost?"),
+            q("What's Dieter's phone number?"),
+            q("Which hospital did Mom have her hip surgery at?"),
+            q("What does the home care agency charge per hour?"),
+            q("How much does Greta sell her watercolors for?"),
+        ],
+    ),
+    Scenario(
+        "f13_junior_dev_triathlon",
+        "fresh13",
+        "user",
+        {"user_id": "f13-nadia-dev"},
+        [
+            M(
+                "job",
+                "Nadia started in June as a junior backend developer at Lumen Freight - mostly Python and Postgres.",
+            ),
+            M("mentor", "Her mentor is Callum, a staff engineer; they pair-program Wednesday afternoons."),
+            M("lessons", "Driving lessons with Eastside Driving School, instructor Marisol, Saturdays 8-9am."),
+            M("lesson_price", "Lessons are $55 each, bought in packs of five."),
+            M("permit", "Has her learner's permit. The state requires 40 supervised hours before the road test."),
+            M("hours", "12 supervised hours logged so far."),
+            M("test_date", "Road test booked for September 19 at the Elmwood DMV."),
+            M("race", "Training for the Lakeshore Sprint Triathlon on August 24: 750m swim, 20km bike, 5km run."),
+            M("swim", "Swims at the YMCA Monday and Thursday mornings, 6:30, before work."),
+            M("bike", "Bought a secondhand Giant Contend aluminum road bike for $420."),
+            M(
+                "injury",
+                "She has mild shin splints in her left leg - physio told her to keep runs under 20 minutes for now.",
+            ),
+            M("diet", "Vegetarian, and doesn't eat eggs either."),
+            M("rust", "Working through a Rust book in the evenings to get better at systems programming."),
+            M("sister", "Her older sister Leila supervises practice drives on Sunday evenings, in Leila's Honda Fit."),
+            M("nervous", "Gets anxious merging onto highways; wants practice routes with lots of on-ramps."),
+            M("goal", "Hoping to finish the sprint in under 1:30."),
+            M("code_style", "Likes explanations with real Python examples rather than pseudocode."),
+            M(
+                "lessons_new",
+                "Switched to Marisol's Tuesday 6pm slot - Saturday mornings kept clashing with her long rides.",
+                supersedes="lessons",
+            ),
+            M("hours_new", "Up to 27 hours in the practice log.", supersedes="hours"),
+            M(
+                "test_new",
+                "The DMV cancelled her September slot; road test pushed back to October 3.",
+                supersedes="test_date",
+            ),
+            M(
+                "swim_new",
+                "No longer swims at the Y. Joined the masters group at Ridgeway Aquatic Center - "
+                "Tuesdays and Fridays, 6am.",
+                supersedes="swim",
+            ),
+        ],
+        [
+            q("What day and time are my driving lessons now?", "lessons_new"),
+            q("How many supervised hours has she logged?", "hours_new"),
+            q("When is Nadia's driving exam?", "test_new"),
+            q("Where am I doing my pool workouts these days?", "swim_new"),
+            q("How much does each session with Marisol cost?", "lesson_price"),
+            q("How long is the running leg of the race?", "race"),
+            q("Who does she pair-program with?", "mentor"),
+            q("Where do I work, and what's the tech stack?", "job"),
+            q("What limit did the physio put on her running?", "injury"),
+            q("Can you put an omelette in my meal plan?", "diet"),
+            q("Who rides along with me for practice driving?", "sister"),
+            q("What finishing time is she aiming for in the triathlon?", "goal"),
+            q("What did she pay for her road bike?", "bike"),
+            q("What kind of driving makes her nervous?", "nervous"),
+            q("How many more supervised hours do I need before I can take the test?", "hours_new", "permit"),
+            q("What's Marisol's last name?"),
+            q("What was her time in last year's triathlon?"),
+            q("Which Rust book am I reading?"),
+            q("How much did the Lakeshore race registration cost?"),
+            q("What's Nadia's salary at Lumen Freight?"),
+        ],
+    ),
+    Scenario(
+        "f13_kitchen_renovation",
+        "fresh13",
+        "project",
+        {"project_id": "f13-brennan-kitchen"},
+        [
+            M(
+                "overview",
+                "Kitchen remodel at the Brennans' 1962 ranch house, 14 Alder Lane. Main goal: open the "
+                "wall between kitchen and dining room.",
+            ),
+            M("budget", "Total budget $62,000, which includes a 10% contingency."),
+            M("contractor", "GC is Dave Pruitt of Pruitt & Sons - main contact for anything scheduling."),
+            M("start", "Demolition scheduled to start April 7."),
+            M(
+                "cabinets",
+                "Cabinets ordered from Hartwood Cabinetry: shaker style, painted sage green, 8-week lead time.",
+            ),
+            M(
+                "countertop",
+                "Quartz countertops, Calacatta Laza pattern, quoted by Granite Depot at $78/sq ft installed.",
+            ),
+            M(
+                "structural",
+                "The dining-room wall is load-bearing. Structural engineer Farah Nasser specified an LVL beam.",
+            ),
+            M("permit", "Building permit BP-24-0613 approved March 22."),
+            M("range", "Range: 30-inch Bosch induction."),
+            M("fridge", "Keeping the existing fridge (bought in 2021)."),
+            M(
+                "kids",
+                "Ollie (9) and June (6) asked for a bar-height counter with stools so they can do "
+                "homework in the kitchen.",
+            ),
+            M(
+                "temp_kitchen",
+                "Temporary kitchen in the garage for the duration: microwave, plug-in hot plate, folding table.",
+            ),
+            M("flooring", "White oak engineered planks, running continuously into the dining room."),
+            M("lighting", "Three pendants over the island plus recessed LED cans."),
+            M("electrician", "Electrician: Manny Ortiz."),
+            M("sink", "33-inch fireclay farmhouse sink already bought - $640."),
+            M("roles", "Claire Brennan makes the design calls; Tom handles the budget and pays the invoices."),
+            M(
+                "start_new",
+                "Demo pushed back to April 21 while they wait on an asbestos test of the old vinyl floor.",
+                supersedes="start",
+            ),
+            M(
+                "countertop_new",
+                "They went with Stoneline Surfaces instead - same Calacatta Laza slab, $71/sq ft installed.",
+                supersedes="countertop",
+            ),
+            M(
+                "fridge_new",
+                "Old fridge is going out to the garage after all; a 36-inch counter-depth LG will go in the kitchen.",
+                supersedes="fridge",
+            ),
+            M(
+                "electrician_new",
+                "Manny is booked solid through the summer, so Kelsey Tran from Brightline Electric has replaced him.",
+                supersedes="electrician",
+            ),
+        ],
+        [
+            q("When does the tear-out begin?", "start_new"),
+            q("Who's fabricating the counters and what's the price per square foot?", "countertop_new"),
+            q("Where's the old fridge going to end up?", "fridge_new"),
+            q("Who's doing the wiring for us now?", "electrician_new"),
+            q("How much money have we set aside for the whole remodel?", "budget"),
+            q("How long until the cabinets arrive after ordering?", "cabinets"),
+            q("Who designed the beam for opening up the dining-room wall?", "structural"),
+            q("What's our permit number?", "permit"),
+            q("What cooking appliance are we putting in?", "range"),
+            q("What did the kids request for the new kitchen?", "kids"),
+            q("Who gets the final say on design decisions?", "roles"),
+            q("How many lights will hang above the island?", "lighting"),
+            q("What did the sink cost?", "sink"),
+            q("Where's the hot plate set up while the kitchen is torn out?", "temp_kitchen"),
+            q(
+                "Which two people are handling the general contracting and the electrical work?",
+                "contractor",
+                "electrician_new",
+            ),
+            q("What's the exact paint color code on the cabinets?"),
+            q("What did the asbestos test find?"),
+            q("How much is the structural engineer charging?"),
+            q("Which backsplash tile did we choose?"),
+            q("When is the final inspection?"),
+        ],
+    ),
+    Scenario(
+        "f13_food_bank_coordinators",
+        "fresh13",
+        "team",
+        {"team_id": "f13-eastgate-pantry"},
+        [
+            M(
+                "distribution",
+                "Eastgate Community Pantry distributes Tuesdays 4-7pm and Saturdays 10am-1pm at "
+                "St. Brendan's parish hall.",
+            ),
+            M(
+                "lead",
+                "Yolanda Pierce chairs the coordinators and runs the monthly meeting - second Sunday, 7pm, on Zoom.",
+            ),
+            M("volunteers", "Marcus Lee does volunteer scheduling in the shared Google Sheet 'Shift Grid'."),
+            M("supplier", "Bulk order to Tri-County Food Bank goes in Thursdays for Monday delivery."),
+            M("bread", "Rise Bakery donates about 40 loaves every Friday."),
+            M("households", "Served 212 households last month."),
+            M(
+                "freezer",
+                "Walk-in freezer is near capacity; the second chest freezer is broken and waiting on a repair quote.",
+            ),
+            M(
+                "grant",
+                "Applied to the Harlow Foundation for $15,000 toward a refrigerated van. Decision due in November.",
+            ),
+            M("intake", "Team policy: intake asks only for name and zip code - no ID or proof of income."),
+            M("allergens", "Gluten-free and nut-free items live on their own shelf next to the intake table."),
+            M("treasurer", "Gwen Abara is treasurer. Reimbursement requests need receipts within 30 days."),
+            M(
+                "pickup",
+                "Sam (volunteer driver) collects grocery-rescue donations from FreshMart every Wednesday at 8pm.",
+            ),
+            M(
+                "storage",
+                "Dry goods are stored in the church basement. The key is in a lockbox; only "
+                "coordinators have the code.",
+            ),
+            M("newsletter", "Priya drafts the newsletter, sent via Mailchimp on the 1st of each month."),
+            M("turkey", "Thanksgiving drive target is 150 turkeys."),
+            M("servsafe", "At least one ServSafe-certified food handler has to be on every distribution shift."),
+            M("interpreters", "Saturdays need Spanish and Vietnamese interpreters."),
+            M(
+                "supplier_new",
+                "Tri-County changed their routes: orders now due Wednesday, delivery lands Friday.",
+                supersedes="supplier",
+            ),
+            M(
+                "volunteers_new",
+                "Marcus stepped down in September; Hannah Cho has taken over the Shift Grid.",
+                supersedes="volunteers",
+            ),
+            M("households_new", "Last month's count: 247 households.", supersedes="households"),
+            M(
+                "bread_new",
+                "Rise Bakery closed. Hearth & Grain now gives us around 25 loaves on Saturdays.",
+                supersedes="bread",
+            ),
+        ],
+        [
+            q("Which day do we submit the Tri-County order now?", "supplier_new"),
+            q("Who's handling the volunteer shifts these days?", "volunteers_new"),
+            q("How many families did the pantry serve last month?", "households_new"),
+            q("Where does our donated bread come from?", "bread_new"),
+            q("What documents do clients have to show when they sign in?", "intake"),
+            q("Who do I give receipts to, and what's the deadline?", "treasurer"),
+            q("How much did we request from the Harlow Foundation, and for what?", "grant"),
+            q("What evening does the FreshMart run happen?", "pickup"),
+            q("Where are the gluten-free products kept?", "allergens"),
+            q("Who runs the coordinators' monthly call and when is it?", "lead"),
+            q("How many turkeys are we hoping to collect?", "turkey"),
+            q("What's wrong with our freezers?", "freezer"),
+            q("Which languages do we need interpreters for?", "interpreters"),
+            q("Who has the code to get into basement storage?", "storage"),
+            q("For a Saturday shift, what staffing requirements do we have to meet?", "servsafe", "interpreters"),
+            q("How much did the chest freezer repair cost?"),
+            q("Did we get the Harlow grant?"),
+            q("What's the lockbox code?"),
+            q("What's Hannah Cho's email address?"),
+            q("How many volunteers showed up last Saturday?"),
         ],
     ),
 ]

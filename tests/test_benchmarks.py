@@ -214,6 +214,7 @@ def test_the_fact_scenarios_name_only_memories_they_hold() -> None:
         "fresh10",
         "fresh11",
         "fresh12",
+        "fresh13",
     }
     assert len({s.name for s in SCENARIOS}) == len(SCENARIOS)
     for scenario in SCENARIOS:
