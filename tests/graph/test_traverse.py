@@ -85,8 +85,14 @@ def test_cache_is_invalidated_by_writes(
     mem: Memory, acme: TenantContext, story: dict[str, str], add: Callable[..., str]
 ) -> None:
     first = mem.graph.related(acme, "Alice", hops=1)
-    again = mem.graph.related(acme, "Alice", hops=1)
-    assert not first.cached and again.cached and again.items == first.items
+    assert not first.cached
+    # a result computed while a write is in flight (a background append of the writes above, under
+    # load) is not stored; the next one computed without one is, and served from then on
+    for _ in range(5):
+        again = mem.graph.related(acme, "Alice", hops=1)
+        if again.cached:
+            break
+    assert again.cached and again.items == first.items
     new = add(acme, "Alice fixed the login bug.")
     after = mem.graph.related(acme, "Alice", hops=1)
     assert not after.cached and new in {i.node.id for i in after.items}
