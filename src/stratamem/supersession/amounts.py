@@ -27,7 +27,6 @@ AMOUNT_CUE = re.compile(
 )
 
 _MONEY_WORDS = frozenset({"pound", "pounds", "euro", "euros", "dollar", "dollars", "quid", "gbp", "eur", "usd"})
-_CURRENCY = "£$€"
 #: A number as written: a currency sign before it, decimals, a time of day, a unit word after it.
 _AMOUNT = re.compile(
     r"(?P<sign>[£$€])?(?P<num>\d+(?:[.,]\d+)*)(?::(?P<minutes>\d\d))?\s*(?P<ampm>am|pm)?\b"
@@ -47,7 +46,8 @@ def amounts(content: str) -> dict[str, set[str]]:
         if start > 0 and (content[start - 1].isalnum() or content[start - 1] in "-/"):
             continue  # inside a word or a code ("under-16s", "eu-central-1", "ZX-5")
         num, unit = m.group("num").replace(",", ""), m.group("unit")
-        unit_stem = tokenize(unit)[0] if unit and tokenize(unit) else None
+        unit_stems = tokenize(unit) if unit else []
+        unit_stem = unit_stems[0] if unit_stems else None
         if m.group("sign") or (unit is not None and unit.lower() in _MONEY_WORDS):
             kind, value = "money", num
         elif m.group("minutes") or m.group("ampm"):

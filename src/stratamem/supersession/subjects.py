@@ -253,8 +253,8 @@ def same_subject(who: str | None, other: str | None) -> bool:
 
 
 def about_same(who: str | None, other: str | None, content: str, old: str) -> bool:
-    """:func:`same_subject`, or two memories each opening with a word the other one holds too: a
-    capital that opens a sentence need not be a name ("Stand-up is 9:15 from now on" and "Daily
+    """:func:`same_subject`, or two memories one of which opens with a word the other one holds too:
+    a capital that opens a sentence need not be a name ("Stand-up is 9:15 from now on" and "Daily
     stand-up 8:45 in room B112"; "Tickets are 12 pounds …" and "Adult tickets are 14 pounds …"),
     and a name the other memory holds is what both are about. A relative stays another person; two
     names neither memory shares ("Ana switched from Jenkins" and "Ben uses Jenkins") two people."""
