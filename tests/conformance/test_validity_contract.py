@@ -307,6 +307,8 @@ def test_a_superseded_memory_is_never_returned_by_default(
             "Omar Haddad has moved across to the warehouse team; Lena Fox leads the Saturday shift now",
         ),
         ("Marco runs the last leg of the relay", "Marco dropped out of the relay; Ines Ruiz runs the last leg"),
+        # a thing put aside for another
+        ("Shoots mostly on a Nikon Z6", "Bought a Nikon Z8; the Z6 is just the backup now"),
         # a new amount of the same thing, said to have moved, to hold beside it, or to be the current one
         ("Sells her jam at £4 a jar at the market", "Jars of jam are £4.50 this summer; she put the price up"),
         ("Takes metformin 500 mg twice a day", "Her GP raised the metformin to 1000 mg twice a day"),

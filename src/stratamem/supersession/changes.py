@@ -190,7 +190,9 @@ _ENDED = re.compile(
     r"(?:cancell?ed|called off|stepped down|resigned|retired|went (?:out of business|bust|under)|closed down|"
     r"shut down|lapsed|expired|discontinued|no longer (?:used|in use|available|running|operating)|"
     # a person who left the role, or moved on from it ("Linda had to withdraw; Rosa Kim is our Audrey")
-    r"(?:to )?withdraw|withdrew|withdrawn|pulled out|dropped out|bowed out|moved (?:across|over|on)"
+    r"(?:to )?withdraw|withdrew|withdrawn|pulled out|dropped out|bowed out|moved (?:across|over|on)|"
+    # a thing put aside for another ("the R5 is just the backup body now")
+    r"(?:just|only|now) (?:the|a|our|my|her|his|their) (?:backup|spare|reserve)"
     r"|left(?=\s*(?:[,.;]|$)))(?!\w)"
     # "The Anchor cancelled its music nights": the name did the cancelling, it did not end
     r"(?!\s+(?:its|the|a|an|his|her|their|our|my|all|some)\b)"
