@@ -108,9 +108,9 @@ def newer_first(
     """``merged`` (ordered by score) with the newer of two results that state nearly the same thing
     moved before the older one when it scores at most ``max_gap`` less: a changed fact that no
     supersession rule read as a change ("… are 12 pounds to cover the hall hire" after "… cost 10
-    pounds") is still current first, while the older one stays in the results. Only within one layer, and not
-    for conversation turns (a memory with a position records what was said, not the current state
-    of a fact); one pass, each result moved at most once before the one it restates.
+    pounds") is still current first, while the older one stays in the results. Only within one
+    layer, and not for conversation turns (a memory with a position records what was said, not the
+    current state of a fact); one pass, each result moved at most once before the one it restates.
 
     Args:
         merged: the results of a search, best first.

@@ -159,15 +159,15 @@ def superseded(content: str, candidates: Sequence[Candidate], read: Cues | None 
     Jenkins" alone), as scopes shared by several people hold. ``read``: the memory's :func:`cues`,
     when the caller has them."""
     read = cues(content) if read is None else read
+    phrases = replaced(content)
+    if not (phrases or read.any):
+        return []
     if stated_name(content) is None:
         # the memory that gives the user's name is replaced only by one that gives a name: what else
         # it says may change ("… drives for a carrier based out of Joplin"), the name does not
         candidates = [c for c in candidates if stated_name(c.entry.content) is None]
-    phrases = replaced(content)
     marker, stated, event, prefers = read.marker, read.stated, read.event, read.prefers
     onset, ends, counted = read.onset, read.ends, read.counted
-    if not (phrases or read.any):
-        return []
     if event is not None:
         # a new date replaces the same event's date (the most similar memory that names the event),
         # not the same date said again
