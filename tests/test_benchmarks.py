@@ -215,6 +215,8 @@ def test_the_fact_scenarios_name_only_memories_they_hold() -> None:
         "fresh11",
         "fresh12",
         "fresh13",
+        "fresh14",
+        "fresh15",
     }
     assert len({s.name for s in SCENARIOS}) == len(SCENARIOS)
     for scenario in SCENARIOS:
