@@ -25,6 +25,11 @@ class MemoryConfig(BaseModel):
     #: a question with no stored answer then returns nothing. None = off. Chosen on the dev scenarios
     #: of ``benchmarks/fact_ranking.py --floor F`` (docs/ranking.md).
     relevance_floor: float | None = Field(3.0, ge=-10.0, le=10.0)
+    #: When the caller gives no threshold, a question that asks for a kind of value (an amount of
+    #: money, an age, a year, a clock time, a phone number, an email address, a code, a surname)
+    #: returns only memories that state a value of that kind (``retrieval/asked_values.py``): "what's
+    #: Nadia's salary?" does not return her job. False = off.
+    value_check: bool = True
     #: A question in the user's voice ("where do I live?") or naming the user is asked of the personal
     #: layers (agent, user, session) in the words their memories use for the user: "the user" or the
     #: name of a ``user_id`` that is one, whichever moves it towards the scope, or without the person

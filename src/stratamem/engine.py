@@ -75,11 +75,13 @@ from .providers.base import (
     MemoryProvider,
     PreparedAdd,
     Scope,
+    ScoredEntry,
     SearchPage,
     SearchQuery,
     ThreadTurn,
 )
 from .query import UNSET, QueryOptions, narrower_layers, parse_options, parse_time
+from .retrieval.asked_values import asked_value, states_value
 from .retrieval.boosts import Boosts, boosted_page
 from .retrieval.centering import Centroid
 from .retrieval.context import context_page
@@ -977,9 +979,12 @@ class MemoryEngine:
         tags_match: Any = None,
         include_narrower: Any = False,
         floor_report: list[FloorMeasure] | None = None,
+        value_report: list[tuple[Layer, ScoredEntry]] | None = None,
     ) -> SearchMemoryOutput:
         """``floor_report``: when a list is given, default search appends how each merged candidate
-        fared against the relevance floor (the console's search explanation); results are unchanged."""
+        fared against the relevance floor (the console's search explanation); ``value_report``: the
+        candidates it left out because they state no value of the kind the question asks for
+        (``retrieval/asked_values.py``). Results are unchanged by either."""
         with self.operation("search", ctx) as (tctx, extra):
             op = "search"
             opts = parse_options(
@@ -1011,6 +1016,8 @@ class MemoryEngine:
                 )
             limit = self._check_limit(limit, self.config.default_search_limit, self.config.max_search_limit, op)
             floor = self.config.relevance_floor if threshold is None else None  # default search only
+            # default search only: a result must state the kind of value the question asks for
+            asked_for = asked_value(query) if threshold is None and self.config.value_check else None
             if threshold is None:
                 threshold = self.config.default_threshold
             if isinstance(threshold, bool) or not isinstance(threshold, int | float) or not 0.0 <= threshold <= 1.0:
@@ -1148,6 +1155,17 @@ class MemoryEngine:
                 vector_of = {id(hit): vec for (_, hit), vec in zip(merged, vectors, strict=True)}
                 vectors = [vector_of[id(hit)] for _, hit in kept]
                 merged = kept
+            if asked_for is not None and merged:
+                stating = [(layer, hit) for layer, hit in merged if states_value(asked_for, hit.entry.content)]
+                if value_report is not None:
+                    stated = {id(hit) for _, hit in stating}
+                    value_report.extend((layer, hit) for layer, hit in merged if id(hit) not in stated)
+                if len(stating) < len(merged):
+                    seen_all = len(merged) < limit or not stating
+                    total = len(stating) if seen_all else max(len(stating), total - (len(merged) - len(stating)))
+                    vector_of = {id(hit): vec for (_, hit), vec in zip(merged, vectors, strict=True)}
+                    vectors = [vector_of[id(hit)] for _, hit in stating]
+                    merged = stating
             # of two current results that state the same thing, the newer first; a history search
             # (include_superseded, as_of) is ranked by relevance alone
             if opts.order == "relevance" and statuses == ("active",):

@@ -704,3 +704,26 @@ def test_console_snapshot_card_with_a_target_in_chromium(
     finally:
         b.close()
         srv.stop()
+
+
+@pytest.mark.model
+def test_explained_search_shows_what_the_asked_value_removed(
+    open_mem: Callable[..., Memory], minilm: Embedder, tmp_path: Path
+) -> None:
+    """A question that asks for a kind of value ("salary": an amount of money) is explained with that
+    kind (``askedValue``), and the near miss that states none is listed with reason ``asked_value``."""
+    mem = open_mem(tmp_path / "value.duckdb", embedder=minilm)
+    headers = {"Authorization": f"Bearer {create_key(mem.engine.provider, 'acme', 'admin').key}"}
+    with TestClient(create_app(mem, ServerSettings(mcp_enabled=False))) as client:
+        ids = {"userId": "dana"}
+        items = [{"content": c, "layer": "user", "identifiers": ids} for c in DANA]
+        assert client.post("/v1/memories/bulk", json={"items": items}, headers=headers).status_code in (200, 201)
+        body = {"query": "What is Dana's salary at Figma?", "identifiers": ids}
+        out = client.post("/v1/memories/search/explain", json=body, headers=headers).json()
+        assert out["askedValue"] == ["money"] and out["results"] == []
+        by_value = [x["memory"]["content"] for x in out["removed"] if x["reason"] == "asked_value"]
+        assert by_value == ["Dana works as a product designer at Figma"], out["removed"]
+        assert client.post("/v1/memories/search", json=body, headers=headers).json()["results"] == []
+        # with a threshold the check does not apply
+        out = client.post("/v1/memories/search/explain", json={**body, "threshold": 0.5}, headers=headers).json()
+        assert out["askedValue"] == [] and out["results"][0]["memory"]["content"] == by_value[0]

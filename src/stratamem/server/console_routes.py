@@ -9,7 +9,8 @@
 * ``POST /v1/memories/search/explain``: a search with each result's score taken apart (dense and
   lexical parts, boost factor, relevance in standard deviations above the scope's background), the
   hits of each layer that the merge removed (a near-duplicate of a more specific layer's result, or
-  past the limit) and the candidates the relevance floor removed.
+  past the limit), the candidates the relevance floor removed and those that state no value of the
+  kind the question asks for (``retrieval/asked_values.py``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from pydantic.alias_generators import to_camel
 
 from ..layers import precedence, scope_key
 from ..model import Layer, LayerIdentifiers, MemoryEntry, TenantContext
+from ..providers.base import ScoredEntry
+from ..retrieval.asked_values import asked_value
 from ..retrieval.boosts import Boosts
 from ..retrieval.lexical import lexical_gate
 from ..search import FloorMeasure
@@ -112,8 +115,9 @@ class RemovedResult(_Out):
     score: float = Field(description="The ranked score this hit had in its own layer.", examples=[0.8])
     reason: str = Field(
         description="Why the answer left it out: `duplicate` (a near-duplicate of a more "
-        "specific layer's result), `limit` (ranked past the limit) or `relevance_floor` (less than "
-        "the floor's standard deviations above its scope's background).",
+        "specific layer's result), `limit` (ranked past the limit), `relevance_floor` (less than "
+        "the floor's standard deviations above its scope's background) or `asked_value` (it states no "
+        'value of the kind the question asks for: no amount of money for "how much does it cost?").',
         examples=["duplicate"],
     )
     duplicate_of: str | None = Field(None, description="Id of the kept result it duplicates.", examples=[None])
@@ -124,7 +128,7 @@ class SearchExplanation(_Out):
     results: list[ExplainedResult] = Field(description="The results, in the order search returns them.", examples=[[]])
     removed: list[RemovedResult] = Field(
         description="Hits that the answer left out: single layers' hits the merge removed, and merged "
-        "candidates the relevance floor removed.",
+        "candidates the relevance floor or the asked value removed.",
         examples=[[]],
     )
     searched_layers: list[Layer] = Field(
@@ -136,6 +140,11 @@ class SearchExplanation(_Out):
         description="Similarity at which a broader layer's hit is a duplicate.", examples=[0.95]
     )
     relevance_floor: float | None = None
+    asked_value: list[str] = Field(
+        default_factory=list,
+        description="The kinds of value the question asks for (default search): a result must state one.",
+        examples=[["money"]],
+    )
     asked_as: dict[Layer, str] = Field(
         default_factory=dict,
         description="The words a layer was searched with when they differ from the query: a question in "
@@ -220,6 +229,7 @@ def explain_search(memory: Any, ctx: TenantContext, body: SearchRequest) -> Sear
         "include_embedding": True,
     }
     report: list[FloorMeasure] = []
+    without_value: list[tuple[Layer, ScoredEntry]] = []
     merged = engine.search(
         ctx,
         body.query,
@@ -229,6 +239,7 @@ def explain_search(memory: Any, ctx: TenantContext, body: SearchRequest) -> Sear
         body.threshold,
         body.filter,
         floor_report=report,
+        value_report=without_value,
         **args,
     )
     measures = {m.hit.entry.id: m for m in report}
@@ -293,13 +304,24 @@ def explain_search(memory: Any, ctx: TenantContext, body: SearchRequest) -> Sear
         for m in report
         if not m.kept
     ]
+    removed += [
+        RemovedResult(
+            memory=hit.entry.model_copy(update={"embedding": None}),
+            layer=layer,
+            score=round(hit.score, 6),
+            reason="asked_value",
+            floor=floor_parts(hit.entry.id),
+        )
+        for layer, hit in without_value
+    ]
+    left_out = {m.hit.entry.id for m in report if not m.kept} | {hit.entry.id for _, hit in without_value}
     if len(merged.searched_layers) > 1:  # what each layer alone returns, against the merged answer
         for layer in merged.searched_layers:
             alone = engine.search(
                 ctx, body.query, body.identifiers, [layer], body.limit, body.threshold, body.filter, **args
             )
             for hit in alone.results:
-                if hit.memory.id in kept_ids or (hit.memory.id in measures and not measures[hit.memory.id].kept):
+                if hit.memory.id in kept_ids or hit.memory.id in left_out:
                     continue
                 reason, dup = "limit", None
                 for kept in merged.results:
@@ -319,6 +341,7 @@ def explain_search(memory: Any, ctx: TenantContext, body: SearchRequest) -> Sear
                     )
                 )
     threshold = cfg.default_threshold if body.threshold is None else body.threshold
+    wanted = asked_value(body.query) if body.threshold is None and cfg.value_check else None
     return SearchExplanation(
         results=results,
         removed=removed,
@@ -327,6 +350,7 @@ def explain_search(memory: Any, ctx: TenantContext, body: SearchRequest) -> Sear
         hybrid_weight=weight,
         dedup_threshold=cfg.dedup_threshold,
         relevance_floor=cfg.relevance_floor if body.threshold is None else None,
+        asked_value=sorted(str(k) for k in wanted.kinds) if wanted is not None else [],
         asked_as={layer: text for layer, text in asked.items() if text != body.query},
     )
 
@@ -351,7 +375,8 @@ def build_console_router() -> APIRouter:
         """A search (same body as `POST /v1/memories/search`) with each result's dense and lexical
         score parts, boost factor and relevance-floor measure (standard deviations above the scope's background), the
         single-layer hits the merge removed (near-duplicates of a more specific layer's result, or
-        past the limit) and the candidates the relevance floor removed. Costs one search per layer more."""
+        past the limit), the candidates the relevance floor removed and those that state no value of the
+        kind the question asks for. Costs one search per layer more."""
         check_body_tenant(request, memory, ctx, body.tenant_id, "search")
         return explain_search(memory, ctx, body)
 
