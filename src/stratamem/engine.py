@@ -771,6 +771,13 @@ class MemoryEngine:
             page: SearchPage = self._store(lambda: self.provider.search(query), operation)
             return [(hit.score, hit.entry) for hit in page.hits]
 
+        def owner(entry: MemoryEntry) -> str | None:
+            # a personal scope is kept for its user, whose name its memories may state
+            user_id = entry.identifiers.user_id
+            if entry.layer not in PERSONAL_LAYERS or not user_id:
+                return None
+            return self._stated_name(ctx, operation, user_id, now)
+
         return replacements.plan(
             entries,
             explicit,
@@ -778,6 +785,7 @@ class MemoryEngine:
             nearest=nearest if self.config.detect_supersession else None,
             now=now,
             operation=operation,
+            owner=owner,
         )
 
     def _store_replacing(

@@ -40,6 +40,7 @@ def plan(
     nearest: Callable[[MemoryEntry, int], list[tuple[float, MemoryEntry]]] | None,
     now: datetime,
     operation: str,
+    owner: Callable[[MemoryEntry], str | None] | None = None,
 ) -> list[list[MemoryEntry] | MemoryError]:
     """For each entry, in order, the current memories it replaces, or the error that fails it.
 
@@ -52,6 +53,8 @@ def plan(
             (the store's dense score in [0, 1]); None when detection is off.
         now: the time of the write (expiry of batch entries).
         operation: the operation named in errors.
+        owner: the name of the person an entry's scope is kept for, or None (the detection asks it
+            only of a change that opens with a name: someone else's change is not the owner's).
 
     Returns:
         One list of replaced memories (possibly empty) or one ``MemoryError`` per entry.
@@ -61,7 +64,9 @@ def plan(
     out: list[list[MemoryEntry] | MemoryError] = []
     for entry in entries:
         try:
-            olds = _replaced_by(entry, explicit.get(entry.id, ()), earlier, gone, lookup, nearest, now, operation)
+            olds = _replaced_by(
+                entry, explicit.get(entry.id, ()), earlier, gone, lookup, nearest, now, operation, owner
+            )
         except MemoryError as exc:
             out.append(exc)
             continue
@@ -80,6 +85,7 @@ def _replaced_by(
     nearest: Callable[[MemoryEntry, int], list[tuple[float, MemoryEntry]]] | None,
     now: datetime,
     operation: str,
+    owner: Callable[[MemoryEntry], str | None] | None,
 ) -> list[MemoryEntry]:
     olds: dict[str, MemoryEntry] = {}
     batch = {e.id: e for e in earlier}
@@ -110,7 +116,8 @@ def _replaced_by(
         candidates = [
             supersession.Candidate(m, 2.0 * s - 1.0) for s, m in scored[: supersession.CANDIDATES] if m.id != entry.id
         ]
-        for old in supersession.superseded(entry.content, candidates, read):
+        named = None if owner is None else (lambda: owner(entry))
+        for old in supersession.superseded(entry.content, candidates, read, named):
             olds.setdefault(old.id, old)
     return [old for old in olds.values() if old.id != entry.id and old.status == "active"]
 

@@ -467,6 +467,11 @@ def test_a_word_that_says_other_things_ties_no_attribute(
         ("Dana's best friend is Ana Ruiz", "Ana Ruiz's gym closed down last week"),
         ("Never call Walter before 10am", "Walter retired in May"),
         ("The Copper Kettles play at the Anchor on Fridays", "The Anchor cancelled its Friday music nights"),
+        # what was given up is where she went, not the verb "go" of any other memory
+        (
+            "Had her left knee replaced in 2022; finds steep ground hard going in the wet",
+            "Too shattered after evening feeding - she's stopped going to choir till the spring",
+        ),
     ],
 )
 def test_a_change_that_replaces_no_fact_supersedes_nothing(
@@ -474,6 +479,33 @@ def test_a_change_that_replaces_no_fact_supersedes_nothing(
 ) -> None:
     """Words of change about something that stays true: the older fact stays current."""
     _nothing_replaced(model_store, tenant, old, new)
+
+
+@pytest.mark.model
+def test_a_change_of_someone_named_is_not_the_owners_when_the_scope_names_its_owner(
+    model_store: Memory, tenant: TenantContext
+) -> None:
+    """Repro (blind fact set): in Priya's scope, "Marcus Ode moved into Sandy Park Road" superseded
+    "Owns three rental flats: … 41 Sandy Park Road", a fact about Priya written without her name,
+    as if Marcus were the scope's owner. The scope states its owner's name, and it is not Marcus."""
+    ids = {"user_id": "f15-priya"}
+    mem = model_store
+    name = mem.add(tenant, content="User's name is Priya Raman", layer="user", identifiers=ids).memory
+    flats = mem.add(
+        tenant,
+        content="Owns three rental flats: 12A Mina Road, Flat 3 Cotham Vale and 41 Sandy Park Road",
+        layer="user",
+        identifiers=ids,
+    ).memory
+    out = mem.add(
+        tenant, content="Marcus Ode moved into Sandy Park Road on 1 June, £1,050 pcm", layer="user", identifiers=ids
+    )
+    assert out.superseded == []
+    assert mem.get(tenant, flats.id) is not None and mem.get(tenant, name.id) is not None
+    # the owner's own change still replaces what names nobody
+    city = mem.add(tenant, content="Lives in Hamburg", layer="user", identifiers=ids).memory
+    out = mem.add(tenant, content="Priya moved to Berlin last month", layer="user", identifiers=ids)
+    assert out.superseded == [city.id]
 
 
 @pytest.mark.model

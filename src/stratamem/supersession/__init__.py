@@ -62,7 +62,7 @@ ranks by relevance), while a wrong supersession would hide a true fact from defa
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..model import MemoryEntry
@@ -82,7 +82,7 @@ from .changes import (
 from .events import dates_event, rescheduled
 from .frame import ONSET, new_value_in_frame
 from .slots import Slot, gives_new_value, new_value, slot
-from .subjects import about_same, candidate_subject, partner_of, same_subject, subject
+from .subjects import RELATIVE, about_same, candidate_subject, partner_of, same_subject, subject
 from .words import ADDITIVE, has_change_marker, restates
 
 #: Cosine similarity a candidate needs for each rule (the embedder must agree that the two
@@ -153,15 +153,22 @@ def cues(content: str) -> Cues:
     )
 
 
-def superseded(content: str, candidates: Sequence[Candidate], read: Cues | None = None) -> list[MemoryEntry]:
+def superseded(
+    content: str,
+    candidates: Sequence[Candidate],
+    read: Cues | None = None,
+    owner: Callable[[], str | None] | None = None,
+) -> list[MemoryEntry]:
     """The candidates that the memory ``content`` makes out of date (see module doc). A candidate that
     opens with another name is about someone else ("Ana switched from Jenkins" leaves "Ben uses
     Jenkins" alone), as scopes shared by several people hold. ``read``: the memory's :func:`cues`,
-    when the caller has them."""
+    when the caller has them; ``owner``: the name of the person the scope is kept for, when it has one
+    (asked only when the memory opens with a name and no candidate states the owner's)."""
     read = cues(content) if read is None else read
     phrases = replaced(content)
     if not (phrases or read.any):
         return []
+    names = [n for c in candidates if (n := stated_name(c.entry.content)) is not None]
     if stated_name(content) is None:
         # the memory that gives the user's name is replaced only by one that gives a name: what else
         # it says may change ("… drives for a carrier based out of Joplin"), the name does not
@@ -182,6 +189,7 @@ def superseded(content: str, candidates: Sequence[Candidate], read: Cues | None 
     who = subject(content)
     mentioned = set(tokenize(content))
     others = {c.entry.id: candidate_subject(c.entry.content, mentioned) for c in candidates}
+    owned = _owners_facts(who, candidates, others, names, owner)
     slots: dict[str, Slot | None] = {}  # each candidate's slot, read once by either rule that needs it
 
     def slot_of(entry: MemoryEntry) -> Slot | None:
@@ -248,6 +256,8 @@ def superseded(content: str, candidates: Sequence[Candidate], read: Cues | None 
             if cand.cosine < MIN_COSINE_ATTRIBUTE:
                 continue
             other = others[cand.entry.id]
+            if cand.entry.id in owned:
+                continue  # the owner's fact, not the named person's ("Marcus Ode moved into …")
             if same_subject(who, other):
                 classes = shared_classes(new_stems, attribute_stems(cand.entry.content, who, slot_of(cand.entry)))
             elif partner_of(who, other):  # only a change of the relationship replaces it
@@ -291,6 +301,32 @@ def superseded(content: str, candidates: Sequence[Candidate], read: Cues | None 
         ):
             out[nearest.entry.id] = nearest.entry
     return list(out.values())
+
+
+def _owners_facts(
+    who: str | None,
+    candidates: Sequence[Candidate],
+    others: dict[str, str | None],
+    names: Sequence[str],
+    owner: Callable[[], str | None] | None,
+) -> set[str]:
+    """The candidates about the scope's owner that a memory about the named person ``who`` cannot
+    change through a word of its attribute class: in a scope kept for someone by name (a candidate
+    states it, or ``owner`` gives it) that is not ``who``, the facts that name nobody and do not hold
+    ``who`` either. "Marcus Ode moved into Sandy Park Road" in Priya's scope shares "moved" and
+    "flats" with "Owns three rental flats: … 41 Sandy Park Road", which is Priya's; "Kim left
+    Northwind; Alex Moreno is now the second admin" still replaces "The second admin on Sam's
+    account is Kim", which holds Kim. Only the attribute-class rule asks: a change that names what
+    it replaces, or a new amount of the thing both name ("Dr. Aguilar bumped the metformin up to
+    1000 mg"), is about the owner's value whoever made it."""
+    if who is None or who.startswith(RELATIVE):
+        return set()
+    known = set(tokenize(" ".join(names)))
+    if not known and owner is not None and (name := owner()):
+        known = set(tokenize(name))
+    if not known or who in known:
+        return set()
+    return {c.entry.id for c in candidates if others[c.entry.id] is None and who not in set(tokenize(c.entry.content))}
 
 
 __all__ = [

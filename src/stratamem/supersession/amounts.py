@@ -15,7 +15,7 @@ import re
 from ..retrieval.lexical import tokenize
 from .frame import ONSET, opening_names
 from .subjects import subject
-from .words import CALENDAR, GROUP_STEMS, NAME_RUN, has_change_marker
+from .words import CALENDAR, GROUP_STEMS, LIGHT_VERBS, NAME_RUN, has_change_marker
 
 #: Words that say an amount moved ("put the price up", "cut the list to 86", "went down"), holds
 #: beside one that moved ("under-16s remain at 5 pounds", "still"), or is the current one ("this
@@ -69,12 +69,6 @@ _MEASURES = frozenset(
 )
 
 
-#: Verbs that say nothing of what is counted ("Takes metformin 500 mg" and "Takes lisinopril 10 mg"
-#: share only "takes").
-_LIGHT_VERBS = frozenset(
-    tokenize("take takes have has get gets go goes make makes pay pays cost costs buy buys use uses spend spends")
-    + tokenize("keep keeps need needs charge charges give gives")
-)
 #: Days and parts of the week: amounts on other days are other occurrences, not a new amount.
 _WEEKDAYS = frozenset(tokenize("weekday weekdays weekend weekends")) | CALENDAR
 
@@ -95,7 +89,7 @@ def _words(content: str) -> set[str]:
     stems = set(tokenize(content))
     numbers = {t for t in stems if t[:1].isdigit()}
     names = {t for run in NAME_RUN.finditer(content) if run.start() > 0 for t in tokenize(run.group(0))}
-    return stems - numbers - names - _MEASURES - _WEEKDAYS - GROUP_STEMS - _LIGHT_VERBS
+    return stems - numbers - names - _MEASURES - _WEEKDAYS - GROUP_STEMS - LIGHT_VERBS
 
 
 def _shared_thing(content: str, old: str) -> set[str]:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from ..retrieval.lexical import tokenize, words
 from .slots import Slot
 from .subjects import RELATIVE, relative_parts
-from .words import CHANGE, GROUP_STEMS, NAME_RUN, has_change_marker, name_runs
+from .words import CHANGE, GROUP_STEMS, LIGHT_VERBS, NAME_RUN, has_change_marker, name_runs
 
 #: Words after "stopped <verb>ing" that start no object ("stopped working in 2019", "quit smoking
 #: after …"): the activity alone is what was given up.
@@ -32,6 +32,9 @@ _FROM = re.compile(
     # with its object when one follows ("stopped taking sugar" gives up sugar, not every "takes")
     r"|\b(?:left|quit|sold)\s+(?:the\s+|his\s+|her\s+|my\s+|their\s+|our\s+)?(?P<left>(?-i:[A-Z])[^,.;]*?)"
     r"(?=\s+(?:and|but|to|for|after|because|since|in|last)\b|[,.;]|$)"
+    # "stopped going to choir": where she went, not the verb
+    r"|\b(?:stopped|quit|gave up)\s+(?:going|coming|heading)\s+(?:out\s+)?(?:to|for)\s+"
+    r"(?:the\s+|his\s+|her\s+|my\s+|their\s+|our\s+)?(?P<went>[\w-]+(?:\s+(?-i:[A-Z])[\w-]*)*)"
     r"|\b(?:stopped|quit|gave up)\s+(?P<activity>\w+ing(?:\s+(?!" + _NOT_AN_OBJECT + r"\b)[\w-]+)?"
     r"(?:\s+(?-i:[A-Z])[\w-]*)*)"
     # "moved off Redis and uses Memcached now"
@@ -172,7 +175,8 @@ def replaced(content: str) -> list[Replaced]:
     out: list[Replaced] = []
     for m in _FROM.finditer(content):
         phrase = next(g for g in m.groups() if g)
-        if stems := set(tokenize(phrase)):
+        # a light verb alone names nothing given up ("stopped going": not every "go" of the scope)
+        if (stems := set(tokenize(phrase))) and not stems <= LIGHT_VERBS:
             names = {w.lower() for w in words(phrase) if w[0].isupper()}
             out.append(Replaced(stems, names, m.group("left") is not None))
     return out

@@ -79,6 +79,13 @@ NAME_RUN = re.compile(r"(?<![\w.])(?:[A-Z][\w'.\u2019-]*)(?:\s+(?:[A-Z][\w'.\u20
 #: Capitalised words that name a time, not a value ("on leave until May").
 CALENDAR = frozenset(tokenize(" ".join(sorted(CALENDAR_WORDS))))
 
+#: Verbs that say nothing of what they are about: "Takes metformin 500 mg" and "Takes lisinopril
+#: 10 mg" share no counted thing (``amounts.py``), and "stopped going" names nothing given up.
+LIGHT_VERBS = frozenset(
+    tokenize("take takes have has get gets go goes going make makes pay pays cost costs buy buys use uses")
+    + tokenize("spend spends keep keeps need needs charge charges give gives do does doing come comes coming")
+)
+
 
 def name_runs(content: str) -> list[str]:
     """The names a memory states, in order (runs of capitalised words; a month or a day is none)."""
