@@ -307,12 +307,27 @@ def test_a_superseded_memory_is_never_returned_by_default(
             "Omar Haddad has moved across to the warehouse team; Lena Fox leads the Saturday shift now",
         ),
         ("Marco runs the last leg of the relay", "Marco dropped out of the relay; Ines Ruiz runs the last leg"),
+        # "'s" for "has" before the end ("Ffion's pulled out"), not a possessive
+        ("The relay's anchor is Tomas Berg", "Tomas's pulled out. Ines Ruiz is our relay anchor"),
+        ("Booking clerk is Marlene at Northway, ext 3", "Marlene's retired. Kyle Brennan does the booking, ext 7"),
+        # a person another one "has replaced" or whose place another takes
+        (
+            "The club electrician is Manny Ortiz",
+            "Manny is booked up all summer, so Kelsey Tran has replaced him as club electrician",
+        ),
+        (
+            "Staff on the museum trip: Mr Okoye, Ms Lowe and Mrs Quinn",
+            "Mrs Quinn has jury service that week; Ben Harrow is taking her place on the museum trip",
+        ),
+        # "took over … from" a person, whatever time phrase follows the name
+        ("Oliver is the club's dive officer", "Rachel Soames took over as dive officer from Oliver in May"),
         # a thing put aside for another
         ("Shoots mostly on a Nikon Z6", "Bought a Nikon Z8; the Z6 is just the backup now"),
         # a new amount of the same thing, said to have moved, to hold beside it, or to be the current one
         ("Sells her jam at £4 a jar at the market", "Jars of jam are £4.50 this summer; she put the price up"),
         ("Takes metformin 500 mg twice a day", "Her GP raised the metformin to 1000 mg twice a day"),
         ("The guest list has 120 names on it", "They cut the guest list to 95 names"),
+        ("Claiming £18,400 for remedial work to the roof", "Claim revised to £23,750 after a second roof survey"),
         (
             "Season tickets are 80 pounds for adults and 40 pounds for students",
             "Adult season tickets are 95 pounds; students remain at 40 pounds",
@@ -467,6 +482,15 @@ def test_a_word_that_says_other_things_ties_no_attribute(
         ("Dana's best friend is Ana Ruiz", "Ana Ruiz's gym closed down last week"),
         ("Never call Walter before 10am", "Walter retired in May"),
         ("The Copper Kettles play at the Anchor on Fridays", "The Anchor cancelled its Friday music nights"),
+        # a possessive before the end: something of the person ended, not the person
+        ("The club electrician is Manny Ortiz", "Manny's van was stolen; Kelsey Tran lent him hers"),
+        # a hand-over replaces the giver's role, not every memory that names the giver
+        (
+            "Postdoc Oliver Brandt and technician Rachel Soames run the lab's field surveys",
+            "Rachel Soames took over as dive officer from Oliver in May",
+        ),
+        # "replaced him" with no one named before the one who replaced
+        ("The club electrician is Manny Ortiz", "Kelsey Tran has replaced the fuse box at the club"),
         # what was given up is where she went, not the verb "go" of any other memory
         (
             "Had her left knee replaced in 2022; finds steep ground hard going in the wet",

@@ -225,12 +225,15 @@ def superseded(
             return list(out.values())
     for cand in candidates:
         other = others[cand.entry.id]
-        if cand.cosine < MIN_COSINE_FROM_TO or not about_same(who, other, content, cand.entry.content):
+        if cand.cosine < MIN_COSINE_FROM_TO:
             continue
+        alike = about_same(who, other, content, cand.entry.content)
         stems = set(tokenize(cand.entry.content))
         # "Kim left Northwind" says where Kim no longer is, not the scope's owner ("User works at Northwind")
         owners = who is not None and other is None
-        if any(p.named_in(cand.entry.content, stems) and not (owners and p.left) for p in phrases):
+        if any(
+            (alike or p.handover) and p.named_in(cand.entry.content, stems) and not (owners and p.left) for p in phrases
+        ):
             out[cand.entry.id] = cand.entry
     if ends and not out:
         # "Marta Quinn has stepped down; Ravi Patel runs the races" replaces the most similar memory

@@ -17,11 +17,12 @@ from .frame import ONSET, opening_names
 from .subjects import subject
 from .words import CALENDAR, GROUP_STEMS, LIGHT_VERBS, NAME_RUN, has_change_marker
 
-#: Words that say an amount moved ("put the price up", "cut the list to 86", "went down"), holds
+#: Words that say an amount moved ("put the price up", "cut the list to 86", "revised to"), holds
 #: beside one that moved ("under-16s remain at 5 pounds", "still"), or is the current one ("this
 #: season", "these days"). The other change words are the markers and onsets the other rules read.
 AMOUNT_CUE = re.compile(
-    r"\b(?:up|down|cut|rose|risen|fell|fallen|dropped|doubled|halved|remains?|remained|still|currently|"
+    r"\b(?:up|down|cut|rose|risen|fell|fallen|dropped|doubled|halved|revised|increased|reduced|lowered|"
+    r"remains?|remained|still|currently|"
     r"these days|this (?:season|year|term|month|week|time))\b",
     re.IGNORECASE,
 )

@@ -21,7 +21,9 @@ _NOT_AN_OBJECT = (
 #: "replaced X with Y", "no longer uses X", "left X", "stopped doing X". A plain "from X" ("a message
 #: from Kim") names nothing replaced.
 _FROM = re.compile(
-    r"\bfrom\s+(?P<old>(?:[^,.;]|\.(?=\d))+?)\s+to\b|\btook over\b[^,.;]*?\bfrom\s+(?P<giver>[^,.;]+)"
+    r"\bfrom\s+(?P<old>(?:[^,.;]|\.(?=\d))+?)\s+to\b|\btook over\b[^,.;]*?\bfrom\s+(?P<giver>[^,.;]+?)"
+    # "… from Oliver in May": the giver, not when
+    r"(?=\s+(?:in|on|at|last|this|next|since|after|before|until|when|because|and|but)\b|[,.;]|$)"
     # "… instead of ECS", "replaced Sentry with Datadog", "no longer uses Auth0; …"
     r"|\binstead of\s+(?P<instead>[^,.;]+?)(?=\s+(?:and|but|for|because|since)\b|[,.;]|$)"
     r"|\breplaced\s+(?P<replaced>[^,.;]+?)\s+(?:with|by)\b"
@@ -157,15 +159,22 @@ def shared_classes(new: set[str], old: set[str]) -> set[str]:
 class Replaced:
     """A phrase naming what a change replaces: its informative words (stems), its names as written
     (lower-cased: a stem of a name may be another word, "Dentally" → "dental"), and whether it is a
-    thing its subject left ("left Glovo", "sold the Yaris")."""
+    thing its subject left ("left Glovo", "sold the Yaris"). A hand-over ("Rachel took over as dive
+    officer from Oliver") names the person who gave the role, whoever the older memory opens with,
+    and the ``role``, a word of which that memory must hold too ("Oliver is the dive officer", not
+    the list of the lab's members that names Oliver)."""
 
     words: set[str]
     names: set[str]
     left: bool
+    handover: bool = False
+    role: frozenset[str] = frozenset()
 
     def named_in(self, old: str, stems: set[str]) -> bool:
         """Whether the older memory ``old`` (of informative words ``stems``) holds the phrase."""
-        return self.words <= stems and self.names <= set(words(old.lower()))
+        return (
+            self.words <= stems and (not self.role or bool(self.role & stems)) and self.names <= set(words(old.lower()))
+        )
 
 
 def replaced(content: str) -> list[Replaced]:
@@ -178,9 +187,36 @@ def replaced(content: str) -> list[Replaced]:
         # a light verb alone names nothing given up ("stopped going": not every "go" of the scope)
         if (stems := set(tokenize(phrase))) and not stems <= LIGHT_VERBS:
             names = {w.lower() for w in words(phrase) if w[0].isupper()}
-            out.append(Replaced(stems, names, m.group("left") is not None))
+            handover = m.group("giver") is not None
+            role = _ROLE.search(m.group(0)) if handover else None
+            out.append(
+                Replaced(
+                    stems,
+                    names,
+                    m.group("left") is not None,
+                    handover=handover,
+                    role=frozenset(tokenize(role.group("role"))) if role else frozenset(),
+                )
+            )
     return out
 
+
+#: Ends that may follow a name's "'s" standing for "has" ("Ffion's pulled out"); any other word after
+#: "'s" is something of the name's ("Ana's gym closed down" ends the gym, not Ana).
+_CONTRACTED_ENDS = (
+    r"(?:pulled out|dropped out|bowed out|stepped down|resigned|retired|withdrawn|quit|gone|moved on|"
+    r"left(?=\s*(?:[,.;]|$)))\b"
+)
+#: Someone whose place a newly named person takes: "Manny is booked up, so Kelsey Tran has replaced
+#: him", "Mrs Quinn has jury service; Ben Harrow is taking her place". The one replaced is the first
+#: name of the memory, before the one who replaces.
+_TAKES_PLACE = re.compile(
+    r"\b(?:has|have|had|is|are|was|were)?\s*(?:replaced|replacing|replace)\s+(?:him|her|them)\b"
+    r"|\b(?:taking|takes|took|taken|take)\s+(?:over\s+)?(?:his|her|their)\s+(?:place|spot|role|slot)\b"
+    r"|\b(?:stepping|stepped|steps)\s+in\s+for\s+(?:him|her|them)\b"
+    r"|\bin\s+(?:his|her|their)\s+place\b",
+    re.IGNORECASE,
+)
 
 #: A named thing said to have ended ("The Copper Kettles cancelled", "Marta Quinn has stepped down",
 #: "Zoho Books is no longer used", "Olive Tree Kitchen went out of business", "her Lightroom
@@ -188,9 +224,11 @@ def replaced(content: str) -> list[Replaced]:
 #: possessive ("Ana's gym closed" ends the gym, not Ana), and "left" only at a clause's end ("Petra
 #: has left;"), not "left the office early".
 _ENDED = re.compile(
-    r"(?P<ended>" + NAME_RUN.pattern + r")(?<!['\u2019]s)"
-    r"(?:\s+(?!(?:has|have|had|is|are|was|were|got|been)\b)[a-z]+)?\s+"
+    r"(?P<ended>" + NAME_RUN.pattern + r")"
+    r"(?:(?<!['\u2019]s)(?:\s+(?!(?:has|have|had|is|are|was|were|got|been)\b)[a-z]+)?\s+"
     r"(?:(?:has|have|had|is|are|was|were|got|been)\s+)*"
+    # "Ffion's pulled out", "Marlene's retired": "'s" for "has" right before the end
+    r"|['\u2019]s\s+(?:been\s+|just\s+|now\s+|finally\s+)?(?=" + _CONTRACTED_ENDS + r"))"
     r"(?:cancell?ed|called off|stepped down|resigned|retired|went (?:out of business|bust|under)|closed down|"
     r"shut down|lapsed|expired|discontinued|no longer (?:used|in use|available|running|operating)|"
     # a person who left the role, or moved on from it ("Linda had to withdraw; Rosa Kim is our Audrey")
@@ -203,6 +241,10 @@ _ENDED = re.compile(
 )
 
 
+#: The role of a hand-over: "took over as dive officer from …", "took over the file from …".
+_ROLE = re.compile(r"\btook over\s+(?:as\s+)?(?P<role>.*?)\s*\bfrom\b", re.IGNORECASE)
+_POSSESSIVE = re.compile(r"['\u2019]s$")
+
 #: Number words, which open a sentence capitalised without naming anything ("Two families withdrew").
 _COUNTS = frozenset(
     tokenize("one two three four five six seven eight nine ten eleven twelve several many few both all some")
@@ -213,15 +255,23 @@ def ended(content: str) -> list[Replaced]:
     """Each named thing ``content`` says has ended, as a phrase of what a change replaces, when the
     memory also says what comes instead (another name, or a word of change): "The Copper Kettles
     cancelled; a DJ plays at 8pm", not "Walter retired in May"."""
-    found = [m for m in _ENDED.finditer(content) if set(tokenize(m.group("ended"))) - _COUNTS]
-    if not found:
+    phrases = [
+        _POSSESSIVE.sub("", m.group("ended"))
+        for m in _ENDED.finditer(content)
+        if set(tokenize(m.group("ended"))) - _COUNTS
+    ]
+    place = _TAKES_PLACE.search(content)
+    if place is not None:
+        before = [run for run in name_runs(content[: place.start()]) if set(tokenize(run)) - _COUNTS]
+        if len(before) >= 2:  # the one replaced, then the one who replaces
+            phrases.append(_POSSESSIVE.sub("", before[0]))
+    if not phrases:
         return []
-    ends = {m.group("ended") for m in found}
-    if not has_change_marker(content) and not set(name_runs(content)) - ends:
+    ends = set(phrases)
+    if not has_change_marker(content) and not {_POSSESSIVE.sub("", r) for r in name_runs(content)} - ends:
         return []
     out: list[Replaced] = []
-    for m in found:
-        phrase = m.group("ended")
+    for phrase in dict.fromkeys(phrases):
         names = {w.lower() for w in words(phrase) if tokenize(w)}
         out.append(Replaced(set(tokenize(phrase)), names, left=False))
     return out
