@@ -1,14 +1,14 @@
 """Does the agent get the right, current fact first? Hand-written scenarios (``fact_data.py``).
 
-    python benchmarks/fact_ranking.py [--embedder onnx] [--split dev … fresh15] [--dump]
+    python benchmarks/fact_ranking.py [--embedder onnx] [--split dev … fresh17] [--dump]
                                       [--out PATH] [--hybrid-weight W] [--threshold T]
 
 Every scenario's memories are written through the public SDK (``Memory.add``, the default write
 path), one day apart on the engine's clock, into a fresh DuckDB file; every question is then asked
 with ``Memory.search`` and the default settings (or the overrides given). Reported per split
 (``dev`` is what the ranking constants were chosen on, ``holdout`` was only measured, ``fresh``,
-``fresh6`` to ``fresh15`` were written after every constant had been chosen, the last
-ten by authors who had not seen the ranking) and overall:
+``fresh6`` to ``fresh17`` were written after every constant had been chosen, the last
+twelve by authors who had not seen the ranking) and overall:
 
 * ``p@1``: the first result answers the question (answerable questions; no result counts as wrong);
 * ``MRR``: mean reciprocal rank of the first answering memory (0 when it is not returned);

@@ -217,6 +217,8 @@ def test_the_fact_scenarios_name_only_memories_they_hold() -> None:
         "fresh13",
         "fresh14",
         "fresh15",
+        "fresh16",
+        "fresh17",
     }
     assert len({s.name for s in SCENARIOS}) == len(SCENARIOS)
     for scenario in SCENARIOS:
