@@ -85,3 +85,23 @@ def test_the_salary_question_found_the_job_before(tmp_path: Path, minilm: Embedd
         _fill(mem, tenant)
         shown = _shown(mem, tenant, question)
         assert shown and shown[0][0].startswith("Nadia started in June"), shown
+
+
+def test_a_value_redacted_in_a_shared_layer_still_answers(model_store: Memory, tenant: TenantContext) -> None:
+    """A shared layer redacts PII by default ("… on [REDACTED_PHONE]"): the memory still states the
+    phone number the question asks for, and is returned first."""
+    team = {"team_id": "support"}
+    facts = [
+        "The support line is staffed Monday to Friday, 8 am to 6 pm",
+        "Customers reach the support line on 0161 496 0728",
+        "Refunds over $300 need the team lead's approval",
+        "Tickets are logged in Zendesk",
+        "The team lead is Devi Shah",
+        "Weekly sync is on Mondays at 9:30",
+        "Escalations go to the operations manager",
+    ]
+    model_store.bulk_add(tenant, [{"content": c, "layer": "team", "identifiers": team} for c in facts])
+    res = model_store.search(tenant, "What's the support line's phone number?", identifiers=team)
+    assert res.results and "[REDACTED_PHONE]" in res.results[0].memory.content, [
+        (r.memory.content, r.score) for r in res.results
+    ]

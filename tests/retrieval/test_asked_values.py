@@ -123,3 +123,15 @@ def test_a_question_of_two_kinds_takes_either() -> None:
     assert states_value(asked, "Omar prefers email: omar@brightwater.example")
     assert states_value(asked, "Omar's direct line is 0113 496 0123")
     assert not states_value(asked, "Omar Haddad is the new practice director")
+
+
+def test_a_value_the_pii_redaction_replaced_is_still_stated() -> None:
+    """Repro (blind fact set): a shared layer redacts PII by default, so "Chidi's is 298 114 650" is
+    stored as "Chidi's is [REDACTED_PHONE]"; the question about his tax number lost its answer."""
+    tax = asked_value("What is Chidi's Portuguese tax number?")
+    assert tax is not None and states_value(tax, "Both adults have NIF numbers; Chidi's is [REDACTED_PHONE].")
+    email = asked_value("What's the florist's email address?")
+    assert email is not None and states_value(email, "Orders go to [REDACTED_EMAIL]")
+    assert not states_value(email, "Call the florist on [REDACTED_PHONE]")
+    code = asked_value("What's the account number for the deposit?")
+    assert code is not None and states_value(code, "Deposit paid into [REDACTED_IBAN]")

@@ -228,9 +228,22 @@ def _states_surname(person: str | None, content: str) -> bool:
     return re.search(rf"\b{re.escape(person)}\s+(?:[A-Z][a-z]+-)?(?:[A-Z]['])?[A-Z][\w'-]+", content) is not None
 
 
+#: What the PII redaction of a shared layer leaves of a value (``hygiene/pii.py``): the memory stated
+#: one, of the kinds each marker may stand for ("Chidi's tax number is [REDACTED_PHONE]").
+_REDACTED = re.compile(r"\[REDACTED_(?P<what>[A-Z]+)\]")
+_REDACTED_KINDS: dict[str, frozenset[ValueKind]] = {
+    "EMAIL": frozenset({ValueKind.EMAIL}),
+    "PHONE": frozenset({ValueKind.PHONE, ValueKind.CODE}),
+}
+_REDACTED_OTHER = frozenset({ValueKind.CODE})  # a card, an IBAN, an SSN, an IP address
+
+
 def states_value(asked: Asked, content: str) -> bool:
     """Whether ``content`` states a value of one of the kinds ``asked`` for."""
     content = content.replace(_CURLY_APOSTROPHE, "'")
+    for marker in _REDACTED.finditer(content):
+        if asked.kinds & _REDACTED_KINDS.get(marker.group("what"), _REDACTED_OTHER):
+            return True
     for kind in asked.kinds:
         if kind is ValueKind.SURNAME:
             if _states_surname(asked.person, content):
