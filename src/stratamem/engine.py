@@ -772,11 +772,14 @@ class MemoryEngine:
             return [(hit.score, hit.entry) for hit in page.hits]
 
         def owner(entry: MemoryEntry) -> str | None:
-            # a personal scope is kept for its user, whose name its memories may state
+            # a personal scope is kept for its user, whose name a memory of the user layer may state;
+            # read from the stored memories, not from the search-time cache of the scope's forms
             user_id = entry.identifiers.user_id
             if entry.layer not in PERSONAL_LAYERS or not user_id:
                 return None
-            return self._stated_name(ctx, operation, user_id, now)
+            scope = Scope(Layer.USER, scope_key(Layer.USER, LayerIdentifiers(user_id=user_id)))
+            page = self._scope_matches(ctx, operation, scope, NAME_STATEMENT, 20, now)
+            return newest_stated_name((hit.entry.created_at, hit.entry.content) for hit in page.hits)
 
         return replacements.plan(
             entries,
