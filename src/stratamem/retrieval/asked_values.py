@@ -114,31 +114,30 @@ _HOW_MUCH = re.compile(r"\bhow\s+much\b(.*)", _I)
 _HOW_OLD = re.compile(r"\bhow\s+old\b", _I)
 
 
+#: The phrases that ask for each kind, but money (read after "how much" or "what … cost").
+_ASKED: tuple[tuple[re.Pattern[str], ValueKind], ...] = (
+    (_EMAIL_ASKED, ValueKind.EMAIL),
+    (_PHONE_ASKED, ValueKind.PHONE),
+    (_CODE_ASKED, ValueKind.CODE),
+    (_SURNAME_ASKED, ValueKind.SURNAME),
+    (_YEAR_ASKED, ValueKind.YEAR),
+    (_CLOCK_ASKED, ValueKind.CLOCK),
+    (_HOW_OLD, ValueKind.AGE),
+)
+_MONEY_REST = re.compile(rf"\b{_MONEY_WORDS}\b", _I)
+
+
 def _clause_kinds(clause: str) -> set[ValueKind]:
     """The kinds of value one clause asks for (empty when it asks for none the check knows)."""
-    text = re.sub(r"\bwhat[']s\b", "what is", clause.strip(), flags=_I)
+    text = re.sub(r"\bwhat's\b", "what is", clause.strip(), flags=_I)
     if not _QUESTION.match(text):
         return set()
-    kinds: set[ValueKind] = set()
-    if _EMAIL_ASKED.search(text):
-        kinds.add(ValueKind.EMAIL)
-    if _PHONE_ASKED.search(text):
-        kinds.add(ValueKind.PHONE)
-    if _CODE_ASKED.search(text):
-        kinds.add(ValueKind.CODE)
-    if _SURNAME_ASKED.search(text):
-        kinds.add(ValueKind.SURNAME)
-    if _YEAR_ASKED.search(text):
-        kinds.add(ValueKind.YEAR)
-    if _CLOCK_ASKED.search(text):
-        kinds.add(ValueKind.CLOCK)
-    if _HOW_OLD.search(text):
-        kinds.add(ValueKind.AGE)
+    kinds = {kind for pattern, kind in _ASKED if pattern.search(text)}
     much = _HOW_MUCH.search(text)
     if much is not None:
         rest = much.group(1)
         # "how much does it cost", "how much are termly subs"; not "how much metformin" (a dose)
-        if re.search(rf"\b{_MONEY_WORDS}\b", rest, _I) or re.match(r"\s+(?:is|are|was|were)\b", rest, _I):
+        if _MONEY_REST.search(rest) or re.match(r"\s+(?:is|are|was|were)\b", rest, _I):
             kinds.add(ValueKind.MONEY)
     elif not kinds and _WHAT_MONEY.search(text) and not _RATE.search(text):
         kinds.add(ValueKind.MONEY)
