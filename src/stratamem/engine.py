@@ -229,6 +229,22 @@ def _statuses(include_superseded: Any, at: datetime | None, operation: str) -> t
     return CURRENT_AND_HISTORY if include_superseded or at is not None else ("active",)
 
 
+def _narrowed(
+    merged: list[tuple[Layer, ScoredEntry]],
+    vectors: list[npt.NDArray[np.float32] | None],
+    kept: list[tuple[Layer, ScoredEntry]],
+    total: int,
+    limit: int,
+) -> tuple[list[tuple[Layer, ScoredEntry]], list[npt.NDArray[np.float32] | None], int]:
+    """The merged results narrowed to ``kept`` (a subsequence of them), with their vectors and the
+    total count: exact when every candidate was seen (fewer than ``limit`` came back), else the
+    count less the candidates removed."""
+    seen_all = len(merged) < limit or not kept
+    total = len(kept) if seen_all else max(len(kept), total - (len(merged) - len(kept)))
+    vector_of = {id(hit): vec for (_, hit), vec in zip(merged, vectors, strict=True)}
+    return kept, [vector_of[id(hit)] for _, hit in kept], total
+
+
 def _weight(value: Any, field_name: str, operation: str) -> float:
     """A search weight in [0, 1] (``hybrid_weight``, the boosts), or INVALID_PARAMS naming the field."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
@@ -1160,23 +1176,14 @@ class MemoryEngine:
                     floor_report,
                     vectors=vectors,
                 )
-                # every candidate was seen when fewer than ``limit`` came back: the count is exact
-                seen_all = len(merged) < limit or not kept
-                total = len(kept) if seen_all else max(len(kept), total - (len(merged) - len(kept)))
-                vector_of = {id(hit): vec for (_, hit), vec in zip(merged, vectors, strict=True)}
-                vectors = [vector_of[id(hit)] for _, hit in kept]
-                merged = kept
+                merged, vectors, total = _narrowed(merged, vectors, kept, total, limit)
             if asked_for is not None and merged:
                 stating = [(layer, hit) for layer, hit in merged if states_value(asked_for, hit.entry.content)]
                 if value_report is not None:
                     stated = {id(hit) for _, hit in stating}
                     value_report.extend((layer, hit) for layer, hit in merged if id(hit) not in stated)
                 if len(stating) < len(merged):
-                    seen_all = len(merged) < limit or not stating
-                    total = len(stating) if seen_all else max(len(stating), total - (len(merged) - len(stating)))
-                    vector_of = {id(hit): vec for (_, hit), vec in zip(merged, vectors, strict=True)}
-                    vectors = [vector_of[id(hit)] for _, hit in stating]
-                    merged = stating
+                    merged, vectors, total = _narrowed(merged, vectors, stating, total, limit)
             # of two current results that state the same thing, the newer first; a history search
             # (include_superseded, as_of) is ranked by relevance alone
             if opts.order == "relevance" and statuses == ("active",):

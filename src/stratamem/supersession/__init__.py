@@ -168,11 +168,11 @@ def superseded(
     phrases = replaced(content)
     if not (phrases or read.any):
         return []
-    names = [n for c in candidates if (n := stated_name(c.entry.content)) is not None]
+    names = {c.entry.id: n for c in candidates if (n := stated_name(c.entry.content)) is not None}
     if stated_name(content) is None:
         # the memory that gives the user's name is replaced only by one that gives a name: what else
         # it says may change ("… drives for a carrier based out of Joplin"), the name does not
-        candidates = [c for c in candidates if stated_name(c.entry.content) is None]
+        candidates = [c for c in candidates if c.entry.id not in names]
     marker, stated, event, prefers = read.marker, read.stated, read.event, read.prefers
     onset, ends, counted = read.onset, read.ends, read.counted
     if event is not None:
@@ -189,7 +189,7 @@ def superseded(
     who = subject(content)
     mentioned = set(tokenize(content))
     others = {c.entry.id: candidate_subject(c.entry.content, mentioned) for c in candidates}
-    owned = _owners_facts(who, candidates, others, names, owner)
+    owned = _owners_facts(who, candidates, others, list(names.values()), owner)
     slots: dict[str, Slot | None] = {}  # each candidate's slot, read once by either rule that needs it
 
     def slot_of(entry: MemoryEntry) -> Slot | None:
