@@ -135,3 +135,27 @@ def test_a_value_the_pii_redaction_replaced_is_still_stated() -> None:
     assert not states_value(email, "Call the florist on [REDACTED_PHONE]")
     code = asked_value("What's the account number for the deposit?")
     assert code is not None and states_value(code, "Deposit paid into [REDACTED_IBAN]")
+
+
+@pytest.mark.parametrize(
+    ("question", "content"),
+    [
+        ("What's her room number at the hospital?", "Ilse is on ward 4, room 12"),
+        ("What's the gate number for the flight?", "Boarding is at gate 7"),
+        ("What's Kyle's extension number?", "Kyle Brennan does dispatch now, same line, ext 7"),
+        ("What number is the bus he takes?", "He takes the number 42 bus to work"),
+        ("Which table number are we on?", "We're seated at table 6 by the window"),
+    ],
+)
+def test_a_small_number_labels_a_room_a_gate_or_a_seat(question: str, content: str) -> None:
+    """A room, gate, table or bus is labelled by a small number; such a question is answered by any
+    number, not only by a code-like one ("What number do I dial?" still wants a phone number)."""
+    asked = asked_value(question)
+    assert asked is not None and states_value(asked, content)
+    assert not states_value(asked, "Ilse moved to the rehab ward last week")
+
+
+def test_what_number_to_dial_is_a_phone_number() -> None:
+    asked = asked_value("What number do clinicians dial when they need IT urgently?")
+    assert asked is not None and set(asked.kinds) == {K.PHONE}
+    assert not states_value(asked, "Clinicians call the IT helpdesk for urgent issues on ward 4")

@@ -6,9 +6,10 @@ at Lumen Freight". The memory is about everything the question names, so no simi
 lexical, and no relevance floor tells it from an answer; a reader would see that it states no amount
 of money. Many questions name the kind of value they want in their own words: an amount of money
 ("how much … cost", "what … charge"), an age, a year, a clock time, a phone number, an email
-address, a code or reference number, a surname. For those, a memory that states no value of that
-kind cannot be the answer, and default search leaves it out (``MemoryConfig.value_check``,
-``engine.py``): the question then returns nothing, as a question with no stored answer should.
+address, a code or reference number, the number of a room or a seat, a surname. For those, a
+memory that states no value of that kind cannot be the answer, and default search leaves it out
+(``MemoryConfig.value_check``, ``engine.py``): the question then returns nothing, as a question
+with no stored answer should.
 Counts ("how many") and durations ("how long") are not checked: in a store of conversation turns
 they are tallied across turns ("how many times has Joanna been hiking?") that state no number.
 
@@ -43,6 +44,7 @@ class ValueKind(StrEnum):
     PHONE = "phone_number"
     EMAIL = "email_address"
     CODE = "code"
+    LABEL = "label_number"
     SURNAME = "surname"
 
 
@@ -94,20 +96,29 @@ _EMAIL_ASKED = re.compile(
 )
 _PHONE_ASKED = re.compile(
     r"\b(?:phone|mobile|cell|cellphone|telephone|contact|fax|landline|whatsapp|office|home|work)\s+numbers?\b"
-    r"|\bwhat\s+number\b(?!\s+one\b)|\bwhich\s+number\b(?!\s+one\b)",
+    # "what number do I dial / call", not "what number is the bus"
+    r"|\b(?:what|which)\s+number\b(?!\s+one\b)(?=.*\b(?:dial|call|ring|text|phone|reach|contact)\b)",
+    _I,
+)
+#: A small number that labels a place or a seat ("room 12", "gate 7", "ext 7", "the number 42 bus"):
+#: any number answers it.
+_LABEL_ASKED = re.compile(
+    r"\b(?:room|gate|table|seat|unit|flat|apartment|house|door|platform|bus|route|locker|extension|ext|ward"
+    r"|bed|pitch|plot|stall|bay|berth|cabin|desk|lane|court|hole|shirt|jersey|squad|pew|box)\s+(?:number|no\.?)s?\b"
+    r"|\b(?:what|which)\s+number\b(?!\s+one\b)(?!.*\b(?:dial|call|ring|text|phone|reach|contact)\b)",
     _I,
 )
 _CODE_ASKED = re.compile(
     r"\b(?:registration|reg|policy|account|reference|ref|order|po|purchase order|serial|permit|invoice|tracking"
-    r"|licen[cs]e|membership|booking|flight|case|customer|member|claim|vat|tax|model|part|lot|batch|unit|room"
-    r"|gate|seat|table|locker|extension)\s+(?:number|no\.?|code|ref)s?\b"
+    r"|licen[cs]e|membership|booking|flight|case|customer|member|claim|vat|tax|model|part|lot|batch)"
+    r"\s+(?:number|no\.?|code|ref)s?\b"
     r"|\b(?:number\s+plate|licen[cs]e\s+plate|passcode|password|pin|pin\s+code|postcode|post\s+code|zip\s+code"
     r"|zip|sort\s+code|confirmation\s+code|booking\s+code|promo\s+code|discount\s+code|voucher\s+code"
     r"|(?:lockbox|lock\s+box|door|gate|alarm|entry|access|wifi|wi-fi|security|key\s?safe|garage|padlock)\s+code)\b",
     _I,
 )
 _SURNAME_ASKED = re.compile(r"\b(?:surname|last\s+name|family\s+name|maiden\s+name)\b", _I)
-_SURNAME_OF = re.compile(r"\b([A-Z][a-z]+)[']s\s+(?:surname|last\s+name|family\s+name|maiden\s+name)\b")
+_SURNAME_OF = re.compile(r"\b([A-Z][a-z]+)'s\s+(?:surname|last\s+name|family\s+name|maiden\s+name)\b")
 _YEAR_ASKED = re.compile(r"\b(?:what|which)\s+year\b", _I)
 _CLOCK_ASKED = re.compile(r"\b(?:what|which)\s+time\b(?!\s+(?:zone|of\s+year|slot|frame|period|limit))", _I)
 _HOW_MUCH = re.compile(r"\bhow\s+much\b(.*)", _I)
@@ -119,6 +130,7 @@ _ASKED: tuple[tuple[re.Pattern[str], ValueKind], ...] = (
     (_EMAIL_ASKED, ValueKind.EMAIL),
     (_PHONE_ASKED, ValueKind.PHONE),
     (_CODE_ASKED, ValueKind.CODE),
+    (_LABEL_ASKED, ValueKind.LABEL),
     (_SURNAME_ASKED, ValueKind.SURNAME),
     (_YEAR_ASKED, ValueKind.YEAR),
     (_CLOCK_ASKED, ValueKind.CLOCK),
@@ -216,6 +228,7 @@ _HOLDS: dict[ValueKind, re.Pattern[str]] = {
     ValueKind.PHONE: _PHONE,
     ValueKind.EMAIL: _EMAIL,
     ValueKind.CODE: _CODE,
+    ValueKind.LABEL: re.compile(r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\b", _I),
 }
 
 
