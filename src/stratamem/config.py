@@ -26,7 +26,8 @@ class MemoryConfig(BaseModel):
     #: of ``benchmarks/fact_ranking.py --floor F`` (docs/ranking.md).
     relevance_floor: float | None = Field(3.0, ge=-10.0, le=10.0)
     #: When the caller gives no threshold, a question that asks for a kind of value (an amount of
-    #: money, an age, a year, a clock time, a phone number, an email address, a code, a surname)
+    #: money, an age, a year, a clock time, a phone number, an email address, a code, the number of
+    #: a room or a seat, a surname)
     #: returns only memories that state a value of that kind (``retrieval/asked_values.py``): "what's
     #: Nadia's salary?" does not return her job. False = off.
     value_check: bool = True
