@@ -491,6 +491,8 @@ def test_a_word_that_says_other_things_ties_no_attribute(
         ),
         # "replaced him" with no one named before the one who replaced
         ("The club electrician is Manny Ortiz", "Kelsey Tran has replaced the fuse box at the club"),
+        # something of the person's replaced, not the person
+        ("Manny Ortiz uses an old Dell laptop for the club accounts", "Manny and Kelsey will replace her laptop"),
         # what was given up is where she went, not the verb "go" of any other memory
         (
             "Had her left knee replaced in 2022; finds steep ground hard going in the wet",

@@ -211,9 +211,11 @@ _CONTRACTED_ENDS = (
 #: him", "Mrs Quinn has jury service; Ben Harrow is taking her place". The one replaced is the first
 #: name of the memory, before the one who replaces.
 _TAKES_PLACE = re.compile(
-    r"\b(?:has|have|had|is|are|was|were)?\s*(?:replaced|replacing|replace)\s+(?:him|her|them)\b"
+    r"\b(?:(?:has|have|had|is|are|was|were)\s+)?(?:replaced|replacing|replace|stepping in for|stepped in for"
+    r"|steps in for)\s+(?:him|her|them)"
+    # the person, not something of theirs ("will replace her laptop")
+    r"(?=\s*(?:[,.;:!)-]|$)|\s+(?:as|on|at|in|for|from|with|until|till|while|this|next|now|and|but)\b)"
     r"|\b(?:taking|takes|took|taken|take)\s+(?:over\s+)?(?:his|her|their)\s+(?:place|spot|role|slot)\b"
-    r"|\b(?:stepping|stepped|steps)\s+in\s+for\s+(?:him|her|them)\b"
     r"|\bin\s+(?:his|her|their)\s+place\b",
     re.IGNORECASE,
 )
