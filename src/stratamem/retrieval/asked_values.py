@@ -174,8 +174,10 @@ def asked_value(query: str) -> Asked | None:
 
 # -- the memory -----------------------------------------------------------------------------------
 
+#: The numbers a room, a gate or a seat is labelled with in words.
+_SMALL_NUMBERS = r"(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
 _NUMBER_WORDS = (
-    r"(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen"
+    rf"(?:{_SMALL_NUMBERS}|thirteen|fourteen|fifteen|sixteen"
     r"|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|hundred|hundreds"
     r"|thousand|thousands|million|millions|billion|dozen|dozens|couple|pair|twins|triplets|both|half|single"
     r"|several|few|handful|none|nobody|once|twice)"
@@ -202,7 +204,7 @@ _CLOCK = re.compile(
     _I,
 )
 _YEAR = re.compile(
-    rf"\b(?:1[5-9]|20)\d{{2}}s?\b|[']\d{{2}}\b|\b(?:\d+|{_NUMBER_WORDS})\s+years?\s+ago\b"
+    rf"\b(?:1[5-9]|20)\d{{2}}s?\b|'\d{{2}}\b|\b(?:\d+|{_NUMBER_WORDS})\s+years?\s+ago\b"
     r"|\b(?:last|this|next)\s+year\b",
     _I,
 )
@@ -228,7 +230,7 @@ _HOLDS: dict[ValueKind, re.Pattern[str]] = {
     ValueKind.PHONE: _PHONE,
     ValueKind.EMAIL: _EMAIL,
     ValueKind.CODE: _CODE,
-    ValueKind.LABEL: re.compile(r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\b", _I),
+    ValueKind.LABEL: re.compile(rf"\d|\b{_SMALL_NUMBERS}\b", _I),
 }
 
 
